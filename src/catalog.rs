@@ -1,0 +1,153 @@
+//! The closed capability catalog (`catalog/capabilities.toml`, embedded at
+//! build time, overridable with `--catalog FILE`).
+//!
+//! A row names the programs that map to it (so a suite's argv[0] finds its
+//! row), a version command, the descriptive `machines` column (the historical
+//! m0..m3 topology — never an allow-list) and install commands per platform.
+
+use crate::error::Refusal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The catalog shipped inside the binary.
+pub const EMBEDDED: &str = include_str!("../catalog/capabilities.toml");
+
+/// Errors loading or querying the catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The catalog file could not be read.
+    #[error("cannot read catalog {path}: {source} — pass an existing file to --catalog")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The catalog is not valid TOML of the catalog's shape.
+    #[error("catalog {origin} is malformed: {detail} — fix the file, or drop --catalog to use the embedded one")]
+    Malformed { origin: String, detail: String },
+    /// A capability name that the closed catalog does not hold.
+    #[error("`{name}` is not a capability in the catalog ({known}) — pick one of those; `saphan catalog show` lists them")]
+    Unknown { name: String, known: String },
+}
+
+impl Refusal for CatalogError {
+    fn name(&self) -> &'static str {
+        match self {
+            CatalogError::Read { .. } => "catalog-unreadable",
+            CatalogError::Malformed { .. } => "catalog-malformed",
+            CatalogError::Unknown { .. } => "capability-unknown",
+        }
+    }
+}
+
+/// One capability row.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Capability {
+    /// `toolchain`, `container` or `sandbox`.
+    pub kind: String,
+    /// argv[0] names (basenames) that map to this row.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// The version command; `{path}` stands for the declared program path.
+    #[serde(default)]
+    pub version: Vec<String>,
+    /// Descriptive: where the historical m0..m3 topology carried it.
+    #[serde(default)]
+    pub machines: Vec<String>,
+    /// Install command per platform id (`debian`, `ubuntu`, `fedora`, `alpine`, `darwin` …).
+    #[serde(default)]
+    pub install: BTreeMap<String, String>,
+    /// Extra row-specific settings (e.g. the docker-oci image pin).
+    #[serde(default, flatten)]
+    pub extra: BTreeMap<String, toml::Value>,
+}
+
+impl Capability {
+    /// The install command for the first of `platform_ids` that has one.
+    pub fn install_for(&self, platform_ids: &[String]) -> Option<&str> {
+        platform_ids
+            .iter()
+            .find_map(|p| self.install.get(p).map(String::as_str))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    capability: BTreeMap<String, Capability>,
+}
+
+/// The closed set of capability rows.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// Rows by capability name.
+    pub rows: BTreeMap<String, Capability>,
+    /// `embedded` or the override path.
+    pub origin: String,
+}
+
+impl Catalog {
+    /// Parse catalog text.
+    pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
+        let f: File = toml::from_str(text).map_err(|e| CatalogError::Malformed {
+            origin: origin.to_string(),
+            detail: e.message().to_string(),
+        })?;
+        Ok(Catalog {
+            rows: f.capability,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The embedded catalog, or the file at `path`.
+    pub fn load(path: Option<&Path>) -> Result<Catalog, CatalogError> {
+        match path {
+            None => Catalog::parse(EMBEDDED, "embedded"),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| CatalogError::Read {
+                    path: p.to_path_buf(),
+                    source,
+                })?;
+                Catalog::parse(&text, &p.display().to_string())
+            }
+        }
+    }
+
+    /// The row named `name`, or [`CatalogError::Unknown`].
+    pub fn get(&self, name: &str) -> Result<&Capability, CatalogError> {
+        self.rows.get(name).ok_or_else(|| CatalogError::Unknown {
+            name: name.to_string(),
+            known: self.rows.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// The row whose `programs` holds the basename of `argv0`.
+    pub fn for_program(&self, argv0: &str) -> Option<(&str, &Capability)> {
+        let base = argv0.rsplit('/').next().unwrap_or(argv0);
+        self.rows
+            .iter()
+            .find(|(_, c)| c.programs.iter().any(|p| p == base))
+            .map(|(n, c)| (n.as_str(), c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_parses_and_maps_programs() {
+        let c = Catalog::load(None).unwrap();
+        assert_eq!(c.for_program("/usr/bin/pytest").unwrap().0, "pytest");
+        assert_eq!(c.for_program("go").unwrap().0, "go");
+        assert!(c.for_program("frobnicate").is_none());
+        let go = c.get("go").unwrap();
+        assert_eq!(
+            go.install_for(&["ubuntu".into(), "debian".into()]),
+            Some("apt-get install -y golang-go")
+        );
+        assert!(matches!(c.get("nope"), Err(CatalogError::Unknown { .. })));
+    }
+}

@@ -1,0 +1,109 @@
+//! The command line: clap types and nothing else. Each verb family has one
+//! file; each turns its clap arguments into plain settings and calls the
+//! engine. This module is the only place that prints errors and maps them to
+//! exit codes (DESIGN §4).
+
+use crate::error::{Exit, Result};
+use crate::home::Home;
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// saphan — certify an exact trunk SHA by running the declared suite in a
+/// fresh detached worktree, locally or on an SSH fleet.
+#[derive(Debug, Parser)]
+#[command(name = "saphan", version, about, long_about = None)]
+pub struct Cli {
+    /// Print one JSON object on stdout (the record, the result, or the refusal).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Use this capability catalog instead of the embedded one.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+}
+
+/// What every verb gets besides its own arguments.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `--json`.
+    pub json: bool,
+    /// `--catalog`.
+    pub catalog: Option<PathBuf>,
+    /// `SAPHAN_HOME`.
+    pub home: Home,
+}
+
+impl Ctx {
+    /// Load the capability catalog this invocation uses.
+    pub fn catalog(&self) -> Result<crate::catalog::Catalog> {
+        Ok(crate::catalog::Catalog::load(self.catalog.as_deref())?)
+    }
+}
+
+/// Write to stdout; a closed pipe ends the process quietly (like ripgrep).
+pub fn out(text: &str) {
+    let mut so = std::io::stdout().lock();
+    if let Err(e) = so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Print one JSON value as one line on stdout.
+pub fn out_json(v: &serde_json::Value) {
+    out(&format!("{v}\n"));
+}
+
+async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
+    let _ = &ctx;
+    match cmd {}
+}
+
+/// Parse the command line, run the verb, print any error, return the exit code.
+pub fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUST_LOG"))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let ctx = Ctx {
+        json: cli.json,
+        catalog: cli.catalog.clone(),
+        home: Home::from_env(),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");
+            return ExitCode::from(2);
+        }
+    };
+    let json = ctx.json;
+    match rt.block_on(dispatch(ctx, cli.command)) {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e) => {
+            if json {
+                out_json(&e.to_json());
+            }
+            eprintln!("{}", e.line());
+            ExitCode::from(e.exit() as u8)
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The one error type the binary prints, and the exit codes of DESIGN §4.
+//!
+//! Every module keeps its own `thiserror` enum and implements [`Refusal`] for
+//! it: a stable kebab-case name (the spec's words, e.g.
+//! `verification-toolchain-absent`) and an exit code. The `Display` text of a
+//! variant is "what happened — what to do". [`crate::cli`] is the only place
+//! that prints, as `saphan: <name>: <display>`.
+
+use std::fmt;
+
+/// Process exit codes (DESIGN §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success, or a green verdict.
+    Ok = 0,
+    /// A red verdict.
+    Red = 1,
+    /// A refusal or a usage error: nothing was measured.
+    Refusal = 2,
+    /// A measurement was attempted and failed (timeout, crash, broken report, lost machine).
+    MeasurementFailed = 3,
+}
+
+/// An error the operator can act on: a stable name and an exit code.
+pub trait Refusal: std::error::Error + Send + Sync + 'static {
+    /// The stable kebab-case name printed after `saphan: `.
+    fn name(&self) -> &'static str;
+    /// The exit code; refusals default to 2.
+    fn exit(&self) -> Exit {
+        Exit::Refusal
+    }
+}
+
+/// Any [`Refusal`], boxed: what verbs return to the CLI.
+pub struct Error(Box<dyn Refusal>);
+
+impl Error {
+    /// The stable name.
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    /// The exit code.
+    pub fn exit(&self) -> Exit {
+        self.0.exit()
+    }
+    /// The one line the operator reads, without the trailing newline.
+    pub fn line(&self) -> String {
+        format!("saphan: {}: {}", self.name(), self.0)
+    }
+    /// The inner error, for tests and callers that match on a module's enum.
+    pub fn inner(&self) -> &dyn Refusal {
+        &*self.0
+    }
+    /// Try to view the inner error as a concrete module error.
+    pub fn downcast_ref<E: Refusal>(&self) -> Option<&E> {
+        let any: &dyn std::error::Error = &*self.0;
+        any.downcast_ref::<E>()
+    }
+    /// The one JSON object `--json` prints for this error.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": self.name(),
+            "message": self.0.to_string(),
+            "exit_code": self.exit() as u8,
+        })
+    }
+}
+
+impl<E: Refusal> From<E> for Error {
+    fn from(e: E) -> Self {
+        Error(Box::new(e))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.line())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.line())
+    }
+}
+
+/// Result alias for verbs.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the local environment that are not any module's business: a
+/// file saphan must write could not be written, a program it drives (git)
+/// could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    /// A read or write of one of saphan's own files failed.
+    #[error("{action} {path}: {source} — check the path's permissions and free space, then re-run")]
+    Io {
+        action: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A program saphan drives could not be started.
+    #[error("could not start `{program}`: {source} — install it or put it on PATH")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Refusal for IoError {
+    fn name(&self) -> &'static str {
+        match self {
+            IoError::Io { .. } => "io",
+            IoError::Spawn { .. } => "spawn",
+        }
+    }
+}
+
+/// A usage error detected after clap: conflicting or missing arguments.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+impl Refusal for Usage {
+    fn name(&self) -> &'static str {
+        "usage"
+    }
+}

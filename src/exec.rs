@@ -1,0 +1,365 @@
+//! The one subprocess runner: every program saphan starts (git, the suite,
+//! go, docker, ssh) goes through [`run`].
+//!
+//! Each child runs in its own process group. On timeout the whole group gets
+//! SIGTERM, then SIGKILL after [`GRACE`], while stdout and stderr keep being
+//! drained (a grandchild that holds a pipe open cannot hang the caller: the
+//! drain itself is bounded after the kill). If the future running a child is
+//! dropped (Ctrl-C, a `select!` that lost), the group is killed as well.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// How long a timed-out group has between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(2);
+
+/// Where a child's stdout goes.
+#[derive(Debug, Clone)]
+pub enum Sink {
+    /// Collected into [`Output::stdout`].
+    Capture,
+    /// Streamed into this file (created or truncated); [`Output::stdout`] stays empty.
+    File(PathBuf),
+    /// Discarded.
+    Null,
+}
+
+/// One program invocation.
+#[derive(Debug, Clone)]
+pub struct Cmd {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, Option<OsString>)>,
+    timeout: Option<Duration>,
+    stdout: Sink,
+    stdin: Option<Vec<u8>>,
+}
+
+impl Cmd {
+    /// A command for `program`, no arguments, inherited environment, no timeout.
+    pub fn new(program: impl AsRef<OsStr>) -> Cmd {
+        Cmd {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            timeout: None,
+            stdout: Sink::Capture,
+            stdin: None,
+        }
+    }
+    /// `argv[0]` then the rest, as given.
+    pub fn from_argv<S: AsRef<OsStr>>(argv: &[S]) -> Cmd {
+        let mut c = Cmd::new(argv[0].as_ref());
+        c.args = argv[1..].iter().map(|a| a.as_ref().to_owned()).collect();
+        c
+    }
+    /// Append one argument.
+    pub fn arg(mut self, a: impl AsRef<OsStr>) -> Cmd {
+        self.args.push(a.as_ref().to_owned());
+        self
+    }
+    /// Append arguments.
+    pub fn args<I, S>(mut self, it: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args.extend(it.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+    /// Working directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Cmd {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+    /// Set an environment variable for the child.
+    pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Cmd {
+        self.env
+            .push((k.as_ref().to_owned(), Some(v.as_ref().to_owned())));
+        self
+    }
+    /// Remove an environment variable for the child.
+    pub fn env_remove(mut self, k: impl AsRef<OsStr>) -> Cmd {
+        self.env.push((k.as_ref().to_owned(), None));
+        self
+    }
+    /// Wall-clock budget; past it the process group is killed.
+    pub fn timeout(mut self, d: Duration) -> Cmd {
+        self.timeout = Some(d);
+        self
+    }
+    /// Where stdout goes (default: captured).
+    pub fn stdout(mut self, s: Sink) -> Cmd {
+        self.stdout = s;
+        self
+    }
+    /// Bytes written to the child's stdin, then closed (default: /dev/null).
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
+        self.stdin = Some(bytes);
+        self
+    }
+    /// The program, as given.
+    pub fn program(&self) -> &OsStr {
+        &self.program
+    }
+    /// A shell-like rendering for messages (not for execution).
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(self.args.iter())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// Exited on its own with this code.
+    Exited(i32),
+    /// Killed by this signal, not by us.
+    Signaled(i32),
+    /// Ran past its budget; its process group was killed.
+    TimedOut,
+}
+
+impl Termination {
+    /// True for `Exited(0)`.
+    pub fn success(&self) -> bool {
+        matches!(self, Termination::Exited(0))
+    }
+    /// The exit code when it exited on its own.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Termination::Exited(c) => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+/// What a finished child left.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// How it ended.
+    pub status: Termination,
+    /// Captured stdout ([`Sink::Capture`] only).
+    pub stdout: Vec<u8>,
+    /// Captured stderr, always.
+    pub stderr: Vec<u8>,
+    /// Wall time from spawn to reaped.
+    pub elapsed: Duration,
+}
+
+impl Output {
+    /// stdout as UTF-8 (lossy), trimmed at the end.
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).trim_end().to_string()
+    }
+    /// stderr as UTF-8 (lossy), trimmed at the end.
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim_end().to_string()
+    }
+}
+
+/// Kills the process group when dropped unless disarmed.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        if let Some(p) = self.pgid {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p), sig);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+async fn drain<R: AsyncRead + Unpin>(mut r: R, mut file: Option<tokio::fs::File>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => match file.as_mut() {
+                Some(f) => {
+                    if f.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                None => out.extend_from_slice(&buf[..n]),
+            },
+        }
+    }
+    if let Some(mut f) = file {
+        let _ = f.flush().await;
+        let _ = f.sync_all().await;
+    }
+    out
+}
+
+/// Run `cmd` to completion (or to its budget).
+///
+/// Errors: only when the program cannot be started (not found, not
+/// executable) or a stdout file cannot be created; everything after spawn is
+/// reported in [`Output::status`].
+pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
+    let mut c = tokio::process::Command::new(&cmd.program);
+    c.args(&cmd.args);
+    if let Some(d) = &cmd.cwd {
+        c.current_dir(d);
+    }
+    for (k, v) in &cmd.env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.process_group(0);
+    c.stdin(if cmd.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    c.stdout(match cmd.stdout {
+        Sink::Null => Stdio::null(),
+        _ => Stdio::piped(),
+    });
+    c.stderr(Stdio::piped());
+    c.kill_on_drop(true);
+    let file = match &cmd.stdout {
+        Sink::File(p) => Some(tokio::fs::File::create(p).await?),
+        _ => None,
+    };
+    let started = Instant::now();
+    let mut child = c.spawn()?;
+    let mut guard = GroupGuard {
+        pgid: child.id().map(|p| p as i32),
+    };
+    tracing::debug!(cmd = %cmd.display(), pgid = ?guard.pgid, "spawned");
+
+    if let (Some(bytes), Some(mut stdin)) = (cmd.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let out_task = child.stdout.take().map(|s| tokio::spawn(drain(s, file)));
+    let err_task = child.stderr.take().map(|s| tokio::spawn(drain(s, None)));
+
+    let waited = match cmd.timeout {
+        Some(t) => tokio::time::timeout(t, child.wait()).await.ok(),
+        None => Some(child.wait().await),
+    };
+    let status = match waited {
+        Some(res) => {
+            let st = res?;
+            use std::os::unix::process::ExitStatusExt;
+            match (st.code(), st.signal()) {
+                (Some(c), _) => Termination::Exited(c),
+                (None, Some(s)) => Termination::Signaled(s),
+                (None, None) => Termination::Signaled(0),
+            }
+        }
+        None => {
+            tracing::debug!(cmd = %cmd.display(), "budget exceeded; terminating process group");
+            guard.signal(nix::sys::signal::Signal::SIGTERM);
+            if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
+                guard.signal(nix::sys::signal::Signal::SIGKILL);
+                let _ = child.wait().await;
+            }
+            Termination::TimedOut
+        }
+    };
+    // The leader is gone; whatever is left of its group goes too, so a
+    // grandchild cannot keep our pipes open.
+    guard.signal(nix::sys::signal::Signal::SIGKILL);
+    guard.pgid = None;
+
+    let bound = Duration::from_secs(5);
+    let stdout = match out_task {
+        Some(t) => tokio::time::timeout(bound, t)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let stderr = match err_task {
+        Some(t) => tokio::time::timeout(bound, t)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Resolve a program name the way `execvp` would: a name containing `/` is
+/// taken as a path; otherwise the first executable match on `PATH`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_exec(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn captures_and_exits() {
+        let o = run(Cmd::new("sh").args(["-c", "echo hi; echo err >&2; exit 3"]))
+            .await
+            .unwrap();
+        assert_eq!(o.status, Termination::Exited(3));
+        assert_eq!(o.stdout_str(), "hi");
+        assert_eq!(o.stderr_str(), "err");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_group_even_with_grandchild_holding_stdout() {
+        let t0 = Instant::now();
+        let o = run(Cmd::new("sh")
+            .args(["-c", "sleep 300 & echo started; wait"])
+            .timeout(Duration::from_millis(300)))
+        .await
+        .unwrap();
+        assert_eq!(o.status, Termination::TimedOut);
+        assert_eq!(o.stdout_str(), "started");
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    }
+
+    #[tokio::test]
+    async fn stdin_is_fed() {
+        let o = run(Cmd::new("cat").stdin(b"abc".to_vec())).await.unwrap();
+        assert_eq!(o.stdout, b"abc");
+    }
+}

@@ -1,0 +1,214 @@
+//! Git plumbing through the `git` program: repository discovery, SHA
+//! resolution, scratch detached worktrees and refs.
+//!
+//! Nothing here re-implements git; every call is a [`crate::exec`] run with a
+//! budget ([`GIT_TIMEOUT`]).
+
+use crate::error::Refusal;
+use crate::exec::{self, Cmd, Output};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Budget for one git plumbing call (not for the suite).
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Errors from git plumbing.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The path is not inside a git repository.
+    #[error("{path} is not a git repository ({detail}) — pass --repo with a repository's path")]
+    NotARepo { path: PathBuf, detail: String },
+    /// A revision did not resolve to a commit.
+    #[error("{rev} does not name a commit in {repo} — check the revision with `git -C {repo} rev-parse {rev}`")]
+    BadRevision { repo: PathBuf, rev: String },
+    /// A git command failed.
+    #[error("`{cmd}` failed: {stderr} — run it by hand to see why")]
+    Failed { cmd: String, stderr: String },
+    /// git could not be started.
+    #[error("could not start git: {0} — install git")]
+    Spawn(#[source] std::io::Error),
+}
+
+impl Refusal for GitError {
+    fn name(&self) -> &'static str {
+        match self {
+            GitError::NotARepo { .. } => "not-a-repository",
+            GitError::BadRevision { .. } => "bad-revision",
+            GitError::Failed { .. } => "git-failed",
+            GitError::Spawn(_) => "git-absent",
+        }
+    }
+}
+
+/// A repository as seen from one of its working trees.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// Top of the working tree given by the operator.
+    pub top: PathBuf,
+    /// `git rev-parse --git-common-dir`, absolute: shared by every worktree.
+    pub common_dir: PathBuf,
+}
+
+/// Run `git -C dir args…` with the plumbing budget; non-zero exit is an error.
+pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
+    let cmd = Cmd::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .timeout(GIT_TIMEOUT);
+    let shown = cmd.display();
+    let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            cmd: shown,
+            stderr: out.stderr_str(),
+        });
+    }
+    Ok(out)
+}
+
+impl Repo {
+    /// Discover the repository containing `path`.
+    ///
+    /// Errors: [`GitError::NotARepo`].
+    pub async fn open(path: &Path) -> Result<Repo, GitError> {
+        let not = |detail: String| GitError::NotARepo {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if !path.is_dir() {
+            return Err(not("no such directory".into()));
+        }
+        let out = git(
+            path,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+            ],
+        )
+        .await
+        .map_err(|e| match e {
+            GitError::Failed { stderr, .. } => not(stderr),
+            other => other,
+        })?;
+        let s = out.stdout_str();
+        let mut lines = s.lines();
+        let top = PathBuf::from(lines.next().unwrap_or_default());
+        let common_dir = PathBuf::from(lines.next().unwrap_or_default());
+        if top.as_os_str().is_empty() || common_dir.as_os_str().is_empty() {
+            return Err(not("git printed no toplevel (a bare repository?)".into()));
+        }
+        Ok(Repo { top, common_dir })
+    }
+
+    /// Resolve `rev` to a full commit SHA.
+    ///
+    /// Errors: [`GitError::BadRevision`].
+    pub async fn resolve(&self, rev: &str) -> Result<String, GitError> {
+        let spec = format!("{rev}^{{commit}}");
+        match git(&self.top, &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec]).await {
+            Ok(o) => Ok(o.stdout_str()),
+            Err(GitError::Failed { .. }) => Err(GitError::BadRevision {
+                repo: self.top.clone(),
+                rev: rev.to_string(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `<common-dir>/saphan`: repository-scoped saphan state.
+    pub fn state_dir(&self) -> PathBuf {
+        self.common_dir.join("saphan")
+    }
+
+    /// Read a ref; `None` when it does not exist.
+    pub async fn read_ref(&self, name: &str) -> Result<Option<String>, GitError> {
+        match git(&self.top, &["rev-parse", "--verify", "--quiet", name]).await {
+            Ok(o) => Ok(Some(o.stdout_str())),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Point `name` at `sha` with a reflog message.
+    pub async fn update_ref(&self, name: &str, sha: &str, msg: &str) -> Result<(), GitError> {
+        git(&self.top, &["update-ref", "-m", msg, name, sha]).await?;
+        Ok(())
+    }
+
+    /// Create a detached worktree at `sha` under a fresh temp directory.
+    /// The returned guard removes it on [`Scratch::remove`] or, as a last
+    /// resort, on drop.
+    pub async fn scratch_worktree(&self, sha: &str) -> Result<Scratch, GitError> {
+        let parent = tempfile::Builder::new()
+            .prefix("saphan-scratch-")
+            .tempdir()
+            .map_err(|e| GitError::Failed {
+                cmd: "create a temp directory".into(),
+                stderr: e.to_string(),
+            })?;
+        let path = parent.path().join("tree");
+        let p = path.to_string_lossy().into_owned();
+        git(&self.top, &["worktree", "add", "--detach", "--quiet", &p, sha]).await?;
+        let gitdir = git(&path, &["rev-parse", "--path-format=absolute", "--git-dir"])
+            .await?
+            .stdout_str();
+        Ok(Scratch {
+            repo_top: self.top.clone(),
+            path,
+            git_dir: PathBuf::from(gitdir),
+            parent: Some(parent),
+        })
+    }
+}
+
+/// A scratch detached worktree. Removed by [`Scratch::remove`]; if that was
+/// never reached (panic, early return) the drop removes it synchronously.
+#[derive(Debug)]
+pub struct Scratch {
+    repo_top: PathBuf,
+    /// The worktree's top directory.
+    pub path: PathBuf,
+    /// The worktree's own git dir (`<common>/worktrees/<name>`).
+    pub git_dir: PathBuf,
+    parent: Option<tempfile::TempDir>,
+}
+
+impl Scratch {
+    /// Remove the worktree (forced: it is scratch) and prune its admin entry.
+    pub async fn remove(mut self) -> Result<(), GitError> {
+        let p = self.path.to_string_lossy().into_owned();
+        let res = git(&self.repo_top, &["worktree", "remove", "--force", "--force", &p]).await;
+        if res.is_err() {
+            let _ = std::fs::remove_dir_all(&self.path);
+            let _ = git(&self.repo_top, &["worktree", "prune"]).await;
+        }
+        self.parent.take();
+        Ok(())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.parent.is_none() {
+            return;
+        }
+        let _ = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.repo_top)
+            .args(["worktree", "remove", "--force", "--force"])
+            .arg(&self.path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.repo_top)
+            .args(["worktree", "prune"])
+            .status();
+    }
+}

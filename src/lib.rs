@@ -1,0 +1,14 @@
+//! saphan: certify an exact trunk SHA by running the team's declared suite in
+//! a fresh detached git worktree, locally or on a fleet of SSH machines.
+//!
+//! The binary is a thin shell over this library; see `DESIGN.md` for the
+//! architecture and `docs/` for the operator guide.
+
+pub mod catalog;
+pub mod cli;
+pub mod error;
+pub mod exec;
+pub mod fsutil;
+pub mod git;
+pub mod home;
+pub mod platform;

@@ -1,0 +1,134 @@
+//! Shared helpers for the integration tests: run the real `saphan` binary
+//! with its own `SAPHAN_HOME`, and build real git repositories in temp dirs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temp `SAPHAN_HOME` plus a way to run the real binary against it.
+pub struct Env {
+    pub home: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            home: tempfile::Builder::new().prefix("saphan-home-").tempdir().unwrap(),
+        }
+    }
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+    /// A `Command` for the real binary with this home.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_saphan"));
+        c.env("SAPHAN_HOME", self.home.path());
+        c.env_remove("RUST_LOG");
+        c
+    }
+    /// Run `saphan args…` and return its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+    /// Write the config file verbatim.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.home.path().join("config"), text).unwrap();
+    }
+}
+
+/// stdout and stderr as strings, for assertions and failure messages.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Assert the exit code, printing both streams when it differs.
+#[track_caller]
+pub fn assert_code(o: &Output, code: i32) {
+    let (out, err) = text(o);
+    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
+}
+
+/// Run git in `dir`; panic with its stderr on failure. Returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim_end().to_string()
+}
+
+/// A real git repository in a temp dir.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// `git init -b main` with one commit holding `files`.
+    pub fn new(files: &[(&str, &str)]) -> Repo {
+        let dir = tempfile::Builder::new().prefix("saphan-repo-").tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        let r = Repo { dir };
+        r.commit(files, "initial");
+        r
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn path_str(&self) -> String {
+        self.dir.path().to_string_lossy().into_owned()
+    }
+    /// Write `files` (creating directories; mode 0755 when the content starts
+    /// with `#!`), commit them, return the new HEAD SHA.
+    pub fn commit(&self, files: &[(&str, &str)], msg: &str) -> String {
+        for (p, content) in files {
+            let full = self.path().join(p);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, content).unwrap();
+            if content.starts_with("#!") {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        git(self.path(), &["add", "-A"]);
+        git(self.path(), &["commit", "-q", "--allow-empty", "-m", msg]);
+        self.head()
+    }
+    pub fn head(&self) -> String {
+        git(self.path(), &["rev-parse", "HEAD"])
+    }
+    /// `git worktree list --porcelain` lines that name a worktree.
+    pub fn worktrees(&self) -> Vec<PathBuf> {
+        git(self.path(), &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .map(PathBuf::from)
+            .collect()
+    }
+}
+
+/// Print a skip reason in a way that shows up in `cargo test` output, and
+/// return true when `cond` says the test must skip.
+pub fn skip_unless(cond: bool, why: &str) -> bool {
+    if !cond {
+        eprintln!("SKIPPED: {why}");
+        println!("SKIPPED: {why}");
+    }
+    !cond
+}
+
+/// Is `program` on PATH?
+pub fn have(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
