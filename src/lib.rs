@@ -12,3 +12,5 @@ pub mod fsutil;
 pub mod git;
 pub mod home;
 pub mod platform;
+pub mod report;
+pub mod transport;
