@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod config;
 pub mod error;
 pub mod exec;
 pub mod fsutil;
