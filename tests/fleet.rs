@@ -493,3 +493,75 @@ fn lab_hostile_declared_path_is_one_literal_path_on_the_remote_side() {
     assert_eq!(r["row"]["version_output"], "hostile go version");
     assert!(!canary.exists());
 }
+
+#[test]
+fn several_capabilities_share_one_probe_and_each_gets_its_row() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    assert_code(&env.run(&["machine", "measure", "--machine", "here"]), 0);
+    let sh = "/bin/sh";
+    let o = env.run(&[
+        "--json",
+        "machine",
+        "probe",
+        "--machine",
+        "here",
+        "--capability",
+        "git,python3",
+        "--declared-path",
+        "/opt/no/git",
+        "--declared-path",
+        sh,
+        "--workhome",
+        "/tmp",
+        "--probed-by",
+        "tester",
+        "--workspace",
+        "ws/main",
+    ]);
+    // sh --version fails on dash (exit 2) but runs on bash: either way a row.
+    let v = json(&o);
+    let rs = v["results"].as_array().unwrap();
+    assert_eq!(rs.len(), 2);
+    assert_eq!(rs[0]["capability"], "git");
+    assert_eq!(rs[0]["outcome"], "absent");
+    assert_eq!(
+        rs[0]["remedy"][1],
+        reprobe(&env, "here", "git", "/opt/no/git")
+    );
+    assert_eq!(rs[1]["capability"], "python3");
+    assert_eq!(rs[1]["row"]["inputs"]["declared_path"], sh);
+    let o = env.run(&["--json", "machine", "show", "here"]);
+    let caps: Vec<String> = json(&o)["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["capability"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(caps, ["git", "python3"]);
+    // One declared path per capability, or nothing happens.
+    let o = env.run(&[
+        "machine",
+        "probe",
+        "--machine",
+        "here",
+        "--capability",
+        "git,python3",
+        "--declared-path",
+        "/usr/bin/git",
+        "--workhome",
+        "/tmp",
+        "--probed-by",
+        "t",
+        "--workspace",
+        "w",
+    ]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o)
+            .1
+            .starts_with("saphan: usage: 2 capabilities but 1 --declared-path"),
+        "{}",
+        text(&o).1
+    );
+}
