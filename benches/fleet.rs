@@ -145,6 +145,32 @@ fn timed<F: FnMut() -> Duration>(mut f: F) -> Duration {
     median((0..RUNS).map(|_| f()).collect())
 }
 
+/// CPU time (user + system) of every waited-for child so far: the saphan
+/// processes and the `ssh -G` they run — saphan's own cost, without the
+/// lab's sshd and remote shells, which share this machine's cores.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Median wall time and median client CPU of the ceremony.
+fn timed_cpu<F: FnMut() -> Duration>(mut f: F) -> (Duration, Duration) {
+    f();
+    let mut walls = Vec::new();
+    let mut cpus = Vec::new();
+    for _ in 0..RUNS {
+        let c0 = children_cpu();
+        walls.push(f());
+        cpus.push(children_cpu() - c0);
+    }
+    (median(walls), median(cpus))
+}
+
 fn find_ansible() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("SAPHAN_BENCH_ANSIBLE") {
         let p = PathBuf::from(p);
@@ -205,15 +231,17 @@ fn main() {
     clean_homes(&lab4);
     let env4 = fleet_home(&lab4);
     let hosts4 = lab4.hosts();
-    let saphan4 = timed(|| saphan_ceremony(&env4, &hosts4, false));
-    let saphan4c = timed(|| saphan_ceremony(&env4, &hosts4, true));
+    let (saphan4, cpu4) = timed_cpu(|| saphan_ceremony(&env4, &hosts4, false));
+    let (saphan4c, cpu4c) = timed_cpu(|| saphan_ceremony(&env4, &hosts4, true));
     println!(
-        "saphan measure + 6 probe invocations, 4 lab hosts (median of {RUNS}):     {}",
-        secs(saphan4)
+        "saphan measure + 6 probe invocations, 4 lab hosts (median of {RUNS}):       {} (saphan CPU {})",
+        secs(saphan4),
+        secs(cpu4)
     );
     println!(
-        "saphan measure + 1 probe of 6 capabilities, 4 lab hosts (median of {RUNS}): {}",
-        secs(saphan4c)
+        "saphan measure + 1 probe of 6 capabilities, 4 lab hosts (median of {RUNS}): {} (saphan CPU {})",
+        secs(saphan4c),
+        secs(cpu4c)
     );
     match find_ansible() {
         Ok(ansible) => {
@@ -244,19 +272,23 @@ fn main() {
     println!("(64-host lab started in {})", secs(t0.elapsed()));
     let env64 = fleet_home(&lab64);
     let hosts64 = lab64.hosts();
-    let saphan64 = timed(|| saphan_ceremony(&env64, &hosts64, false));
-    let saphan64c = timed(|| saphan_ceremony(&env64, &hosts64, true));
+    let (saphan64, cpu64) = timed_cpu(|| saphan_ceremony(&env64, &hosts64, false));
+    let (saphan64c, cpu64c) = timed_cpu(|| saphan_ceremony(&env64, &hosts64, true));
     println!(
-        "saphan measure + 6 probe invocations, 64 lab hosts (median of {RUNS}):     {}",
-        secs(saphan64)
+        "saphan measure + 6 probe invocations, 64 lab hosts (median of {RUNS}):       {} (saphan CPU {})",
+        secs(saphan64),
+        secs(cpu64)
     );
     println!(
-        "saphan measure + 1 probe of 6 capabilities, 64 lab hosts (median of {RUNS}): {}",
-        secs(saphan64c)
+        "saphan measure + 1 probe of 6 capabilities, 64 lab hosts (median of {RUNS}): {} (saphan CPU {})",
+        secs(saphan64c),
+        secs(cpu64c)
     );
     for (what, t64, t4) in [
-        ("6 probe invocations", saphan64, saphan4),
-        ("1 probe of 6 capabilities", saphan64c, saphan4c),
+        ("wall, 6 probe invocations", saphan64, saphan4),
+        ("wall, 1 probe of 6 capabilities", saphan64c, saphan4c),
+        ("saphan CPU, 6 probe invocations", cpu64, cpu4),
+        ("saphan CPU, 1 probe of 6 capabilities", cpu64c, cpu4c),
     ] {
         let ratio = t64.as_secs_f64() / t4.as_secs_f64();
         println!(
@@ -264,4 +296,10 @@ fn main() {
             if ratio <= 2.0 { "met" } else { "NOT met" }
         );
     }
+    println!(
+        "(all 64 sshd servers and their remote shells run on this machine's {} cores, beside saphan)",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    );
 }

@@ -3,7 +3,9 @@
 //!
 //! The script prints sections, each introduced by a marker line
 //! `@@saphan-measure:<name>` and the whole closed by `@@saphan-measure:end`;
-//! [`parse`] reads them back. User-namespace support is decided by an
+//! [`parse`] reads them back. Files are read with shell builtins, so the
+//! whole script starts only four programs (`uname`, `getconf`, `id`,
+//! `unshare`). User-namespace support is decided by an
 //! attempt, `unshare -U true`, as the connected user; when `unshare` is
 //! missing, by the sysctls (`max_user_namespaces` > 0 and, where the kernel
 //! has it, `unprivileged_userns_clone` = 1 — or the user is root).
@@ -17,15 +19,14 @@ use std::time::Duration;
 
 /// The measure script (POSIX sh; Linux and Darwin).
 pub const SCRIPT: &str = r#"m() { printf '\n@@saphan-measure:%s\n' "$1"; }
-m os; uname -s
-m arch; uname -m
-m kernel; uname -r
-m os-release; cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null
+cat1() { [ -r "$1" ] && while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done < "$1"; }
+m uname; uname -srm
+m os-release; if [ -r /etc/os-release ]; then cat1 /etc/os-release; else cat1 /usr/lib/os-release; fi
 m cpus; getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null
-m memory; grep '^MemTotal:' /proc/meminfo 2>/dev/null || sysctl -n hw.memsize 2>/dev/null
+m memory; if [ -r /proc/meminfo ]; then while read -r k v u; do [ "$k" = MemTotal: ] && echo "MemTotal: $v $u"; done < /proc/meminfo; else sysctl -n hw.memsize 2>/dev/null; fi
 m uid; id -u
-m userns-max; cat /proc/sys/user/max_user_namespaces 2>/dev/null
-m userns-clone; cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null
+m userns-max; cat1 /proc/sys/user/max_user_namespaces
+m userns-clone; cat1 /proc/sys/kernel/unprivileged_userns_clone
 m userns-unshare; if command -v unshare >/dev/null 2>&1; then if unshare -U true >/dev/null 2>&1; then echo ok; else echo fail; fi; else echo missing; fi
 m end
 "#;
@@ -66,13 +67,15 @@ pub fn parse(machine: &str, measured_at: &str, out: &str) -> Result<MachineFacts
     }
     let get = |k: &str| s.get(k).map(String::as_str).filter(|v| !v.is_empty());
     let first_num = |k: &str| get(k).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
-    let os = get("os")
-        .ok_or_else(|| bad("`uname -s` printed nothing"))?
-        .to_string();
-    let arch = get("arch")
-        .ok_or_else(|| bad("`uname -m` printed nothing"))?
-        .to_string();
-    let kernel = get("kernel").unwrap_or_default().to_string();
+    // `uname -srm` prints kernel name, release, machine — in that order.
+    let uname: Vec<&str> = get("uname")
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let [os, kernel, arch] = uname[..] else {
+        return Err(bad("`uname -srm` did not print three words"));
+    };
+    let (os, kernel, arch) = (os.to_string(), kernel.to_string(), arch.to_string());
     let distro = get("os-release").map(OsRelease::parse);
     let memory_bytes = get("memory").and_then(|v| {
         if let Some(rest) = v.strip_prefix("MemTotal:") {
@@ -160,7 +163,7 @@ mod tests {
 
     #[test]
     fn parses_linux_output() {
-        let out = "\n@@saphan-measure:os\nLinux\n@@saphan-measure:arch\nx86_64\n@@saphan-measure:kernel\n6.1.0\n\
+        let out = "\n@@saphan-measure:uname\nLinux 6.1.0 x86_64\n\
                    @@saphan-measure:os-release\nID=debian\nVERSION_ID=\"12\"\n\
                    @@saphan-measure:cpus\n2\n@@saphan-measure:memory\nMemTotal:        4000000 kB\n\
                    @@saphan-measure:uid\n0\n@@saphan-measure:userns-max\n100\n@@saphan-measure:userns-clone\n\n\
@@ -173,7 +176,16 @@ mod tests {
         assert_eq!(f.distro.unwrap().version_id.as_deref(), Some("12"));
         assert_eq!(f.userns.supported, Some(true));
         assert_eq!(f.userns.unprivileged_userns_clone, None);
-        assert!(parse("m0", "x", "@@saphan-measure:os\nLinux\n").is_err());
+        assert_eq!((f.kernel.as_str(), f.arch.as_str()), ("6.1.0", "x86_64"));
+        assert!(parse("m0", "x", "@@saphan-measure:uname\nLinux\n").is_err());
+        assert!(
+            parse(
+                "m0",
+                "x",
+                "@@saphan-measure:uname\nLinux\n@@saphan-measure:end\n"
+            )
+            .is_err()
+        );
     }
 
     #[tokio::test]
