@@ -24,10 +24,14 @@ pub enum CatalogError {
         source: std::io::Error,
     },
     /// The catalog is not valid TOML of the catalog's shape.
-    #[error("catalog {origin} is malformed: {detail} — fix the file, or drop --catalog to use the embedded one")]
+    #[error(
+        "catalog {origin} is malformed: {detail} — fix the file, or drop --catalog to use the embedded one"
+    )]
     Malformed { origin: String, detail: String },
     /// A capability name that the closed catalog does not hold.
-    #[error("`{name}` is not a capability in the catalog ({known}) — pick one of those; `saphan catalog show` lists them")]
+    #[error(
+        "`{name}` is not a capability in the catalog ({known}) — pick one of those; `saphan catalog show` lists them"
+    )]
     Unknown { name: String, known: String },
 }
 
@@ -70,6 +74,17 @@ impl Capability {
         platform_ids
             .iter()
             .find_map(|p| self.install.get(p).map(String::as_str))
+    }
+
+    /// Lowercase hex sha256 of this row's canonical JSON, prefixed by its
+    /// name: `sha256(canonical_json({"name": name, "row": <this row>}))`.
+    /// Capability rows in the ledger store it; a row measured against an
+    /// entry that has since changed (a new version command, a new pinned
+    /// image digest) is no longer fresh.
+    pub fn digest(&self, name: &str) -> String {
+        let row = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        let v = serde_json::json!({ "name": name, "row": row });
+        crate::fsutil::sha256_hex(crate::fleet::ledger::canonical_json(&v).as_bytes())
     }
 }
 

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod fleet;
 pub mod fsutil;
 pub mod git;
 pub mod home;

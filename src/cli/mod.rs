@@ -10,6 +10,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+pub mod catalog;
+pub mod machine;
+
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.
 #[derive(Debug, Parser)]
@@ -28,6 +31,16 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The closed capability catalog.
+    Catalog {
+        #[command(subcommand)]
+        cmd: catalog::CatalogCmd,
+    },
+    /// Machine rows, and the measure and probe ceremonies.
+    Machine {
+        #[command(subcommand)]
+        cmd: machine::MachineCmd,
+    },
 }
 
 /// What every verb gets besides its own arguments.
@@ -65,7 +78,10 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     let _ = &ctx;
-    match cmd {}
+    match cmd {
+        Command::Catalog { cmd } => catalog::run(&ctx, cmd).await,
+        Command::Machine { cmd } => machine::run(&ctx, cmd).await,
+    }
 }
 
 /// Parse the command line, run the verb, print any error, return the exit code.
@@ -88,7 +104,10 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");

@@ -2,6 +2,8 @@
 //! with its own `SAPHAN_HOME`, and build real git repositories in temp dirs.
 #![allow(dead_code)]
 
+pub mod lab;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,71 @@
+# Shared by fleet/lab/{up,down,stop,partition,heal}: argument parsing and the
+# names of everything a lab creates. Sourced, never run.
+#
+# A lab NAME (1-10 chars, [a-z0-9]) owns, and only ever touches:
+#   state dir   $STATE (default /tmp/saphan-lab-NAME)
+#   netns       sl-NAME-mI            (one per host mI)
+#   bridge      sbNAME                (NET.1/24)
+#   veth        sNAME-I  (host side; the namespace side is renamed eth0)
+#   net lease   /run/saphan-lab/nets/X (when the subnet NET = 10.250.X)
+# so several labs (parallel test binaries) coexist on one machine.
+
+set -euo pipefail
+
+die() { echo "fleet/lab: $*" >&2; exit 2; }
+
+NAME=lab
+STATE=
+NET=
+HOSTS=4
+CONNECT_TIMEOUT=2
+POS=()
+
+parse_args() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --name) NAME="$2"; shift 2 ;;
+      --state) STATE="$2"; shift 2 ;;
+      --net) NET="$2"; shift 2 ;;
+      --hosts) HOSTS="$2"; shift 2 ;;
+      --connect-timeout) CONNECT_TIMEOUT="$2"; shift 2 ;;
+      -h|--help) usage; exit 0 ;;
+      --*) die "unknown option $1 — see --help" ;;
+      *) POS+=("$1"); shift ;;
+    esac
+  done
+  [[ "$NAME" =~ ^[a-z0-9]{1,10}$ ]] || die "lab name '$NAME' must be 1-10 characters [a-z0-9]"
+  [[ "$HOSTS" =~ ^[0-9]+$ ]] && [ "$HOSTS" -ge 1 ] && [ "$HOSTS" -le 200 ] \
+    || die "--hosts must be 1..200"
+  [ -n "$STATE" ] || STATE="${TMPDIR:-/tmp}/saphan-lab-$NAME"
+  BRIDGE="sb$NAME"
+  LEASES=/run/saphan-lab/nets
+}
+
+ns_of() { echo "sl-$NAME-$1"; }            # host id (m0) -> netns name
+veth_of() { echo "s$NAME-${1#m}"; }        # host id (m0) -> host-side veth
+ip_of() { echo "$NET.$((10 + ${1#m}))"; }  # host id (m0) -> address
+
+# Read what `up` recorded, for the fault helpers and `down`.
+load_state() {
+  [ -f "$STATE/lab.env" ] || die "no lab at $STATE (run fleet/lab/up --name $NAME first)"
+  # shellcheck disable=SC1091
+  . "$STATE/lab.env"
+}
+
+host_arg() {
+  local h="${POS[0]:-}"
+  [[ "$h" =~ ^m[0-9]+$ ]] || die "name a host: m0, m1, …"
+  [ -f "$STATE/$h/sshd_config" ] || die "host $h is not part of lab $NAME"
+  echo "$h"
+}
+
+# Kill every process in namespace $1 and wait (bounded) until none is left, so
+# the caller's next connect sees the host really down.
+kill_ns() {
+  local ns="$1" pids deadline=$((SECONDS + 5))
+  while pids="$(ip netns pids "$ns" 2>/dev/null)" && [ -n "$pids" ]; do
+    kill -KILL $pids 2>/dev/null || true
+    [ $SECONDS -lt $deadline ] || { echo "fleet/lab: processes in $ns survive: $pids" >&2; return 1; }
+    sleep 0.02
+  done
+}
