@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod docker;
 pub mod error;
 pub mod exec;
 pub mod fleet;

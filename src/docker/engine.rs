@@ -11,7 +11,9 @@
 //! container made from the image's exact ID, and removes it afterwards.
 
 use super::output;
-use super::{Finding, Pin, Platform, Verdict};
+use super::{Pin, Platform, failed};
+use crate::fleet::ledger::Outcome;
+use crate::fleet::probe::Finding;
 use crate::transport::Transport;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
@@ -152,22 +154,46 @@ pub fn fix_for(
             }
         }
         "probe-image-absent" | "probe-output-invalid" => pin.map(Pin::load_command),
+        // Run it by hand to see the engine's own words.
+        "probe-run-failed" => {
+            pin.map(|p| format!("docker run --rm --pull=never --network none {}", p.reference()))
+        }
         _ => None,
     }
 }
 
 fn finding(
     s: &DockerProbeSettings,
-    verdict: Verdict,
+    outcome: Outcome,
     reason: &'static str,
     detail: String,
     install: Option<&str>,
 ) -> Finding {
-    Finding::failed(
-        verdict,
+    failed(
+        outcome,
         reason,
         detail,
         fix_for(reason, Some(&s.pin), install, &s.platform),
+    )
+}
+
+/// A daemon-unreachable finding; the remedy grants socket access to the
+/// user saphan runs as there (`id -un` on the machine).
+async fn unreachable(transport: &Transport, s: &DockerProbeSettings, why: String) -> Finding {
+    let mut platform = s.platform.clone();
+    if platform.user.is_none() && platform.is_linux() {
+        let argv = vec!["id".to_string(), "-un".to_string()];
+        if let Ok(o) = transport.exec(&argv, Duration::from_secs(10)).await {
+            if o.status.success() {
+                platform.user = Some(o.stdout_str().trim().to_string()).filter(|u| !u.is_empty());
+            }
+        }
+    }
+    failed(
+        Outcome::Failed,
+        "daemon-unreachable",
+        why,
+        fix_for("daemon-unreachable", Some(&s.pin), None, &platform),
     )
 }
 
@@ -191,7 +217,7 @@ pub async fn probe_docker_oci(
         Ok(f) => f,
         Err(_) => finding(
             s,
-            Verdict::Failed,
+            Outcome::Failed,
             "probe-run-failed",
             format!(
                 "the probe did not finish within its {}s budget",
@@ -209,7 +235,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
         Err(e) => {
             return finding(
                 s,
-                Verdict::Absent,
+                Outcome::Absent,
                 "binary-absent",
                 format!("no docker program at {}: {e}", s.declared_path),
                 install,
@@ -218,7 +244,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
         Ok(o) if matches!(o.status.code(), Some(126) | Some(127)) => {
             return finding(
                 s,
-                Verdict::Absent,
+                Outcome::Absent,
                 "binary-absent",
                 format!(
                     "no runnable docker program at {} ({})",
@@ -246,7 +272,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
     let docker = match connect(transport, &s.socket, req_budget).await {
         Ok(d) => d,
         Err(why) => {
-            let mut f = finding(s, Verdict::Failed, "daemon-unreachable", why, install);
+            let mut f = unreachable(transport, s, why).await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -256,7 +282,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
     // 3. The pinned image, checked against the field its kind names.
     let reference = s.pin.reference();
     let absent = |why: String| {
-        let mut f = finding(s, Verdict::Failed, "probe-image-absent", why, install);
+        let mut f = finding(s, Outcome::Failed, "probe-image-absent", why, install);
         f.version_output = Some(version_output.clone());
         f
     };
@@ -272,13 +298,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
             ));
         }
         Err(e) => {
-            let mut f = finding(
-                s,
-                Verdict::Failed,
-                "daemon-unreachable",
-                format!("inspecting {reference} failed: {e}"),
-                install,
-            );
+            let mut f = unreachable(transport, s, format!("inspecting {reference} failed: {e}")).await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -306,15 +326,19 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
         remove(transport, &s.socket, &docker, cid).await;
     }
     let mut f = match ran.result {
-        Err(why) => finding(s, Verdict::Failed, "probe-run-failed", why, install),
+        Err(why) => finding(s, Outcome::Failed, "probe-run-failed", why, install),
         Ok((code, stdout)) => match output::parse(&stdout) {
             Ok(facts) if code == 0 => {
                 detail.insert("vm".into(), Value::Object(facts.to_map()));
-                Finding::present(None, detail.clone())
+                Finding {
+                    outcome: Some(Outcome::Present),
+                    detail: detail.clone(),
+                    ..Default::default()
+                }
             }
             Ok(_) => finding(
                 s,
-                Verdict::Failed,
+                Outcome::Failed,
                 "probe-output-invalid",
                 format!("the probe container exited {code} although its output was complete"),
                 install,
@@ -323,7 +347,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
                 let shown: String = stdout.chars().take(400).collect();
                 finding(
                     s,
-                    Verdict::Failed,
+                    Outcome::Failed,
                     "probe-output-invalid",
                     format!("image {id} ran (exit {code}) but {why}; its output was {shown:?}"),
                     install,
@@ -331,7 +355,7 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
             }
         },
     };
-    if f.verdict != Verdict::Present {
+    if f.outcome != Some(Outcome::Present) {
         f.detail = detail;
     }
     f.version_output = Some(version_output);

@@ -21,6 +21,10 @@ pub mod pin;
 pub mod userns;
 
 use crate::error::Refusal;
+use crate::fleet::ledger::{MachineFacts, Outcome};
+use crate::catalog::Capability;
+use crate::fleet::probe::{Finding, ProbeRequest};
+use crate::transport::Transport;
 
 pub use engine::{DockerProbeSettings, probe_docker_oci};
 pub use gate::require_container_capability;
@@ -73,74 +77,6 @@ impl Refusal for DockerError {
     }
 }
 
-/// How a probe that ran ended (the ledger's present / absent / failed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The capability is proven.
-    Present,
-    /// The declared program is not there.
-    Absent,
-    /// It is there but the named check failed.
-    Failed,
-}
-
-/// What a docker-oci or sandbox-userns probe found: everything a capability
-/// row needs besides the inputs, the machine facts and the signature.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    /// present / absent / failed.
-    pub verdict: Verdict,
-    /// The stable name of a failure: `binary-absent`, `daemon-unreachable`,
-    /// `probe-image-absent`, `probe-output-invalid`, `probe-run-failed`,
-    /// `userns-denied`; `None` when present.
-    pub reason: Option<&'static str>,
-    /// One sentence about `reason`.
-    pub reason_detail: Option<String>,
-    /// The declared program's `--version` output, when it ran.
-    pub version_output: Option<String>,
-    /// Evidence: for docker-oci the VM facts the image reported, the image ID
-    /// run, the engine's API version; for sandbox-userns the sysctls.
-    pub detail: serde_json::Map<String, serde_json::Value>,
-    /// The command to run ON the machine that would fix a failure, chosen
-    /// from measured facts only; `None` when present, or when the machine's
-    /// facts prove no platform (then the remedy is NO INSTALL COMMAND and the
-    /// measure command).
-    pub fix: Option<String>,
-}
-
-impl Finding {
-    /// A present finding with this evidence.
-    pub fn present(
-        version_output: Option<String>,
-        detail: serde_json::Map<String, serde_json::Value>,
-    ) -> Finding {
-        Finding {
-            verdict: Verdict::Present,
-            reason: None,
-            reason_detail: None,
-            version_output,
-            detail,
-            fix: None,
-        }
-    }
-    /// A failed or absent finding.
-    pub fn failed(
-        verdict: Verdict,
-        reason: &'static str,
-        reason_detail: String,
-        fix: Option<String>,
-    ) -> Finding {
-        Finding {
-            verdict,
-            reason: Some(reason),
-            reason_detail: Some(reason_detail),
-            version_output: None,
-            detail: Default::default(),
-            fix,
-        }
-    }
-}
-
 /// The machine's measured platform, as far as remedies may use it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Platform {
@@ -152,11 +88,119 @@ pub struct Platform {
     pub user: Option<String>,
 }
 
+/// A finding that is not present: `outcome`, a stable `reason`, a sentence,
+/// and the command for remedy line 1 (`None`: the catalog's install command
+/// for the measured platform).
+pub(crate) fn failed(outcome: Outcome, reason: &str, detail: String, install: Option<String>) -> Finding {
+    Finding {
+        outcome: Some(outcome),
+        reason: Some(reason.to_string()),
+        reason_detail: Some(detail),
+        install,
+        ..Default::default()
+    }
+}
+
 impl Platform {
-    fn is_darwin(&self) -> bool {
+    /// The platform as the machine's latest facts row proves it (`None`:
+    /// never measured — remedies then say NO INSTALL COMMAND).
+    pub fn from_facts(facts: Option<&MachineFacts>) -> Platform {
+        match facts {
+            None => Platform::default(),
+            Some(f) => Platform {
+                os: Some(f.os.clone()),
+                ids: f.platform_ids(),
+                user: None,
+            },
+        }
+    }
+    pub(crate) fn is_darwin(&self) -> bool {
         self.os.as_deref() == Some("Darwin") || self.ids.iter().any(|i| i == "darwin")
     }
-    fn is_linux(&self) -> bool {
+    pub(crate) fn is_linux(&self) -> bool {
         self.os.as_deref() == Some("Linux")
+    }
+}
+
+/// Checks made once, before any machine is contacted, for a capability this
+/// module probes (fleet's `precheck_other` calls it). docker-oci refuses here
+/// while the pin is the zero digest, a tag or malformed — so nothing is
+/// measured and no ledger line is written.
+///
+/// Errors: `docker-probe-image-unpinned`, `docker-probe-image-tag`,
+/// `docker-probe-image-pin-malformed`; `capability-probe-unavailable` for a
+/// capability of another kind.
+pub fn precheck(capability: &str, entry: &Capability, origin: &str) -> crate::error::Result<()> {
+    match capability {
+        DOCKER_OCI => {
+            pin_of(entry, origin)?;
+            Ok(())
+        }
+        SANDBOX_USERNS => Ok(()),
+        _ => Err(crate::fleet::FleetError::ProbeUnavailable {
+            capability: capability.into(),
+            kind: entry.kind.clone(),
+        }
+        .into()),
+    }
+}
+
+/// The pin of a docker-oci catalog entry.
+pub fn pin_of(entry: &Capability, origin: &str) -> Result<Pin, DockerError> {
+    let image = entry.extra.get("image").and_then(|v| v.as_str()).ok_or_else(|| {
+        DockerError::PinMalformed {
+            origin: origin.to_string(),
+            image: String::new(),
+            why: "the docker-oci row has no `image` string".into(),
+        }
+    })?;
+    Pin::parse(image, origin)
+}
+
+/// The Docker socket a docker-oci catalog entry names (`socket`), else
+/// [`DEFAULT_SOCKET`].
+pub fn socket_of(entry: &Capability) -> String {
+    entry
+        .extra
+        .get("socket")
+        .and_then(|v| v.as_str())
+        .unwrap_or(DEFAULT_SOCKET)
+        .to_string()
+}
+
+/// Probe docker-oci or sandbox-userns on one connected machine (fleet's
+/// `probe_other` calls it; the ceremony adds facts, time, catalog digest and
+/// the two remedy lines, then signs and appends the row).
+///
+/// Errors: those of [`precheck`] (so nothing is recorded).
+pub async fn probe(req: &ProbeRequest<'_>, t: &Transport) -> crate::error::Result<Finding> {
+    let platform = Platform::from_facts(req.facts);
+    let install = req
+        .facts
+        .map(MachineFacts::platform_ids)
+        .and_then(|ids| req.entry.install_for(&ids).map(str::to_string));
+    match req.capability {
+        DOCKER_OCI => {
+            let s = DockerProbeSettings {
+                declared_path: req.inputs.declared_path.clone(),
+                socket: socket_of(req.entry),
+                pin: pin_of(req.entry, "the catalog in use")?,
+                platform,
+                budget: req.timeout,
+            };
+            Ok(probe_docker_oci(t, &s, install.as_deref()).await)
+        }
+        SANDBOX_USERNS => {
+            let s = UsernsProbeSettings {
+                declared_path: req.inputs.declared_path.clone(),
+                platform,
+                budget: req.timeout,
+            };
+            Ok(probe_sandbox_userns(t, &s, install.as_deref()).await)
+        }
+        other => {
+            precheck(other, req.entry, "the catalog in use")?;
+            unreachable!("precheck refuses every other capability")
+        }
     }
 }

@@ -103,14 +103,7 @@ impl Pin {
     /// a catalog without the row is `capability-unknown`.
     pub fn from_catalog(catalog: &Catalog) -> crate::error::Result<Pin> {
         let row = catalog.get(super::DOCKER_OCI)?;
-        let image = row.extra.get("image").and_then(|v| v.as_str()).ok_or_else(|| {
-            DockerError::PinMalformed {
-                origin: catalog.origin.clone(),
-                image: String::new(),
-                why: "the docker-oci row has no `image` string".into(),
-            }
-        })?;
-        Ok(Pin::parse(image, &catalog.origin)?)
+        Ok(super::pin_of(row, &catalog.origin)?)
     }
 
     /// The reference to inspect the image by: the ID, or `name@digest`.
@@ -149,17 +142,6 @@ impl Pin {
     }
 }
 
-/// The docker socket the catalog row names (`socket`), else the default.
-pub fn socket_from_catalog(catalog: &Catalog) -> String {
-    catalog
-        .rows
-        .get(super::DOCKER_OCI)
-        .and_then(|r| r.extra.get("socket"))
-        .and_then(|v| v.as_str())
-        .unwrap_or(super::DEFAULT_SOCKET)
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +178,6 @@ mod tests {
         let c = Catalog::load(None).unwrap();
         let e = Pin::from_catalog(&c).unwrap_err();
         assert_eq!(e.name(), "docker-probe-image-unpinned");
-        assert_eq!(socket_from_catalog(&c), "/var/run/docker.sock");
+        assert_eq!(super::super::socket_of(c.get("docker-oci").unwrap()), "/var/run/docker.sock");
     }
 }

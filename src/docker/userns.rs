@@ -11,7 +11,9 @@
 //! a denial's remedy is chosen from those measured values. This is separate
 //! from docker-oci, which says nothing about user namespaces.
 
-use super::{Finding, Platform, Verdict};
+use super::{Platform, failed};
+use crate::fleet::ledger::Outcome;
+use crate::fleet::probe::Finding;
 use crate::transport::Transport;
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -95,8 +97,8 @@ pub async fn probe_sandbox_userns(
         .map(|a| a.to_string())
         .collect();
     let absent = |why: String| {
-        let mut f = Finding::failed(
-            Verdict::Absent,
+        let mut f = failed(
+            Outcome::Absent,
             "binary-absent",
             why,
             install.map(str::to_string),
@@ -111,13 +113,18 @@ pub async fn probe_sandbox_userns(
             s.declared_path,
             o.stderr_str()
         )),
-        Ok(o) if o.status.success() => Finding::present(version, detail),
+        Ok(o) if o.status.success() => Finding {
+            outcome: Some(Outcome::Present),
+            version_output: version,
+            detail,
+            ..Default::default()
+        },
         Ok(o) => {
             let why = o.stderr_str();
             detail.insert("stderr".into(), Value::from(why.clone()));
             let fix = fix_for_denial(&detail, &s.platform);
-            let mut f = Finding::failed(
-                Verdict::Failed,
+            let mut f = failed(
+                Outcome::Failed,
                 "userns-denied",
                 format!(
                     "the kernel refused an unprivileged user namespace ({:?}: {why})",

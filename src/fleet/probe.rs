@@ -285,11 +285,7 @@ pub async fn probe_toolchain(req: &ProbeRequest<'_>, t: &Transport) -> Result<Fi
 ///
 /// WIRING POINT for the docker-oci / sandbox-userns module: replace the body.
 pub fn precheck_other(capability: &str, entry: &Capability) -> Result<()> {
-    Err(FleetError::ProbeUnavailable {
-        capability: capability.into(),
-        kind: entry.kind.clone(),
-    }
-    .into())
+    crate::docker::precheck(capability, entry, "in use (embedded, or the --catalog file)")
 }
 
 /// Probe a non-toolchain capability on one connected machine.
@@ -300,12 +296,7 @@ pub fn precheck_other(capability: &str, entry: &Capability) -> Result<()> {
 /// `Finding::install` for line 1 when set — then signs and appends the row),
 /// or an error to record nothing for this machine.
 pub async fn probe_other(req: &ProbeRequest<'_>, t: &Transport) -> Result<Finding> {
-    let _ = t;
-    Err(FleetError::ProbeUnavailable {
-        capability: req.capability.into(),
-        kind: req.entry.kind.clone(),
-    }
-    .into())
+    crate::docker::probe(req, t).await
 }
 
 /// The whole ceremony for one machine: connect, probe, build the row with
