@@ -91,9 +91,10 @@ pub async fn client_over(
                     .map(|p| p.as_str().to_string())
                     .unwrap_or_else(|| "/".into());
                 parts.uri = pq.parse().map_err(bollard::errors::Error::from)?;
-                parts
-                    .headers
-                    .insert(hyper::header::HOST, hyper::header::HeaderValue::from_static("docker"));
+                parts.headers.insert(
+                    hyper::header::HOST,
+                    hyper::header::HeaderValue::from_static("docker"),
+                );
                 let req = BollardRequest::from_parts(parts, body);
                 let fut = {
                     let mut s = sender.lock().await;
@@ -115,7 +116,11 @@ pub async fn client_over(
 }
 
 /// Connect to the engine at `socket` on the machine, within [`CONNECT_BUDGET`].
-pub async fn connect(transport: &Transport, socket: &str, timeout: Duration) -> Result<Docker, String> {
+pub async fn connect(
+    transport: &Transport,
+    socket: &str,
+    timeout: Duration,
+) -> Result<Docker, String> {
     let work = async {
         let stream = open_socket(transport, socket)
             .await
@@ -155,9 +160,12 @@ pub fn fix_for(
         }
         "probe-image-absent" | "probe-output-invalid" => pin.map(Pin::load_command),
         // Run it by hand to see the engine's own words.
-        "probe-run-failed" => {
-            pin.map(|p| format!("docker run --rm --pull=never --network none {}", p.reference()))
-        }
+        "probe-run-failed" => pin.map(|p| {
+            format!(
+                "docker run --rm --pull=never --network none {}",
+                p.reference()
+            )
+        }),
         _ => None,
     }
 }
@@ -228,7 +236,11 @@ pub async fn probe_docker_oci(
     }
 }
 
-async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Option<&str>) -> Finding {
+async fn probe_inner(
+    transport: &Transport,
+    s: &DockerProbeSettings,
+    install: Option<&str>,
+) -> Finding {
     // 1. The declared docker program.
     let argv = vec![s.declared_path.clone(), "--version".to_string()];
     let version_output = match transport.exec(&argv, Duration::from_secs(20)).await {
@@ -298,7 +310,8 @@ async fn probe_inner(transport: &Transport, s: &DockerProbeSettings, install: Op
             ));
         }
         Err(e) => {
-            let mut f = unreachable(transport, s, format!("inspecting {reference} failed: {e}")).await;
+            let mut f =
+                unreachable(transport, s, format!("inspecting {reference} failed: {e}")).await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -397,7 +410,9 @@ async fn run_image(docker: &Docker, image_id: &str) -> Ran {
         Err(e) => {
             return Ran {
                 container: None,
-                result: Err(format!("the engine refused to create the probe container: {e}")),
+                result: Err(format!(
+                    "the engine refused to create the probe container: {e}"
+                )),
             };
         }
     };
@@ -425,7 +440,9 @@ async fn run_image(docker: &Docker, image_id: &str) -> Ran {
         let mut logs = docker.logs(&cid, Some(opts));
         while let Some(frame) = logs.next().await {
             match frame {
-                Ok(bollard::container::LogOutput::StdOut { message }) => out.extend_from_slice(&message),
+                Ok(bollard::container::LogOutput::StdOut { message }) => {
+                    out.extend_from_slice(&message)
+                }
                 Ok(_) => {}
                 Err(e) => return Err(format!("reading the probe container's output failed: {e}")),
             }
@@ -445,13 +462,19 @@ async fn remove(transport: &Transport, socket: &str, docker: &Docker, cid: &str)
         v: true,
         ..Default::default()
     };
-    let first = tokio::time::timeout(CLEANUP_BUDGET, docker.remove_container(cid, Some(opts.clone()))).await;
+    let first = tokio::time::timeout(
+        CLEANUP_BUDGET,
+        docker.remove_container(cid, Some(opts.clone())),
+    )
+    .await;
     if matches!(first, Ok(Ok(()))) {
         return;
     }
     let again = async {
         let d = connect(transport, socket, CLEANUP_BUDGET).await?;
-        d.remove_container(cid, Some(opts)).await.map_err(|e| e.to_string())
+        d.remove_container(cid, Some(opts))
+            .await
+            .map_err(|e| e.to_string())
     };
     let err = match tokio::time::timeout(CLEANUP_BUDGET, again).await {
         Ok(Ok(())) => return,

@@ -66,17 +66,31 @@ pub fn require_container_capability(
             let facts = ledger.latest_facts(machine_id);
             let ids = facts.as_ref().map(MachineFacts::platform_ids);
             let cmd = ids.as_deref().and_then(|ids| entry.install_for(ids));
-            let inputs = latest.as_ref().map(|c| c.inputs.clone()).unwrap_or_else(|| ProbeInputs {
-                declared_path: "/usr/bin/docker".into(),
-                workhome: row.workhome.clone(),
-                probed_by: std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "operator".into()),
-                workspace: std::env::current_dir()
-                    .ok()
-                    .and_then(|d| d.canonicalize().ok())
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "/".into()),
-            });
-            remedy::remedy(home, catalog_path, &row, DOCKER_OCI, &inputs, ids.as_deref(), cmd)
+            let inputs = latest
+                .as_ref()
+                .map(|c| c.inputs.clone())
+                .unwrap_or_else(|| ProbeInputs {
+                    declared_path: "/usr/bin/docker".into(),
+                    workhome: row.workhome.clone(),
+                    probed_by: std::env::var("USER")
+                        .ok()
+                        .filter(|u| !u.is_empty())
+                        .unwrap_or_else(|| "operator".into()),
+                    workspace: std::env::current_dir()
+                        .ok()
+                        .and_then(|d| d.canonicalize().ok())
+                        .map(|d| d.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "/".into()),
+                });
+            remedy::remedy(
+                home,
+                catalog_path,
+                &row,
+                DOCKER_OCI,
+                &inputs,
+                ids.as_deref(),
+                cmd,
+            )
         }
     };
     Err(DockerError::ContainerCapabilityAbsent {

@@ -20,9 +20,9 @@ pub mod output;
 pub mod pin;
 pub mod userns;
 
+use crate::catalog::Capability;
 use crate::error::Refusal;
 use crate::fleet::ledger::{MachineFacts, Outcome};
-use crate::catalog::Capability;
 use crate::fleet::probe::{Finding, ProbeRequest};
 use crate::transport::Transport;
 
@@ -43,13 +43,19 @@ pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {
     /// The catalog's docker-oci pin is the deliberate zero digest.
-    #[error("the catalog ({origin}) pins the saphan-probe image to the zero digest `{image}`, so there is no image to trust; nothing was measured or recorded — build the image (images/probe/build), put its image ID or registry digest into a copy of the catalog and pass it with --catalog (docs/docker.md, \"Pinning\")")]
+    #[error(
+        "catalog {origin} pins the saphan-probe image to the zero digest `{image}`, so there is no image to trust; nothing was measured or recorded — build the image (images/probe/build), put its image ID or registry digest into a copy of the catalog and pass it with --catalog (docs/docker.md, \"Pinning\")"
+    )]
     Unpinned { origin: String, image: String },
     /// The pin names a tag, which can move; only digests are accepted.
-    #[error("the catalog ({origin}) names the probe image by the tag `{image}`; a tag can point at different bytes tomorrow, so it is never accepted — pin `sha256:<image id>` (local) or `NAME@sha256:<registry digest>` instead (docs/docker.md, \"Pinning\")")]
+    #[error(
+        "catalog {origin} names the probe image by the tag `{image}`; a tag can point at different bytes tomorrow, so it is never accepted — pin `sha256:<image id>` (local) or `NAME@sha256:<registry digest>` instead (docs/docker.md, \"Pinning\")"
+    )]
     PinIsTag { origin: String, image: String },
     /// The pin is neither form.
-    #[error("the catalog ({origin}) docker-oci `image` value `{image}` is not a pin: {why} — write `sha256:<64 lowercase hex>` (a local image ID) or `NAME@sha256:<64 lowercase hex>` (a registry digest)")]
+    #[error(
+        "catalog {origin}: the docker-oci `image` value `{image}` is not a pin: {why} — write `sha256:<64 lowercase hex>` (a local image ID) or `NAME@sha256:<64 lowercase hex>` (a registry digest)"
+    )]
     PinMalformed {
         origin: String,
         image: String,
@@ -57,7 +63,9 @@ pub enum DockerError {
     },
     /// The machine has no fresh, present docker-oci row: container-class
     /// work may not be dispatched to it.
-    #[error("machine `{machine}` has no fresh docker-oci capability ({why}); container-class work needs proof that it runs the pinned saphan-probe image —\n  install: {install}\n  re-measure: {remeasure}")]
+    #[error(
+        "machine `{machine}` has no fresh docker-oci capability ({why}); container-class work needs proof that it runs the pinned saphan-probe image —\n  install: {install}\n  re-measure: {remeasure}"
+    )]
     ContainerCapabilityAbsent {
         machine: String,
         why: String,
@@ -91,7 +99,12 @@ pub struct Platform {
 /// A finding that is not present: `outcome`, a stable `reason`, a sentence,
 /// and the command for remedy line 1 (`None`: the catalog's install command
 /// for the measured platform).
-pub(crate) fn failed(outcome: Outcome, reason: &str, detail: String, install: Option<String>) -> Finding {
+pub(crate) fn failed(
+    outcome: Outcome,
+    reason: &str,
+    detail: String,
+    install: Option<String>,
+) -> Finding {
     Finding {
         outcome: Some(outcome),
         reason: Some(reason.to_string()),
@@ -147,13 +160,15 @@ pub fn precheck(capability: &str, entry: &Capability, origin: &str) -> crate::er
 
 /// The pin of a docker-oci catalog entry.
 pub fn pin_of(entry: &Capability, origin: &str) -> Result<Pin, DockerError> {
-    let image = entry.extra.get("image").and_then(|v| v.as_str()).ok_or_else(|| {
-        DockerError::PinMalformed {
+    let image = entry
+        .extra
+        .get("image")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| DockerError::PinMalformed {
             origin: origin.to_string(),
             image: String::new(),
             why: "the docker-oci row has no `image` string".into(),
-        }
-    })?;
+        })?;
     Pin::parse(image, origin)
 }
 
@@ -184,7 +199,7 @@ pub async fn probe(req: &ProbeRequest<'_>, t: &Transport) -> crate::error::Resul
             let s = DockerProbeSettings {
                 declared_path: req.inputs.declared_path.clone(),
                 socket: socket_of(req.entry),
-                pin: pin_of(req.entry, "the catalog in use")?,
+                pin: pin_of(req.entry, "in use")?,
                 platform,
                 budget: req.timeout,
             };
@@ -199,7 +214,7 @@ pub async fn probe(req: &ProbeRequest<'_>, t: &Transport) -> crate::error::Resul
             Ok(probe_sandbox_userns(t, &s, install.as_deref()).await)
         }
         other => {
-            precheck(other, req.entry, "the catalog in use")?;
+            precheck(other, req.entry, "in use")?;
             unreachable!("precheck refuses every other capability")
         }
     }

@@ -84,7 +84,9 @@ pub fn parse(stdout: &str) -> Result<VmFacts, String> {
     let mut facts: std::collections::BTreeMap<&str, &str> = Default::default();
     for l in &lines[1..lines.len() - 1] {
         let Some((k, v)) = l.split_once('=') else {
-            return Err(format!("line `{l}` between the markers is not a key=value fact"));
+            return Err(format!(
+                "line `{l}` between the markers is not a key=value fact"
+            ));
         };
         if facts.insert(k.trim(), v.trim()).is_some() {
             return Err(format!("the fact `{}` appears twice", k.trim()));
@@ -136,15 +138,42 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("SAPHAN-PROBE-RAN\n", "lacks the SAPHAN-PROBE-OK"),
             ("kernel=1\nSAPHAN-PROBE-OK\n", "lacks the SAPHAN-PROBE-RAN"),
-            ("SAPHAN-PROBE-OK\nkernel=6\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-RAN\n", "out of order"),
-            ("SAPHAN-PROBE-RAN\nSAPHAN-PROBE-RAN\nSAPHAN-PROBE-OK\n", "each must appear once"),
-            ("SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=0\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n", "`cpus=0` is not a positive"),
-            ("SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=1\nmemory_bytes=-5\ncgroup=v1\nSAPHAN-PROBE-OK\n", "`memory_bytes=-5`"),
-            ("SAPHAN-PROBE-RAN\nkernel=\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n", "`kernel` is empty"),
-            ("SAPHAN-PROBE-RAN\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n", "`kernel` is missing"),
-            ("SAPHAN-PROBE-RAN\nhello\nSAPHAN-PROBE-OK\n", "not a key=value"),
-            ("SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v3\nSAPHAN-PROBE-OK\n", "neither v1 nor v2"),
-            ("SAPHAN-PROBE-RAN\ncpus=1\nSAPHAN-PROBE-FAILED not measured: kernel\n", "the image said"),
+            (
+                "SAPHAN-PROBE-OK\nkernel=6\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-RAN\n",
+                "out of order",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nSAPHAN-PROBE-RAN\nSAPHAN-PROBE-OK\n",
+                "each must appear once",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=0\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n",
+                "`cpus=0` is not a positive",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=1\nmemory_bytes=-5\ncgroup=v1\nSAPHAN-PROBE-OK\n",
+                "`memory_bytes=-5`",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nkernel=\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n",
+                "`kernel` is empty",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v1\nSAPHAN-PROBE-OK\n",
+                "`kernel` is missing",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nhello\nSAPHAN-PROBE-OK\n",
+                "not a key=value",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\nkernel=6\narch=x\ncpus=1\nmemory_bytes=1\ncgroup=v3\nSAPHAN-PROBE-OK\n",
+                "neither v1 nor v2",
+            ),
+            (
+                "SAPHAN-PROBE-RAN\ncpus=1\nSAPHAN-PROBE-FAILED not measured: kernel\n",
+                "the image said",
+            ),
             ("", "lacks the SAPHAN-PROBE-RAN"),
         ];
         for (text, want) in cases {

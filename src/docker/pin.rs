@@ -32,7 +32,10 @@ fn hex64(s: &str) -> Result<(), String> {
     if s.len() != 64 {
         return Err(format!("the digest has {} hex digits, not 64", s.len()));
     }
-    if !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         return Err("the digest is not lowercase hexadecimal".into());
     }
     Ok(())
@@ -155,22 +158,65 @@ mod tests {
 
     #[test]
     fn forms_and_refusals() {
-        assert_eq!(Pin::parse(&format!("sha256:{H}"), "t").unwrap(), Pin::ImageId(format!("sha256:{H}")));
-        let r = Pin::parse(&format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}"), "t").unwrap();
+        assert_eq!(
+            Pin::parse(&format!("sha256:{H}"), "t").unwrap(),
+            Pin::ImageId(format!("sha256:{H}"))
+        );
+        let r = Pin::parse(
+            &format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}"),
+            "t",
+        )
+        .unwrap();
         assert_eq!(r.kind(), "registry-digest");
-        assert_eq!(r.reference(), format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}"));
-        assert!(r.matches("sha256:x", &[format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}")]));
-        assert!(!r.matches(&format!("sha256:{H}"), &[]), "a registry pin is never checked against the Id");
+        assert_eq!(
+            r.reference(),
+            format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}")
+        );
+        assert!(r.matches(
+            "sha256:x",
+            &[format!("ghcr.io/saphan-studio/saphan-probe@sha256:{H}")]
+        ));
+        assert!(
+            !r.matches(&format!("sha256:{H}"), &[]),
+            "a registry pin is never checked against the Id"
+        );
         let z = "0".repeat(64);
-        assert_eq!(name(Pin::parse(&format!("sha256:{z}"), "t")), "docker-probe-image-unpinned");
-        assert_eq!(name(Pin::parse(&format!("x/y@sha256:{z}"), "t")), "docker-probe-image-unpinned");
-        assert_eq!(name(Pin::parse("ghcr.io/saphan-studio/saphan-probe:candidate", "t")), "docker-probe-image-tag");
-        assert_eq!(name(Pin::parse("saphan-probe", "t")), "docker-probe-image-tag");
-        assert_eq!(name(Pin::parse(&format!("x:candidate@sha256:{H}"), "t")), "docker-probe-image-pin-malformed");
+        assert_eq!(
+            name(Pin::parse(&format!("sha256:{z}"), "t")),
+            "docker-probe-image-unpinned"
+        );
+        assert_eq!(
+            name(Pin::parse(&format!("x/y@sha256:{z}"), "t")),
+            "docker-probe-image-unpinned"
+        );
+        assert_eq!(
+            name(Pin::parse(
+                "ghcr.io/saphan-studio/saphan-probe:candidate",
+                "t"
+            )),
+            "docker-probe-image-tag"
+        );
+        assert_eq!(
+            name(Pin::parse("saphan-probe", "t")),
+            "docker-probe-image-tag"
+        );
+        assert_eq!(
+            name(Pin::parse(&format!("x:candidate@sha256:{H}"), "t")),
+            "docker-probe-image-pin-malformed"
+        );
         assert_eq!(name(Pin::parse(&H[..12], "t")), "docker-probe-image-tag");
-        assert_eq!(name(Pin::parse(&format!("sha256:{}", &H[..63]), "t")), "docker-probe-image-pin-malformed");
-        assert_eq!(name(Pin::parse(&format!("sha256:{}", H.to_uppercase()), "t")), "docker-probe-image-pin-malformed");
-        assert_eq!(name(Pin::parse("", "t")), "docker-probe-image-pin-malformed");
+        assert_eq!(
+            name(Pin::parse(&format!("sha256:{}", &H[..63]), "t")),
+            "docker-probe-image-pin-malformed"
+        );
+        assert_eq!(
+            name(Pin::parse(&format!("sha256:{}", H.to_uppercase()), "t")),
+            "docker-probe-image-pin-malformed"
+        );
+        assert_eq!(
+            name(Pin::parse("", "t")),
+            "docker-probe-image-pin-malformed"
+        );
     }
 
     #[test]
@@ -178,6 +224,9 @@ mod tests {
         let c = Catalog::load(None).unwrap();
         let e = Pin::from_catalog(&c).unwrap_err();
         assert_eq!(e.name(), "docker-probe-image-unpinned");
-        assert_eq!(super::super::socket_of(c.get("docker-oci").unwrap()), "/var/run/docker.sock");
+        assert_eq!(
+            super::super::socket_of(c.get("docker-oci").unwrap()),
+            "/var/run/docker.sock"
+        );
     }
 }

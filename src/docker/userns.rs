@@ -32,7 +32,10 @@ pub struct UsernsProbeSettings {
 /// The sysctls read beside the attempt (file path, key in the row's detail).
 pub const SYSCTLS: &[(&str, &str)] = &[
     ("/proc/sys/user/max_user_namespaces", "max_user_namespaces"),
-    ("/proc/sys/kernel/unprivileged_userns_clone", "unprivileged_userns_clone"),
+    (
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "unprivileged_userns_clone",
+    ),
     (
         "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
         "apparmor_restrict_unprivileged_userns",

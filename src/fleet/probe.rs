@@ -58,7 +58,11 @@ impl ProbeSettings {
             .into());
         }
         if self.entry.kind != "toolchain" {
-            precheck_other(&self.capability, &self.entry)?;
+            let origin = match &self.catalog_path {
+                Some(p) => p.display().to_string(),
+                None => "embedded".to_string(),
+            };
+            precheck_other(&self.capability, &self.entry, &origin)?;
         }
         Ok(())
     }
@@ -284,8 +288,9 @@ pub async fn probe_toolchain(req: &ProbeRequest<'_>, t: &Transport) -> Result<Fi
 /// `docker-probe-image-unpinned` while the catalog pin is the zero digest.
 ///
 /// WIRING POINT for the docker-oci / sandbox-userns module: replace the body.
-pub fn precheck_other(capability: &str, entry: &Capability) -> Result<()> {
-    crate::docker::precheck(capability, entry, "in use (embedded, or the --catalog file)")
+/// `origin` names the catalog (`embedded` or the `--catalog` path).
+pub fn precheck_other(capability: &str, entry: &Capability, origin: &str) -> Result<()> {
+    crate::docker::precheck(capability, entry, origin)
 }
 
 /// Probe a non-toolchain capability on one connected machine.
