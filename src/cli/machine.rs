@@ -340,7 +340,10 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
                             .and_then(|v| v.lines().next())
                             .unwrap_or("")
                     ),
-                    _ => c.reason_detail.clone().unwrap_or_default(),
+                    _ => match &c.reason {
+                        Some(r) => format!("{r}: {}", c.reason_detail.as_deref().unwrap_or("")),
+                        None => c.reason_detail.clone().unwrap_or_default(),
+                    },
                 };
                 text += &format!(
                     "{:w$}  {}  {:7}  {}\n",
