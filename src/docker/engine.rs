@@ -244,12 +244,21 @@ async fn probe_inner(
     // 1. The declared docker program.
     let argv = vec![s.declared_path.clone(), "--version".to_string()];
     let version_output = match transport.exec(&argv, Duration::from_secs(20)).await {
-        Err(e) => {
+        Err(crate::transport::TransportError::Spawn { source, .. }) => {
             return finding(
                 s,
                 Outcome::Absent,
                 "binary-absent",
-                format!("no docker program at {}: {e}", s.declared_path),
+                format!("no docker program at {} ({source})", s.declared_path),
+                install,
+            );
+        }
+        Err(e) => {
+            return finding(
+                s,
+                Outcome::Failed,
+                "probe-run-failed",
+                format!("could not run {} on the machine: {e}", s.declared_path),
                 install,
             );
         }

@@ -110,7 +110,15 @@ pub async fn probe_sandbox_userns(
         f
     };
     match transport.exec(&argv, s.budget).await {
-        Err(e) => absent(format!("no unshare program at {}: {e}", s.declared_path)),
+        Err(crate::transport::TransportError::Spawn { source, .. }) => {
+            absent(format!("no unshare program at {} ({source})", s.declared_path))
+        }
+        Err(e) => failed(
+            Outcome::Failed,
+            "probe-run-failed",
+            format!("could not run {} on the machine: {e}", s.declared_path),
+            None,
+        ),
         Ok(o) if matches!(o.status.code(), Some(126) | Some(127)) => absent(format!(
             "no runnable unshare program at {} ({})",
             s.declared_path,
