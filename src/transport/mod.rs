@@ -1,11 +1,43 @@
 //! One way to run things on a machine, two implementations: local processes
 //! and SSH (russh). Fleet ceremonies, the Docker probe and dispatch only see
 //! [`Transport`].
+//!
+//! - [`ssh_config`]: host settings for an alias, resolved like OpenSSH does
+//!   (`ssh -G` is the reference).
+//! - [`ssh`]: the russh client — strict known_hosts, key and agent auth,
+//!   ProxyJump, keep-alive, one connection per machine.
+//! - [`quote`]: POSIX shell quoting of every remote word.
+//!
+//! The operator's view is `docs/transport.md`.
 
-use crate::error::Refusal;
+pub mod quote;
+pub mod ssh;
+pub mod ssh_config;
+
+pub use ssh::{Ssh, SshOptions};
+pub use ssh_config::{HostSettings, resolve};
+
+use crate::error::{Exit, Refusal};
 use crate::exec::{self, Cmd, Output};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// A bidirectional byte stream (a local Unix socket, or a forwarded remote
+/// one): what [`Transport::open_unix_socket`] returns.
+pub trait AsyncReadWrite: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> AsyncReadWrite for T {}
+
+fn secs(d: &Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+fn list(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Errors reaching or using a machine.
 #[derive(Debug, thiserror::Error)]
@@ -24,13 +56,133 @@ pub enum TransportError {
         #[source]
         source: std::io::Error,
     },
+    /// The host alias could not be resolved through the ssh config.
+    #[error("cannot resolve host `{alias}` through {}: {detail}", file.display())]
+    SshConfig {
+        alias: String,
+        file: PathBuf,
+        detail: String,
+    },
+    /// Nothing answered (connection refused, no route, timed out).
+    #[error(
+        "{alias} ({addr}{}) did not answer: {cause} after {} (budget {}) — check that the machine is up and sshd listens there: `ssh -F {} {alias} true`",
+        via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default(),
+        secs(elapsed), secs(budget), config.display()
+    )]
+    HostUnreachable {
+        alias: String,
+        addr: String,
+        via: Option<String>,
+        cause: String,
+        elapsed: Duration,
+        budget: Duration,
+        config: PathBuf,
+    },
+    /// The server's host key is in no known_hosts file: nothing was run.
+    #[error(
+        "the host key of {alias} ({name}: {key_type} {fingerprint}) is not in {} — nothing was run. Check the fingerprint with the machine's owner (on the machine: `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`), then add it: `{keyscan}`",
+        list(files)
+    )]
+    HostKeyUnknown {
+        alias: String,
+        name: String,
+        key_type: String,
+        fingerprint: String,
+        files: Vec<PathBuf>,
+        keyscan: String,
+    },
+    /// The server's host key differs from the recorded one: nothing was run.
+    #[error(
+        "the host key of {alias} ({name}) is now {key_type} {fingerprint}, not the key recorded at {}:{line} — nothing was run. The machine may have been reinstalled, or someone is in the middle; confirm the new fingerprint with its owner, then `ssh-keygen -R '{name}' -f {}` and add the verified key",
+        file.display(), file.display()
+    )]
+    HostKeyChanged {
+        alias: String,
+        name: String,
+        file: PathBuf,
+        line: usize,
+        key_type: String,
+        fingerprint: String,
+    },
+    /// A known_hosts file could not be read or parsed.
+    #[error("cannot use the known_hosts file {}: {detail} — fix or remove the bad line", file.display())]
+    KnownHostsUnreadable { file: PathBuf, detail: String },
+    /// No key was accepted.
+    #[error(
+        "no key was accepted for {user}@{alias} ({addr}); tried: {} — put the public key in ~{user}/.ssh/authorized_keys there, or name the right IdentityFile in the ssh config",
+        tried.join("; ")
+    )]
+    AuthFailed {
+        alias: String,
+        user: String,
+        addr: String,
+        tried: Vec<String>,
+    },
+    /// The SSH conversation itself failed (not a network or key problem).
+    #[error(
+        "the SSH conversation with {alias} ({addr}) failed: {detail} — try `ssh -v` with the same config to see why"
+    )]
+    Handshake {
+        alias: String,
+        addr: String,
+        detail: String,
+    },
+    /// The connection died while a command was running; it may still run remotely.
+    #[error(
+        "lost {alias}: {detail} — the remote command may still be running; check the machine and the network, then retry"
+    )]
+    ConnectionLost { alias: String, detail: String },
+    /// A remote operation (other than a command's own budget) ran out of time.
+    #[error(
+        "{what} on {alias} did not finish within {} — check the machine and the network, then retry",
+        secs(budget)
+    )]
+    RemoteTimeout {
+        alias: String,
+        what: String,
+        budget: Duration,
+    },
+    /// A remote file transfer failed.
+    #[error("copying {what}: {detail} — check the paths and permissions")]
+    RemoteCopy { what: String, detail: String },
+    /// A Unix socket could not be reached.
+    #[error(
+        "cannot reach the Unix socket {path} on {alias}: {detail} — check that the service listens there"
+    )]
+    UnixSocket {
+        alias: String,
+        path: String,
+        detail: String,
+    },
+    /// A command that cannot be sent as given.
+    #[error("cannot run this command: {detail}")]
+    BadArgument { detail: String },
 }
 
 impl Refusal for TransportError {
     fn name(&self) -> &'static str {
         match self {
             TransportError::Spawn { .. } => "spawn",
-            TransportError::Copy { .. } => "copy",
+            TransportError::Copy { .. } | TransportError::RemoteCopy { .. } => "copy",
+            TransportError::SshConfig { .. } => "ssh-config",
+            TransportError::HostUnreachable { .. } => "host-unreachable",
+            TransportError::HostKeyUnknown { .. } => "host-key-unknown",
+            TransportError::HostKeyChanged { .. } => "host-key-changed",
+            TransportError::KnownHostsUnreadable { .. } => "known-hosts-unreadable",
+            TransportError::AuthFailed { .. } => "auth-failed",
+            TransportError::Handshake { .. } => "ssh-handshake",
+            TransportError::ConnectionLost { .. } => "connection-lost",
+            TransportError::RemoteTimeout { .. } => "remote-timeout",
+            TransportError::UnixSocket { .. } => "unix-socket-unreachable",
+            TransportError::BadArgument { .. } => "bad-argument",
+        }
+    }
+    fn exit(&self) -> Exit {
+        match self {
+            TransportError::ConnectionLost { .. } | TransportError::RemoteTimeout { .. } => {
+                Exit::MeasurementFailed
+            }
+            _ => Exit::Refusal,
         }
     }
 }
@@ -39,14 +191,70 @@ impl Refusal for TransportError {
 #[derive(Debug, Clone, Default)]
 pub struct Local;
 
-/// A machine saphan can run commands on.
-#[derive(Debug)]
+/// A machine saphan can run commands on. Cheap to clone: clones of an SSH
+/// transport share one connection.
+#[derive(Debug, Clone)]
 pub enum Transport {
     /// This machine, through [`crate::exec`].
     Local(Local),
+    /// A machine reached over SSH.
+    Ssh(Ssh),
 }
 
 impl Transport {
+    /// Connect to an SSH machine now (TCP within `ConnectTimeout`, strict
+    /// known_hosts check, key then agent auth). Errors: `host-unreachable`,
+    /// `host-key-unknown`, `host-key-changed`, `known-hosts-unreadable`,
+    /// `auth-failed`, `ssh-handshake`, `ssh-config` (ProxyJump/ProxyCommand).
+    pub async fn connect_ssh(
+        settings: &HostSettings,
+        opts: &SshOptions,
+    ) -> Result<Transport, TransportError> {
+        Ssh::connect(settings, opts).await.map(Transport::Ssh)
+    }
+
+    /// Resolve `alias` through `ssh_config` (see [`ssh_config::resolve`]) and connect.
+    pub async fn connect_alias(
+        ssh_config: &Path,
+        alias: &str,
+        opts: &SshOptions,
+    ) -> Result<Transport, TransportError> {
+        let settings = resolve(ssh_config, alias).await?;
+        Transport::connect_ssh(&settings, opts).await
+    }
+
+    /// A short description for messages: `local` or `ssh m1 (root@10.0.0.5:22)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Transport::Local(_) => "local".into(),
+            Transport::Ssh(s) => {
+                let h = s.settings();
+                format!("ssh {} ({}@{}:{})", h.alias, h.user, h.hostname, h.port)
+            }
+        }
+    }
+
+    /// A stream to the Unix socket `path` on the machine: a local
+    /// `UnixStream`, or over SSH a `direct-streamlocal` channel (needs
+    /// `AllowStreamLocalForwarding yes`, sshd's default). For bollard's custom
+    /// transport, the Docker socket, and the like.
+    pub async fn open_unix_socket(
+        &self,
+        path: &str,
+    ) -> Result<Box<dyn AsyncReadWrite>, TransportError> {
+        match self {
+            Transport::Local(_) => tokio::net::UnixStream::connect(path)
+                .await
+                .map(|s| Box::new(s) as Box<dyn AsyncReadWrite>)
+                .map_err(|e| TransportError::UnixSocket {
+                    alias: "the local machine".into(),
+                    path: path.to_string(),
+                    detail: e.to_string(),
+                }),
+            Transport::Ssh(s) => s.open_unix_socket(path).await,
+        }
+    }
+
     /// Run `argv` (no shell) with a budget. Remote implementations quote every
     /// word for the remote shell; no word is ever spliced in unquoted.
     pub async fn exec(&self, argv: &[String], timeout: Duration) -> Result<Output, TransportError> {
@@ -57,6 +265,7 @@ impl Transport {
                     program: argv[0].clone(),
                     source,
                 }),
+            Transport::Ssh(s) => s.exec(argv, timeout).await,
         }
     }
 
@@ -72,6 +281,7 @@ impl Transport {
                         source,
                     })
             }
+            Transport::Ssh(s) => s.put(local, remote).await,
         }
     }
 
@@ -87,6 +297,7 @@ impl Transport {
                         source,
                     })
             }
+            Transport::Ssh(s) => s.get(remote, local).await,
         }
     }
 }

@@ -1,0 +1,874 @@
+//! The SSH side of [`super::Transport`], on russh.
+//!
+//! One connection per machine: an [`Ssh`] holds one authenticated russh
+//! session (behind an `Arc`, so clones share it) and opens one channel per
+//! command, at most [`SshOptions::max_sessions`] at a time (OpenSSH's sshd
+//! allows 10 session channels per connection by default). A session that died
+//! (keep-alive got no answer, the server went away) is replaced by a fresh
+//! connection on the next call; a command that was running on it fails with
+//! `connection-lost` and may still be running remotely — nothing here assumes
+//! a remote cleanup happened.
+//!
+//! Connecting: TCP (or a `direct-tcpip` channel through the `ProxyJump` host)
+//! within `ConnectTimeout`, the SSH handshake with a strict known_hosts check
+//! (unknown or changed key: refused, nothing runs), then key authentication
+//! with each `IdentityFile` in order, then the ssh-agent.
+
+use super::ssh_config::{self, HostSettings, parse_jump};
+use super::{AsyncReadWrite, TransportError, quote};
+use crate::exec::{Output, Termination};
+use russh::client::{self, Handle};
+use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh::{ChannelMsg, ChannelOpenFailure, Sig};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+/// How many `ProxyJump` hops a chain may have (a longer one is likely a loop).
+const MAX_JUMPS: usize = 4;
+
+/// Defaults for what an ssh config leaves open. Values from the host's
+/// settings (`ConnectTimeout`, `ServerAliveInterval`, `ServerAliveCountMax`)
+/// win over these.
+#[derive(Debug, Clone)]
+pub struct SshOptions {
+    /// TCP connect budget, and separately the handshake and the authentication
+    /// budgets, when the config sets no `ConnectTimeout` (default 10 s).
+    pub connect_timeout: Duration,
+    /// Keep-alive interval when the config sets no `ServerAliveInterval`
+    /// (default 5 s). A session whose server does not answer
+    /// `keepalive_max` keep-alives in a row is closed.
+    pub keepalive_interval: Duration,
+    /// Session channels open at once on one connection (default 8; sshd's
+    /// `MaxSessions` defaults to 10).
+    pub max_sessions: usize,
+    /// Budget for one `put` or `get` (default 600 s).
+    pub transfer_timeout: Duration,
+}
+
+impl Default for SshOptions {
+    fn default() -> SshOptions {
+        SshOptions {
+            connect_timeout: Duration::from_secs(10),
+            keepalive_interval: Duration::from_secs(5),
+            max_sessions: 8,
+            transfer_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A machine reached over SSH. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct Ssh {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: HostSettings,
+    opts: SshOptions,
+    conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    sessions: Arc<Semaphore>,
+}
+
+struct Conn {
+    handle: Handle<Client>,
+    /// The jump host's connection, kept alive as long as this one.
+    _jump: Option<Ssh>,
+}
+
+impl std::fmt::Debug for Ssh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.inner.settings;
+        write!(f, "Ssh({} = {}@{}:{})", s.alias, s.user, s.hostname, s.port)
+    }
+}
+
+/// What the known_hosts check decided about the server's key.
+#[derive(Debug, Clone)]
+enum KeyVerdict {
+    Known,
+    Unknown {
+        key_type: String,
+        fingerprint: String,
+    },
+    Changed {
+        file: PathBuf,
+        line: usize,
+        key_type: String,
+        fingerprint: String,
+    },
+    Unreadable {
+        file: PathBuf,
+        detail: String,
+    },
+}
+
+struct Client {
+    /// Name looked up in known_hosts (`HostKeyAlias` or the host name).
+    name: String,
+    port: u16,
+    files: Vec<PathBuf>,
+    verdict: Arc<Mutex<Option<KeyVerdict>>>,
+}
+
+impl client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let verdict = match key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => self.check(key),
+            PublicKeyOrCertificate::Certificate(c) => {
+                // Host certificates would need @cert-authority lines; treat
+                // them as an unknown key so nothing runs.
+                KeyVerdict::Unknown {
+                    key_type: format!("{} certificate", c.algorithm()),
+                    fingerprint: c.public_key().fingerprint(HashAlg::Sha256).to_string(),
+                }
+            }
+        };
+        let ok = matches!(verdict, KeyVerdict::Known);
+        *self.verdict.lock().unwrap() = Some(verdict);
+        Ok(ok)
+    }
+}
+
+impl Client {
+    fn check(&self, key: &PublicKey) -> KeyVerdict {
+        let key_type = key.algorithm().to_string();
+        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+        for file in &self.files {
+            match russh::keys::check_known_hosts_path(&self.name, self.port, key, file) {
+                Ok(true) => return KeyVerdict::Known,
+                Ok(false) => {}
+                Err(russh::keys::Error::KeyChanged { line }) => {
+                    return KeyVerdict::Changed {
+                        file: file.clone(),
+                        line,
+                        key_type,
+                        fingerprint,
+                    };
+                }
+                Err(e) => {
+                    return KeyVerdict::Unreadable {
+                        file: file.clone(),
+                        detail: e.to_string(),
+                    };
+                }
+            }
+        }
+        KeyVerdict::Unknown {
+            key_type,
+            fingerprint,
+        }
+    }
+}
+
+impl Ssh {
+    /// Connect and authenticate now; errors are named (see [`TransportError`]).
+    pub async fn connect(
+        settings: &HostSettings,
+        opts: &SshOptions,
+    ) -> Result<Ssh, TransportError> {
+        connect_depth(settings.clone(), opts.clone(), 0).await
+    }
+
+    /// The settings this machine was reached with.
+    pub fn settings(&self) -> &HostSettings {
+        &self.inner.settings
+    }
+
+    fn alias(&self) -> String {
+        self.inner.settings.alias.clone()
+    }
+
+    /// The live connection, reconnecting when the previous one died.
+    async fn conn(&self) -> Result<Arc<Conn>, TransportError> {
+        let mut guard = self.inner.conn.lock().await;
+        if let Some(c) = guard.as_ref()
+            && !c.handle.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        *guard = None;
+        let c =
+            Arc::new(open_boxed(self.inner.settings.clone(), self.inner.opts.clone(), 0).await?);
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Close the connection politely (the next call reconnects).
+    pub async fn disconnect(&self) {
+        if let Some(c) = self.inner.conn.lock().await.take() {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(1),
+                c.handle
+                    .disconnect(russh::Disconnect::ByApplication, "", "en"),
+            )
+            .await;
+        }
+    }
+
+    /// Run `argv` remotely, every word quoted for the remote shell.
+    pub async fn exec(&self, argv: &[String], timeout: Duration) -> Result<Output, TransportError> {
+        let line = command_line(argv)?;
+        self.run_line(&line, None, None, timeout).await
+    }
+
+    /// Copy a local file to `remote`: written to a temp file beside it, given
+    /// the local file's permission bits, then renamed into place.
+    pub async fn put(&self, local: &Path, remote: &str) -> Result<(), TransportError> {
+        use std::os::unix::fs::PermissionsExt;
+        let what = format!("{} to {}:{remote}", local.display(), self.alias());
+        let file = tokio::fs::File::open(local)
+            .await
+            .map_err(|source| TransportError::Copy {
+                what: what.clone(),
+                source,
+            })?;
+        let mode = file
+            .metadata()
+            .await
+            .map_err(|source| TransportError::Copy {
+                what: what.clone(),
+                source,
+            })?
+            .permissions()
+            .mode()
+            & 0o7777;
+        let line = command_line(&[
+            "sh",
+            "-c",
+            r#"t="$1.saphan-put.$$"; if cat > "$t" && chmod "$2" "$t" && mv -f "$t" "$1"; then exit 0; else rm -f "$t"; exit 1; fi"#,
+            "saphan-put",
+            remote,
+            &format!("{mode:o}"),
+        ])?;
+        let budget = self.inner.opts.transfer_timeout;
+        let out = self
+            .run_line(&line, Some(Box::pin(file)), None, budget)
+            .await?;
+        self.transfer_result(&what, out, budget)
+    }
+
+    /// Copy `remote` to a local file (written to a temp file beside it, then
+    /// renamed into place).
+    pub async fn get(&self, remote: &str, local: &Path) -> Result<(), TransportError> {
+        let what = format!("{}:{remote} to {}", self.alias(), local.display());
+        let copy_err = |source| TransportError::Copy {
+            what: what.clone(),
+            source,
+        };
+        let dir = match local.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".saphan-get.")
+            .tempfile_in(&dir)
+            .map_err(copy_err)?;
+        let file = tokio::fs::File::from_std(tmp.reopen().map_err(copy_err)?);
+        let line = command_line(&["cat", "--", remote])?;
+        let budget = self.inner.opts.transfer_timeout;
+        let out = self.run_line(&line, None, Some(file), budget).await?;
+        self.transfer_result(&what, out, budget)?;
+        tmp.persist(local).map_err(|e| copy_err(e.error))?;
+        Ok(())
+    }
+
+    fn transfer_result(
+        &self,
+        what: &str,
+        out: Output,
+        budget: Duration,
+    ) -> Result<(), TransportError> {
+        match out.status {
+            Termination::Exited(0) => Ok(()),
+            Termination::TimedOut => Err(TransportError::RemoteTimeout {
+                alias: self.alias(),
+                what: format!("copying {what}"),
+                budget,
+            }),
+            other => Err(TransportError::RemoteCopy {
+                what: what.to_string(),
+                detail: format!("{other:?}: {}", out.stderr_str()),
+            }),
+        }
+    }
+
+    /// A byte stream to the Unix socket `path` on the machine
+    /// (`direct-streamlocal@openssh.com`, the way `ssh -L local:remote.sock` works).
+    pub async fn open_unix_socket(
+        &self,
+        path: &str,
+    ) -> Result<Box<dyn AsyncReadWrite>, TransportError> {
+        let conn = self.conn().await?;
+        let budget = self.connect_budget();
+        match tokio::time::timeout(budget, conn.handle.channel_open_direct_streamlocal(path)).await
+        {
+            Ok(Ok(ch)) => Ok(Box::new(ch.into_stream())),
+            Ok(Err(e)) => Err(TransportError::UnixSocket {
+                alias: self.alias(),
+                path: path.to_string(),
+                detail: match e {
+                    russh::Error::ChannelOpenFailure(f) => open_failure(&f),
+                    e => e.to_string(),
+                },
+            }),
+            Err(_) => Err(TransportError::RemoteTimeout {
+                alias: self.alias(),
+                what: format!("opening the socket {path}"),
+                budget,
+            }),
+        }
+    }
+
+    fn connect_budget(&self) -> Duration {
+        self.inner
+            .settings
+            .connect_timeout
+            .unwrap_or(self.inner.opts.connect_timeout)
+    }
+
+    /// Run one remote command line on a fresh channel. `stdin` is sent and
+    /// then closed (no stdin: closed at once); stdout goes to `out_file` or is
+    /// captured. Reads until the channel closes, because the exit status can
+    /// arrive after EOF.
+    async fn run_line(
+        &self,
+        line: &str,
+        stdin: Option<Pin<Box<dyn AsyncRead + Send>>>,
+        mut out_file: Option<tokio::fs::File>,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
+        let start = Instant::now();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        let timed_out = |stdout, stderr| Output {
+            status: Termination::TimedOut,
+            stdout,
+            stderr,
+            elapsed: start.elapsed(),
+        };
+        let Ok(permit) =
+            tokio::time::timeout_at(deadline, self.inner.sessions.clone().acquire_owned()).await
+        else {
+            return Ok(timed_out(stdout, stderr));
+        };
+        let _permit = permit.expect("semaphore never closed");
+        let conn = match tokio::time::timeout_at(deadline, self.conn()).await {
+            Ok(c) => c?,
+            Err(_) => return Ok(timed_out(stdout, stderr)),
+        };
+        let ch = match tokio::time::timeout_at(deadline, conn.handle.channel_open_session()).await {
+            Ok(Ok(ch)) => ch,
+            Ok(Err(e)) => return Err(self.lost(&conn, &format!("could not open a channel: {e}"))),
+            Err(_) => return Ok(timed_out(stdout, stderr)),
+        };
+        let (mut rx, tx) = ch.split();
+        let mut status = None;
+        let mut refused = false;
+        let mut write_err = None;
+        let run = async {
+            tx.exec(true, line.as_bytes()).await?;
+            let writer = async {
+                if let Some(mut r) = stdin {
+                    tx.data(&mut r).await?;
+                }
+                tx.eof().await
+            };
+            let reader = async {
+                while let Some(msg) = rx.wait().await {
+                    match msg {
+                        ChannelMsg::Data { data } => match out_file.as_mut() {
+                            Some(f) => {
+                                if let Err(e) = f.write_all(&data).await {
+                                    write_err = Some(e);
+                                    break;
+                                }
+                            }
+                            None => stdout.extend_from_slice(&data),
+                        },
+                        ChannelMsg::ExtendedData { data, ext: 1 } => {
+                            stderr.extend_from_slice(&data)
+                        }
+                        ChannelMsg::ExitStatus { exit_status } => {
+                            status = Some(Termination::Exited(exit_status as i32))
+                        }
+                        ChannelMsg::ExitSignal { signal_name, .. } => {
+                            status = Some(Termination::Signaled(signal_number(&signal_name)))
+                        }
+                        ChannelMsg::Failure => {
+                            refused = true;
+                            break;
+                        }
+                        ChannelMsg::Close => break,
+                        _ => {}
+                    }
+                }
+            };
+            let mut writer = std::pin::pin!(writer);
+            let mut reader = std::pin::pin!(reader);
+            let mut written = false;
+            loop {
+                tokio::select! {
+                    _ = &mut writer, if !written => written = true,
+                    _ = &mut reader => break,
+                }
+            }
+            Ok::<(), russh::Error>(())
+        };
+        let res = tokio::time::timeout_at(deadline, run).await;
+        if let Some(f) = out_file.as_mut() {
+            let _ = f.flush().await;
+        }
+        match res {
+            Err(_) => {
+                // Past the budget: ask the remote side to stop and close the
+                // channel. The process may be left running (no pty, or the
+                // machine is cut off); callers must not assume it stopped.
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    let _ = tx.signal(Sig::TERM).await;
+                    let _ = tx.close().await;
+                })
+                .await;
+                Ok(timed_out(stdout, stderr))
+            }
+            Ok(Err(e)) => Err(self.lost(&conn, &format!("sending the command failed: {e}"))),
+            Ok(Ok(())) => {
+                if let Some(e) = write_err {
+                    return Err(TransportError::RemoteCopy {
+                        what: format!("output of a command on {}", self.alias()),
+                        detail: format!("writing the local file: {e}"),
+                    });
+                }
+                if refused {
+                    return Err(TransportError::Handshake {
+                        alias: self.alias(),
+                        addr: addr(&self.inner.settings),
+                        detail: "the server refused to run the command (exec request denied)"
+                            .into(),
+                    });
+                }
+                match status {
+                    Some(status) => Ok(Output {
+                        status,
+                        stdout,
+                        stderr,
+                        elapsed: start.elapsed(),
+                    }),
+                    None => Err(self.lost(&conn, "the channel closed without an exit status")),
+                }
+            }
+        }
+    }
+
+    fn lost(&self, conn: &Conn, detail: &str) -> TransportError {
+        let s = &self.inner.settings;
+        let interval = s
+            .server_alive_interval
+            .unwrap_or(self.inner.opts.keepalive_interval);
+        let detail = if conn.handle.is_closed() {
+            format!(
+                "the SSH connection is gone ({detail}; keep-alive every {}s, closed after {} unanswered)",
+                interval.as_secs(),
+                s.server_alive_count_max
+            )
+        } else {
+            detail.to_string()
+        };
+        TransportError::ConnectionLost {
+            alias: s.alias.clone(),
+            detail,
+        }
+    }
+}
+
+fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {
+    if argv.is_empty() {
+        return Err(TransportError::BadArgument {
+            detail: "an empty command".into(),
+        });
+    }
+    quote::command_line(argv).map_err(|i| TransportError::BadArgument {
+        detail: format!(
+            "word {i} of the command holds a NUL byte, which no remote command can receive"
+        ),
+    })
+}
+
+fn addr(s: &HostSettings) -> String {
+    if s.hostname.contains(':') {
+        format!("[{}]:{}", s.hostname, s.port)
+    } else {
+        format!("{}:{}", s.hostname, s.port)
+    }
+}
+
+fn open_failure(f: &ChannelOpenFailure) -> String {
+    match f {
+        ChannelOpenFailure::AdministrativelyProhibited => {
+            "the server forbids it (AllowStreamLocalForwarding / AllowTcpForwarding / PermitOpen)"
+                .into()
+        }
+        ChannelOpenFailure::ConnectFailed => "nothing answered there (connect failed)".into(),
+        ChannelOpenFailure::UnknownChannelType => {
+            "the server does not support this channel type".into()
+        }
+        ChannelOpenFailure::ResourceShortage => "the server is out of resources".into(),
+        ChannelOpenFailure::Other { code, reason } => format!("refused ({code}: {reason})"),
+    }
+}
+
+/// POSIX numbers for the signal names SSH sends.
+fn signal_number(s: &Sig) -> i32 {
+    match s {
+        Sig::HUP => 1,
+        Sig::INT => 2,
+        Sig::QUIT => 3,
+        Sig::ILL => 4,
+        Sig::ABRT => 6,
+        Sig::FPE => 8,
+        Sig::KILL => 9,
+        Sig::USR1 => 10,
+        Sig::SEGV => 11,
+        Sig::PIPE => 13,
+        Sig::ALRM => 14,
+        Sig::TERM => 15,
+        Sig::Custom(name) => match name.as_str() {
+            "USR2" => 12,
+            "CHLD" => 17,
+            "CONT" => 18,
+            "STOP" => 19,
+            "TSTP" => 20,
+            "XCPU" => 24,
+            "XFSZ" => 25,
+            "SYS" => 31,
+            _ => -1,
+        },
+    }
+}
+
+fn connect_depth(
+    settings: HostSettings,
+    opts: SshOptions,
+    depth: usize,
+) -> BoxFuture<Result<Ssh, TransportError>> {
+    Box::pin(async move {
+        let conn = open_boxed(settings.clone(), opts.clone(), depth).await?;
+        Ok(Ssh {
+            inner: Arc::new(Inner {
+                sessions: Arc::new(Semaphore::new(opts.max_sessions.max(1))),
+                conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
+                settings,
+                opts,
+            }),
+        })
+    })
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+fn open_boxed(
+    s: HostSettings,
+    opts: SshOptions,
+    depth: usize,
+) -> BoxFuture<Result<Conn, TransportError>> {
+    Box::pin(async move { open(&s, &opts, depth).await })
+}
+
+/// Open one authenticated connection.
+async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn, TransportError> {
+    if let Some(pc) = &s.proxy_command {
+        return Err(TransportError::SshConfig {
+            alias: s.alias.clone(),
+            file: s.config_file.clone(),
+            detail: format!(
+                "it sets `ProxyCommand {pc}`, which saphan does not run — use `ProxyJump` instead"
+            ),
+        });
+    }
+    let budget = s.connect_timeout.unwrap_or(opts.connect_timeout);
+    let config = Arc::new(client::Config {
+        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
+        keepalive_max: s.server_alive_count_max.max(1) as usize,
+        nodelay: true,
+        ..Default::default()
+    });
+    let verdict = Arc::new(Mutex::new(None));
+    let handler = Client {
+        name: s
+            .host_key_alias
+            .clone()
+            .unwrap_or_else(|| s.hostname.clone()),
+        port: s.port,
+        files: s
+            .user_known_hosts_files
+            .iter()
+            .chain(&s.global_known_hosts_files)
+            .cloned()
+            .collect(),
+        verdict: verdict.clone(),
+    };
+    let start = Instant::now();
+    let unreachable = |cause: String, via: Option<String>| TransportError::HostUnreachable {
+        alias: s.alias.clone(),
+        addr: addr(s),
+        via,
+        cause,
+        elapsed: start.elapsed(),
+        budget,
+        config: s.config_file.clone(),
+    };
+
+    let (handshake, jump) = if let Some(last) = s.proxy_jump.last() {
+        if depth >= MAX_JUMPS {
+            return Err(TransportError::SshConfig {
+                alias: s.alias.clone(),
+                file: s.config_file.clone(),
+                detail: format!(
+                    "its ProxyJump chain is longer than {MAX_JUMPS} hops (a loop?) — shorten it"
+                ),
+            });
+        }
+        let spec = parse_jump(last).ok_or_else(|| TransportError::SshConfig {
+            alias: s.alias.clone(),
+            file: s.config_file.clone(),
+            detail: format!("`ProxyJump {last}` is not [user@]host[:port] — fix it"),
+        })?;
+        let mut js =
+            ssh_config::resolve_with(&s.config_file, &spec.host, spec.user.as_deref(), spec.port)
+                .await?;
+        if s.proxy_jump.len() > 1 {
+            js.proxy_jump = s.proxy_jump[..s.proxy_jump.len() - 1].to_vec();
+        }
+        let jump = connect_depth(js, opts.clone(), depth + 1).await?;
+        let jc = jump.conn().await?;
+        let via = Some(jump.alias());
+        let ch = match tokio::time::timeout(
+            budget,
+            jc.handle
+                .channel_open_direct_tcpip(s.hostname.clone(), s.port as u32, "127.0.0.1", 0),
+        )
+        .await
+        {
+            Ok(Ok(ch)) => ch,
+            Ok(Err(russh::Error::ChannelOpenFailure(f))) => {
+                return Err(unreachable(open_failure(&f), via));
+            }
+            Ok(Err(e)) => return Err(unreachable(e.to_string(), via)),
+            Err(_) => return Err(unreachable("timed out".into(), via)),
+        };
+        let hs = tokio::time::timeout(
+            budget,
+            client::connect_stream(config, ch.into_stream(), handler),
+        )
+        .await;
+        (hs, Some(jump))
+    } else {
+        let tcp = match tokio::time::timeout(
+            budget,
+            tokio::net::TcpStream::connect((s.hostname.as_str(), s.port)),
+        )
+        .await
+        {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => return Err(unreachable(e.to_string(), None)),
+            Err(_) => return Err(unreachable("connect timed out".into(), None)),
+        };
+        let _ = tcp.set_nodelay(true);
+        let hs = tokio::time::timeout(budget, client::connect_stream(config, tcp, handler)).await;
+        (hs, None)
+    };
+    let via = jump.as_ref().map(|j| j.alias());
+    let mut handle = match handshake {
+        Ok(Ok(h)) => h,
+        Err(_) => {
+            return Err(unreachable(
+                "no SSH handshake within the budget".into(),
+                via,
+            ));
+        }
+        Ok(Err(e)) => {
+            let v = verdict.lock().unwrap().clone();
+            return Err(match v {
+                Some(KeyVerdict::Unknown {
+                    key_type,
+                    fingerprint,
+                }) => TransportError::HostKeyUnknown {
+                    alias: s.alias.clone(),
+                    name: known_hosts_name(s),
+                    key_type,
+                    fingerprint,
+                    files: s.user_known_hosts_files.clone(),
+                    keyscan: keyscan(s),
+                },
+                Some(KeyVerdict::Changed {
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                }) => TransportError::HostKeyChanged {
+                    alias: s.alias.clone(),
+                    name: known_hosts_name(s),
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                },
+                Some(KeyVerdict::Unreadable { file, detail }) => {
+                    TransportError::KnownHostsUnreadable { file, detail }
+                }
+                _ => TransportError::Handshake {
+                    alias: s.alias.clone(),
+                    addr: addr(s),
+                    detail: e.to_string(),
+                },
+            });
+        }
+    };
+    match tokio::time::timeout(budget, authenticate(&mut handle, s)).await {
+        Ok(Ok(())) => Ok(Conn {
+            handle,
+            _jump: jump,
+        }),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(TransportError::AuthFailed {
+            alias: s.alias.clone(),
+            user: s.user.clone(),
+            addr: addr(s),
+            tried: vec![format!(
+                "authentication did not finish within {}s",
+                budget.as_secs()
+            )],
+        }),
+    }
+}
+
+fn known_hosts_name(s: &HostSettings) -> String {
+    let h = s
+        .host_key_alias
+        .clone()
+        .unwrap_or_else(|| s.hostname.clone());
+    if s.port == 22 {
+        h
+    } else {
+        format!("[{h}]:{}", s.port)
+    }
+}
+
+fn keyscan(s: &HostSettings) -> String {
+    let file = s
+        .user_known_hosts_files
+        .first()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "~/.ssh/known_hosts".into());
+    let port = if s.port == 22 {
+        String::new()
+    } else {
+        format!("-p {} ", s.port)
+    };
+    format!(
+        "ssh-keyscan {port}{} >> {}",
+        quote::quote(&s.hostname).unwrap_or_default(),
+        quote::quote(&file).unwrap_or_default()
+    )
+}
+
+/// Key authentication: each `IdentityFile` in order, then the agent's keys
+/// (only those matching an identity file when `IdentitiesOnly yes`).
+async fn authenticate(handle: &mut Handle<Client>, s: &HostSettings) -> Result<(), TransportError> {
+    let proto = |e: russh::Error| TransportError::Handshake {
+        alias: s.alias.clone(),
+        addr: addr(s),
+        detail: format!("during authentication: {e}"),
+    };
+    let mut tried = Vec::new();
+    let mut file_pubkeys = Vec::new();
+    for f in &s.identity_files {
+        if let Ok(text) = std::fs::read_to_string(format!("{}.pub", f.display()))
+            && let Ok(k) = PublicKey::from_openssh(text.trim())
+        {
+            file_pubkeys.push(k);
+        }
+        if !f.exists() {
+            continue;
+        }
+        let key = match russh::keys::load_secret_key(f, None) {
+            Ok(k) => k,
+            Err(e) => {
+                tried.push(format!("{}: not usable ({e})", f.display()));
+                continue;
+            }
+        };
+        file_pubkeys.push(key.public_key().clone());
+        let hash = if key.algorithm().is_rsa() {
+            handle
+                .best_supported_rsa_hash()
+                .await
+                .map_err(proto)?
+                .flatten()
+        } else {
+            None
+        };
+        let res = handle
+            .authenticate_publickey(&s.user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
+            .await
+            .map_err(proto)?;
+        if res.success() {
+            return Ok(());
+        }
+        tried.push(format!("{}: rejected", f.display()));
+    }
+    if tried.is_empty() {
+        tried.push("no identity file exists".into());
+    }
+    match &s.identity_agent {
+        None => tried.push("no ssh-agent (SSH_AUTH_SOCK unset or IdentityAgent none)".into()),
+        Some(sock) => match russh::keys::agent::client::AgentClient::connect_uds(sock).await {
+            Err(e) => tried.push(format!("ssh-agent at {}: {e}", sock.display())),
+            Ok(mut agent) => {
+                let ids = agent.request_identities().await.unwrap_or_default();
+                let mut n = 0;
+                for id in ids {
+                    let key = id.public_key().into_owned();
+                    if s.identities_only
+                        && !file_pubkeys.iter().any(|k| k.key_data() == key.key_data())
+                    {
+                        continue;
+                    }
+                    n += 1;
+                    let hash = if key.algorithm().is_rsa() {
+                        handle
+                            .best_supported_rsa_hash()
+                            .await
+                            .map_err(proto)?
+                            .flatten()
+                    } else {
+                        None
+                    };
+                    if let Ok(r) = handle
+                        .authenticate_publickey_with(&s.user, key, hash, &mut agent)
+                        .await
+                        && r.success()
+                    {
+                        return Ok(());
+                    }
+                }
+                tried.push(format!("ssh-agent: {n} usable key(s) rejected"));
+            }
+        },
+    }
+    Err(TransportError::AuthFailed {
+        alias: s.alias.clone(),
+        user: s.user.clone(),
+        addr: addr(s),
+        tried,
+    })
+}
