@@ -631,3 +631,65 @@ fn sandbox_userns_denied_and_absent_are_named() {
         "{out}"
     );
 }
+
+/// The probe over SSH, through the library (the machine's russh connection
+/// forwards the remote /var/run/docker.sock; lab hosts share this machine's
+/// filesystem, so the socket there is this engine's).
+#[test]
+fn pinned_probe_passes_over_ssh_to_a_lab_host() {
+    use saphan::docker::{DockerProbeSettings, Pin, Platform, probe_docker_oci};
+    use saphan::fleet::ledger::Outcome;
+    use saphan::transport::{SshOptions, Transport};
+    if !engine() {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::start(1) else {
+        return;
+    };
+    let v = Variant::new();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let t = Transport::connect_alias(&lab.ssh_config_path(), "m0", &SshOptions::default())
+            .await
+            .expect("connect to lab host m0");
+        assert!(t.describe().starts_with("ssh m0"), "{}", t.describe());
+        let settings = |declared: &str, socket: &str| DockerProbeSettings {
+            declared_path: declared.into(),
+            socket: socket.into(),
+            pin: Pin::parse(&v.id, "test").unwrap(),
+            platform: Platform {
+                os: Some("Linux".into()),
+                ids: vec!["debian".into()],
+                user: None,
+            },
+            budget: std::time::Duration::from_secs(60),
+        };
+        let f = probe_docker_oci(&t, &settings("/usr/bin/docker", SOCKET), None).await;
+        assert_eq!(f.outcome, Some(Outcome::Present), "{f:?}");
+        assert_eq!(f.detail["image_id"], v.id.as_str());
+        assert!(f.detail["vm"]["cpus"].as_u64().unwrap() > 0);
+
+        let f = probe_docker_oci(
+            &t,
+            &settings("/usr/bin/docker", "/nonexistent/docker.sock"),
+            None,
+        )
+        .await;
+        assert_eq!(f.reason.as_deref(), Some("daemon-unreachable"), "{f:?}");
+        assert_eq!(
+            f.install.as_deref(),
+            Some("systemctl enable --now docker"),
+            "{f:?}"
+        );
+
+        let f = probe_docker_oci(
+            &t,
+            &settings("/nonexistent/docker", SOCKET),
+            Some("apt-get install -y docker.io"),
+        )
+        .await;
+        assert_eq!(f.reason.as_deref(), Some("binary-absent"), "{f:?}");
+        assert_eq!(f.outcome, Some(Outcome::Absent));
+    });
+    assert_eq!(v.containers(), "", "the probe container was removed");
+}

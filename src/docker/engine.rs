@@ -14,7 +14,7 @@ use super::output;
 use super::{Pin, Platform, failed};
 use crate::fleet::ledger::Outcome;
 use crate::fleet::probe::Finding;
-use crate::transport::Transport;
+use crate::transport::{AsyncReadWrite, Transport, TransportError};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
@@ -24,7 +24,6 @@ use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 /// How long the engine has to answer the version handshake.
 pub const CONNECT_BUDGET: Duration = Duration::from_secs(15);
@@ -46,25 +45,29 @@ pub struct DockerProbeSettings {
     pub budget: Duration,
 }
 
-/// A byte stream to the engine's socket.
-pub trait EngineStream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> EngineStream for T {}
-
-/// Open a stream to `socket` on the machine behind `transport`.
+/// Open a stream to `socket` on the machine behind `transport`: a local Unix
+/// socket, or a direct-streamlocal channel on the machine's SSH connection.
+/// `Err` is one sentence for the row's reason detail.
 pub async fn open_socket(
     transport: &Transport,
     socket: &str,
-) -> std::io::Result<Box<dyn EngineStream>> {
-    match transport {
-        Transport::Local(_) => Ok(Box::new(tokio::net::UnixStream::connect(socket).await?)),
-    }
+) -> Result<Box<dyn AsyncReadWrite>, String> {
+    transport
+        .open_unix_socket(socket)
+        .await
+        .map_err(|e| match e {
+            TransportError::UnixSocket { detail, .. } => {
+                format!("cannot connect to unix://{socket}: {detail}")
+            }
+            other => format!("cannot connect to unix://{socket}: {other}"),
+        })
 }
 
 /// A bollard client speaking HTTP/1.1 over `stream`, with the API version
 /// negotiated down to what the engine speaks (Debian's docker.io: 1.41).
 /// `timeout` bounds every request.
 pub async fn client_over(
-    stream: Box<dyn EngineStream>,
+    stream: Box<dyn AsyncReadWrite>,
     timeout: Duration,
 ) -> Result<Docker, String> {
     let io = hyper_util::rt::TokioIo::new(stream);
@@ -122,9 +125,7 @@ pub async fn connect(
     timeout: Duration,
 ) -> Result<Docker, String> {
     let work = async {
-        let stream = open_socket(transport, socket)
-            .await
-            .map_err(|e| format!("cannot connect to unix://{socket}: {e}"))?;
+        let stream = open_socket(transport, socket).await?;
         client_over(stream, timeout).await
     };
     match tokio::time::timeout(CONNECT_BUDGET, work).await {

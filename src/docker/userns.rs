@@ -110,9 +110,10 @@ pub async fn probe_sandbox_userns(
         f
     };
     match transport.exec(&argv, s.budget).await {
-        Err(crate::transport::TransportError::Spawn { source, .. }) => {
-            absent(format!("no unshare program at {} ({source})", s.declared_path))
-        }
+        Err(crate::transport::TransportError::Spawn { source, .. }) => absent(format!(
+            "no unshare program at {} ({source})",
+            s.declared_path
+        )),
         Err(e) => failed(
             Outcome::Failed,
             "probe-run-failed",
