@@ -192,10 +192,10 @@ async fn unreachable(transport: &Transport, s: &DockerProbeSettings, why: String
     let mut platform = s.platform.clone();
     if platform.user.is_none() && platform.is_linux() {
         let argv = vec!["id".to_string(), "-un".to_string()];
-        if let Ok(o) = transport.exec(&argv, Duration::from_secs(10)).await {
-            if o.status.success() {
-                platform.user = Some(o.stdout_str().trim().to_string()).filter(|u| !u.is_empty());
-            }
+        if let Ok(o) = transport.exec(&argv, Duration::from_secs(10)).await
+            && o.status.success()
+        {
+            platform.user = Some(o.stdout_str().trim().to_string()).filter(|u| !u.is_empty());
         }
     }
     failed(

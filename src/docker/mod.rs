@@ -9,7 +9,7 @@
 //! - [`engine`]: bollard over the machine's Docker socket (local, or forwarded
 //!   over the machine's SSH connection) and the probe run itself.
 //! - [`userns`]: the sandbox-userns probe.
-//! - [`gate`]: `require_container_capability`.
+//! - [`gate`]: the container-class check, `require_container_capability`.
 //!
 //! A probe never installs, enables, pulls or loads anything: it measures and
 //! names what is missing, with the command that would fix it.

@@ -95,7 +95,7 @@ pub fn parse(stdout: &str) -> Result<VmFacts, String> {
     let text = |k: &str| -> Result<String, String> {
         match facts.get(k) {
             None => Err(format!("the fact `{k}` is missing")),
-            Some(v) if v.is_empty() => Err(format!("the fact `{k}` is empty")),
+            Some(&"") => Err(format!("the fact `{k}` is empty")),
             Some(v) => Ok(v.to_string()),
         }
     };

@@ -131,7 +131,7 @@ impl Pin {
             Pin::ImageId(want) => id == want,
             Pin::Registry { .. } => {
                 let want = self.reference();
-                repo_digests.iter().any(|d| *d == want)
+                repo_digests.contains(&want)
             }
         }
     }

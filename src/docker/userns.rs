@@ -81,12 +81,11 @@ pub async fn probe_sandbox_userns(
     );
     for (path, key) in SYSCTLS {
         let argv = vec!["cat".to_string(), path.to_string()];
-        if let Ok(o) = transport.exec(&argv, s.budget).await {
-            if o.status.success() {
-                if let Ok(n) = o.stdout_str().trim().parse::<u64>() {
-                    detail.insert(key.to_string(), Value::from(n));
-                }
-            }
+        if let Ok(o) = transport.exec(&argv, s.budget).await
+            && o.status.success()
+            && let Ok(n) = o.stdout_str().trim().parse::<u64>()
+        {
+            detail.insert(key.to_string(), Value::from(n));
         }
     }
     let version = transport
