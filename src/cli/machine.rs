@@ -45,12 +45,14 @@ pub struct ProbeArgs {
     /// Machine ids, comma-separated or repeated.
     #[arg(long = "machine", value_name = "ID[,ID…]", required = true)]
     pub machines: Vec<String>,
-    /// The catalog capability (`saphan catalog show` lists them).
-    #[arg(long, value_name = "NAME")]
-    pub capability: String,
-    /// The program's absolute path on the machine.
-    #[arg(long, value_name = "ABS")]
-    pub declared_path: String,
+    /// The catalog capability (`saphan catalog show` lists them). Several may
+    /// be given (repeated or comma-separated), each with its own
+    /// --declared-path in the same order; they share one connection.
+    #[arg(long = "capability", value_name = "NAME", required = true)]
+    pub capabilities: Vec<String>,
+    /// The program's absolute path on the machine (one per --capability).
+    #[arg(long = "declared-path", value_name = "ABS", required = true)]
+    pub declared_paths: Vec<String>,
     /// The machine's absolute work directory.
     #[arg(long, value_name = "ABS")]
     pub workhome: String,
@@ -294,16 +296,37 @@ fn worse(a: Exit, b: Exit) -> Exit {
 
 async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     let cat = ctx.catalog()?;
-    let entry = cat.get(&a.capability)?.clone();
+    let caps: Vec<String> = a
+        .capabilities
+        .iter()
+        .flat_map(|c| c.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    if caps.len() != a.declared_paths.len() {
+        return Err(crate::error::Usage(format!(
+            "{} capabilities but {} --declared-path values — give one --declared-path per capability, in the same order",
+            caps.len(),
+            a.declared_paths.len()
+        ))
+        .into());
+    }
+    let mut items = Vec::new();
+    for (cap, path) in caps.iter().zip(&a.declared_paths) {
+        items.push(probe::ProbeItem {
+            capability: cap.clone(),
+            entry: cat.get(cap)?.clone(),
+            inputs: ProbeInputs {
+                declared_path: path.clone(),
+                workhome: a.workhome.clone(),
+                probed_by: a.probed_by.clone(),
+                workspace: a.workspace.clone(),
+            },
+        });
+    }
     let settings = ProbeSettings {
-        capability: a.capability.clone(),
-        entry,
-        inputs: ProbeInputs {
-            declared_path: a.declared_path,
-            workhome: a.workhome,
-            probed_by: a.probed_by,
-            workspace: a.workspace,
-        },
+        items,
         timeout: a.timeout,
         catalog_path: ctx.catalog.clone(),
     };
@@ -313,7 +336,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let settings = Arc::new(settings);
-    let verb = format!("probing {}", a.capability);
+    let verb = format!("probing {}", caps.join(", "));
     // The per-machine budget is enforced inside probe_machine's steps; the
     // outer bound adds a little slack so the inner, better-named error wins.
     let outer = a.timeout + Duration::from_secs(2);
@@ -328,53 +351,81 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     let mut text = String::new();
     let mut json_rows = Vec::new();
     let w = results.iter().map(|(r, _)| r.id.len()).max().unwrap_or(2);
+    let cw = caps.iter().map(String::len).max().unwrap_or(2);
+    let fail = |exit: &mut Exit,
+                text: &mut String,
+                row: &MachineRow,
+                cap: &str,
+                e: &crate::error::Error|
+     -> Value {
+        *exit = worse(*exit, e.exit());
+        *text += &format!("{:w$}  {cap:cw$}  error    {}\n", row.id, e.line());
+        let mut v = error_json(e);
+        v["machine"] = row.id.clone().into();
+        v["capability"] = cap.into();
+        v["ok"] = false.into();
+        v
+    };
     for (row, r) in &results {
         match r {
-            Ok(c) => {
-                let head = match c.outcome {
-                    Outcome::Present => format!(
-                        "{}  {}",
-                        c.inputs.declared_path,
-                        c.version_output
-                            .as_deref()
-                            .and_then(|v| v.lines().next())
-                            .unwrap_or("")
-                    ),
-                    _ => match &c.reason {
-                        Some(r) => format!("{r}: {}", c.reason_detail.as_deref().unwrap_or("")),
-                        None => c.reason_detail.clone().unwrap_or_default(),
-                    },
-                };
-                text += &format!(
-                    "{:w$}  {}  {:7}  {}\n",
-                    row.id,
-                    c.capability,
-                    c.outcome.as_str(),
-                    head
-                );
-                if c.outcome != Outcome::Present {
-                    exit = worse(exit, Exit::Red);
-                    text += "remedy:\n";
-                    for l in &c.remedy {
-                        text += &format!("  {l}\n");
-                    }
-                }
-                json_rows.push(json!({"machine": row.id, "ok": true, "outcome": c.outcome, "remedy": c.remedy, "row": c}));
-            }
             Err(e) => {
-                exit = worse(exit, e.exit());
-                text += &format!("{:w$}  {}  error    {}\n", row.id, a.capability, e.line());
-                let mut v = error_json(e);
-                v["machine"] = row.id.clone().into();
-                v["ok"] = false.into();
-                json_rows.push(v);
+                for cap in &caps {
+                    json_rows.push(fail(&mut exit, &mut text, row, cap, e));
+                }
+            }
+            Ok(per) => {
+                for (cap, r) in caps.iter().zip(per) {
+                    let c = match r {
+                        Ok(c) => c,
+                        Err(e) => {
+                            json_rows.push(fail(&mut exit, &mut text, row, cap, e));
+                            continue;
+                        }
+                    };
+                    let head = match c.outcome {
+                        Outcome::Present => format!(
+                            "{}  {}",
+                            c.inputs.declared_path,
+                            c.version_output
+                                .as_deref()
+                                .and_then(|v| v.lines().next())
+                                .unwrap_or("")
+                        ),
+                        _ => match &c.reason {
+                            Some(r) => {
+                                format!("{r}: {}", c.reason_detail.as_deref().unwrap_or(""))
+                            }
+                            None => c.reason_detail.clone().unwrap_or_default(),
+                        },
+                    };
+                    text += &format!(
+                        "{:w$}  {cap:cw$}  {:7}  {}\n",
+                        row.id,
+                        c.outcome.as_str(),
+                        head
+                    );
+                    if c.outcome != Outcome::Present {
+                        exit = worse(exit, Exit::Red);
+                        text += "remedy:\n";
+                        for l in &c.remedy {
+                            text += &format!("  {l}\n");
+                        }
+                    }
+                    json_rows.push(json!({
+                        "machine": row.id,
+                        "capability": cap,
+                        "ok": true,
+                        "outcome": c.outcome,
+                        "remedy": c.remedy,
+                        "row": c,
+                    }));
+                }
             }
         }
     }
     if ctx.json {
         out_json(&json!({
             "verb": "machine probe",
-            "capability": a.capability,
             "ledger": led.path(),
             "results": json_rows,
         }));

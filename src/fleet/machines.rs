@@ -13,7 +13,7 @@
 
 use super::FleetError;
 use crate::home::Home;
-use crate::transport::{Local, Transport};
+use crate::transport::{Local, SshOptions, Transport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -183,11 +183,27 @@ pub async fn connect(
     match row.transport {
         TransportKind::Local => Ok(Transport::Local(Local)),
         TransportKind::Ssh => {
-            let _ = (home, timeout);
-            Err(FleetError::TransportUnavailable {
-                machine: row.id.clone(),
-                transport: "ssh".into(),
-            })
+            let opts = SshOptions {
+                connect_timeout: timeout,
+                ..SshOptions::default()
+            };
+            let config = home.ssh_config();
+            let attempt = async {
+                let settings = crate::transport::resolve(&config, &row.host).await?;
+                Transport::connect_ssh(&settings, &opts).await
+            };
+            match tokio::time::timeout(timeout, attempt).await {
+                Ok(Ok(t)) => Ok(t),
+                Ok(Err(source)) => Err(FleetError::Transport {
+                    machine: row.id.clone(),
+                    source,
+                }),
+                Err(_) => Err(FleetError::Timeout {
+                    machine: row.id.clone(),
+                    budget: timeout,
+                    ssh_config: super::remedy::ssh_config_display(home),
+                }),
+            }
         }
     }
 }

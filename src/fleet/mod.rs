@@ -93,11 +93,6 @@ pub enum FleetError {
         "capability `{capability}` is of kind `{kind}`, whose probe is not available in this build — nothing was measured or recorded"
     )]
     ProbeUnavailable { capability: String, kind: String },
-    /// A transport this build cannot use yet.
-    #[error(
-        "machine `{machine}` uses transport `{transport}`, which this build cannot reach — use a build with SSH support"
-    )]
-    TransportUnavailable { machine: String, transport: String },
 }
 
 impl Refusal for FleetError {
@@ -114,7 +109,6 @@ impl Refusal for FleetError {
             FleetError::Timeout { .. } => "machine-timeout",
             FleetError::MeasureOutput { .. } => "measure-output-unreadable",
             FleetError::ProbeUnavailable { .. } => "capability-probe-unavailable",
-            FleetError::TransportUnavailable { .. } => "transport-unavailable",
         }
     }
     fn exit(&self) -> Exit {

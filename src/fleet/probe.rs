@@ -2,7 +2,7 @@
 //! machine, is executable and runs its catalog version command — then sign
 //! and append the capability row. A probe never installs anything.
 //!
-//! Toolchain capabilities are probed here ([`probe_toolchain`]): one remote
+//! Toolchain capabilities are probed here ([`probe_toolchains`]): one remote
 //! exec of a small script that gets the declared path as one positional
 //! argument (never spliced into the script), checks it, and runs the version
 //! command under `timeout` when the machine has it. Other kinds
@@ -24,15 +24,23 @@ use std::time::Duration;
 /// The most version output a row keeps, in bytes.
 pub const VERSION_OUTPUT_MAX: usize = 4096;
 
-/// What one probe invocation asks, for every machine it names.
+/// One capability to probe: its name, catalog entry and the operator's inputs.
 #[derive(Debug, Clone)]
-pub struct ProbeSettings {
+pub struct ProbeItem {
     /// The catalog capability name.
     pub capability: String,
     /// Its catalog entry.
     pub entry: Capability,
     /// `--declared-path`, `--workhome`, `--probed-by`, `--workspace`.
     pub inputs: ProbeInputs,
+}
+
+/// What one probe invocation asks, for every machine it names. Several
+/// capabilities share one connection and (for toolchains) one remote exec.
+#[derive(Debug, Clone)]
+pub struct ProbeSettings {
+    /// The capabilities, in the order given.
+    pub items: Vec<ProbeItem>,
     /// Budget per machine, connection included.
     pub timeout: Duration,
     /// `--catalog`, repeated in the re-measure command.
@@ -45,24 +53,26 @@ impl ProbeSettings {
     /// Errors: `declared-path-not-absolute`, `workhome-not-absolute`, and
     /// whatever [`precheck_other`] refuses for non-toolchain kinds.
     pub fn validate(&self) -> Result<()> {
-        if !self.inputs.declared_path.starts_with('/') {
-            return Err(FleetError::DeclaredPathNotAbsolute {
-                path: self.inputs.declared_path.clone(),
+        for it in &self.items {
+            if !it.inputs.declared_path.starts_with('/') {
+                return Err(FleetError::DeclaredPathNotAbsolute {
+                    path: it.inputs.declared_path.clone(),
+                }
+                .into());
             }
-            .into());
-        }
-        if !self.inputs.workhome.starts_with('/') {
-            return Err(FleetError::WorkhomeNotAbsolute {
-                path: self.inputs.workhome.clone(),
+            if !it.inputs.workhome.starts_with('/') {
+                return Err(FleetError::WorkhomeNotAbsolute {
+                    path: it.inputs.workhome.clone(),
+                }
+                .into());
             }
-            .into());
-        }
-        if self.entry.kind != "toolchain" {
-            let origin = match &self.catalog_path {
-                Some(p) => p.display().to_string(),
-                None => "embedded".to_string(),
-            };
-            precheck_other(&self.capability, &self.entry, &origin)?;
+            if it.entry.kind != "toolchain" {
+                let origin = match &self.catalog_path {
+                    Some(p) => p.display().to_string(),
+                    None => "embedded".to_string(),
+                };
+                precheck_other(&it.capability, &it.entry, &origin)?;
+            }
         }
         Ok(())
     }
@@ -107,19 +117,37 @@ pub struct Finding {
     pub install: Option<String>,
 }
 
-/// The toolchain probe script. Positional arguments: `$1` timeout in
-/// seconds, `$2` declared path, `$3` workhome, then the version argv.
-pub const SCRIPT: &str = r#"t="$1"; p="$2"; w="$3"; shift 3
-if [ -d "$w" ]; then echo "@@saphan-probe:workhome=present"; else echo "@@saphan-probe:workhome=absent"; fi
-if [ ! -e "$p" ]; then
-  if [ -L "$p" ]; then echo "@@saphan-probe:dangling"; else echo "@@saphan-probe:absent"; fi
-  exit 0
-fi
-if [ -d "$p" ]; then echo "@@saphan-probe:directory"; exit 0; fi
-if [ ! -x "$p" ]; then echo "@@saphan-probe:not-executable"; exit 0; fi
-echo "@@saphan-probe:run"
-if command -v timeout >/dev/null 2>&1; then timeout "$t" "$@" </dev/null 2>&1; else "$@" </dev/null 2>&1; fi
-printf '\n@@saphan-probe:exit=%s\n' "$?"
+/// The toolchain probe script. Positional arguments: `$1` a marker nonce,
+/// `$2` the version command's timeout in seconds, `$3` the workhome, then per
+/// capability: a count N, the declared path and the version argv (N words in
+/// all). Values are only ever referenced as `"${k}"`, never spliced into the
+/// script text; the nonce keeps a program's output from faking a marker.
+pub const SCRIPT: &str = r#"M="@@saphan-$1"; t="$2"; w="$3"; shift 3
+if [ -d "$w" ]; then echo "$M:workhome=present"; else echo "$M:workhome=absent"; fi
+probe() {
+  p="$1"
+  if [ ! -e "$p" ]; then
+    if [ -L "$p" ]; then echo "$M:dangling"; else echo "$M:absent"; fi
+    return 0
+  fi
+  if [ -d "$p" ]; then echo "$M:directory"; return 0; fi
+  if [ ! -x "$p" ]; then echo "$M:not-executable"; return 0; fi
+  shift
+  echo "$M:run"
+  if command -v timeout >/dev/null 2>&1; then timeout "$t" "$@" </dev/null 2>&1; else "$@" </dev/null 2>&1; fi
+  printf '\n%s:exit=%s\n' "$M" "$?"
+}
+k=0
+while [ "$#" -gt 0 ]; do
+  n="$1"; shift
+  refs=""; i=1
+  while [ "$i" -le "$n" ]; do refs="$refs \"\${$i}\""; i=$((i+1)); done
+  echo "$M:item=$k"
+  eval "probe $refs"
+  shift "$n"
+  k=$((k+1))
+done
+echo "$M:end"
 "#;
 
 fn truncate(s: &str, max: usize) -> String {
@@ -133,60 +161,106 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-/// Read the toolchain script's output into a finding.
-pub fn read_toolchain_output(
+/// Read the probe script's whole output (marker prefix `m`, e.g.
+/// `@@saphan-<nonce>`) into one finding per item, in order.
+pub fn read_script_output(
     machine: &str,
-    path: &str,
+    m: &str,
+    paths: &[&str],
     out: &str,
+    version_timeout: u64,
+) -> Result<Vec<Finding>, FleetError> {
+    let bad = |detail: String| FleetError::MeasureOutput {
+        machine: machine.into(),
+        detail,
+    };
+    let mut lines = out.split('\n');
+    let workhome = match lines
+        .next()
+        .and_then(|l| l.strip_prefix(m))
+        .and_then(|l| l.strip_prefix(":workhome="))
+    {
+        Some(w) => w == "present",
+        None => return Err(bad("the probe script printed no workhome marker".into())),
+    };
+    let rest: Vec<&str> = lines.collect();
+    let item_prefix = format!("{m}:item=");
+    let end_marker = format!("{m}:end");
+    let mut sections: Vec<Vec<&str>> = Vec::new();
+    let mut ended = false;
+    for l in rest {
+        if l.starts_with(&item_prefix) {
+            sections.push(Vec::new());
+        } else if l == end_marker {
+            ended = true;
+            break;
+        } else if let Some(cur) = sections.last_mut() {
+            cur.push(l);
+        }
+    }
+    if !ended || sections.len() != paths.len() {
+        return Err(bad(format!(
+            "the probe script did not finish ({} of {} capabilities reported)",
+            sections.len(),
+            paths.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (sec, path) in sections.iter().zip(paths) {
+        let mut f = read_item(machine, m, path, sec, version_timeout)?;
+        f.detail
+            .insert("workhome_exists".into(), Value::Bool(workhome));
+        out.push(f);
+    }
+    Ok(out)
+}
+
+fn read_item(
+    machine: &str,
+    m: &str,
+    path: &str,
+    sec: &[&str],
     version_timeout: u64,
 ) -> Result<Finding, FleetError> {
     let mut f = Finding::default();
-    let mut lines = out.split('\n');
-    let first = lines.next().unwrap_or_default();
-    if let Some(w) = first.strip_prefix("@@saphan-probe:workhome=") {
-        f.detail
-            .insert("workhome_exists".into(), Value::Bool(w == "present"));
-    } else {
-        return Err(FleetError::MeasureOutput {
-            machine: machine.into(),
-            detail: "the probe script printed no workhome marker".into(),
-        });
-    }
-    let rest: Vec<&str> = lines.collect();
-    let marker = rest.first().copied().unwrap_or_default();
+    let marker = sec
+        .first()
+        .and_then(|l| l.strip_prefix(m))
+        .unwrap_or_default();
     let set = |f: &mut Finding, o: Outcome, r: &str, d: String| {
         f.outcome = Some(o);
         f.reason = Some(r.into());
         f.reason_detail = Some(d);
     };
     match marker {
-        "@@saphan-probe:absent" => set(
+        ":absent" => set(
             &mut f,
             Outcome::Absent,
             "not-found",
             format!("{path} does not exist on {machine}"),
         ),
-        "@@saphan-probe:dangling" => set(
+        ":dangling" => set(
             &mut f,
             Outcome::Absent,
             "not-found",
             format!("{path} is a symbolic link to nothing on {machine}"),
         ),
-        "@@saphan-probe:directory" => set(
+        ":directory" => set(
             &mut f,
             Outcome::Failed,
             "not-a-file",
             format!("{path} is a directory on {machine}"),
         ),
-        "@@saphan-probe:not-executable" => set(
+        ":not-executable" => set(
             &mut f,
             Outcome::Failed,
             "not-executable",
             format!("{path} exists on {machine} but is not executable"),
         ),
-        "@@saphan-probe:run" => {
-            let body = rest[1..].join("\n");
-            let Some(idx) = body.rfind("\n@@saphan-probe:exit=") else {
+        ":run" => {
+            let body = sec[1..].join("\n");
+            let exit_marker = format!("\n{m}:exit=");
+            let Some(idx) = body.rfind(&exit_marker) else {
                 return Err(FleetError::MeasureOutput {
                     machine: machine.into(),
                     detail:
@@ -194,12 +268,7 @@ pub fn read_toolchain_output(
                             .into(),
                 });
             };
-            let code: i64 = body[idx..]
-                .trim()
-                .trim_start_matches("@@saphan-probe:exit=")
-                .trim()
-                .parse()
-                .unwrap_or(-1);
+            let code: i64 = body[idx + exit_marker.len()..].trim().parse().unwrap_or(-1);
             let output = body[..idx].trim_end().to_string();
             f.version_output = Some(truncate(&output, VERSION_OUTPUT_MAX));
             f.detail
@@ -236,51 +305,78 @@ pub fn read_toolchain_output(
     Ok(f)
 }
 
-/// Probe a `kind = "toolchain"` capability: one exec of [`SCRIPT`].
-pub async fn probe_toolchain(req: &ProbeRequest<'_>, t: &Transport) -> Result<Finding, FleetError> {
-    let path = &req.inputs.declared_path;
-    // Leave the exchange a few seconds beyond the version command's own limit.
-    let version_timeout = req
-        .timeout
+/// Probe `kind = "toolchain"` capabilities on one machine: one exec of
+/// [`SCRIPT`] for all of them. `items` are (capability entry, inputs).
+pub async fn probe_toolchains(
+    home: &Home,
+    machine: &MachineRow,
+    items: &[(&Capability, &ProbeInputs)],
+    t: &Transport,
+    timeout: Duration,
+) -> Result<Vec<Finding>, FleetError> {
+    let mut nonce = [0u8; 8];
+    let _ = getrandom::fill(&mut nonce);
+    let nonce = hex::encode(nonce);
+    // Leave the exchange a few seconds beyond the version commands' own limit.
+    let version_timeout = timeout
         .saturating_sub(Duration::from_secs(3))
         .max(Duration::from_secs(1))
         .as_secs();
+    let workhome = items
+        .first()
+        .map(|(_, i)| i.workhome.clone())
+        .unwrap_or_else(|| "/".into());
     let mut argv: Vec<String> = vec![
         "sh".into(),
         "-c".into(),
         SCRIPT.into(),
         "saphan-probe".into(),
+        nonce.clone(),
         version_timeout.to_string(),
-        path.clone(),
-        req.inputs.workhome.clone(),
+        workhome,
     ];
-    let version: Vec<String> = if req.entry.version.is_empty() {
-        vec![path.clone()]
-    } else {
-        req.entry
-            .version
-            .iter()
-            .map(|a| a.replace("{path}", path))
-            .collect()
-    };
-    argv.extend(version);
+    for (entry, inputs) in items {
+        let path = &inputs.declared_path;
+        let version: Vec<String> = if entry.version.is_empty() {
+            vec![path.clone()]
+        } else {
+            entry
+                .version
+                .iter()
+                .map(|a| a.replace("{path}", path))
+                .collect()
+        };
+        argv.push((version.len() + 1).to_string());
+        argv.push(path.clone());
+        argv.extend(version);
+    }
     let out = t
-        .exec(&argv, req.timeout)
+        .exec(&argv, timeout)
         .await
         .map_err(|source| FleetError::Transport {
-            machine: req.machine.id.clone(),
+            machine: machine.id.clone(),
             source,
         })?;
     if out.status == crate::exec::Termination::TimedOut {
         return Err(FleetError::Timeout {
-            machine: req.machine.id.clone(),
-            budget: req.timeout,
-            ssh_config: super::remedy::ssh_config_display(req.home),
+            machine: machine.id.clone(),
+            budget: timeout,
+            ssh_config: super::remedy::ssh_config_display(home),
         });
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    tracing::debug!(machine = %req.machine.id, output = %text, "probe output");
-    read_toolchain_output(&req.machine.id, path, &text, version_timeout)
+    tracing::debug!(machine = %machine.id, output = %text, "probe output");
+    let paths: Vec<&str> = items
+        .iter()
+        .map(|(_, i)| i.declared_path.as_str())
+        .collect();
+    read_script_output(
+        &machine.id,
+        &format!("@@saphan-{nonce}"),
+        &paths,
+        &text,
+        version_timeout,
+    )
 }
 
 /// Checks for a non-toolchain capability (`docker-oci`, `sandbox-userns`)
@@ -304,34 +400,81 @@ pub async fn probe_other(req: &ProbeRequest<'_>, t: &Transport) -> Result<Findin
     crate::docker::probe(req, t).await
 }
 
-/// The whole ceremony for one machine: connect, probe, build the row with
-/// its remedy, sign and append it. Returns the row as written.
+/// The whole ceremony for one machine: connect once, probe every item
+/// (toolchains in one exec), build each row with its remedy, sign and append
+/// it. Returns, per item in order, the row as written or why none was.
+///
+/// Errors: reaching the machine failed (nothing recorded for any item).
 pub async fn probe_machine(
     home: &Home,
     ledger: &Arc<Ledger>,
     row: &MachineRow,
     s: &ProbeSettings,
-) -> Result<CapabilityRow> {
+) -> Result<Vec<Result<CapabilityRow>>> {
     let started = tokio::time::Instant::now();
     let t = super::machines::connect(home, row, s.timeout).await?;
     let facts = ledger.latest_facts(&row.id);
-    let req = ProbeRequest {
-        home,
-        machine: row,
-        capability: &s.capability,
-        entry: &s.entry,
-        inputs: &s.inputs,
-        facts: facts.as_ref(),
-        timeout: s
-            .timeout
+    let remaining = || {
+        s.timeout
             .saturating_sub(started.elapsed())
-            .max(Duration::from_secs(1)),
+            .max(Duration::from_secs(1))
     };
-    let finding = if s.entry.kind == "toolchain" {
-        probe_toolchain(&req, &t).await?
-    } else {
-        probe_other(&req, &t).await?
-    };
+    let tool_idx: Vec<usize> = (0..s.items.len())
+        .filter(|&i| s.items[i].entry.kind == "toolchain")
+        .collect();
+    let mut findings: Vec<Option<Result<Finding>>> = (0..s.items.len()).map(|_| None).collect();
+    if !tool_idx.is_empty() {
+        let items: Vec<(&Capability, &ProbeInputs)> = tool_idx
+            .iter()
+            .map(|&i| (&s.items[i].entry, &s.items[i].inputs))
+            .collect();
+        let found = probe_toolchains(home, row, &items, &t, remaining()).await?;
+        for (i, f) in tool_idx.iter().zip(found) {
+            findings[*i] = Some(Ok(f));
+        }
+    }
+    for (i, it) in s.items.iter().enumerate() {
+        if findings[i].is_some() {
+            continue;
+        }
+        let req = ProbeRequest {
+            home,
+            machine: row,
+            capability: &it.capability,
+            entry: &it.entry,
+            inputs: &it.inputs,
+            facts: facts.as_ref(),
+            timeout: remaining(),
+        };
+        findings[i] = Some(probe_other(&req, &t).await);
+    }
+    let mut out = Vec::new();
+    for (it, f) in s.items.iter().zip(findings) {
+        let f = match f.expect("every item has a finding") {
+            Ok(f) => f,
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
+        let cap = build_row(home, s.catalog_path.as_deref(), row, it, facts.clone(), f);
+        match ledger.append_capability(cap.clone()) {
+            Ok(()) => out.push(Ok(cap)),
+            Err(e) => out.push(Err(e)),
+        }
+    }
+    Ok(out)
+}
+
+/// Turn a finding into the capability row (with its remedy when not present).
+pub fn build_row(
+    home: &Home,
+    catalog_path: Option<&std::path::Path>,
+    row: &MachineRow,
+    it: &ProbeItem,
+    facts: Option<MachineFacts>,
+    finding: Finding,
+) -> CapabilityRow {
     let outcome = finding.outcome.unwrap_or(Outcome::Failed);
     let remedy = if outcome == Outcome::Present {
         Vec::new()
@@ -339,24 +482,24 @@ pub async fn probe_machine(
         let ids = facts.as_ref().map(MachineFacts::platform_ids);
         let install = finding.install.clone().or_else(|| {
             ids.as_deref()
-                .and_then(|ids| s.entry.install_for(ids))
+                .and_then(|ids| it.entry.install_for(ids))
                 .map(str::to_string)
         });
         super::remedy::remedy(
             home,
-            s.catalog_path.as_deref(),
+            catalog_path,
             row,
-            &s.capability,
-            &s.inputs,
+            &it.capability,
+            &it.inputs,
             ids.as_deref(),
             install.as_deref(),
         )
         .to_vec()
     };
-    let cap = CapabilityRow {
+    CapabilityRow {
         machine: row.id.clone(),
-        capability: s.capability.clone(),
-        inputs: s.inputs.clone(),
+        capability: it.capability.clone(),
+        inputs: it.inputs.clone(),
         outcome,
         reason: finding.reason,
         reason_detail: finding.reason_detail,
@@ -364,11 +507,9 @@ pub async fn probe_machine(
         detail: finding.detail,
         facts,
         measured_at: super::now_rfc3339(),
-        catalog_digest: s.entry.digest(&s.capability),
+        catalog_digest: it.entry.digest(&it.capability),
         remedy,
-    };
-    ledger.append_capability(cap.clone())?;
-    Ok(cap)
+    }
 }
 
 #[cfg(test)]
@@ -377,39 +518,25 @@ mod tests {
 
     #[test]
     fn reads_outputs() {
-        let f = read_toolchain_output(
-            "m0",
-            "/x",
-            "@@saphan-probe:workhome=present\n@@saphan-probe:absent\n",
-            5,
-        )
-        .unwrap();
-        assert_eq!(f.outcome, Some(Outcome::Absent));
-        let f = read_toolchain_output(
-            "m0",
-            "/x",
-            "@@saphan-probe:workhome=absent\n@@saphan-probe:run\ngo version go1.19.8 linux/amd64\n\n@@saphan-probe:exit=0\n",
-            5,
-        )
-        .unwrap();
-        assert_eq!(f.outcome, Some(Outcome::Present));
+        let m = "@@saphan-ab";
+        let out = "@@saphan-ab:workhome=present\n@@saphan-ab:item=0\n@@saphan-ab:absent\n\
+                   @@saphan-ab:item=1\n@@saphan-ab:run\ngo version go1.19.8 linux/amd64\n\n@@saphan-ab:exit=0\n\
+                   @@saphan-ab:item=2\n@@saphan-ab:run\nboom\n@@saphan-ab:exit=2\n@@saphan-ab:end\n";
+        let f = read_script_output("m0", m, &["/a", "/b", "/c"], out, 5).unwrap();
+        assert_eq!(f[0].outcome, Some(Outcome::Absent));
+        assert_eq!(f[0].detail["workhome_exists"], Value::Bool(true));
+        assert_eq!(f[1].outcome, Some(Outcome::Present));
         assert_eq!(
-            f.version_output.as_deref(),
+            f[1].version_output.as_deref(),
             Some("go version go1.19.8 linux/amd64")
         );
-        let f = read_toolchain_output(
-            "m0",
-            "/x",
-            "@@saphan-probe:workhome=absent\n@@saphan-probe:run\nboom\n@@saphan-probe:exit=2\n",
-            5,
-        )
-        .unwrap();
-        assert_eq!(f.reason.as_deref(), Some("version-command-failed"));
+        assert_eq!(f[2].reason.as_deref(), Some("version-command-failed"));
         assert!(
-            read_toolchain_output(
+            read_script_output(
                 "m0",
-                "/x",
-                "@@saphan-probe:workhome=absent\n@@saphan-probe:run\nhalf",
+                m,
+                &["/a"],
+                "@@saphan-ab:workhome=absent\n@@saphan-ab:item=0\n@@saphan-ab:run\nhalf",
                 5
             )
             .is_err()
