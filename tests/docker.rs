@@ -693,5 +693,61 @@ fn pinned_probe_passes_over_ssh_to_a_lab_host() {
         assert_eq!(f.reason.as_deref(), Some("binary-absent"), "{f:?}");
         assert_eq!(f.outcome, Some(Outcome::Absent));
     });
+
+    // The same through the real binary: an SSH machine row, its measured
+    // platform (m3 says Ubuntu), the signed row, the remedy and the gate.
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.m3]\ntransport = \"ssh\"\nworkhome = \"/tmp\"\n",
+    )
+    .unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "m3"]), 0);
+    let cat = catalog_with(&env, &v.id, None);
+    let mut args = vec!["--catalog", cat.to_str().unwrap()];
+    args.extend(probe_args("docker-oci", "/usr/bin/docker"));
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "here" { "m3" } else { a })
+        .collect();
+    let o = env.run(&args);
+    let (out, err) = text(&o);
+    assert_code(&o, 0);
+    assert!(
+        out.contains("m3  docker-oci  present  /usr/bin/docker"),
+        "{out}\n{err}"
+    );
+    let row = last_row(&env);
+    assert_eq!(row["machine"], "m3");
+    assert_eq!(row["detail"]["image_id"], v.id.as_str());
+    let home = saphan::home::Home::at(env.home());
+    let catalog = saphan::catalog::Catalog::load(Some(&cat)).unwrap();
+    saphan::docker::require_container_capability(
+        &home,
+        &catalog,
+        "m3",
+        time::OffsetDateTime::now_utc(),
+    )
+    .unwrap();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "/usr/bin/docker" {
+                "/nonexistent/docker"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let o = env.run(&args);
+    let out = text(&o).0;
+    assert_code(&o, 1);
+    assert!(out.contains("absent   binary-absent: "), "{out}");
+    assert!(
+        out.contains(" m3 'apt-get install -y docker.io'\n"),
+        "ssh -F … m3 '<ubuntu install>': {out}"
+    );
     assert_eq!(v.containers(), "", "the probe container was removed");
 }
