@@ -129,59 +129,57 @@ impl Drop for Variant {
     }
 }
 
-/// The fake image: FROM scratch, a static program that prints only the
-/// first marker. Built once; its image ID.
+/// A FROM-scratch image whose only program is `main_rs` compiled statically;
+/// its image ID.
+fn scratch_image(main_rs: &str, tag: &str) -> String {
+    let dir = tempfile::Builder::new()
+        .prefix("saphan-fake-probe-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(dir.path().join("main.rs"), main_rs).unwrap();
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let o = Command::new(rustc)
+        .current_dir(dir.path())
+        .args([
+            "--edition",
+            "2021",
+            "-O",
+            "-C",
+            "target-feature=+crt-static",
+        ])
+        .args([
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "main.rs",
+            "-o",
+            "fake",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "rustc: {}", text(&o).1);
+    std::fs::write(
+        dir.path().join("Dockerfile"),
+        "FROM scratch\nCOPY fake /saphan-probe\nENTRYPOINT [\"/saphan-probe\"]\n",
+    )
+    .unwrap();
+    let o = Command::new("docker")
+        .current_dir(dir.path())
+        .args(["build", "--quiet", "--tag", tag, "."])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "docker build {tag}: {out}\n{err}");
+    out.trim().lines().last().unwrap().to_string()
+}
+
+/// The fake image: prints only the first marker. Built once.
 fn fake_image() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("saphan-fake-probe-")
-            .tempdir()
-            .unwrap();
-        std::fs::write(
-            dir.path().join("main.rs"),
+        scratch_image(
             "fn main() { println!(\"SAPHAN-PROBE-RAN\"); }\n",
+            "saphan-test/fake-probe:candidate",
         )
-        .unwrap();
-        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-        let o = Command::new(rustc)
-            .current_dir(dir.path())
-            .args([
-                "--edition",
-                "2021",
-                "-O",
-                "-C",
-                "target-feature=+crt-static",
-            ])
-            .args([
-                "--target",
-                "x86_64-unknown-linux-gnu",
-                "main.rs",
-                "-o",
-                "fake",
-            ])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "rustc: {}", text(&o).1);
-        std::fs::write(
-            dir.path().join("Dockerfile"),
-            "FROM scratch\nCOPY fake /saphan-probe\nENTRYPOINT [\"/saphan-probe\"]\n",
-        )
-        .unwrap();
-        let o = Command::new("docker")
-            .current_dir(dir.path())
-            .args([
-                "build",
-                "--quiet",
-                "--tag",
-                "saphan-test/fake-probe:candidate",
-                ".",
-            ])
-            .output()
-            .unwrap();
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "docker build fake: {out}\n{err}");
-        out.trim().lines().last().unwrap().to_string()
     })
 }
 
@@ -750,4 +748,37 @@ fn pinned_probe_passes_over_ssh_to_a_lab_host() {
         "ssh -F … m3 '<ubuntu install>': {out}"
     );
     assert_eq!(v.containers(), "", "the probe container was removed");
+}
+
+#[test]
+fn a_probe_past_its_budget_fails_by_name_and_removes_its_container() {
+    if !engine() {
+        return;
+    }
+    let sleeper = scratch_image(
+        "fn main() { println!(\"SAPHAN-PROBE-RAN\"); std::thread::sleep(std::time::Duration::from_secs(120)); }\n",
+        "saphan-test/sleeper-probe:candidate",
+    );
+    let env = local_env();
+    let cat = catalog_with(&env, &sleeper, None);
+    let mut args = vec!["--catalog", cat.to_str().unwrap()];
+    args.extend(probe_args("docker-oci", "/usr/bin/docker"));
+    args.extend(["--timeout", "5s"]);
+    let t0 = std::time::Instant::now();
+    let o = env.run(&args);
+    let took = t0.elapsed();
+    let out = text(&o).0;
+    assert_code(&o, 1);
+    assert!(
+        out.contains("failed   probe-run-failed: the probe did not finish within its ")
+            && out.contains("s budget (--timeout)"),
+        "{out}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "bounded by the budget: {took:?}"
+    );
+    let o = docker(&["ps", "-aq", "--filter", &format!("ancestor={sleeper}")]);
+    assert_eq!(text(&o).0.trim(), "", "the cut-off container was removed");
+    let _ = docker(&["rmi", "-f", "saphan-test/sleeper-probe:candidate"]);
 }

@@ -27,6 +27,9 @@ use std::time::Duration;
 
 /// How long the engine has to answer the version handshake.
 pub const CONNECT_BUDGET: Duration = Duration::from_secs(15);
+/// The part of a probe's budget kept for removing a container that was cut
+/// off by the budget.
+pub const CLEANUP_RESERVE: Duration = Duration::from_millis(1500);
 /// How long removing the probe container may take.
 pub const CLEANUP_BUDGET: Duration = Duration::from_secs(15);
 
@@ -222,18 +225,44 @@ pub async fn probe_docker_oci(
     s: &DockerProbeSettings,
     install: Option<&str>,
 ) -> Finding {
-    match tokio::time::timeout(s.budget, probe_inner(transport, s, install)).await {
+    let mut suffix = [0u8; 6];
+    let _ = getrandom::fill(&mut suffix);
+    let name = format!("saphan-probe-{}", hex::encode(suffix));
+    // Leave part of the budget for removing a container cut off mid-run.
+    let run_budget = s
+        .budget
+        .saturating_sub(CLEANUP_RESERVE)
+        .max(Duration::from_secs(1));
+    match tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name)).await {
         Ok(f) => f,
-        Err(_) => finding(
-            s,
-            Outcome::Failed,
-            "probe-run-failed",
-            format!(
-                "the probe did not finish within its {}s budget",
-                s.budget.as_secs()
-            ),
-            install,
-        ),
+        Err(_) => {
+            // The run was cut off wherever it was: remove the container by
+            // its name, over a fresh connection (absent if never created).
+            let gone = async {
+                let d = connect(transport, &s.socket, CLEANUP_BUDGET).await?;
+                let opts = RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                };
+                d.remove_container(&name, Some(opts))
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            if let Ok(Err(e)) = tokio::time::timeout(CLEANUP_BUDGET, gone).await {
+                tracing::debug!(container = %name, error = %e, "removing after the budget");
+            }
+            finding(
+                s,
+                Outcome::Failed,
+                "probe-run-failed",
+                format!(
+                    "the probe did not finish within its {}s budget (--timeout)",
+                    s.budget.as_secs()
+                ),
+                install,
+            )
+        }
     }
 }
 
@@ -241,6 +270,7 @@ async fn probe_inner(
     transport: &Transport,
     s: &DockerProbeSettings,
     install: Option<&str>,
+    name: &str,
 ) -> Finding {
     // 1. The declared docker program.
     let argv = vec![s.declared_path.clone(), "--version".to_string()];
@@ -342,7 +372,7 @@ async fn probe_inner(
     detail.insert("image_id".into(), Value::from(id.clone()));
     detail.insert("api_version".into(), Value::from(api));
     detail.insert("socket".into(), Value::from(s.socket.clone()));
-    let ran = run_image(&docker, &id).await;
+    let ran = run_image(&docker, &id, name).await;
     // The container is removed whatever happened; a broken connection gets
     // a fresh one for the removal.
     if let Some(cid) = ran.container.as_deref() {
@@ -390,10 +420,7 @@ struct Ran {
     result: Result<(i64, String), String>,
 }
 
-async fn run_image(docker: &Docker, image_id: &str) -> Ran {
-    let mut suffix = [0u8; 6];
-    let _ = getrandom::fill(&mut suffix);
-    let name = format!("saphan-probe-{}", hex::encode(suffix));
+async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
     let body = ContainerCreateBody {
         image: Some(image_id.to_string()),
         attach_stdout: Some(true),
@@ -412,7 +439,7 @@ async fn run_image(docker: &Docker, image_id: &str) -> Ran {
         ..Default::default()
     };
     let opts = CreateContainerOptions {
-        name: Some(name.clone()),
+        name: Some(name.to_string()),
         ..Default::default()
     };
     let created = match docker.create_container(Some(opts), body).await {
