@@ -220,6 +220,20 @@ mod tests {
     }
 
     #[test]
+    fn catalog_rows_refuse_unknown_keys() {
+        let t = "[capability.docker-oci]\nkind = \"container\"\nimag = \"sha256:x\"\n";
+        let e = Catalog::parse(t, "t").unwrap_err();
+        assert_eq!(e.name(), "catalog-malformed");
+        assert!(
+            e.to_string()
+                .contains("unknown field `imag` in capability `docker-oci`"),
+            "{e}"
+        );
+        let t = "[capability.docker-oci]\nkind = \"container\"\nimage = \"sha256:x\"\nsocket = \"/s\"\n";
+        assert!(Catalog::parse(t, "t").is_ok());
+    }
+
+    #[test]
     fn shipped_catalog_is_unpinned() {
         let c = Catalog::load(None).unwrap();
         let e = Pin::from_catalog(&c).unwrap_err();
