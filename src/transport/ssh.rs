@@ -15,7 +15,7 @@
 //! with each `IdentityFile` in order, then the ssh-agent.
 
 use super::ssh_config::{self, HostSettings, parse_jump};
-use super::{AsyncReadWrite, TransportError, quote};
+use super::{AsyncReadWrite, TransportError, known_hosts, quote};
 use crate::exec::{Output, Termination};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
@@ -99,6 +99,7 @@ enum KeyVerdict {
         line: usize,
         key_type: String,
         fingerprint: String,
+        revoked: bool,
     },
     Unreadable {
         file: PathBuf,
@@ -142,29 +143,29 @@ impl Client {
     fn check(&self, key: &PublicKey) -> KeyVerdict {
         let key_type = key.algorithm().to_string();
         let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        for file in &self.files {
-            match russh::keys::check_known_hosts_path(&self.name, self.port, key, file) {
-                Ok(true) => return KeyVerdict::Known,
-                Ok(false) => {}
-                Err(russh::keys::Error::KeyChanged { line }) => {
-                    return KeyVerdict::Changed {
-                        file: file.clone(),
-                        line,
-                        key_type,
-                        fingerprint,
-                    };
-                }
-                Err(e) => {
-                    return KeyVerdict::Unreadable {
-                        file: file.clone(),
-                        detail: e.to_string(),
-                    };
-                }
+        match known_hosts::check(&self.files, &self.name, self.port, key) {
+            known_hosts::Verdict::Known => KeyVerdict::Known,
+            known_hosts::Verdict::Unknown => KeyVerdict::Unknown {
+                key_type,
+                fingerprint,
+            },
+            known_hosts::Verdict::Changed { file, line } => KeyVerdict::Changed {
+                file,
+                line,
+                key_type,
+                fingerprint,
+                revoked: false,
+            },
+            known_hosts::Verdict::Revoked { file, line } => KeyVerdict::Changed {
+                file,
+                line,
+                key_type,
+                fingerprint,
+                revoked: true,
+            },
+            known_hosts::Verdict::Unreadable { file, detail } => {
+                KeyVerdict::Unreadable { file, detail }
             }
-        }
-        KeyVerdict::Unknown {
-            key_type,
-            fingerprint,
         }
     }
 }
@@ -714,6 +715,21 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
                     line,
                     key_type,
                     fingerprint,
+                    revoked: true,
+                }) => TransportError::HostKeyRevoked {
+                    alias: s.alias.clone(),
+                    name: known_hosts_name(s),
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                },
+                Some(KeyVerdict::Changed {
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                    revoked: false,
                 }) => TransportError::HostKeyChanged {
                     alias: s.alias.clone(),
                     name: known_hosts_name(s),
@@ -752,15 +768,8 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
 }
 
 fn known_hosts_name(s: &HostSettings) -> String {
-    let h = s
-        .host_key_alias
-        .clone()
-        .unwrap_or_else(|| s.hostname.clone());
-    if s.port == 22 {
-        h
-    } else {
-        format!("[{h}]:{}", s.port)
-    }
+    let h = s.host_key_alias.as_deref().unwrap_or(&s.hostname);
+    known_hosts::host_port_name(h, s.port)
 }
 
 fn keyscan(s: &HostSettings) -> String {
