@@ -282,12 +282,15 @@ async fn stopped_and_partitioned_hosts_fail_by_name_while_others_work() {
     let timed = |h: &'static str| {
         let cfg = cfg.clone();
         async move {
+            let settings = resolve(&cfg, h).await.unwrap();
             let start = Instant::now();
-            let r = match connect_with(&cfg, h).await {
+            let r = Transport::connect_ssh(&settings, &SshOptions::default()).await;
+            let elapsed = start.elapsed();
+            let r = match r {
                 Ok(t) => t.exec(&argv(&["hostname"]), T).await,
                 Err(e) => Err(e),
             };
-            (r, start.elapsed())
+            (r, elapsed)
         }
     };
     let ((r0, _), (r1, _), (r2, e2), (r3, e3)) =

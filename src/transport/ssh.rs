@@ -35,9 +35,12 @@ const MAX_JUMPS: usize = 4;
 /// win over these.
 #[derive(Debug, Clone)]
 pub struct SshOptions {
-    /// TCP connect budget, and separately the handshake and the authentication
-    /// budgets, when the config sets no `ConnectTimeout` (default 10 s).
+    /// TCP connect budget when the config sets no `ConnectTimeout` (default
+    /// 10 s); also the budget for opening a forwarded socket.
     pub connect_timeout: Duration,
+    /// Budget for the SSH handshake plus authentication once TCP is up
+    /// (default 30 s; never less than the connect budget).
+    pub handshake_timeout: Duration,
     /// Keep-alive interval when the config sets no `ServerAliveInterval`
     /// (default 5 s). A session whose server does not answer
     /// `keepalive_max` keep-alives in a row is closed.
@@ -53,6 +56,7 @@ impl Default for SshOptions {
     fn default() -> SshOptions {
         SshOptions {
             connect_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(30),
             keepalive_interval: Duration::from_secs(5),
             max_sessions: 8,
             transfer_timeout: Duration::from_secs(600),
@@ -596,6 +600,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
         });
     }
     let budget = s.connect_timeout.unwrap_or(opts.connect_timeout);
+    let hs_budget = opts.handshake_timeout.max(budget);
     let config = Arc::new(client::Config {
         keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
         keepalive_max: s.server_alive_count_max.max(1) as usize,
@@ -667,7 +672,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             Err(_) => return Err(unreachable("timed out".into(), via)),
         };
         let hs = tokio::time::timeout(
-            budget,
+            hs_budget,
             client::connect_stream(config, ch.into_stream(), handler),
         )
         .await;
@@ -684,7 +689,8 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             Err(_) => return Err(unreachable("connect timed out".into(), None)),
         };
         let _ = tcp.set_nodelay(true);
-        let hs = tokio::time::timeout(budget, client::connect_stream(config, tcp, handler)).await;
+        let hs =
+            tokio::time::timeout(hs_budget, client::connect_stream(config, tcp, handler)).await;
         (hs, None)
     };
     let via = jump.as_ref().map(|j| j.alias());
@@ -749,7 +755,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             });
         }
     };
-    match tokio::time::timeout(budget, authenticate(&mut handle, s)).await {
+    match tokio::time::timeout(hs_budget, authenticate(&mut handle, s)).await {
         Ok(Ok(())) => Ok(Conn {
             handle,
             _jump: jump,
