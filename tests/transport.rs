@@ -58,7 +58,7 @@ fn accepted_logins(lab: &Lab, host: &str) -> usize {
 
 #[test]
 fn lab_hosts_answer_the_system_ssh_client() {
-    let Some(lab) = Lab::start(4) else { return };
+    let Some(lab) = Lab::shared() else { return };
     for h in lab.hosts() {
         let out = lab.ssh(
             &h,
@@ -77,7 +77,7 @@ fn lab_hosts_answer_the_system_ssh_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_returns_stdout_stderr_and_exit_code() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     let out = t
         .exec(&argv(&["sh", "-c", "hostname; echo err >&2; exit 3"]), T)
@@ -104,7 +104,7 @@ async fn exec_returns_stdout_stderr_and_exit_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_status_arriving_after_eof_is_read() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     // Close stdout and stderr (the server sends EOF), wait, then exit 7.
     let out = t
@@ -120,13 +120,13 @@ async fn exit_status_arriving_after_eof_is_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_path_reaches_the_remote_side_as_one_literal_argument() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
-    // The remote shell starts in root's home; a word that escaped its quotes
+    // The remote shell starts in m0's /root; a word that escaped its quotes
     // would create this marker there (or in `dir`).
     let pwned = format!("saphan-pwned-{}", std::process::id());
-    let markers = [dir.path().join(&pwned), PathBuf::from("/root").join(&pwned)];
+    let markers = [dir.path().join(&pwned), lab.home_dir("m0").join(&pwned)];
     let hostile = dir.path().join(format!(
         "it's a \"path\"; touch {pwned} ; $(touch {pwned}) `touch {pwned}` \\ * ~ \n end"
     ));
@@ -238,7 +238,7 @@ async fn changed_host_key_is_refused_and_nothing_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_key_fails_auth_by_name() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("stranger");
     let st = std::process::Command::new("ssh-keygen")
@@ -366,7 +366,7 @@ async fn a_session_partitioned_mid_command_ends_and_the_next_call_reconnects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_past_its_budget_is_timed_out() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     let start = Instant::now();
     let out = t
@@ -414,7 +414,7 @@ async fn one_connection_carries_many_concurrent_commands() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_and_get_round_trip_bytes() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("src.bin");
@@ -454,7 +454,7 @@ fn net_ns_of(pid: i32) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_unix_socket_reaches_a_socket_on_the_machine() {
-    let Some(lab) = Lab::start(1) else { return };
+    let Some(lab) = Lab::shared() else { return };
     let t = connect(&lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("echo.sock");
