@@ -562,3 +562,111 @@ async fn proxy_command_and_missing_config_are_refused_by_name() {
     let e = resolve(&cfg, "-oProxyCommand=x").await.unwrap_err();
     assert_eq!(e.name(), "ssh-config");
 }
+
+/// An ssh-agent this test starts (foreground, own socket) and kills by pid.
+struct Agent {
+    child: std::process::Child,
+    sock: PathBuf,
+}
+
+impl Agent {
+    fn start(dir: &Path) -> Agent {
+        let sock = dir.join("agent.sock");
+        let child = std::process::Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&sock)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !sock.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "ssh-agent did not create its socket"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Agent { child, sock }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ssh_agent_logs_in_when_no_identity_file_can() {
+    if common::skip_unless(
+        common::have("ssh-agent") && common::have("ssh-add"),
+        "no ssh-agent",
+    ) {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::start(dir.path());
+    let add = std::process::Command::new("ssh-add")
+        .arg("-q")
+        .arg(lab.identity())
+        .env("SSH_AUTH_SOCK", &agent.sock)
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    // Only the public half is on disk: the private key lives in the agent.
+    let pubonly = dir.path().join("agentkey");
+    std::fs::copy(
+        lab.identity().with_extension("pub"),
+        dir.path().join("agentkey.pub"),
+    )
+    .unwrap();
+    let write = |name: &str, extra: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "Host m0\n  HostName {}\n  User root\n  UserKnownHostsFile {}\n  IdentityAgent {}\n{extra}",
+                lab.host_ip("m0"),
+                lab.known_hosts().display(),
+                agent.sock.display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let cfg = write(
+        "ok",
+        &format!(
+            "  IdentityFile {}\n  IdentitiesOnly yes\n",
+            pubonly.display()
+        ),
+    );
+    let t = connect_with(&cfg, "m0")
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", e.name()));
+    assert!(t.exec(&argv(&["true"]), T).await.unwrap().status.success());
+
+    // IdentitiesOnly with an identity file the agent does not hold: the
+    // agent's key is not offered.
+    let other = dir.path().join("other");
+    let st = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let cfg = write(
+        "only",
+        &format!("  IdentityFile {}\n  IdentitiesOnly yes\n", other.display()),
+    );
+    let e = connect_with(&cfg, "m0").await.unwrap_err();
+    assert_eq!(e.name(), "auth-failed", "{e}");
+    assert!(e.to_string().contains("ssh-agent: 0 usable key(s)"), "{e}");
+}

@@ -747,6 +747,18 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
                 Some(KeyVerdict::Unreadable { file, detail }) => {
                     TransportError::KnownHostsUnreadable { file, detail }
                 }
+                // The server hung up before any SSH was spoken: as good as
+                // not answering (sshd dying, MaxStartups, a firewall reset).
+                _ if matches!(
+                    e,
+                    russh::Error::IO(_) | russh::Error::HUP | russh::Error::Disconnect
+                ) =>
+                {
+                    unreachable(
+                        format!("the connection was closed during the SSH handshake ({e})"),
+                        via,
+                    )
+                }
                 _ => TransportError::Handshake {
                     alias: s.alias.clone(),
                     addr: addr(s),
