@@ -670,3 +670,30 @@ async fn the_ssh_agent_logs_in_when_no_identity_file_can() {
     assert_eq!(e.name(), "auth-failed", "{e}");
     assert!(e.to_string().contains("ssh-agent: 0 usable key(s)"), "{e}");
 }
+
+/// The Docker engineer's path: an HTTP/1 client (hyper, as bollard's custom
+/// transport uses) over the engine socket forwarded from m0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_over_a_forwarded_docker_socket() {
+    let sock = "/var/run/docker.sock";
+    if common::skip_unless(Path::new(sock).exists(), "no Docker engine socket here") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let t = connect(lab, "m0").await;
+    let stream = t.open_unix_socket(sock).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = hyper::Request::get("/_ping")
+        .header("Host", "docker")
+        .body(http_body_util::Empty::<hyper::body::Bytes>::new())
+        .unwrap();
+    let resp = send.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    use http_body_util::BodyExt;
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"OK");
+}
