@@ -97,10 +97,7 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");
