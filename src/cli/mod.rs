@@ -6,6 +6,8 @@
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
+
+pub mod certify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +30,10 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -64,8 +70,10 @@ pub fn out_json(v: &serde_json::Value) {
 }
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
-    let _ = &ctx;
-    match cmd {}
+    match cmd {
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
+    }
 }
 
 /// Parse the command line, run the verb, print any error, return the exit code.
@@ -88,7 +96,10 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");
