@@ -99,15 +99,15 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
                  Proposing nothing — a made-up suite is worse than none. Declare the suite yourself:\n  \
                  saphan config set verify.full.argv \"<program>,<arg>,…\"\n  \
                  saphan config set verify.full.report <go-test-json|junit-xml|exitcode>\n",
-                init::MARKERS.join(", ")
+                init::marker_names().join(", ")
             ));
             Outcome::NothingRecognised
         }
         Some(p) => {
-            text.push_str(&format!("detected: {}\n\n", p.detected()));
-            text.push_str(&wrap(&p.trade(), 78));
+            text.push_str(&format!("detected: {}\n\n", init::detected(p)));
+            text.push_str(&wrap(&init::trade(p), 78));
             if let Some(cur) = &declared.full {
-                let same = cur.argv == p.argv_vec()
+                let same = cur.argv == init::argv_vec(p)
                     && cur.report_kind() == p.report
                     && cur.report.is_some();
                 if same {
@@ -122,8 +122,8 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
                         cfg_path.display(),
                         serde_json::to_string(&cur.argv).unwrap_or_default(),
                         cur.report_kind().as_str(),
-                        p.commands()[0],
-                        p.commands()[1],
+                        init::commands(p)[0],
+                        init::commands(p)[1],
                     ));
                 }
                 Outcome::AlreadyDeclared
@@ -131,8 +131,8 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
                 text.push_str(&format!(
                     "\nIt would write these two keys to {}:\n  {}\n  {}\n",
                     cfg_path.display(),
-                    p.commands()[0],
-                    p.commands()[1]
+                    init::commands(p)[0],
+                    init::commands(p)[1]
                 ));
                 if args.yes {
                     Outcome::Written
@@ -164,7 +164,7 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
     if outcome == Outcome::Written
         && let Some(p) = &proposal
     {
-        edit::set_many(&ctx.home, &p.keys())?;
+        edit::set_many(&ctx.home, &init::keys(p))?;
         text.push_str(&format!(
             "\nWrote verify.full.argv and verify.full.report to {}; `saphan config show` prints them.\n",
             cfg_path.display()
@@ -177,11 +177,11 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
             "detected": proposal.as_ref().map(|p| json!({
                 "stack": p.stack,
                 "marker": p.marker,
-                "argv": p.argv_vec(),
+                "argv": init::argv_vec(p),
                 "report": p.report.as_str(),
             })),
-            "keys": proposal.as_ref().map(|p| p.keys().iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()),
-            "commands": proposal.as_ref().map(|p| p.commands().to_vec()),
+            "keys": proposal.as_ref().map(|p| init::keys(p).iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()),
+            "commands": proposal.as_ref().map(|p| init::commands(p).to_vec()),
             "written": outcome == Outcome::Written,
             "outcome": outcome.as_str(),
             "config": cfg_path,

@@ -6,6 +6,8 @@
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
+
+pub mod certify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +33,10 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
     /// Read and edit config-v1 (SAPHAN_HOME/config), one key per act.
     Config(config::ConfigArgs),
     /// Propose a [verify.full] block for the repository's stack.
@@ -72,6 +78,8 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
         Command::Config(a) => config::run(&ctx, a),
         Command::Init(a) => init::run(&ctx, a).await,
     }
@@ -97,7 +105,10 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");

@@ -1,170 +1,102 @@
-//! Stack detection and the two-key proposal of `saphan init` (also used by
-//! certify's no-declaration refusal to name the stack and propose its
-//! command).
+//! The two-key proposal of `saphan init`: what it shows, explains and writes
+//! for a detected stack.
 //!
 //! Detection looks for one marker file in the repository root, first match
-//! in the fixed order of [`MARKERS`], so a Go service that also carries a
-//! `package.json` resolves to Go the same way on every machine. A directory
-//! with none of them gets no proposal: a made-up suite is worse than none.
+//! in the fixed order of [`MARKERS`] (go.mod, package.json, Cargo.toml,
+//! pyproject.toml, Package.swift, pom.xml, build.gradle(.kts)), so a Go
+//! service that also carries a `package.json` resolves to Go the same way on
+//! every machine. A directory with none of them gets no proposal: a made-up
+//! suite is worse than none.
 
 use crate::error::Refusal;
 use crate::report::ReportKind;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The marker files, in detection order.
-pub const MARKERS: &[&str] = &[
-    "go.mod",
-    "package.json",
-    "Cargo.toml",
-    "pyproject.toml",
-    "Package.swift",
-    "pom.xml",
-    "build.gradle",
-    "build.gradle.kts",
-];
+/// The one stack table lives in [`crate::suite::stack`] (certify's
+/// no-declaration refusal reads it too); `init` proposes from it.
+pub use crate::suite::stack::{MARKERS, Proposal, detect};
 
-/// What `init` proposes for a detected stack: exactly two keys,
-/// `verify.full.argv` and `verify.full.report`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proposal {
-    /// The stack's name as messages print it: `go`, `node`, `rust`,
-    /// `python`, `swift`, `maven`, `gradle`.
-    pub stack: &'static str,
-    /// The marker file that was found, e.g. `Package.swift`.
-    pub marker: &'static str,
-    /// The proposed `verify.full.argv`, comma-separated as config-v1 writes it.
-    pub argv: &'static str,
-    /// The proposed `verify.full.report`.
-    pub report: ReportKind,
-}
-
-impl Proposal {
-    /// `argv` split into arguments.
-    pub fn argv_vec(&self) -> Vec<String> {
-        self.argv.split(',').map(str::to_string).collect()
-    }
-
-    /// How messages name the detection: `a swift project (Package.swift)`.
-    pub fn detected(&self) -> String {
-        format!("a {} project ({})", self.stack, self.marker)
-    }
-
-    /// The two (key, value) pairs `init` writes.
-    pub fn keys(&self) -> [(String, String); 2] {
-        [
-            ("verify.full.argv".into(), self.argv.into()),
-            ("verify.full.report".into(), self.report.as_str().into()),
-        ]
-    }
-
-    /// The two commands that write the proposal, exactly as an operator
-    /// would type them:
-    ///
-    /// ```text
-    /// saphan config set verify.full.argv "swift,test"
-    /// saphan config set verify.full.report exitcode
-    /// ```
-    pub fn commands(&self) -> [String; 2] {
-        [
-            format!("saphan config set verify.full.argv \"{}\"", self.argv),
-            format!(
-                "saphan config set verify.full.report {}",
-                self.report.as_str()
-            ),
-        ]
-    }
-
-    /// The trade `init` explains before asking: what the report kind will
-    /// and will not tell, and how to get more where the stack can.
-    pub fn trade(&self) -> String {
-        let mut s = match self.report {
-            ReportKind::GoTestJson => String::from(
-                "The report is go-test-json: saphan reads go test's own event stream, so every \
-                 record carries the number of tests that ran and the name of each one that failed.",
-            ),
-            ReportKind::JunitXml => String::from(
-                "The report is junit-xml: saphan reads the XML files the command writes, so every \
-                 record carries the count and the failing names.",
-            ),
-            ReportKind::Exitcode => String::from(
-                "The report is exitcode: the exit status is the whole verdict. Records say \
-                 count: unavailable and named_tests: unavailable — an honest floor, never a \
-                 guessed 0.",
-            ),
-        };
-        let upgrade = match self.stack {
-            "python" => Some("pytest can write JUnit XML (--junitxml=reports/junit.xml)"),
-            "maven" => Some("Maven's Surefire writes JUnit XML under target/surefire-reports/"),
-            "gradle" => Some("Gradle writes JUnit XML under build/test-results/"),
-            "node" => Some("jest and mocha can write JUnit XML through a reporter"),
-            "swift" => Some("swift test can write JUnit XML with --xunit-output"),
-            _ => None,
-        };
-        if let Some(u) = upgrade {
-            s.push_str(&format!(
-                " For counts and names: {u}; declare it as junit-xml (report_path first, then \
-                 report — see docs/config.md)."
-            ));
-        }
-        s.push_str(
-            " The command runs in a fresh detached worktree at the exact SHA, and only its green \
-             moves refs/saphan/verified. The declaration lives in SAPHAN_HOME/config and applies \
-             to every repository this account certifies.",
-        );
-        s
-    }
-}
-
-/// The proposal for one marker file name; `None` for a name that is not in
-/// [`MARKERS`].
+/// The proposal for one marker file name (`"Package.swift"`); `None` for a
+/// name that is not a marker.
 pub fn proposal_for(marker: &str) -> Option<Proposal> {
-    let (marker, stack, argv, report) = match marker {
-        "go.mod" => (
-            "go.mod",
-            "go",
-            "go,test,-count=1,-json,./...",
-            ReportKind::GoTestJson,
-        ),
-        "package.json" => ("package.json", "node", "npm,test", ReportKind::Exitcode),
-        "Cargo.toml" => ("Cargo.toml", "rust", "cargo,test", ReportKind::Exitcode),
-        "pyproject.toml" => ("pyproject.toml", "python", "pytest", ReportKind::Exitcode),
-        "Package.swift" => ("Package.swift", "swift", "swift,test", ReportKind::Exitcode),
-        "pom.xml" => (
-            "pom.xml",
-            "maven",
-            "mvn,--batch-mode,test",
-            ReportKind::Exitcode,
-        ),
-        "build.gradle" => (
-            "build.gradle",
-            "gradle",
-            "gradle,test",
-            ReportKind::Exitcode,
-        ),
-        "build.gradle.kts" => (
-            "build.gradle.kts",
-            "gradle",
-            "gradle,test",
-            ReportKind::Exitcode,
-        ),
-        _ => return None,
-    };
-    Some(Proposal {
-        stack,
-        marker,
-        argv,
-        report,
-    })
+    MARKERS.iter().find(|p| p.marker == marker).cloned()
 }
 
-/// Detect the stack of the repository whose root is `dir`: the first
-/// marker of [`MARKERS`] that is a file directly in `dir`. `None` when none
-/// is.
-pub fn detect(dir: &Path) -> Option<Proposal> {
-    MARKERS
-        .iter()
-        .find(|m| dir.join(m).is_file())
-        .and_then(|m| proposal_for(m))
+/// The marker names in detection order, for messages.
+pub fn marker_names() -> Vec<&'static str> {
+    MARKERS.iter().map(|p| p.marker).collect()
+}
+
+/// `argv` split into arguments.
+pub fn argv_vec(p: &Proposal) -> Vec<String> {
+    p.argv.split(',').map(str::to_string).collect()
+}
+
+/// How messages name the detection: `a swift project (Package.swift)`.
+pub fn detected(p: &Proposal) -> String {
+    format!("{} project ({})", p.article_stack(), p.marker)
+}
+
+/// The two (key, value) pairs `init` writes.
+pub fn keys(p: &Proposal) -> [(String, String); 2] {
+    [
+        ("verify.full.argv".into(), p.argv.into()),
+        ("verify.full.report".into(), p.report.as_str().into()),
+    ]
+}
+
+/// The two commands that write the proposal, exactly as an operator would
+/// type them:
+///
+/// ```text
+/// saphan config set verify.full.argv "swift,test"
+/// saphan config set verify.full.report exitcode
+/// ```
+pub fn commands(p: &Proposal) -> [String; 2] {
+    [
+        format!("saphan config set verify.full.argv \"{}\"", p.argv),
+        format!("saphan config set verify.full.report {}", p.report.as_str()),
+    ]
+}
+
+/// The trade `init` explains before asking: what the report kind will and
+/// will not tell, and how to get more where the stack can.
+pub fn trade(p: &Proposal) -> String {
+    let mut s = match p.report {
+        ReportKind::GoTestJson => String::from(
+            "The report is go-test-json: saphan reads go test's own event stream, so every \
+             record carries the number of tests that ran and the name of each one that failed.",
+        ),
+        ReportKind::JunitXml => String::from(
+            "The report is junit-xml: saphan reads the XML files the command writes, so every \
+             record carries the count and the failing names.",
+        ),
+        ReportKind::Exitcode => String::from(
+            "The report is exitcode: the exit status is the whole verdict. Records say \
+             count: unavailable and named_tests: unavailable — an honest floor, never a \
+             guessed 0.",
+        ),
+    };
+    let upgrade = match p.stack {
+        "python" => Some("pytest can write JUnit XML (--junitxml=reports/junit.xml)"),
+        "maven" => Some("Maven's Surefire writes JUnit XML under target/surefire-reports/"),
+        "gradle" => Some("Gradle writes JUnit XML under build/test-results/"),
+        "node" => Some("jest and mocha can write JUnit XML through a reporter"),
+        "swift" => Some("swift test can write JUnit XML with --xunit-output"),
+        _ => None,
+    };
+    if let Some(u) = upgrade {
+        s.push_str(&format!(
+            " For counts and names: {u}; declare it as junit-xml (report_path first, then \
+             report — see docs/config.md)."
+        ));
+    }
+    s.push_str(
+        " The command runs in a fresh detached worktree at the exact SHA, and only its green \
+         moves refs/saphan/verified. The declaration lives in SAPHAN_HOME/config and applies \
+         to every repository this account certifies.",
+    );
+    s
 }
 
 /// Errors of `saphan init` itself (config errors pass through as
@@ -190,20 +122,33 @@ mod tests {
 
     #[test]
     fn every_marker_has_a_proposal() {
-        for m in MARKERS {
+        for m in marker_names() {
             let p = proposal_for(m).unwrap();
-            assert_eq!(p.marker, *m);
-            assert!(!p.argv_vec().iter().any(String::is_empty));
+            assert_eq!(p.marker, m);
+            assert!(!argv_vec(&p).iter().any(String::is_empty));
         }
         assert_eq!(proposal_for("Makefile"), None);
+        assert_eq!(
+            marker_names(),
+            [
+                "go.mod",
+                "package.json",
+                "Cargo.toml",
+                "pyproject.toml",
+                "Package.swift",
+                "pom.xml",
+                "build.gradle",
+                "build.gradle.kts"
+            ]
+        );
     }
 
     #[test]
     fn swift_commands_match_the_spec() {
         let p = proposal_for("Package.swift").unwrap();
-        assert_eq!(p.detected(), "a swift project (Package.swift)");
+        assert_eq!(detected(&p), "a swift project (Package.swift)");
         assert_eq!(
-            p.commands(),
+            commands(&p),
             [
                 "saphan config set verify.full.argv \"swift,test\"".to_string(),
                 "saphan config set verify.full.report exitcode".to_string(),
