@@ -556,14 +556,12 @@ fn provision_staging_repo_first_and_last() {
         &env.run(&["config", "unset", &k("repo")]),
         "provision-repo-missing",
     );
-    refused(
-        &env.run(&["config", "set", &k("dest"), "../outside"]),
-        "config-value-invalid",
-    );
-    refused(
-        &env.run(&["config", "set", &k("dest"), ".git/hooks/x"]),
-        "config-value-invalid",
-    );
+    for hostile in ["../outside", ".git/hooks/x", "/etc/passwd"] {
+        refused(
+            &env.run(&["config", "set", &k("dest"), hostile]),
+            "provision-dest-hostile",
+        );
+    }
     assert_code(
         &env.run(&["config", "unset", "verify.provision.contract"]),
         0,

@@ -113,6 +113,18 @@ pub enum ConfigError {
         fix: String,
         at: At,
     },
+    /// A provision `dest` that would land outside the tree (absolute, `..`)
+    /// or inside `.git`.
+    #[error(
+        "{key} = {value}{} is refused: {what} — give a path inside the tree, like .provision/openapi.yaml",
+        located(at)
+    )]
+    DestHostile {
+        key: String,
+        value: String,
+        what: String,
+        at: At,
+    },
     /// `report = junit-xml` before `report_path` (config set).
     #[error(
         "{scope}.report_path is not set, so selecting junit-xml now would declare a file-based report with no file to read — set the path first, then the kind: saphan config set {scope}.report_path <glob relative to the repository root>"
@@ -230,6 +242,32 @@ fn unknown_key(scope: &str, key: &str, suggestion: Option<&str>, at: &At) -> Str
     }
 }
 
+impl ConfigError {
+    /// A refused value: `provision-dest-hostile` for a non-empty provision
+    /// `dest` of the wrong shape, `config-value-invalid` otherwise.
+    pub fn value(key: &str, value: String, what: String, fix: String, at: At) -> ConfigError {
+        if key.starts_with("verify.provision.")
+            && key.ends_with(".dest")
+            && value.trim_matches('"') != ""
+        {
+            ConfigError::DestHostile {
+                key: key.to_string(),
+                value,
+                what,
+                at,
+            }
+        } else {
+            ConfigError::ValueInvalid {
+                key: key.to_string(),
+                value,
+                what,
+                fix,
+                at,
+            }
+        }
+    }
+}
+
 impl Refusal for ConfigError {
     fn name(&self) -> &'static str {
         match self {
@@ -246,6 +284,7 @@ impl Refusal for ConfigError {
             | ConfigError::NoArgvYet { .. }
             | ConfigError::ArgvStillNeeded { .. } => "config-no-argv",
             ConfigError::ValueInvalid { .. } => "config-value-invalid",
+            ConfigError::DestHostile { .. } => "provision-dest-hostile",
             ConfigError::JunitNeedsPath { .. } | ConfigError::PathNeededByJunit { .. } => {
                 "config-staging"
             }

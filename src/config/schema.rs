@@ -411,12 +411,14 @@ pub fn value_from_cli(
     } else {
         toml_edit::Value::from(raw)
     };
-    check_value(scope, key, &v).map_err(|(what, fix)| ConfigError::ValueInvalid {
-        key: dotted.to_string(),
-        value: v.to_string().trim().to_string(),
-        what,
-        fix,
-        at: At::Request,
+    check_value(scope, key, &v).map_err(|(what, fix)| {
+        ConfigError::value(
+            dotted,
+            v.to_string().trim().to_string(),
+            what,
+            fix,
+            At::Request,
+        )
     })?;
     Ok(v)
 }
@@ -536,6 +538,22 @@ mod tests {
         assert_eq!(name("verify.provision"), "config-key-invalid");
         assert_eq!(name("verify.provision.a b.repo"), "config-alias-invalid");
         assert_eq!(name("fleet.other"), "config-key-foreign");
+        let value = |k: &str, v: &str| {
+            crate::error::Refusal::name(
+                &value_from_cli(
+                    Some(&Scope::Provision("c".into())),
+                    k,
+                    v,
+                    &format!("verify.provision.c.{k}"),
+                )
+                .unwrap_err(),
+            )
+        };
+        assert_eq!(value("dest", "../x"), "provision-dest-hostile");
+        assert_eq!(value("dest", "/etc/passwd"), "provision-dest-hostile");
+        assert_eq!(value("dest", ".git/config"), "provision-dest-hostile");
+        assert_eq!(value("dest", ""), "config-value-invalid");
+        assert_eq!(value("repo", "rel"), "config-value-invalid");
         assert_eq!(name("someone.else"), "config-key-foreign");
     }
 

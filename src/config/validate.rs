@@ -198,13 +198,13 @@ fn value_of<'a>(
 }
 
 fn invalid(key: &str, v: &toml_edit::Value, what: String, fix: String, path: &Path) -> ConfigError {
-    ConfigError::ValueInvalid {
-        key: key.to_string(),
-        value: v.to_string().trim().to_string(),
+    ConfigError::value(
+        key,
+        v.to_string().trim().to_string(),
         what,
         fix,
-        at: At::File(path.to_path_buf()),
-    }
+        At::File(path.to_path_buf()),
+    )
 }
 
 /// Check every key of the block: unknown keys and bad values become
