@@ -138,8 +138,8 @@ pub async fn run(ctx: &Ctx, args: InitArgs) -> Result<Exit> {
                     Outcome::Written
                 } else if ctx.json || !std::io::stdin().is_terminal() {
                     text.push_str(
-                        "\nNo terminal to ask on, so nothing was written. Re-run with --yes to write \
-                         these two keys, or run the two commands yourself.\n",
+                        "\nNo terminal to ask on, so nothing was written. Re-run with --yes to\n\
+                         write these two keys, or run the two commands yourself.\n",
                     );
                     Outcome::NoTerminal
                 } else {
