@@ -223,7 +223,7 @@ pub fn set_text(
         tidy_inline_append(&mut doc, &seg_refs, leaf);
     }
     super::validate::validate(&doc, path)?;
-    Ok((Some(doc.to_string()), shown))
+    Ok((Some(render(&doc, text)), shown))
 }
 
 /// Apply `config unset KEY` to `text`. Returns the new text, or `None` when
@@ -307,7 +307,19 @@ pub fn unset_text(text: &str, path: &Path, key: &str) -> Result<Option<String>, 
     {
         return Err(new);
     }
-    Ok(Some(doc.to_string()))
+    Ok(Some(render(&doc, text)))
+}
+
+/// The document's text, with the original's line endings: toml_edit writes
+/// `\n`, so a file whose every line ended in `\r\n` gets them back.
+fn render(doc: &DocumentMut, original: &str) -> String {
+    let out = doc.to_string();
+    let newlines = original.matches('\n').count();
+    if newlines > 0 && original.matches("\r\n").count() == newlines {
+        out.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        out
+    }
 }
 
 /// The item at a dotted path, through standard, dotted and inline tables.
@@ -569,6 +581,17 @@ mod tests {
             again,
             "[verify]\nfull = { argv = \"go,test\", report = \"exitcode\" }\n"
         );
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let text = "# c\r\n[verify.full]\r\nargv = \"x\"\r\n\r\n[other]\r\ny = 1\r\n";
+        let mid = set(text, "verify.full.timeout", "5m");
+        assert_eq!(
+            mid,
+            text.replace("argv = \"x\"\r\n", "argv = \"x\"\r\ntimeout = \"5m\"\r\n")
+        );
+        assert_eq!(unset(&mid, "verify.full.timeout"), text);
     }
 
     #[test]

@@ -429,7 +429,13 @@ pub fn parse(text: &str, path: &Path) -> Result<toml_edit::DocumentMut, ConfigEr
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    // toml_edit prints "…at line L, column C", a source excerpt, then the
+    // reason: keep the position and the reason.
+    let lines: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) if lines.len() > 1 => format!("{first}: {last}"),
+        _ => s.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
 }
 
 /// Read and validate the file at `path` without the completeness check of
