@@ -184,14 +184,13 @@ pub fn set_text(
                 return Err(ConfigError::JunitNeedsPath { scope: s.path() });
             }
         }
-        Some(Scope::Provision(alias)) => {
-            if leaf != "repo" && !has("repo") {
-                return Err(ConfigError::ProvisionRepoFirst {
-                    alias: alias.clone(),
-                    key: leaf.to_string(),
-                });
-            }
+        Some(Scope::Provision(alias)) if leaf != "repo" && !has("repo") => {
+            return Err(ConfigError::ProvisionRepoFirst {
+                alias: alias.clone(),
+                key: leaf.to_string(),
+            });
         }
+        Some(Scope::Provision(_)) => {}
         None => {}
     }
 

@@ -248,7 +248,7 @@ impl ConfigError {
     pub fn value(key: &str, value: String, what: String, fix: String, at: At) -> ConfigError {
         if key.starts_with("verify.provision.")
             && key.ends_with(".dest")
-            && value.trim_matches('"') != ""
+            && !value.trim_matches('"').is_empty()
         {
             ConfigError::DestHostile {
                 key: key.to_string(),
