@@ -14,4 +14,5 @@ pub mod git;
 pub mod home;
 pub mod platform;
 pub mod report;
+pub mod stream;
 pub mod transport;
