@@ -36,7 +36,8 @@ fn is_full_sha(s: &str) -> bool {
 
 /// Load `.saphan/status` from the canonical worktree `root`, check its
 /// stream and base, and check every declared and waived path (plus `extra`
-/// waivers from the command line).
+/// waivers from the command line), including symlinks found inside declared
+/// directories.
 ///
 /// Errors: status-file errors, [`StreamError::StatusMismatch`],
 /// [`StreamError::ReturnPathHostile`].
@@ -63,7 +64,7 @@ pub fn manifest(root: &Path, entry: &Entry, extra: &[Waiver]) -> Result<Manifest
         Some(v) => {
             let mut out: Vec<String> = Vec::new();
             for p in v {
-                let n = check_path(root, p)?;
+                let n = check_path(root, p, true)?;
                 if !out.contains(&n) {
                     out.push(n);
                 }
@@ -71,10 +72,15 @@ pub fn manifest(root: &Path, entry: &Entry, extra: &[Waiver]) -> Result<Manifest
             Some(out)
         }
     };
+    // Walk the present returns so an escaping symlink inside a declared
+    // directory is refused by every verb, not discovered at teardown.
+    if let Some(r) = &returns {
+        return_entries(root, r)?;
+    }
     let mut waivers = Vec::new();
     for w in sf.waivers.iter().chain(extra.iter()) {
         waivers.push(Waiver {
-            path: check_path(root, &w.path)?,
+            path: check_path(root, &w.path, false)?,
             reason: w.reason.clone(),
             source: w.source,
         });
@@ -228,7 +234,7 @@ pub fn return_entries(root: &Path, declared: &[String]) -> Result<Vec<ReturnEntr
             let ft = e.file_type();
             if ft.is_symlink() {
                 // Judge it exactly like a declared path.
-                check_path(root, &child)?;
+                check_path(root, &child, true)?;
                 let target = std::fs::read_link(e.path()).unwrap_or_default();
                 out.push(ReturnEntry::Symlink { rel: child, target });
             } else if ft.is_dir() {
@@ -332,9 +338,6 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
         .filter(|p| std::fs::metadata(root.join(p)).is_err())
         .cloned()
         .collect();
-    // Walk the present returns so an escaping symlink inside a declared
-    // directory is refused at the gate, not discovered at teardown.
-    return_entries(root, &declared)?;
     let authored = authored(root, &m.base, &entry.branch).await?;
     let mut rc = ReturnsComplete {
         name: "returns-complete",

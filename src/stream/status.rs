@@ -215,7 +215,11 @@ impl StatusFile {
 /// component, a path into `.git`, and a path whose existing prefix runs
 /// through a symlink that resolves outside `root` (a dangling symlink is
 /// judged by where its target would be).
-pub fn check_path(root: &Path, raw: &str) -> Result<String, StreamError> {
+///
+/// With `follow_last == false` (waivers: nothing is read through them) the
+/// last component may itself be a symlink pointing anywhere; the components
+/// before it are still checked.
+pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, StreamError> {
     let hostile = |why: String| StreamError::ReturnPathHostile {
         path: raw.to_string(),
         why,
@@ -247,7 +251,12 @@ pub fn check_path(root: &Path, raw: &str) -> Result<String, StreamError> {
     // Walk the prefixes that exist on disk; any symlink among them must
     // resolve inside the worktree.
     let mut cur = root.to_path_buf();
-    for c in &parts {
+    let walk = if follow_last {
+        &parts[..]
+    } else {
+        &parts[..parts.len() - 1]
+    };
+    for c in walk {
         cur.push(c);
         let meta = match std::fs::symlink_metadata(&cur) {
             Ok(m) => m,
@@ -373,12 +382,12 @@ mod tests {
             "./",
         ] {
             assert_eq!(
-                check_path(root, bad).unwrap_err().name(),
+                check_path(root, bad, true).unwrap_err().name(),
                 "return-path-hostile",
                 "{bad}"
             );
         }
-        assert_eq!(check_path(root, "./a//b/").unwrap(), "a/b");
+        assert_eq!(check_path(root, "./a//b/", true).unwrap(), "a/b");
     }
 
     #[test]
