@@ -623,3 +623,25 @@ fn status_and_gate_speak_json() {
     assert_eq!(e["error"], "stream-unknown");
     assert_eq!(e["exit_code"], 2);
 }
+
+#[test]
+fn teardown_refuses_a_locked_worktree_before_archiving() {
+    let f = Fixture::new("locked");
+    f.write("out.txt", "x\n");
+    f.declare(&["out.txt"]);
+    git(&f.repo(), &["worktree", "lock", &f.wt().to_string_lossy()]);
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: stream-worktree-locked:"),
+        "{}",
+        text(&o).1
+    );
+    assert!(!f.env.home().join("archive").exists());
+    assert!(f.wt().join("out.txt").is_file());
+    git(
+        &f.repo(),
+        &["worktree", "unlock", &f.wt().to_string_lossy()],
+    );
+    assert_code(&f.stream(&["teardown"], &[]), 0);
+}

@@ -33,6 +33,11 @@ pub enum StreamError {
         "stream `{name}` already exists ({what}) — pick another name, or inspect it with `saphan stream status {name}`"
     )]
     Exists { name: String, what: String },
+    /// The stream's worktree is locked (`git worktree lock`).
+    #[error(
+        "the worktree of stream `{name}` ({path}) is locked — unlock it with `git worktree unlock {path}` if the lock is stale, then re-run; nothing was archived or removed"
+    )]
+    WorktreeLocked { name: String, path: PathBuf },
     /// The chosen worktree directory already exists.
     #[error("{path} already exists — remove it or pass --worktree with a fresh directory")]
     WorktreeExists { path: PathBuf },
@@ -154,6 +159,7 @@ impl Refusal for StreamError {
             NameInvalid { .. } => "stream-name-invalid",
             Exists { .. } => "stream-exists",
             WorktreeExists { .. } => "stream-worktree-exists",
+            WorktreeLocked { .. } => "stream-worktree-locked",
             StatusTracked { .. } => "stream-status-tracked",
             StatusNotIgnored { .. } => "stream-status-not-ignored",
             Unknown { .. } => "stream-unknown",
@@ -339,36 +345,46 @@ pub async fn find_active(
     let canon = std::fs::canonicalize(&entry.worktree).map_err(|_| missing())?;
     let listed = worktrees(&repo).await?;
     let want_branch = format!("refs/heads/{}", entry.branch);
-    let ok = listed.iter().any(|(p, b)| {
-        std::fs::canonicalize(p).ok().as_deref() == Some(canon.as_path())
-            && b.as_deref() == Some(want_branch.as_str())
+    let found = listed.iter().find(|w| {
+        std::fs::canonicalize(&w.path).ok().as_deref() == Some(canon.as_path())
+            && w.branch.as_deref() == Some(want_branch.as_str())
     });
-    if !ok {
+    if found.is_none() {
         return Err(missing());
     }
     Ok((repo, entry, canon))
 }
 
-/// `git worktree list --porcelain`: (path, branch ref) pairs.
-pub async fn worktrees(repo: &Repo) -> Result<Vec<(PathBuf, Option<String>)>, StreamError> {
+/// One line of `git worktree list --porcelain`.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    /// Its top directory, as git records it.
+    pub path: PathBuf,
+    /// `refs/heads/…` when a branch is checked out.
+    pub branch: Option<String>,
+    /// `git worktree lock` was applied.
+    pub locked: bool,
+}
+
+/// `git worktree list --porcelain`, main worktree first.
+pub async fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, StreamError> {
     let out = git::git(&repo.top, &["worktree", "list", "--porcelain", "-z"]).await?;
-    let mut res = Vec::new();
-    let mut cur: Option<(PathBuf, Option<String>)> = None;
+    let mut res: Vec<Worktree> = Vec::new();
     for field in out.stdout.split(|b| *b == 0) {
         let f = String::from_utf8_lossy(field);
         if let Some(p) = f.strip_prefix("worktree ") {
-            if let Some(c) = cur.take() {
-                res.push(c);
-            }
-            cur = Some((PathBuf::from(p), None));
-        } else if let Some(b) = f.strip_prefix("branch ") {
-            if let Some(c) = cur.as_mut() {
-                c.1 = Some(b.to_string());
+            res.push(Worktree {
+                path: PathBuf::from(p),
+                branch: None,
+                locked: false,
+            });
+        } else if let Some(last) = res.last_mut() {
+            if let Some(b) = f.strip_prefix("branch ") {
+                last.branch = Some(b.to_string());
+            } else if f == "locked" || f.starts_with("locked ") {
+                last.locked = true;
             }
         }
-    }
-    if let Some(c) = cur {
-        res.push(c);
     }
     Ok(res)
 }
@@ -435,7 +451,7 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
                 .await?
                 .into_iter()
                 .next()
-                .map(|(p, _)| p)
+                .map(|w| w.path)
                 .unwrap_or_else(|| repo.top.clone());
             let parent = main.parent().unwrap_or(Path::new("/")).to_path_buf();
             let base_name = main

@@ -139,6 +139,15 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .map(|a| parse_waive(a))
         .collect::<Result<Vec<_>, _>>()?;
     let (repo, mut entry, root) = super::find_active(&s.repo, &s.name).await?;
+    let listed = super::worktrees(&repo).await?;
+    let is_root =
+        |p: &std::path::Path| std::fs::canonicalize(p).ok().as_deref() == Some(root.as_path());
+    if listed.iter().any(|w| w.locked && is_root(&w.path)) {
+        return Err(StreamError::WorktreeLocked {
+            name: entry.name.clone(),
+            path: root.clone(),
+        });
+    }
     let m = gate::manifest(&root, &entry, &extra)?;
     let g = gate::evaluate(&root, &entry, &m).await?;
     if g.returns_exist.result == Outcome::Fail {
@@ -294,11 +303,10 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
 
     // Run the removal from another worktree (normally the main one), never
     // from inside the tree being removed.
-    let from = super::worktrees(&repo)
-        .await?
+    let from = listed
         .into_iter()
-        .map(|(p, _)| p)
-        .find(|p| std::fs::canonicalize(p).ok().as_deref() != Some(root.as_path()))
+        .map(|w| w.path)
+        .find(|p| !is_root(p))
         .unwrap_or_else(|| repo.common_dir.clone());
     let wt = root.to_string_lossy().into_owned();
     git::git(&from, &["worktree", "remove", "--force", &wt]).await?;
