@@ -310,6 +310,13 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .unwrap_or_else(|| repo.common_dir.clone());
     let wt = root.to_string_lossy().into_owned();
     git::git(&from, &["worktree", "remove", "--force", &wt]).await?;
+    // Tidy the default `<repo>.streams/` parent once its last stream is gone
+    // (remove_dir only removes an empty directory).
+    if let Some(parent) = root.parent() {
+        if parent.extension().is_some_and(|e| e == "streams") {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
 
     entry.state = State::TornDown;
     entry.archive = Some(final_dir.clone());
