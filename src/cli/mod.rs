@@ -3,6 +3,7 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod certify;
 pub mod stream;
 
 use crate::error::{Exit, Result};
@@ -33,6 +34,10 @@ pub enum Command {
     /// Work streams and their returns: start, status, gate stop-2, teardown.
     #[command(subcommand)]
     Stream(stream::StreamCmd),
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -71,6 +76,8 @@ pub fn out_json(v: &serde_json::Value) {
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
         Command::Stream(c) => stream::run(&ctx, c).await,
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
     }
 }
 
