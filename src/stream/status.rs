@@ -13,9 +13,9 @@
 //! ```
 //!
 //! Lines after `- return:` up to the next field are paths, one per line
-//! (leading spaces and an optional `- ` bullet on an indented line are
-//! stripped; blank lines and lines starting with `#` are skipped). A value on
-//! the `- return:` line itself counts as the first path. `- waive:` takes a
+//! (leading spaces and an optional `- ` bullet are stripped; blank lines
+//! and lines starting with `#` are skipped). A value on the `- return:` line
+//! itself counts as the first path. `- waive:` takes a
 //! path, then ` — ` (or ` -- `), then a reason that must not be empty.
 //! Unknown fields are refused, so a misspelt `- retrun:` cannot silently
 //! declare nothing.
@@ -175,12 +175,7 @@ impl StatusFile {
                 }
             }
             if in_return {
-                let mut p = trimmed;
-                if raw.starts_with(char::is_whitespace) {
-                    if let Some(rest) = p.strip_prefix("- ") {
-                        p = rest.trim();
-                    }
-                }
+                let p = trimmed.strip_prefix("- ").map(str::trim).unwrap_or(trimmed);
                 if let Some(v) = sf.returns.as_mut() {
                     v.push(p.to_string());
                 }
@@ -328,10 +323,10 @@ mod tests {
 
     #[test]
     fn parses_fields_returns_and_waivers() {
-        let sf = p("# c\n- stream: s\n- base: abc\n- return:\n  a.txt\n  - b/c\n\nd\n- waive: x/y — scratch\n- waive: z -- tmp\n").unwrap();
+        let sf = p("# c\n- stream: s\n- base: abc\n- return:\n  a.txt\n  - b/c\n\nd\n- e/f:g\n- waive: x/y — scratch\n- waive: z -- tmp\n").unwrap();
         assert_eq!(sf.stream.as_deref(), Some("s"));
         assert_eq!(sf.base.as_deref(), Some("abc"));
-        assert_eq!(sf.returns.unwrap(), vec!["a.txt", "b/c", "d"]);
+        assert_eq!(sf.returns.unwrap(), vec!["a.txt", "b/c", "d", "e/f:g"]);
         assert_eq!(sf.waivers.len(), 2);
         assert_eq!(sf.waivers[0].path, "x/y");
         assert_eq!(sf.waivers[1].reason, "tmp");

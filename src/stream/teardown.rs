@@ -289,6 +289,13 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         })
         .map(|a| a.path.clone())
         .collect();
+    for e in gate::return_entries(&root, &declared)? {
+        if let ReturnEntry::File { rel, .. } = e {
+            if !manifest.files.iter().any(|f| f.path == rel) {
+                changed.push(rel);
+            }
+        }
+    }
     for ((src, want), f) in sources.iter().zip(&manifest.files) {
         if sha256_file(src).ok().as_deref() != Some(want.as_str()) {
             changed.push(f.path.clone());
