@@ -645,3 +645,28 @@ fn teardown_refuses_a_locked_worktree_before_archiving() {
     );
     assert_code(&f.stream(&["teardown"], &[]), 0);
 }
+
+#[test]
+fn start_refuses_a_repository_that_tracks_dot_saphan_and_leaves_nothing() {
+    let repo = common::Repo::new(&[(".saphan/status", "- stream: tracked\n")]);
+    let env = Env::new();
+    let wt = repo.dir.path().join("nested-wt");
+    let o = env.run(&[
+        "stream",
+        "start",
+        "t",
+        "--repo",
+        &repo.path_str(),
+        "--worktree",
+        &wt.to_string_lossy(),
+    ]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: stream-status-tracked:"),
+        "{}",
+        text(&o).1
+    );
+    assert!(!wt.exists());
+    assert_eq!(repo.worktrees().len(), 1);
+    assert!(git(repo.path(), &["branch", "--list", "stream/t"]).is_empty());
+}
