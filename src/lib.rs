@@ -18,5 +18,6 @@ pub mod platform;
 pub mod provision;
 pub mod record;
 pub mod report;
+pub mod stream;
 pub mod suite;
 pub mod transport;

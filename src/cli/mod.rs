@@ -3,11 +3,12 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod certify;
+pub mod stream;
+
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
-
-pub mod certify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +34,9 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Work streams and their returns: start, status, gate stop-2, teardown.
+    #[command(subcommand)]
+    Stream(stream::StreamCmd),
     /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
     Certify(certify::CertifyArgs),
     /// List a repository's attempt records, or show one.
@@ -78,6 +82,7 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
+        Command::Stream(c) => stream::run(&ctx, c).await,
         Command::Certify(a) => certify::run(&ctx, a).await,
         Command::Records(a) => certify::records(&ctx, a).await,
         Command::Config(a) => config::run(&ctx, a),
