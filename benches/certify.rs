@@ -30,7 +30,10 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let have_go = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    let have_go = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -45,13 +48,27 @@ fn main() {
             std::fs::write(pkg.join("p.go"), format!("package p{p}\n\nfunc F(n int) int {{ s := 0; for i := 0; i < n; i++ {{ s += i }}; return s }}\n")).unwrap();
             std::fs::write(pkg.join("p_test.go"), format!("package p{p}\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) {{ if F(10) != 45 {{ t.Fatal(F(10)) }} }}\n")).unwrap();
         }
-        argv = ["go", "test", "-count=1", "-json", "./..."].map(String::from).to_vec();
+        argv = ["go", "test", "-count=1", "-json", "./..."]
+            .map(String::from)
+            .to_vec();
         println!("suite: default-go on a generated 8-package Go module");
     } else {
-        std::fs::write(repo.join("suite.sh"), "#!/bin/sh\ni=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\n").unwrap();
+        std::fs::write(
+            repo.join("suite.sh"),
+            "#!/bin/sh\ni=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\n",
+        )
+        .unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(repo.join("suite.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::write(home.join("config"), "[verify.full]\nargv = \"./suite.sh\"\n").unwrap();
+        std::fs::set_permissions(
+            repo.join("suite.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(
+            home.join("config"),
+            "[verify.full]\nargv = \"./suite.sh\"\n",
+        )
+        .unwrap();
         argv = vec!["./suite.sh".into()];
         println!("suite: a shell loop (no go on this machine)");
     }
@@ -63,10 +80,27 @@ fn main() {
     let raw = || {
         let t0 = Instant::now();
         let wt = dir.path().join("raw-wt");
-        git(&repo, &["worktree", "add", "--detach", "--quiet", wt.to_str().unwrap(), "HEAD"]);
-        let out = Command::new(&argv[0]).args(&argv[1..]).current_dir(&wt).output().unwrap();
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                wt.to_str().unwrap(),
+                "HEAD",
+            ],
+        );
+        let out = Command::new(&argv[0])
+            .args(&argv[1..])
+            .current_dir(&wt)
+            .output()
+            .unwrap();
         assert!(out.status.success());
-        git(&repo, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
+        git(
+            &repo,
+            &["worktree", "remove", "--force", wt.to_str().unwrap()],
+        );
         t0.elapsed()
     };
     let certify = || {
@@ -76,7 +110,11 @@ fn main() {
             .env("SAPHAN_HOME", &home)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t0.elapsed()
     };
     // Warm caches (go build cache, page cache) for both.
@@ -88,7 +126,16 @@ fn main() {
         c.push(certify());
     }
     let (mr, mc) = (median(r), median(c));
-    println!("raw worktree add + suite + remove: median {:>8.1} ms over {ROUNDS}", mr.as_secs_f64() * 1e3);
-    println!("saphan certify:                    median {:>8.1} ms over {ROUNDS}", mc.as_secs_f64() * 1e3);
-    println!("ratio certify/raw: {:.3} (goal <= 1.05)", mc.as_secs_f64() / mr.as_secs_f64());
+    println!(
+        "raw worktree add + suite + remove: median {:>8.1} ms over {ROUNDS}",
+        mr.as_secs_f64() * 1e3
+    );
+    println!(
+        "saphan certify:                    median {:>8.1} ms over {ROUNDS}",
+        mc.as_secs_f64() * 1e3
+    );
+    println!(
+        "ratio certify/raw: {:.3} (goal <= 1.05)",
+        mc.as_secs_f64() / mr.as_secs_f64()
+    );
 }
