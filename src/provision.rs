@@ -12,7 +12,7 @@
 use crate::config::Provision;
 use crate::error::Refusal;
 use serde::{Deserialize, Serialize};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// A placed entry, as the record carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,6 @@ impl Refusal for ProvisionError {
             ProvisionError::SourceMissing { .. } => "provision-source-missing",
             ProvisionError::SourceUnreadable { .. } => "provision-source-unreadable",
             ProvisionError::SourceEmpty { .. } => "provision-source-empty",
-            ProvisionError::DestHostile { .. } => "provision-dest-hostile",
             ProvisionError::Place { .. } => "provision-failed",
         }
     }
@@ -92,23 +91,11 @@ pub fn select<'a>(all: &'a [Provision], top: &Path, common_dir: &Path) -> Vec<&'
         .collect()
 }
 
-fn dest_ok(dest: &str) -> bool {
-    let p = Path::new(dest);
-    !dest.is_empty()
-        && p.components().all(|c| matches!(c, Component::Normal(_)))
-        && !p.components().any(|c| c.as_os_str() == ".git")
-}
-
-/// Check every selected entry can be placed: dest is a plain relative path;
-/// source exists, is readable and non-empty. Runs before the lock.
+/// Check every selected entry can be placed: source exists, is readable and
+/// non-empty. Runs before the lock. (`dest` was already checked to stay
+/// inside the tree when the config was loaded.)
 pub fn preflight(entries: &[&Provision]) -> Result<(), ProvisionError> {
     for p in entries {
-        if !dest_ok(&p.dest) {
-            return Err(ProvisionError::DestHostile {
-                alias: p.alias.clone(),
-                dest: p.dest.clone(),
-            });
-        }
         match std::fs::metadata(&p.source) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ProvisionError::SourceMissing {
