@@ -44,12 +44,6 @@ pub enum ProvisionError {
     #[error(
         "verify.provision.{alias}.source {source_path} is zero bytes — a measurement against an empty document is refused; restore its content, then re-run"
     )]
-    SourceEmpty { alias: String, source_path: PathBuf },
-    /// `dest` leaves the tree or is absolute.
-    #[error(
-        "verify.provision.{alias}.dest `{dest}` is not a plain path inside the tree (absolute, empty, or with ..) — set a relative dest such as .provision/file"
-    )]
-    DestHostile { alias: String, dest: String },
     /// Placing the bytes failed.
     #[error(
         "placing verify.provision.{alias} at {dest}: {detail} — check free space in the temp directory"
