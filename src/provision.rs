@@ -44,6 +44,7 @@ pub enum ProvisionError {
     #[error(
         "verify.provision.{alias}.source {source_path} is zero bytes — a measurement against an empty document is refused; restore its content, then re-run"
     )]
+    SourceEmpty { alias: String, source_path: PathBuf },
     /// Placing the bytes failed.
     #[error(
         "placing verify.provision.{alias} at {dest}: {detail} — check free space in the temp directory"
