@@ -5,6 +5,7 @@
 //! architecture and `docs/` for the operator guide.
 
 pub mod catalog;
+pub mod certify;
 pub mod cli;
 pub mod config;
 pub mod docker;
@@ -14,6 +15,11 @@ pub mod fleet;
 pub mod fsutil;
 pub mod git;
 pub mod home;
+pub mod measure;
 pub mod platform;
+pub mod provision;
+pub mod record;
 pub mod report;
+pub mod stream;
+pub mod suite;
 pub mod transport;
