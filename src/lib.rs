@@ -4,6 +4,7 @@
 //! The binary is a thin shell over this library; see `DESIGN.md` for the
 //! architecture and `docs/` for the operator guide.
 
+pub mod affected;
 pub mod catalog;
 pub mod cli;
 pub mod config;

@@ -3,6 +3,8 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod affected;
+
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
@@ -28,6 +30,10 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Ask the fast, advisory affected tier what base...head touches, and run it.
+    VerifyAffected(affected::VerifyAffectedArgs),
+    /// Run a bundled proc adapter (the engine does this; see verify-affected).
+    Adapter(affected::AdapterArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -64,8 +70,10 @@ pub fn out_json(v: &serde_json::Value) {
 }
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
-    let _ = &ctx;
-    match cmd {}
+    match cmd {
+        Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
+        Command::Adapter(a) => affected::adapter(a),
+    }
 }
 
 /// Parse the command line, run the verb, print any error, return the exit code.
@@ -88,7 +96,10 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");

@@ -108,8 +108,14 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
         notes: vec![note],
     };
     match ev.termination {
-        Termination::TimedOut => return failed("timeout: the suite ran past its budget and its process group was killed".into()),
-        Termination::Signaled(s) => return failed(format!("crash: the suite was killed by signal {s}")),
+        Termination::TimedOut => {
+            return failed(
+                "timeout: the suite ran past its budget and its process group was killed".into(),
+            );
+        }
+        Termination::Signaled(s) => {
+            return failed(format!("crash: the suite was killed by signal {s}"));
+        }
         Termination::Exited(_) => {}
     }
     match ev.kind {

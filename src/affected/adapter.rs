@@ -1,0 +1,195 @@
+//! `saphan adapter go-affected`: the bundled proc adapter for Go modules.
+//!
+//! The engine runs it as `[verify.affected].argv = "saphan,adapter,go-affected"`
+//! in a detached worktree at the manifest's head. It reads the manifest,
+//! lists the module's packages (`go list -e -json ./...`), selects the
+//! changed packages and their reverse closure ([`super::golist`]), writes the
+//! scope record, and only then runs `go test -count=1 -json` on the
+//! selection, with go's event stream on its stdout and go's exit status as
+//! its own (0 green, 1 failing tests, 2 build failure; a signal becomes 3).
+//! With nothing selected it runs nothing, prints nothing on stdout and exits
+//! 0 — the scope record, not the silence, says why.
+//!
+//! Why this module starts `go` with `std::process` instead of
+//! [`crate::exec::run`]: `exec` puts every child in a process group of its
+//! own so that *its caller's* budget can kill it. Here the caller is the
+//! engine, which already runs this adapter in its own group under the
+//! affected budget; a second group would let `go test` and its test
+//! binaries outlive that budget when the engine kills the adapter. So `go`
+//! stays in the adapter's group, and its stdout and stderr are the
+//! adapter's, streamed, not buffered.
+
+use super::AffectedError;
+use super::golist;
+use super::protocol::{ENV_MANIFEST, ENV_SCOPE_OUT, Manifest, Scope, VERSION};
+use crate::error::{Exit, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The name the adapter writes into its scope record.
+pub const ADAPTER_NAME: &str = "saphan adapter go-affected";
+
+/// The Go program the adapter runs: `/usr/local/go/bin/go` when it exists,
+/// else `go` from PATH — the same rule as the default-go suite, so the
+/// affected tier and certification use one toolchain.
+pub fn go_program() -> String {
+    const INSTALLED: &str = "/usr/local/go/bin/go";
+    if Path::new(INSTALLED).is_file() {
+        INSTALLED.to_string()
+    } else {
+        "go".to_string()
+    }
+}
+
+fn env_path(var: &'static str) -> Result<PathBuf, AffectedError> {
+    match std::env::var_os(var) {
+        Some(v) if !v.is_empty() => Ok(PathBuf::from(v)),
+        _ => Err(AffectedError::AdapterEnv { var }),
+    }
+}
+
+/// What the adapter computed before running anything.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The scope record it writes.
+    pub scope: Scope,
+}
+
+/// List packages in `root` and select for `manifest`: everything the adapter
+/// decides, without writing or running anything.
+///
+/// Errors: [`AffectedError::GoList`] when go cannot be started, exits
+/// non-zero, or prints something that is not `go list -json` output.
+pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, AffectedError> {
+    let t0 = Instant::now();
+    let out = Command::new(go)
+        .args(["list", "-e", "-json", "./..."])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| AffectedError::GoList {
+            detail: format!("could not start `{go}`: {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(AffectedError::GoList {
+            detail: format!(
+                "`{go} list -e -json ./...` exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
+    let pkgs = golist::parse(&out.stdout).map_err(|e| AffectedError::GoList {
+        detail: format!("its output is not go list -json objects: {e}"),
+    })?;
+    let sel = golist::select(&pkgs, root, &manifest.changed_paths, &|p| {
+        root.join(p).symlink_metadata().is_ok()
+    });
+    let widened = !sel.widened_by.is_empty();
+    let suite_argv: Vec<String> = if sel.selected_packages.is_empty() {
+        Vec::new()
+    } else {
+        let mut a: Vec<String> = [go, "test", "-count=1", "-json"].map(String::from).to_vec();
+        if widened {
+            a.push("./...".into());
+        } else {
+            a.extend(sel.selected_packages.iter().cloned());
+        }
+        a
+    };
+    let scope = Scope {
+        version: VERSION,
+        adapter: ADAPTER_NAME.into(),
+        changed_paths: manifest.changed_paths.clone(),
+        no_package_paths: sel.no_package_paths,
+        changed_packages: sel.changed_packages,
+        deleted_packages: sel.deleted_packages,
+        selected_packages: sel.selected_packages,
+        omitted_packages: sel.omitted_packages,
+        widened,
+        widened_by: sel.widened_by,
+        selection_seconds: Some(t0.elapsed().as_secs_f64()),
+        suite_argv,
+    };
+    Ok(Plan { scope })
+}
+
+fn head_of(root: &Path) -> Option<String> {
+    let o = Command::new("git")
+        .args(["rev-parse", "--verify", "HEAD"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// The verb: read the manifest, write the scope, run the selection.
+///
+/// Errors (the engine sees them as a missing scope plus this line on the
+/// adapter's stderr): [`AffectedError::AdapterEnv`],
+/// [`AffectedError::Manifest`], [`AffectedError::NotAtHead`],
+/// [`AffectedError::GoList`], an [`crate::error::IoError`] writing the scope.
+pub fn go_affected() -> Result<Exit> {
+    let manifest_path = env_path(ENV_MANIFEST)?;
+    let scope_out = env_path(ENV_SCOPE_OUT)?;
+    let manifest = Manifest::read(&manifest_path).map_err(|issue| AffectedError::Manifest {
+        path: manifest_path.clone(),
+        issue: issue.to_string(),
+    })?;
+    let root = std::env::current_dir().map_err(|e| crate::error::IoError::Io {
+        action: "read the current directory",
+        path: PathBuf::from("."),
+        source: e,
+    })?;
+    match head_of(&root) {
+        Some(h) if h == manifest.head => {}
+        found => {
+            return Err(AffectedError::NotAtHead {
+                dir: root,
+                head: manifest.head,
+                found: found.unwrap_or_else(|| "no commit".into()),
+            }
+            .into());
+        }
+    }
+    let go = go_program();
+    let Plan { scope } = plan(&root, &manifest, &go)?;
+    let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
+    crate::fsutil::atomic_write(&scope_out, &json)?;
+    if scope.suite_argv.is_empty() {
+        eprintln!(
+            "{ADAPTER_NAME}: 0 of {} packages selected — nothing to run",
+            scope.omitted_packages.len()
+        );
+        return Ok(Exit::Ok);
+    }
+    eprintln!(
+        "{ADAPTER_NAME}: running {} of {} packages{}",
+        scope.selected_packages.len(),
+        scope.selected_packages.len() + scope.omitted_packages.len(),
+        if scope.widened {
+            " (widened to the full module)"
+        } else {
+            ""
+        }
+    );
+    let status = Command::new(&scope.suite_argv[0])
+        .args(&scope.suite_argv[1..])
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| AffectedError::GoList {
+            detail: format!("could not start `{}`: {e}", scope.suite_argv[0]),
+        })?;
+    Ok(match status.code() {
+        Some(0) => Exit::Ok,
+        Some(1) => Exit::Red,
+        Some(2) => Exit::Refusal,
+        _ => Exit::MeasurementFailed,
+    })
+}
