@@ -132,6 +132,17 @@ impl Repo {
         }
     }
 
+    /// Every file path (blobs and links) in the tree of commit `sha`.
+    pub async fn tree_files(&self, sha: &str) -> Result<Vec<String>, GitError> {
+        let out = git(&self.top, &["ls-tree", "-r", "--name-only", "-z", sha]).await?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect())
+    }
+
     /// `<common-dir>/saphan`: repository-scoped saphan state.
     pub fn state_dir(&self) -> PathBuf {
         self.common_dir.join("saphan")

@@ -6,6 +6,7 @@
 
 pub mod affected;
 pub mod catalog;
+pub mod certify;
 pub mod cli;
 pub mod config;
 pub mod error;
@@ -13,6 +14,10 @@ pub mod exec;
 pub mod fsutil;
 pub mod git;
 pub mod home;
+pub mod measure;
 pub mod platform;
+pub mod provision;
+pub mod record;
 pub mod report;
+pub mod suite;
 pub mod transport;

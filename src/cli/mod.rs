@@ -8,6 +8,8 @@ pub mod affected;
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
+
+pub mod certify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +32,10 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
     /// Ask the fast, advisory affected tier what base...head touches, and run it.
     VerifyAffected(affected::VerifyAffectedArgs),
     /// Run a bundled proc adapter (the engine does this; see verify-affected).
@@ -71,6 +77,8 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
         Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
         Command::Adapter(a) => affected::adapter(a),
     }
