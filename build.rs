@@ -1,3 +1,1 @@
-fn main() {
-    println!("cargo:rerun-if-changed=catalog/capabilities.toml");
-}
+fn main() { println!("cargo:rerun-if-changed=catalog/capabilities.toml"); }

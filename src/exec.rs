@@ -69,8 +69,7 @@ impl Cmd {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.args
-            .extend(it.into_iter().map(|a| a.as_ref().to_owned()));
+        self.args.extend(it.into_iter().map(|a| a.as_ref().to_owned()));
         self
     }
     /// Working directory.

@@ -27,7 +27,8 @@ pub struct Cli {
 
 /// The verbs.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+}
 
 /// What every verb gets besides its own arguments.
 #[derive(Debug, Clone)]
@@ -87,10 +88,7 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");

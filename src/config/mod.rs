@@ -80,22 +80,13 @@ impl Config {
         let suite = |t: &toml::Value| -> Suite {
             let argv = match t.get("argv") {
                 Some(toml::Value::String(s)) => s.split(',').map(str::to_string).collect(),
-                Some(toml::Value::Array(a)) => a
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect(),
+                Some(toml::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
                 _ => Vec::new(),
             };
             Suite {
                 argv,
-                report: t
-                    .get("report")
-                    .and_then(|v| v.as_str())
-                    .and_then(ReportKind::parse),
-                report_path: t
-                    .get("report_path")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string),
+                report: t.get("report").and_then(|v| v.as_str()).and_then(ReportKind::parse),
+                report_path: t.get("report_path").and_then(|v| v.as_str()).map(str::to_string),
                 timeout: t
                     .get("timeout")
                     .and_then(|v| v.as_str())
@@ -107,12 +98,7 @@ impl Config {
             cfg.affected = v.get("affected").map(suite);
             if let Some(toml::Value::Table(p)) = v.get("provision") {
                 for (alias, t) in p {
-                    let s = |k: &str| {
-                        t.get(k)
-                            .and_then(|v| v.as_str())
-                            .unwrap_or_default()
-                            .to_string()
-                    };
+                    let s = |k: &str| t.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
                     cfg.provisions.push(Provision {
                         alias: alias.clone(),
                         repo: s("repo").into(),
