@@ -7,7 +7,8 @@ use common::gomod::{self, MODULE};
 use common::{Env, Repo, assert_code, git, skip_unless, text};
 use serde_json::Value;
 
-const GO_ADAPTER: &str = "[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\n";
+const GO_ADAPTER: &str =
+    "[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\n";
 
 /// leaf ← mid ← top; other alone; testonly's external test imports leaf;
 /// user imports testonly (not its tests); mid/sub is its own package.
@@ -39,7 +40,10 @@ fn module() -> Repo {
         "user/user.go".into(),
         format!("package user\n\nimport \"{MODULE}/testonly\"\n\n// U uses testonly.\nfunc U() int {{ return testonly.W() }}\n"),
     ));
-    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let r = Repo::new(&refs);
     git(r.path(), &["branch", "base"]);
     r
@@ -68,7 +72,10 @@ fn pkgs(names: &[&str]) -> Vec<String> {
 }
 
 fn affected(env: &Env, r: &Repo) -> (std::process::Output, Value) {
-    run_json(env, &["verify-affected", "--repo", &r.path_str(), "--base", "base"])
+    run_json(
+        env,
+        &["verify-affected", "--repo", &r.path_str(), "--base", "base"],
+    )
 }
 
 fn no_go() -> bool {
@@ -105,7 +112,12 @@ fn leaf_change_selects_only_its_reverse_closure_including_a_test_importer() {
         pkgs(&["mid", "testonly", "top"])
     );
     assert_eq!(v["closure_contribution"]["count"], 3);
-    assert!(v["closure_contribution"]["selection_seconds"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["closure_contribution"]["selection_seconds"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     // testonly's test asserts W()+leaf.V() == 3: leaf is now 2, so it fails,
     // which is exactly why a test-import-only dependant must be selected.
     assert_eq!(v["result"], "red", "{v:#}");
@@ -125,7 +137,10 @@ fn docs_only_change_selects_nothing_and_says_it_is_not_green() {
     let env = Env::new();
     env.write_config(GO_ADAPTER);
     let r = module();
-    r.commit(&[("README.md", "# m, better\n"), ("docs/guide.md", "more\n")], "docs");
+    r.commit(
+        &[("README.md", "# m, better\n"), ("docs/guide.md", "more\n")],
+        "docs",
+    );
     let (o, v) = affected(&env, &r);
     assert_code(&o, 0);
     assert_eq!(v["result"], "nothing-selected", "{v:#}");
@@ -160,13 +175,21 @@ fn go_mod_change_widens_to_the_full_module_and_names_it() {
     env.write_config(GO_ADAPTER);
     let r = module();
     r.commit(
-        &[("go.mod", &format!("module {MODULE}\n\n// a comment\ngo 1.19\n"))],
+        &[(
+            "go.mod",
+            &format!("module {MODULE}\n\n// a comment\ngo 1.19\n"),
+        )],
         "touch go.mod",
     );
     let (o, v) = affected(&env, &r);
     assert_eq!(v["widened"], true);
     assert_eq!(v["widened_by"][0]["path"], "go.mod");
-    assert!(v["widened_by"][0]["reason"].as_str().unwrap().contains("go.mod"));
+    assert!(
+        v["widened_by"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("go.mod")
+    );
     assert_eq!(strs(&v["selected_packages"]).len(), 7);
     assert!(strs(&v["omitted_packages"]).is_empty());
     assert_eq!(v["result"], "green", "{v:#}");
@@ -180,7 +203,10 @@ fn go_mod_change_widens_to_the_full_module_and_names_it() {
             .output()
             .unwrap(),
     );
-    assert!(out.contains("widened           yes, to the full module: go.mod"), "{out}");
+    assert!(
+        out.contains("widened           yes, to the full module: go.mod"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -208,7 +234,13 @@ fn deleted_package_is_not_its_parents_and_its_importers_are_selected() {
     r.commit(&[], "drop leaf");
     let (o, v) = run_json(
         &env,
-        &["verify-affected", "--repo", &r.path_str(), "--base", "HEAD~1"],
+        &[
+            "verify-affected",
+            "--repo",
+            &r.path_str(),
+            "--base",
+            "HEAD~1",
+        ],
     );
     assert_eq!(strs(&v["deleted_packages"]), pkgs(&["leaf"]));
     assert_eq!(
@@ -230,8 +262,11 @@ fn the_suite_runs_at_the_committed_head_never_the_working_tree() {
     let (p, c) = &gomod::package("other", &[], 5)[0];
     r.commit(&[(p, c)], "other: 5");
     // Uncommitted breakage in the operator's checkout must not be measured.
-    std::fs::write(r.path().join("other/other.go"), "package other\n\nthis does not compile\n")
-        .unwrap();
+    std::fs::write(
+        r.path().join("other/other.go"),
+        "package other\n\nthis does not compile\n",
+    )
+    .unwrap();
     let (o, v) = affected(&env, &r);
     assert_eq!(strs(&v["selected_packages"]), pkgs(&["other"]));
     assert_eq!(v["result"], "green", "{v:#}");
@@ -273,7 +308,12 @@ fn no_adapter_declared_is_unavailable_never_green() {
     assert_eq!(v["result"], "unavailable");
     assert_eq!(v["tier"], "affected");
     assert_eq!(strs(&v["changed_paths"]), ["a.txt"]);
-    assert!(v["reason"].as_str().unwrap().contains("verify.affected.argv"));
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("verify.affected.argv")
+    );
     let o = env
         .cmd()
         .args(["verify-affected", "--repo", &r.path_str(), "--base", "base"])
@@ -301,7 +341,7 @@ exit 1"#
 set -e
 test -f "$SAPHAN_AFFECTED_MANIFEST"
 cat > "$SAPHAN_AFFECTED_SCOPE_OUT" <<'S'
-{{"version":1,"adapter":"sh","changed_paths":["{changed}"],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["s"],"omitted_packages":["t"],"widened":false,"widened_by":[]}}
+{{"version":1,"adapter":"sh","changed_paths":[{changed}],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["s"],"omitted_packages":["t"],"widened":false,"widened_by":[]}}
 S
 {report}
 "#
@@ -314,7 +354,7 @@ fn a_junit_adapter_reports_beneath_the_fresh_report_dir_or_errors() {
     env.write_config(
         "[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"junit-xml\"\nreport_path = \"out/*.xml\"\n",
     );
-    let r = Repo::new(&[("adapter.sh", &junit_adapter("x.txt", true))]);
+    let r = Repo::new(&[("adapter.sh", &junit_adapter("\"x.txt\"", true))]);
     git(r.path(), &["branch", "base"]);
     r.commit(&[("x.txt", "x\n")], "x");
     // A stale report in the working tree must never be read.
@@ -327,11 +367,24 @@ fn a_junit_adapter_reports_beneath_the_fresh_report_dir_or_errors() {
     assert_eq!(strs(&v["measurement"]["named_tests"]), ["s.bad"]);
     assert_eq!(strs(&v["omitted_packages"]), ["t"]);
 
-    // The same adapter without its report: an error, never green.
-    r.commit(&[("adapter.sh", &junit_adapter("adapter.sh", false))], "forget");
+    // The same adapter without its report: an error, never green — even
+    // though the tree now carries a report at the declared path.
+    r.commit(
+        &[(
+            "adapter.sh",
+            &junit_adapter("\"adapter.sh\",\"out/stale.xml\"", false),
+        )],
+        "forget",
+    );
     let (o, v) = run_json(
         &env,
-        &["verify-affected", "--repo", &r.path_str(), "--base", "HEAD~1"],
+        &[
+            "verify-affected",
+            "--repo",
+            &r.path_str(),
+            "--base",
+            "HEAD~1",
+        ],
     );
     assert_eq!(v["error"], "affected-report-missing", "{v:#}");
     assert_code(&o, 3);

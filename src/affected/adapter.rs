@@ -30,18 +30,6 @@ use std::time::Instant;
 /// The name the adapter writes into its scope record.
 pub const ADAPTER_NAME: &str = "saphan adapter go-affected";
 
-/// The Go program the adapter runs: `/usr/local/go/bin/go` when it exists,
-/// else `go` from PATH — the same rule as the default-go suite, so the
-/// affected tier and certification use one toolchain.
-pub fn go_program() -> String {
-    const INSTALLED: &str = "/usr/local/go/bin/go";
-    if Path::new(INSTALLED).is_file() {
-        INSTALLED.to_string()
-    } else {
-        "go".to_string()
-    }
-}
-
 fn env_path(var: &'static str) -> Result<PathBuf, AffectedError> {
     match std::env::var_os(var) {
         Some(v) if !v.is_empty() => Ok(PathBuf::from(v)),
@@ -157,7 +145,9 @@ pub fn go_affected() -> Result<Exit> {
             .into());
         }
     }
-    let go = go_program();
+    // The same rule as the default-go suite: /usr/local/go/bin/go when it
+    // exists, else `go`, so the affected tier and certification use one toolchain.
+    let go = crate::suite::default_go_program();
     let Plan { scope } = plan(&root, &manifest, &go)?;
     let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
     crate::fsutil::atomic_write(&scope_out, &json)?;

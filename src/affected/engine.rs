@@ -11,7 +11,8 @@
 //! 4. Run the declared argv there (argv[0] `saphan` means this very binary)
 //!    with `SAPHAN_AFFECTED_MANIFEST`, `SAPHAN_AFFECTED_SCOPE_OUT` and
 //!    `SAPHAN_AFFECTED_REPORT_DIR` set, under `[verify.affected].timeout`
-//!    (default [`DEFAULT_AFFECTED_TIMEOUT`]), stdout to a file.
+//!    (default: the measuring core's 10-minute floor), through the
+//!    measurement core [`crate::measure::run_suite`] (provisions included).
 //! 5. No scope → error. A scope selecting nothing, from an adapter that ran
 //!    nothing and exited 0 → `nothing-selected` (exit 0: the change touches
 //!    no package; it is not a green). Otherwise the report is measured by
@@ -23,21 +24,20 @@
 
 use super::AffectedError;
 use super::protocol::{
-    ENV_MANIFEST, ENV_REPORT_DIR, ENV_SCOPE_OUT, Manifest, NoPackagePath, Scope, VERSION,
-    WideningPath,
+    ENV_MANIFEST, ENV_REPORT_DIR, ENV_SCOPE_OUT, Manifest, NoPackagePath, ProtocolIssue, Scope,
+    VERSION, WideningPath,
 };
 use crate::config::{Config, Suite};
 use crate::error::{Exit, Result};
-use crate::exec::{self, Cmd, Sink, Termination};
+use crate::exec::Termination;
 use crate::git::{self, Repo};
 use crate::home::Home;
-use crate::report::{self, Evidence, Measurement, ReportKind, Verdict};
+use crate::measure::{self, Budget, Interrupt, SuiteRun};
+use crate::report::{Measurement, ReportKind, Verdict};
+use crate::suite::ResolvedSuite;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// The affected budget when `[verify.affected].timeout` is not declared.
-pub const DEFAULT_AFFECTED_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// What `verify-affected` is asked.
 #[derive(Debug, Clone)]
@@ -143,7 +143,7 @@ pub struct AffectedResult {
     /// The budget, in seconds.
     pub budget_seconds: Option<u64>,
     /// `default` or `config:verify.affected.timeout`.
-    pub budget_source: Option<&'static str>,
+    pub budget_source: Option<String>,
     /// Wall-clock seconds the adapter ran (selection and suite together).
     pub adapter_seconds: Option<f64>,
     /// The adapter's exit status, when it exited.
@@ -234,8 +234,7 @@ fn adapter_argv(declared: &[String]) -> Vec<String> {
     argv
 }
 
-fn tail(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
+fn tail(s: &str) -> String {
     let s = s.trim();
     if s.is_empty() {
         return String::new();
@@ -248,7 +247,7 @@ fn tail(bytes: &[u8]) -> String {
 /// Run the affected tier. Returns the result for every outcome that is an
 /// answer (green, red, measurement-failed, nothing-selected, unavailable);
 /// errors are refusals and broken protocol (see [`AffectedError`]).
-pub async fn verify_affected(s: &Settings) -> Result<AffectedResult> {
+pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<AffectedResult> {
     let repo = Repo::open(&s.repo).await?;
     let base = repo.resolve(&s.base).await?;
     let head = repo.resolve(&s.head).await?;
@@ -256,7 +255,7 @@ pub async fn verify_affected(s: &Settings) -> Result<AffectedResult> {
     let changed = changed_paths(&repo, &base, &head).await?;
     let mut res = AffectedResult::new(&repo, &base, &head, changed.clone());
 
-    let Some(suite) = config.affected else {
+    let Some(suite) = config.affected.clone() else {
         res.reason = Some(
             "no [verify.affected] adapter is declared, so nothing was selected or run — declare one: \
              saphan config set verify.affected.argv \"saphan,adapter,go-affected\" and \
@@ -268,27 +267,28 @@ pub async fn verify_affected(s: &Settings) -> Result<AffectedResult> {
     if suite.argv.is_empty() || suite.argv[0].is_empty() {
         return Err(AffectedError::NoArgv.into());
     }
-    run_adapter(&repo, &suite, changed, &mut res).await?;
+    run_adapter(&repo, &config, &suite, changed, &mut res, interrupt).await?;
     Ok(res)
 }
 
 async fn run_adapter(
     repo: &Repo,
-    suite: &Suite,
+    cfg: &Config,
+    declared: &Suite,
     changed: Vec<String>,
     res: &mut AffectedResult,
+    interrupt: &Interrupt,
 ) -> Result<()> {
-    let kind = suite.report.unwrap_or(ReportKind::Exitcode);
-    let (budget, source) = match suite.timeout {
-        Some(t) => (t, "config:verify.affected.timeout"),
-        None => (DEFAULT_AFFECTED_TIMEOUT, "default"),
-    };
-    res.report = Some(kind);
-    res.budget_seconds = Some(budget.as_secs());
-    res.budget_source = Some(source);
-    let argv = adapter_argv(&suite.argv);
-    res.adapter_argv = argv.clone();
-    let shown = argv.join(" ");
+    let mut suite = ResolvedSuite::declared(declared, "verify.affected");
+    suite.argv = adapter_argv(&suite.argv);
+    let budget = Budget::attempt(None, &suite, "verify.affected");
+    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    crate::provision::preflight(&provisions)?;
+    res.report = Some(suite.report);
+    res.budget_seconds = Some(budget.duration.as_secs());
+    res.budget_source = Some(budget.source.clone());
+    res.adapter_argv = suite.argv.clone();
+    let shown = suite.argv.join(" ");
 
     let io = |action: &'static str, path: PathBuf| {
         move |source: std::io::Error| crate::error::IoError::Io {
@@ -304,7 +304,6 @@ async fn run_adapter(
     let manifest_path = private.path().join("manifest.json");
     let scope_path = private.path().join("scope.json");
     let report_dir = private.path().join("reports");
-    let stdout_path = private.path().join("stdout");
     std::fs::create_dir(&report_dir).map_err(io("create", report_dir.clone()))?;
     let manifest = Manifest {
         version: VERSION,
@@ -317,140 +316,130 @@ async fn run_adapter(
         &manifest_path,
         &serde_json::to_vec_pretty(&manifest).expect("a manifest serializes"),
     )?;
+    let env: Vec<(String, String)> = [
+        (ENV_MANIFEST, &manifest_path),
+        (ENV_SCOPE_OUT, &scope_path),
+        (ENV_REPORT_DIR, &report_dir),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned()))
+    .collect();
 
     let scratch = repo.scratch_worktree(&res.head).await?;
-    let cmd = Cmd::from_argv(&argv)
-        .cwd(&scratch.path)
-        .env(ENV_MANIFEST, &manifest_path)
-        .env(ENV_SCOPE_OUT, &scope_path)
-        .env(ENV_REPORT_DIR, &report_dir)
-        .timeout(budget)
-        .stdout(Sink::File(stdout_path.clone()));
-    let ran = exec::run(cmd).await;
-    let outcome = judge(
-        ran,
-        &shown,
-        budget,
-        kind,
-        suite,
-        &manifest,
-        &scope_path,
-        &stdout_path,
-        &report_dir,
-        res,
-    );
-    let _ = scratch.remove().await;
+    let run = measure::run_suite(
+        measure::Plan {
+            tree: &scratch.path,
+            tree_git_dir: &scratch.git_dir,
+            suite: &suite,
+            budget: &budget,
+            provisions: &provisions,
+            extra_env: &env,
+            report_root: Some(&report_dir),
+        },
+        interrupt,
+    )
+    .await;
+    let removed = scratch.remove().await;
+    let run = run?;
+    removed?;
+    let judged = judge(&run, &shown, &budget, &suite, &manifest, &scope_path, res);
     drop(private);
-    outcome
+    judged
 }
 
-/// Read the scope and the report an adapter left, and fill `res`.
-#[allow(clippy::too_many_arguments)]
+/// Read the scope an adapter left and the measurement of its report, and
+/// fill `res`.
 fn judge(
-    ran: std::io::Result<exec::Output>,
+    run: &SuiteRun,
     shown: &str,
-    budget: Duration,
-    kind: ReportKind,
-    suite: &Suite,
+    budget: &Budget,
+    suite: &ResolvedSuite,
     manifest: &Manifest,
-    scope_path: &std::path::Path,
-    stdout_path: &std::path::Path,
-    report_dir: &std::path::Path,
+    scope_path: &Path,
     res: &mut AffectedResult,
 ) -> Result<()> {
-    let shown = shown.to_string();
-    {
-        let out = ran.map_err(|source| AffectedError::Spawn {
-            argv: shown.clone(),
-            source,
-        })?;
-        res.adapter_seconds = Some(out.elapsed.as_secs_f64());
-        res.adapter_exit_code = out.status.code();
-        let scope = match Scope::read(scope_path) {
-            Ok(sc) => sc,
-            Err(super::protocol::ProtocolIssue::Missing) => {
-                let ended = match out.status {
-                    Termination::Exited(c) => format!("it exited with status {c}"),
-                    Termination::Signaled(sig) => format!("it was killed by signal {sig}"),
-                    Termination::TimedOut => {
-                        format!(
-                            "it ran past its {}s budget and was killed",
-                            budget.as_secs()
-                        )
-                    }
-                };
-                return Err(AffectedError::ScopeMissing {
-                    argv: shown.clone(),
-                    env: ENV_SCOPE_OUT,
-                    ended,
-                    stderr: tail(&out.stderr),
-                }
-                .into());
-            }
-            Err(issue) => {
-                return Err(AffectedError::ScopeInvalid {
-                    argv: shown.clone(),
-                    issue: issue.to_string(),
-                }
-                .into());
-            }
-        };
-        scope
-            .check_against(manifest)
-            .map_err(|issue| AffectedError::ScopeInvalid {
-                argv: shown.clone(),
-                issue: issue.to_string(),
-            })?;
-        let nothing = scope.selected_packages.is_empty();
-        res.take_scope(scope);
-        if nothing {
-            let printed = std::fs::metadata(stdout_path).map(|m| m.len()).unwrap_or(0);
-            let what = if !out.status.success() {
-                Some(format!("it ended with {:?}", out.status))
-            } else if printed > 0 {
-                Some(format!("it printed {printed} bytes on stdout"))
-            } else {
-                None
+    res.adapter_seconds = Some((run.elapsed.as_secs_f64() * 1000.0).round() / 1000.0);
+    res.adapter_exit_code = run.termination.and_then(|t| t.code());
+    let scope = match Scope::read(scope_path) {
+        Ok(sc) => sc,
+        Err(ProtocolIssue::Missing) => {
+            let ended = match run.termination {
+                Some(Termination::Exited(c)) => format!("it exited with status {c}"),
+                Some(Termination::Signaled(sig)) => format!("it was killed by signal {sig}"),
+                Some(Termination::TimedOut) => format!(
+                    "it ran past its {} budget ({}) and was killed",
+                    humantime::format_duration(budget.duration),
+                    budget.source
+                ),
+                None => run.measurement.notes.join("; "),
             };
-            if let Some(what) = what {
-                return Err(AffectedError::EmptyButActive {
-                    argv: shown.clone(),
-                    what,
-                }
-                .into());
-            }
-            res.result = Outcome::NothingSelected;
-            res.reason =
-                Some("the change maps to no package, so nothing ran — this is not a green".into());
-            return Ok(());
-        }
-        let m = report::measure(&Evidence {
-            kind,
-            termination: out.status,
-            stdout: stdout_path,
-            report_root: report_dir,
-            report_path: suite.report_path.as_deref(),
-        });
-        if kind == ReportKind::JunitXml && m.report_files.is_empty() {
-            return Err(AffectedError::ReportMissing {
-                argv: shown.clone(),
-                report_path: suite.report_path.clone().unwrap_or_default(),
-                env: ENV_REPORT_DIR,
-                notes: m.notes.join("; "),
+            return Err(AffectedError::ScopeMissing {
+                argv: shown.to_string(),
+                env: ENV_SCOPE_OUT,
+                ended,
+                stderr: tail(&run.stderr_tail),
             }
             .into());
         }
-        res.result = match m.verdict {
-            Verdict::Green => Outcome::Green,
-            Verdict::Red => Outcome::Red,
-            Verdict::MeasurementFailed => Outcome::MeasurementFailed,
-        };
-        if res.result == Outcome::MeasurementFailed {
-            res.reason = Some(m.notes.join("; "));
+        Err(issue) => {
+            return Err(AffectedError::ScopeInvalid {
+                argv: shown.to_string(),
+                issue: issue.to_string(),
+            }
+            .into());
         }
-        res.measurement = Some(m);
-        Ok(())
+    };
+    scope
+        .check_against(manifest)
+        .map_err(|issue| AffectedError::ScopeInvalid {
+            argv: shown.to_string(),
+            issue: issue.to_string(),
+        })?;
+    let nothing = scope.selected_packages.is_empty();
+    res.take_scope(scope);
+    let m = run.measurement.clone();
+    if nothing {
+        let what = match run.termination {
+            Some(t) if t.success() => match m.count {
+                Some(n) if n > 0 => Some(format!("{n} tests ran")),
+                _ => None,
+            },
+            Some(Termination::Exited(c)) => Some(format!("it exited with status {c}")),
+            Some(Termination::Signaled(sig)) => Some(format!("it was killed by signal {sig}")),
+            Some(Termination::TimedOut) => Some("it ran past its budget".to_string()),
+            None => Some(m.notes.join("; ")),
+        };
+        if let Some(what) = what {
+            return Err(AffectedError::EmptyButActive {
+                argv: shown.to_string(),
+                what,
+            }
+            .into());
+        }
+        res.result = Outcome::NothingSelected;
+        res.reason =
+            Some("the change maps to no package, so nothing ran — this is not a green".into());
+        return Ok(());
     }
+    if suite.report == ReportKind::JunitXml && m.report_files.is_empty() {
+        return Err(AffectedError::ReportMissing {
+            argv: shown.to_string(),
+            report_path: suite.report_path.clone().unwrap_or_default(),
+            env: ENV_REPORT_DIR,
+            notes: m.notes.join("; "),
+        }
+        .into());
+    }
+    res.result = match m.verdict {
+        Verdict::Green => Outcome::Green,
+        Verdict::Red => Outcome::Red,
+        Verdict::MeasurementFailed => Outcome::MeasurementFailed,
+    };
+    if res.result == Outcome::MeasurementFailed {
+        res.reason = Some(m.notes.join("; "));
+    }
+    res.measurement = Some(m);
+    Ok(())
 }
 
 /// The human rendering of a result.
@@ -544,7 +533,7 @@ pub fn render(r: &AffectedResult) -> String {
                 secs
             );
         }
-        if let (Some(b), Some(src)) = (r.budget_seconds, r.budget_source) {
+        if let (Some(b), Some(src)) = (r.budget_seconds, &r.budget_source) {
             let ran = r
                 .adapter_seconds
                 .map(|s| format!("; adapter ran {s:.2}s"))

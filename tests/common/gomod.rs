@@ -26,7 +26,9 @@ pub fn package(dir: &str, imports: &[&str], value: i32) -> Vec<(String, String)>
         .iter()
         .map(|i| format!(" + {}.V()", i.rsplit('/').next().unwrap()))
         .collect();
-    src.push_str(&format!("// V is this package's value.\nfunc V() int {{ return {value}{sum} }}\n"));
+    src.push_str(&format!(
+        "// V is this package's value.\nfunc V() int {{ return {value}{sum} }}\n"
+    ));
     let test = format!(
         "package {name}\n\nimport \"testing\"\n\nfunc TestV{name}(t *testing.T) {{\n\tif V() < 0 {{\n\t\tt.Fatal(\"negative\")\n\t}}\n}}\n"
     );
