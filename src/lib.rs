@@ -20,4 +20,6 @@ pub mod provision;
 pub mod record;
 pub mod report;
 pub mod suite;
+pub mod stepgo;
 pub mod transport;
+pub mod union;

@@ -4,6 +4,7 @@
 //! exit codes (DESIGN §4).
 
 pub mod affected;
+pub mod union;
 
 use crate::error::{Exit, Result};
 use crate::home::Home;
@@ -40,6 +41,10 @@ pub enum Command {
     VerifyAffected(affected::VerifyAffectedArgs),
     /// Run a bundled proc adapter (the engine does this; see verify-affected).
     Adapter(affected::AdapterArgs),
+    /// Measure the declared suite on the merge of streams onto a base (advisory).
+    VerifyUnion(union::VerifyUnionArgs),
+    /// Run a stream's four Go steps (build, vet, test, gofmt), each with its own budget.
+    VerifyStream(union::VerifyStreamArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -81,6 +86,8 @@ async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
         Command::Records(a) => certify::records(&ctx, a).await,
         Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
         Command::Adapter(a) => affected::adapter(a),
+        Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
+        Command::VerifyStream(a) => union::verify_stream(&ctx, a).await,
     }
 }
 
