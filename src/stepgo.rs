@@ -472,3 +472,86 @@ pub fn overall(steps: &[Step], interrupted: bool) -> Verdict {
         Verdict::Green
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &'static str, outcome: StepOutcome) -> Step {
+        Step {
+            name,
+            argv: vec![],
+            outcome,
+            exit_code: None,
+            seconds: 0.0,
+            files: vec![],
+            count: None,
+            failing: vec![],
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn overall_verdict() {
+        use StepOutcome::*;
+        let all = |o: [StepOutcome; 4]| {
+            ["build", "vet", "test", "gofmt"]
+                .into_iter()
+                .zip(o)
+                .map(|(n, o)| step(n, o))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(overall(&all([Pass; 4]), false), Verdict::Green);
+        assert_eq!(overall(&all([Pass, Pass, Pass, Fail]), false), Verdict::Red);
+        assert_eq!(
+            overall(&all([Fail, Pass, Timeout, Pass]), false),
+            Verdict::Red
+        );
+        assert_eq!(
+            overall(&all([Pass, Pass, Timeout, Pass]), false),
+            Verdict::MeasurementFailed
+        );
+        assert_eq!(overall(&all([Pass; 4]), true), Verdict::MeasurementFailed);
+        assert_eq!(
+            overall(&all([Pass; 4])[..3], false),
+            Verdict::MeasurementFailed
+        );
+    }
+
+    #[test]
+    fn gofmt_listing_files_fails_although_it_exits_zero() {
+        let out = exec::Output {
+            status: Termination::Exited(0),
+            stdout: b"a/b.go\n./c.go\n".to_vec(),
+            stderr: vec![],
+            elapsed: Duration::from_millis(5),
+        };
+        let s = gofmt_step(vec!["gofmt".into()], Ok(out.clone()));
+        assert_eq!(s.outcome, StepOutcome::Fail);
+        assert_eq!(s.files, ["a/b.go", "c.go"]);
+        let clean = exec::Output {
+            stdout: vec![],
+            ..out
+        };
+        assert_eq!(gofmt_step(vec![], Ok(clean)).outcome, StepOutcome::Pass);
+    }
+
+    #[test]
+    fn step_budget_comes_from_verify_full_timeout_or_the_floor() {
+        let b = step_budget(&Config::default());
+        assert_eq!(b.duration, VERIFY_STEP_WALL_CLOCK);
+        assert_eq!(b.source, "default");
+        let cfg = Config {
+            full: Some(crate::config::Suite {
+                argv: vec!["go".into()],
+                report: None,
+                report_path: None,
+                timeout: Some(Duration::from_secs(1200)),
+            }),
+            ..Default::default()
+        };
+        let b = step_budget(&cfg);
+        assert_eq!(b.duration, Duration::from_secs(1200));
+        assert_eq!(b.source, "config:verify.full.timeout");
+    }
+}

@@ -406,3 +406,104 @@ fn the_adapter_refuses_to_run_outside_the_protocol() {
         "{err}"
     );
 }
+
+#[test]
+fn go_list_failure_is_a_missing_scope_that_quotes_why() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(GO_ADAPTER);
+    let r = module();
+    r.commit(&[("go.mod", "this is not a go.mod\n")], "break go.mod");
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    assert_eq!(v["error"], "affected-scope-missing", "{v:#}");
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("go-list-failed"), "{msg}");
+    assert_eq!(r.worktrees().len(), 1, "scratch worktree left behind");
+}
+
+#[test]
+fn an_adapter_past_its_budget_is_measurement_failed_never_green() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"exitcode\"\ntimeout = \"1s\"\n",
+    );
+    let script = "#!/bin/sh\ncat > \"$SAPHAN_AFFECTED_SCOPE_OUT\" <<'S'\n{\"version\":1,\"adapter\":\"sh\",\"changed_paths\":[\"x.txt\"],\"no_package_paths\":[],\"changed_packages\":[\"s\"],\"selected_packages\":[\"s\"],\"omitted_packages\":[],\"widened\":false,\"widened_by\":[]}\nS\nexec sleep 60\n";
+    let r = Repo::new(&[("adapter.sh", script)]);
+    git(r.path(), &["branch", "base"]);
+    r.commit(&[("x.txt", "x\n")], "x");
+    let t0 = std::time::Instant::now();
+    let (o, v) = affected(&env, &r);
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_code(&o, 3);
+    assert_eq!(v["result"], "measurement-failed", "{v:#}");
+    assert_eq!(v["budget_source"], "config:verify.affected.timeout");
+    assert_eq!(v["budget_seconds"], 1);
+    assert!(v["reason"].as_str().unwrap().contains("timeout"), "{v:#}");
+    assert_eq!(strs(&v["selected_packages"]), ["s"]);
+}
+
+/// The budget reaches the test binaries `go test` starts: they run in the
+/// adapter's process group, which the engine kills at the deadline.
+#[test]
+fn the_affected_budget_kills_the_go_test_binaries_too() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(&format!("{GO_ADAPTER}timeout = \"10s\"\n"));
+    let r = module();
+    r.commit(
+        &[(
+            "other/slow_test.go",
+            "package other\n\nimport (\n\t\"os\"\n\t\"strconv\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) {\n\t_ = os.WriteFile(os.Getenv(\"SAPHAN_TEST_PIDFILE\"), []byte(strconv.Itoa(os.Getpid())), 0o644)\n\ttime.Sleep(5 * time.Minute)\n}\n",
+        )],
+        "slow test",
+    );
+    let pidfile = env.home().join("test.pid");
+    let mut c = env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .env("SAPHAN_TEST_PIDFILE", &pidfile)
+        .args([
+            "verify-affected",
+            "--repo",
+            &r.path_str(),
+            "--base",
+            "base",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 3);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["result"], "measurement-failed", "{v:#}");
+    let pid = std::fs::read_to_string(&pidfile)
+        .expect("the test binary started within the budget and wrote its pid");
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let gone = || match std::fs::read_to_string(&stat) {
+        Err(_) => true,
+        // A zombie (state Z) has exited; only its parent has not reaped it.
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        gone(),
+        "test binary {} outlived the affected budget",
+        pid.trim()
+    );
+}
