@@ -226,10 +226,10 @@ pub async fn changed_paths(repo: &Repo, base: &str, head: &str) -> Result<Vec<St
 /// The adapter argv as run: a declared `saphan` means this binary.
 fn adapter_argv(declared: &[String]) -> Vec<String> {
     let mut argv = declared.to_vec();
-    if argv.first().map(String::as_str) == Some("saphan") {
-        if let Ok(me) = std::env::current_exe() {
-            argv[0] = me.to_string_lossy().into_owned();
-        }
+    if argv.first().map(String::as_str) == Some("saphan")
+        && let Ok(me) = std::env::current_exe()
+    {
+        argv[0] = me.to_string_lossy().into_owned();
     }
     argv
 }

@@ -142,10 +142,10 @@ pub fn is_documentation(path: &str) -> bool {
     if base.ends_with(".go") {
         return false;
     }
-    if let Some((_, ext)) = base.rsplit_once('.') {
-        if DOC_EXTENSIONS.iter().any(|d| ext.eq_ignore_ascii_case(d)) {
-            return true;
-        }
+    if let Some((_, ext)) = base.rsplit_once('.')
+        && DOC_EXTENSIONS.iter().any(|d| ext.eq_ignore_ascii_case(d))
+    {
+        return true;
     }
     let stem = base.split('.').next().unwrap_or(base);
     DOC_STEMS.iter().any(|s| stem.eq_ignore_ascii_case(s))
@@ -229,12 +229,11 @@ pub fn select<'a>(
         {
             embedded.entry(join(&d, f)).or_default().push(i);
         }
-        if let Some(m) = &p.module {
-            if let Some(md) = m.dir.as_deref().and_then(&rel) {
-                if !modules.iter().any(|(d, _)| *d == md) {
-                    modules.push((md, m.path.clone()));
-                }
-            }
+        if let Some(m) = &p.module
+            && let Some(md) = m.dir.as_deref().and_then(&rel)
+            && !modules.iter().any(|(d, _)| *d == md)
+        {
+            modules.push((md, m.path.clone()));
         }
         by_dir.insert(d, i);
     }
@@ -347,11 +346,11 @@ pub fn select<'a>(
             });
             continue;
         }
-        if !exists(p) {
-            if let Some(d) = nearest_deleted(p) {
-                deleted_dir(&mut sel, p, d);
-                continue;
-            }
+        if !exists(p)
+            && let Some(d) = nearest_deleted(p)
+        {
+            deleted_dir(&mut sel, p, d);
+            continue;
         }
         let why = if p.starts_with("vendor/") || p.contains("/vendor/") {
             "a vendored file changes what packages build against"
@@ -405,11 +404,11 @@ fn closure<'a>(pkgs: &'a [GoPackage], changed: &[String], deleted: &[String]) ->
     let mut built: Vec<bool> = vec![false; pkgs.len()];
     let mut queue: VecDeque<&str> = VecDeque::new();
     for c in changed {
-        if let Some(&i) = index.get(c.as_str()) {
-            if !built[i] {
-                built[i] = true;
-                queue.push_back(pkgs[i].import_path.as_str());
-            }
+        if let Some(&i) = index.get(c.as_str())
+            && !built[i]
+        {
+            built[i] = true;
+            queue.push_back(pkgs[i].import_path.as_str());
         }
     }
     for d in deleted {

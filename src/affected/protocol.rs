@@ -193,7 +193,7 @@ impl Scope {
     /// The internal consistency rules: widened ⇔ a widening path is named;
     /// selected and omitted are disjoint.
     pub fn check(&self) -> Result<(), ProtocolIssue> {
-        if self.widened != !self.widened_by.is_empty() {
+        if self.widened == self.widened_by.is_empty() {
             return Err(ProtocolIssue::Inconsistent(if self.widened {
                 "widened is true but widened_by names no path".into()
             } else {
