@@ -19,6 +19,7 @@ pub mod platform;
 pub mod provision;
 pub mod record;
 pub mod report;
+pub mod stream;
 pub mod suite;
 pub mod stepgo;
 pub mod transport;

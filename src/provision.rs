@@ -12,7 +12,7 @@
 use crate::config::Provision;
 use crate::error::Refusal;
 use serde::{Deserialize, Serialize};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// A placed entry, as the record carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,11 +45,6 @@ pub enum ProvisionError {
         "verify.provision.{alias}.source {source_path} is zero bytes — a measurement against an empty document is refused; restore its content, then re-run"
     )]
     SourceEmpty { alias: String, source_path: PathBuf },
-    /// `dest` leaves the tree or is absolute.
-    #[error(
-        "verify.provision.{alias}.dest `{dest}` is not a plain path inside the tree (absolute, empty, or with ..) — set a relative dest such as .provision/file"
-    )]
-    DestHostile { alias: String, dest: String },
     /// Placing the bytes failed.
     #[error(
         "placing verify.provision.{alias} at {dest}: {detail} — check free space in the temp directory"
@@ -67,7 +62,6 @@ impl Refusal for ProvisionError {
             ProvisionError::SourceMissing { .. } => "provision-source-missing",
             ProvisionError::SourceUnreadable { .. } => "provision-source-unreadable",
             ProvisionError::SourceEmpty { .. } => "provision-source-empty",
-            ProvisionError::DestHostile { .. } => "provision-dest-hostile",
             ProvisionError::Place { .. } => "provision-failed",
         }
     }
@@ -92,23 +86,11 @@ pub fn select<'a>(all: &'a [Provision], top: &Path, common_dir: &Path) -> Vec<&'
         .collect()
 }
 
-fn dest_ok(dest: &str) -> bool {
-    let p = Path::new(dest);
-    !dest.is_empty()
-        && p.components().all(|c| matches!(c, Component::Normal(_)))
-        && !p.components().any(|c| c.as_os_str() == ".git")
-}
-
-/// Check every selected entry can be placed: dest is a plain relative path;
-/// source exists, is readable and non-empty. Runs before the lock.
+/// Check every selected entry can be placed: source exists, is readable and
+/// non-empty. Runs before the lock. (`dest` was already checked to stay
+/// inside the tree when the config was loaded.)
 pub fn preflight(entries: &[&Provision]) -> Result<(), ProvisionError> {
     for p in entries {
-        if !dest_ok(&p.dest) {
-            return Err(ProvisionError::DestHostile {
-                alias: p.alias.clone(),
-                dest: p.dest.clone(),
-            });
-        }
         match std::fs::metadata(&p.source) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ProvisionError::SourceMissing {

@@ -3,17 +3,20 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod certify;
+pub mod stream;
 pub mod affected;
 pub mod union;
 
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
-
-pub mod certify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+pub mod config;
+pub mod init;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.
@@ -33,10 +36,17 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Work streams and their returns: start, status, gate stop-2, teardown.
+    #[command(subcommand)]
+    Stream(stream::StreamCmd),
     /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
     Certify(certify::CertifyArgs),
     /// List a repository's attempt records, or show one.
     Records(certify::RecordsArgs),
+    /// Read and edit config-v1 (SAPHAN_HOME/config), one key per act.
+    Config(config::ConfigArgs),
+    /// Propose a [verify.full] block for the repository's stack.
+    Init(init::InitArgs),
     /// Ask the fast, advisory affected tier what base...head touches, and run it.
     VerifyAffected(affected::VerifyAffectedArgs),
     /// Run a bundled proc adapter (the engine does this; see verify-affected).
@@ -82,8 +92,11 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
+        Command::Stream(c) => stream::run(&ctx, c).await,
         Command::Certify(a) => certify::run(&ctx, a).await,
         Command::Records(a) => certify::records(&ctx, a).await,
+        Command::Config(a) => config::run(&ctx, a),
+        Command::Init(a) => init::run(&ctx, a).await,
         Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
         Command::Adapter(a) => affected::adapter(a),
         Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
