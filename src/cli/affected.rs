@@ -17,7 +17,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct VerifyAffectedArgs {
     /// The repository (any directory inside it).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// The revision the change is measured from (its merge base with head).
     #[arg(long, value_name = "REV")]

@@ -47,13 +47,13 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Propose a [verify.full] block for the repository's stack.
     Init(init::InitArgs),
-    /// Ask the fast, advisory affected tier what base...head touches, and run it.
+    // Help text: the doc comment of the Args type.
     VerifyAffected(affected::VerifyAffectedArgs),
-    /// Run a bundled proc adapter (the engine does this; see verify-affected).
+    // Help text: the doc comment of the Args type.
     Adapter(affected::AdapterArgs),
-    /// Measure the declared suite on the merge of streams onto a base (advisory).
+    // Help text: the doc comment of the Args type.
     VerifyUnion(union::VerifyUnionArgs),
-    /// Run a stream's four Go steps (build, vet, test, gofmt), each with its own budget.
+    // Help text: the doc comment of the Args type.
     VerifyStream(union::VerifyStreamArgs),
 }
 

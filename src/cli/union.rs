@@ -22,7 +22,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct VerifyUnionArgs {
     /// The repository (any path inside it).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// The base the streams merge onto.
     #[arg(long, value_name = "REV")]
