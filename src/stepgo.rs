@@ -394,6 +394,9 @@ pub async fn verify_stream(
     }
     rec.verified_pointer =
         Some("unchanged: verify-stream is advisory and never moves the pointer".into());
+    if let Some(name) = stream_name(&repo.top) {
+        rec.extra.insert("stream".into(), name.into());
+    }
     rec.extra.insert(
         "step_budget".into(),
         humantime::format_duration(budget.duration)
@@ -419,6 +422,16 @@ pub async fn verify_stream(
         budget,
         dirty,
     })
+}
+
+/// The stream a worktree belongs to, from its status file (`- stream:`),
+/// when it has a readable one.
+fn stream_name(top: &Path) -> Option<String> {
+    let file = top.join(crate::stream::status::STATUS_FILE);
+    let text = std::fs::read_to_string(&file).ok()?;
+    crate::stream::status::StatusFile::parse(&text, &file)
+        .ok()?
+        .stream
 }
 
 /// The step of `gofmt -l .`: a listed file is a failure although gofmt

@@ -381,3 +381,44 @@ fn verify_stream_refuses_a_tree_without_go_mod() {
     assert!(text(&o).1.starts_with("saphan: verify-stream-not-go: "));
     assert!(records(&r).is_empty());
 }
+
+#[test]
+fn verify_stream_in_a_stream_worktree_names_the_stream_and_ignores_its_status_file() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    let r = go_module();
+    let wt = tempfile::Builder::new()
+        .prefix("saphan-wt-")
+        .tempdir()
+        .unwrap();
+    let wt = wt.path().join("feature");
+    let o = saphan(
+        &env,
+        &[
+            "stream",
+            "start",
+            "feature",
+            "--repo",
+            &r.path_str(),
+            "--worktree",
+            wt.to_str().unwrap(),
+        ],
+    );
+    assert_code(&o, 0);
+    let mut c = env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args(["verify-stream", "--json"])
+        .current_dir(&wt)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["stream"], "feature");
+    assert_eq!(v["verdict"], "green");
+    assert_eq!(v["sha"], git(&wt, &["rev-parse", "HEAD"]));
+    // The record lives with the repository, seen from every worktree.
+    assert_eq!(records(&r).len(), 1);
+}
