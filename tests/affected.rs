@@ -118,6 +118,10 @@ fn leaf_change_selects_only_its_reverse_closure_including_a_test_importer() {
             .unwrap()
             > 0.0
     );
+    // The closure's own test time, from go test's per-package elapsed times.
+    let c = &v["closure_contribution"];
+    assert!(c["test_seconds"].as_f64().is_some(), "{v:#}");
+    assert!(c["changed_test_seconds"].as_f64().is_some(), "{v:#}");
     // testonly's test asserts W()+leaf.V() == 3: leaf is now 2, so it fails,
     // which is exactly why a test-import-only dependant must be selected.
     assert_eq!(v["result"], "red", "{v:#}");

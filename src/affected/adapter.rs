@@ -99,8 +99,55 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
         widened_by: sel.widened_by,
         selection_seconds: Some(t0.elapsed().as_secs_f64()),
         suite_argv,
+        package_seconds: Default::default(),
     };
     Ok(Plan { scope })
+}
+
+/// Copy `go test -json`'s stream to `out` byte for byte, line by line, and
+/// collect each package's own elapsed seconds from its final
+/// `pass`/`fail`/`skip` event (the one with a `Package` and no `Test`).
+/// Only timing is read here; the verdict is the engine's report parser's.
+pub fn forward_and_time(
+    pipe: impl std::io::Read,
+    mut out: impl std::io::Write,
+) -> std::collections::BTreeMap<String, f64> {
+    use std::io::BufRead;
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Event {
+        action: String,
+        #[serde(default)]
+        package: Option<String>,
+        #[serde(default)]
+        test: Option<String>,
+        #[serde(default)]
+        elapsed: Option<f64>,
+    }
+    let mut timed = std::collections::BTreeMap::new();
+    let mut r = std::io::BufReader::new(pipe);
+    let mut line = Vec::new();
+    let mut writing = true;
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        // Keep draining even if our reader went away, so go is not blocked.
+        if writing && out.write_all(&line).is_err() {
+            writing = false;
+        }
+        if let Ok(ev) = serde_json::from_slice::<Event>(&line)
+            && ev.test.is_none()
+            && matches!(ev.action.as_str(), "pass" | "fail" | "skip")
+            && let (Some(p), Some(e)) = (ev.package, ev.elapsed)
+        {
+            timed.insert(p, e);
+        }
+    }
+    let _ = out.flush();
+    timed
 }
 
 fn head_of(root: &Path) -> Option<String> {
@@ -168,18 +215,56 @@ pub fn go_affected() -> Result<Exit> {
             ""
         }
     );
-    let status = Command::new(&scope.suite_argv[0])
+    let mut child = Command::new(&scope.suite_argv[0])
         .args(&scope.suite_argv[1..])
         .current_dir(&root)
         .stdin(Stdio::null())
-        .status()
+        .stdout(Stdio::piped())
+        .spawn()
         .map_err(|e| AffectedError::GoList {
             detail: format!("could not start `{}`: {e}", scope.suite_argv[0]),
         })?;
+    let timed = match child.stdout.take() {
+        Some(pipe) => forward_and_time(pipe, std::io::stdout().lock()),
+        None => Default::default(),
+    };
+    let status = child.wait().map_err(|e| AffectedError::GoList {
+        detail: format!("waiting for `{}`: {e}", scope.suite_argv[0]),
+    })?;
+    if !timed.is_empty() {
+        let mut scope = scope;
+        scope.package_seconds = timed;
+        let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
+        crate::fsutil::atomic_write(&scope_out, &json)?;
+    }
     Ok(match status.code() {
         Some(0) => Exit::Ok,
         Some(1) => Exit::Red,
         Some(2) => Exit::Refusal,
         _ => Exit::MeasurementFailed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwards_every_byte_and_times_packages() {
+        let stream = concat!(
+            "{\"Action\":\"run\",\"Package\":\"m/a\",\"Test\":\"TestA\"}\n",
+            "{\"Action\":\"pass\",\"Package\":\"m/a\",\"Test\":\"TestA\",\"Elapsed\":0.5}\n",
+            "{\"Action\":\"pass\",\"Package\":\"m/a\",\"Elapsed\":0.75}\n",
+            "not json\n",
+            "{\"Action\":\"skip\",\"Package\":\"m/b\",\"Elapsed\":0}\n",
+            "{\"Action\":\"fail\",\"Package\":\"m/c\",\"Elapsed\":1.25}"
+        );
+        let mut out = Vec::new();
+        let t = forward_and_time(stream.as_bytes(), &mut out);
+        assert_eq!(out, stream.as_bytes());
+        assert_eq!(t.len(), 3);
+        assert_eq!(t["m/a"], 0.75);
+        assert_eq!(t["m/b"], 0.0);
+        assert_eq!(t["m/c"], 1.25);
+    }
 }

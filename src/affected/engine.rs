@@ -101,6 +101,12 @@ pub struct ClosureContribution {
     pub count: usize,
     /// Seconds the adapter spent choosing (its own measurement), when it said.
     pub selection_seconds: Option<f64>,
+    /// Test seconds of the closure's packages: the sum of the per-package
+    /// times the suite reported (packages run in parallel, so this is work,
+    /// not wall time); `None` when the adapter timed no packages.
+    pub test_seconds: Option<f64>,
+    /// The same sum over the changed packages, for comparison.
+    pub changed_test_seconds: Option<f64>,
 }
 
 /// Everything `verify-affected` says (its `--json` object).
@@ -184,9 +190,19 @@ impl AffectedResult {
     }
 
     fn take_scope(&mut self, s: Scope) {
+        let added = s.closure_added();
+        let run: Vec<String> = s
+            .changed_packages
+            .iter()
+            .filter(|p| s.selected_packages.contains(p))
+            .cloned()
+            .collect();
+        let timed = !s.package_seconds.is_empty();
         self.closure_contribution = Some(ClosureContribution {
-            packages: s.closure_added(),
-            count: s.closure_added().len(),
+            count: added.len(),
+            test_seconds: if timed { s.seconds_of(&added) } else { None },
+            changed_test_seconds: if timed { s.seconds_of(&run) } else { None },
+            packages: added,
             selection_seconds: s.selection_seconds,
         });
         self.no_package_paths = s.no_package_paths;
@@ -521,10 +537,16 @@ pub fn render(r: &AffectedResult) -> String {
             let _ = writeln!(o, "  widened           no");
         }
         if let Some(c) = &r.closure_contribution {
-            let secs = c
+            let mut secs = c
                 .selection_seconds
                 .map(|s| format!("; selection took {s:.2}s"))
                 .unwrap_or_default();
+            if let (Some(t), Some(ch), true) = (c.test_seconds, c.changed_test_seconds, c.count > 0)
+            {
+                secs.push_str(&format!(
+                    "; its tests took {t:.2}s (changed packages' {ch:.2}s)"
+                ));
+            }
             let _ = writeln!(
                 o,
                 "  closure added     {}: {}{}",

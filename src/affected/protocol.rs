@@ -113,6 +113,11 @@ pub struct Scope {
     /// The exact command the adapter runs next (empty when nothing is selected).
     #[serde(default)]
     pub suite_argv: Vec<String>,
+    /// Seconds each package's tests took, as the suite reported them. The
+    /// one field an adapter may add by rewriting its scope (atomically)
+    /// after the suite ends; absent when the suite never finished.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub package_seconds: std::collections::BTreeMap<String, f64>,
 }
 
 /// Why a protocol file was refused.
@@ -229,6 +234,16 @@ impl Scope {
         Ok(())
     }
 
+    /// The sum of `package_seconds` over `packages`, when every one of them
+    /// was timed; `None` otherwise (never a 0 nobody measured).
+    pub fn seconds_of(&self, packages: &[String]) -> Option<f64> {
+        packages
+            .iter()
+            .map(|p| self.package_seconds.get(p).copied())
+            .try_fold(0.0f64, |acc, s| s.map(|s| acc + s))
+            .map(|s| (s * 1000.0).round() / 1000.0)
+    }
+
     /// `selected_packages` minus `changed_packages`: what the reverse
     /// closure added beyond the packages the change touched.
     pub fn closure_added(&self) -> Vec<String> {
@@ -268,6 +283,7 @@ mod tests {
             widened_by: vec![],
             selection_seconds: Some(0.1),
             suite_argv: vec![],
+            package_seconds: Default::default(),
         }
     }
 
