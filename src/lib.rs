@@ -4,6 +4,7 @@
 //! The binary is a thin shell over this library; see `DESIGN.md` for the
 //! architecture and `docs/` for the operator guide.
 
+pub mod affected;
 pub mod catalog;
 pub mod certify;
 pub mod cli;
@@ -22,4 +23,6 @@ pub mod record;
 pub mod report;
 pub mod stream;
 pub mod suite;
+pub mod stepgo;
 pub mod transport;
+pub mod union;

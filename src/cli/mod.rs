@@ -5,6 +5,8 @@
 
 pub mod certify;
 pub mod stream;
+pub mod affected;
+pub mod union;
 
 use crate::error::{Exit, Result};
 use crate::home::Home;
@@ -57,6 +59,14 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Propose a [verify.full] block for the repository's stack.
     Init(init::InitArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyAffected(affected::VerifyAffectedArgs),
+    // Help text: the doc comment of the Args type.
+    Adapter(affected::AdapterArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyUnion(union::VerifyUnionArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyStream(union::VerifyStreamArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -101,6 +111,10 @@ async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
         Command::Records(a) => certify::records(&ctx, a).await,
         Command::Config(a) => config::run(&ctx, a),
         Command::Init(a) => init::run(&ctx, a).await,
+        Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
+        Command::Adapter(a) => affected::adapter(a),
+        Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
+        Command::VerifyStream(a) => union::verify_stream(&ctx, a).await,
     }
 }
 
