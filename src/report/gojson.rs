@@ -49,7 +49,20 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
 
 /// Parse a stream from any buffered reader.
 pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, ReportError> {
-    let mut st = Stream::default();
+    let mut st = Stream {
+        marker: memchr::memmem::Finder::new(b" failed]"),
+        seq: 0,
+        events: 0,
+        nonjson: 0,
+        count: 0,
+        names: Vec::new(),
+        pkgs: HashMap::new(),
+        named_pkgs: HashSet::new(),
+        failed_pkgs: Vec::new(),
+        failed_set: HashSet::new(),
+        pending_builds: Vec::new(),
+        text_build_failed: Vec::new(),
+    };
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
@@ -157,8 +170,9 @@ struct PkgRun {
     tests: HashMap<String, TestRun>,
 }
 
-#[derive(Default)]
 struct Stream {
+    /// Finds `" failed]"` (the tail of `[build failed]` / `[setup failed]`).
+    marker: memchr::memmem::Finder<'static>,
     seq: u64,
     events: u64,
     nonjson: u64,
@@ -209,7 +223,7 @@ fn build_failed_text(line: &str) -> Option<&str> {
 impl Stream {
     fn line(&mut self, raw: &[u8]) {
         let trimmed = raw.trim_ascii();
-        let mentions_build = memchr::memmem::find(trimmed, b" failed]").is_some();
+        let mentions_build = self.marker.find(trimmed).is_some();
         if trimmed.first() != Some(&b'{') {
             self.nonjson += 1;
             if mentions_build {
