@@ -1,1 +1,3 @@
-fn main() { println!("cargo:rerun-if-changed=catalog/capabilities.toml"); }
+fn main() {
+    println!("cargo:rerun-if-changed=catalog/capabilities.toml");
+}

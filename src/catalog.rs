@@ -24,10 +24,14 @@ pub enum CatalogError {
         source: std::io::Error,
     },
     /// The catalog is not valid TOML of the catalog's shape.
-    #[error("catalog {origin} is malformed: {detail} — fix the file, or drop --catalog to use the embedded one")]
+    #[error(
+        "catalog {origin} is malformed: {detail} — fix the file, or drop --catalog to use the embedded one"
+    )]
     Malformed { origin: String, detail: String },
     /// A capability name that the closed catalog does not hold.
-    #[error("`{name}` is not a capability in the catalog ({known}) — pick one of those; `saphan catalog show` lists them")]
+    #[error(
+        "`{name}` is not a capability in the catalog ({known}) — pick one of those; `saphan catalog show` lists them"
+    )]
     Unknown { name: String, known: String },
 }
 

@@ -19,7 +19,9 @@ pub enum GitError {
     #[error("{path} is not a git repository ({detail}) — pass --repo with a repository's path")]
     NotARepo { path: PathBuf, detail: String },
     /// A revision did not resolve to a commit.
-    #[error("{rev} does not name a commit in {repo} — check the revision with `git -C {repo} rev-parse {rev}`")]
+    #[error(
+        "{rev} does not name a commit in {repo} — check the revision with `git -C {repo} rev-parse {rev}`"
+    )]
     BadRevision { repo: PathBuf, rev: String },
     /// A git command failed.
     #[error("`{cmd}` failed: {stderr} — run it by hand to see why")]
@@ -109,7 +111,18 @@ impl Repo {
     /// Errors: [`GitError::BadRevision`].
     pub async fn resolve(&self, rev: &str) -> Result<String, GitError> {
         let spec = format!("{rev}^{{commit}}");
-        match git(&self.top, &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec]).await {
+        match git(
+            &self.top,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+        )
+        .await
+        {
             Ok(o) => Ok(o.stdout_str()),
             Err(GitError::Failed { .. }) => Err(GitError::BadRevision {
                 repo: self.top.clone(),
@@ -117,6 +130,17 @@ impl Repo {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every file path (blobs and links) in the tree of commit `sha`.
+    pub async fn tree_files(&self, sha: &str) -> Result<Vec<String>, GitError> {
+        let out = git(&self.top, &["ls-tree", "-r", "--name-only", "-z", sha]).await?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect())
     }
 
     /// `<common-dir>/saphan`: repository-scoped saphan state.
@@ -152,7 +176,11 @@ impl Repo {
             })?;
         let path = parent.path().join("tree");
         let p = path.to_string_lossy().into_owned();
-        git(&self.top, &["worktree", "add", "--detach", "--quiet", &p, sha]).await?;
+        git(
+            &self.top,
+            &["worktree", "add", "--detach", "--quiet", &p, sha],
+        )
+        .await?;
         let gitdir = git(&path, &["rev-parse", "--path-format=absolute", "--git-dir"])
             .await?
             .stdout_str();
@@ -181,7 +209,11 @@ impl Scratch {
     /// Remove the worktree (forced: it is scratch) and prune its admin entry.
     pub async fn remove(mut self) -> Result<(), GitError> {
         let p = self.path.to_string_lossy().into_owned();
-        let res = git(&self.repo_top, &["worktree", "remove", "--force", "--force", &p]).await;
+        let res = git(
+            &self.repo_top,
+            &["worktree", "remove", "--force", "--force", &p],
+        )
+        .await;
         if res.is_err() {
             let _ = std::fs::remove_dir_all(&self.path);
             let _ = git(&self.repo_top, &["worktree", "prune"]).await;

@@ -5,6 +5,7 @@
 //! architecture and `docs/` for the operator guide.
 
 pub mod catalog;
+pub mod certify;
 pub mod cli;
 pub mod config;
 pub mod error;
@@ -12,6 +13,11 @@ pub mod exec;
 pub mod fsutil;
 pub mod git;
 pub mod home;
+pub mod measure;
 pub mod platform;
+pub mod provision;
+pub mod record;
 pub mod report;
+pub mod stream;
+pub mod suite;
 pub mod transport;

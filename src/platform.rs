@@ -92,7 +92,9 @@ mod tests {
 
     #[test]
     fn quoted_unquoted_and_missing_version() {
-        let r = OsRelease::parse("ID=debian\nVERSION_ID=\"12\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n");
+        let r = OsRelease::parse(
+            "ID=debian\nVERSION_ID=\"12\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n",
+        );
         assert_eq!(r.id.as_deref(), Some("debian"));
         assert_eq!(r.version_id.as_deref(), Some("12"));
         let r = OsRelease::parse("ID=arch\nID_LIKE='archlinux other'\n# c\n");

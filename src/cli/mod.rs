@@ -3,12 +3,18 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod certify;
+pub mod stream;
+
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+pub mod config;
+pub mod init;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.
@@ -28,6 +34,17 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Work streams and their returns: start, status, gate stop-2, teardown.
+    #[command(subcommand)]
+    Stream(stream::StreamCmd),
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
+    /// Read and edit config-v1 (SAPHAN_HOME/config), one key per act.
+    Config(config::ConfigArgs),
+    /// Propose a [verify.full] block for the repository's stack.
+    Init(init::InitArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -64,8 +81,13 @@ pub fn out_json(v: &serde_json::Value) {
 }
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
-    let _ = &ctx;
-    match cmd {}
+    match cmd {
+        Command::Stream(c) => stream::run(&ctx, c).await,
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
+        Command::Config(a) => config::run(&ctx, a),
+        Command::Init(a) => init::run(&ctx, a).await,
+    }
 }
 
 /// Parse the command line, run the verb, print any error, return the exit code.
@@ -88,7 +110,10 @@ pub fn main() -> ExitCode {
         catalog: cli.catalog.clone(),
         home: Home::from_env(),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");

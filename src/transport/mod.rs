@@ -63,26 +63,30 @@ impl Transport {
     /// Copy a local file to `remote` (an absolute path on the machine).
     pub async fn put(&self, local: &Path, remote: &str) -> Result<(), TransportError> {
         match self {
-            Transport::Local(_) => tokio::fs::copy(local, remote)
-                .await
-                .map(|_| ())
-                .map_err(|source| TransportError::Copy {
-                    what: format!("{} to {remote}", local.display()),
-                    source,
-                }),
+            Transport::Local(_) => {
+                tokio::fs::copy(local, remote)
+                    .await
+                    .map(|_| ())
+                    .map_err(|source| TransportError::Copy {
+                        what: format!("{} to {remote}", local.display()),
+                        source,
+                    })
+            }
         }
     }
 
     /// Copy `remote` (an absolute path on the machine) to a local file.
     pub async fn get(&self, remote: &str, local: &Path) -> Result<(), TransportError> {
         match self {
-            Transport::Local(_) => tokio::fs::copy(remote, local)
-                .await
-                .map(|_| ())
-                .map_err(|source| TransportError::Copy {
-                    what: format!("{remote} to {}", local.display()),
-                    source,
-                }),
+            Transport::Local(_) => {
+                tokio::fs::copy(remote, local)
+                    .await
+                    .map(|_| ())
+                    .map_err(|source| TransportError::Copy {
+                        what: format!("{remote} to {}", local.display()),
+                        source,
+                    })
+            }
         }
     }
 }

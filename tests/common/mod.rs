@@ -13,7 +13,10 @@ pub struct Env {
 impl Env {
     pub fn new() -> Env {
         Env {
-            home: tempfile::Builder::new().prefix("saphan-home-").tempdir().unwrap(),
+            home: tempfile::Builder::new()
+                .prefix("saphan-home-")
+                .tempdir()
+                .unwrap(),
         }
     }
     pub fn home(&self) -> &Path {
@@ -48,7 +51,11 @@ pub fn text(o: &Output) -> (String, String) {
 #[track_caller]
 pub fn assert_code(o: &Output, code: i32) {
     let (out, err) = text(o);
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
 }
 
 /// Run git in `dir`; panic with its stderr on failure. Returns trimmed stdout.
@@ -63,7 +70,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
         .output()
         .unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).trim_end().to_string()
 }
 
@@ -75,7 +86,10 @@ pub struct Repo {
 impl Repo {
     /// `git init -b main` with one commit holding `files`.
     pub fn new(files: &[(&str, &str)]) -> Repo {
-        let dir = tempfile::Builder::new().prefix("saphan-repo-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("saphan-repo-")
+            .tempdir()
+            .unwrap();
         git(dir.path(), &["init", "-q", "-b", "main"]);
         let r = Repo { dir };
         r.commit(files, "initial");
