@@ -226,12 +226,11 @@ impl Stream {
         let mentions_build = self.marker.find(trimmed).is_some();
         if trimmed.first() != Some(&b'{') {
             self.nonjson += 1;
-            if mentions_build {
-                if let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed)) {
-                    let p = p.to_string();
-                    self.text_build_failed.push(p.clone());
-                    self.package_failed(p);
-                }
+            if mentions_build && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
+            {
+                let p = p.to_string();
+                self.text_build_failed.push(p.clone());
+                self.package_failed(p);
             }
             return;
         }
@@ -269,10 +268,11 @@ impl Stream {
                 let prev = run
                     .tests
                     .insert(test.to_string(), TestRun { seq, last: None });
-                if let Some(prev) = prev {
-                    if matches!(prev.last, Some(Term::Pass | Term::Fail)) && top_level(test) {
-                        self.count += 1;
-                    }
+                if let Some(prev) = prev
+                    && matches!(prev.last, Some(Term::Pass | Term::Fail))
+                    && top_level(test)
+                {
+                    self.count += 1;
                 }
             }
             (a @ ("pass" | "fail" | "skip"), Some(pkg), Some(test)) => {

@@ -344,18 +344,19 @@ impl State {
                     }
                     _ => {}
                 }
-                if name == "error" && self.case.is_none() {
-                    if let Some(s) = self.suites.last_mut() {
-                        if s.depth + 1 == depth && !s.error_named {
-                            s.error_named = true;
-                            let n = if s.name.is_empty() {
-                                "(unnamed testsuite)".to_string()
-                            } else {
-                                s.name.clone()
-                            };
-                            self.parsed.names.insert(s.at, n);
-                        }
-                    }
+                if name == "error"
+                    && self.case.is_none()
+                    && let Some(s) = self.suites.last_mut()
+                    && s.depth + 1 == depth
+                    && !s.error_named
+                {
+                    s.error_named = true;
+                    let n = if s.name.is_empty() {
+                        "(unnamed testsuite)".to_string()
+                    } else {
+                        s.name.clone()
+                    };
+                    self.parsed.names.insert(s.at, n);
                 }
             }
         }
@@ -440,26 +441,26 @@ impl State {
     /// The innermost open element closed.
     fn close(&mut self) -> Result<(), Fail> {
         let depth = self.depth();
-        if let Some(c) = &self.case {
-            if c.depth == depth {
-                if c.failing {
-                    let n = self.case_name()?;
-                    self.parsed.names.push(n);
-                }
-                if !c.skipped {
-                    if let Some(d) = self.derived.as_mut() {
-                        *d += 1;
-                    }
-                }
-                self.case = None;
+        if let Some(c) = &self.case
+            && c.depth == depth
+        {
+            if c.failing {
+                let n = self.case_name()?;
+                self.parsed.names.push(n);
             }
+            if !c.skipped
+                && let Some(d) = self.derived.as_mut()
+            {
+                *d += 1;
+            }
+            self.case = None;
         }
         if self.suites.last().map(|s| s.depth) == Some(depth) {
             self.suites.pop();
-            if self.suites.is_empty() {
-                if let Some(d) = self.derived.take() {
-                    self.parsed.count = self.parsed.count.saturating_add(d);
-                }
+            if self.suites.is_empty()
+                && let Some(d) = self.derived.take()
+            {
+                self.parsed.count = self.parsed.count.saturating_add(d);
             }
         }
         if let Some(start) = self.stack.pop() {
