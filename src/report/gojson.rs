@@ -195,6 +195,14 @@ fn top_level(test: &str) -> bool {
     !test.contains('/')
 }
 
+/// Top-level tests of a package run whose last action was pass or fail.
+fn finished_top_level(run: &PkgRun) -> u64 {
+    run.tests
+        .iter()
+        .filter(|(name, t)| top_level(name) && matches!(t.last, Some(Term::Pass | Term::Fail)))
+        .count() as u64
+}
+
 /// The package a `build-fail` ImportPath belongs to: `p [p.test]` → `p`,
 /// `p_test [p.test]` → `p`, `p.test` → `p`, `p` → `p`.
 pub fn build_package(import_path: &str) -> &str {
@@ -249,6 +257,13 @@ impl Stream {
         self.seq += 1;
         let seq = self.seq;
         match (&*action, ev.package.as_deref(), ev.test.as_deref()) {
+            ("start", Some(pkg), None) => {
+                // A new run of the package (Go 1.20+): a previous run that
+                // never reported its end is closed for counting.
+                if let Some(run) = self.pkgs.remove(pkg) {
+                    self.count += finished_top_level(&run);
+                }
+            }
             ("build-fail", _, _) => {
                 if let Some(ip) = ev.import_path.as_deref() {
                     let p = build_package(ip).to_string();
@@ -430,6 +445,23 @@ mod tests {
             {\"Action\":\"pass\",\"Package\":\"example.com/m/ok\"}\n");
         assert_eq!(p.count, 1);
         assert_eq!(p.names, ["example.com/m/bad"]);
+    }
+
+    #[test]
+    fn count_2_and_a_restarted_package_count_every_run() {
+        let p = ok("{\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"skip\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\"}\n");
+        assert_eq!(p.count, 3);
+        assert_eq!(p.names, ["p.T"]);
     }
 
     #[test]
