@@ -49,7 +49,20 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
 
 /// Parse a stream from any buffered reader.
 pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, ReportError> {
-    let mut st = Stream::default();
+    let mut st = Stream {
+        marker: memchr::memmem::Finder::new(b" failed]"),
+        seq: 0,
+        events: 0,
+        nonjson: 0,
+        count: 0,
+        names: Vec::new(),
+        pkgs: HashMap::new(),
+        named_pkgs: HashSet::new(),
+        failed_pkgs: Vec::new(),
+        failed_set: HashSet::new(),
+        pending_builds: Vec::new(),
+        text_build_failed: Vec::new(),
+    };
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
@@ -157,8 +170,9 @@ struct PkgRun {
     tests: HashMap<String, TestRun>,
 }
 
-#[derive(Default)]
 struct Stream {
+    /// Finds `" failed]"` (the tail of `[build failed]` / `[setup failed]`).
+    marker: memchr::memmem::Finder<'static>,
     seq: u64,
     events: u64,
     nonjson: u64,
@@ -179,6 +193,14 @@ struct Stream {
 
 fn top_level(test: &str) -> bool {
     !test.contains('/')
+}
+
+/// Top-level tests of a package run whose last action was pass or fail.
+fn finished_top_level(run: &PkgRun) -> u64 {
+    run.tests
+        .iter()
+        .filter(|(name, t)| top_level(name) && matches!(t.last, Some(Term::Pass | Term::Fail)))
+        .count() as u64
 }
 
 /// The package a `build-fail` ImportPath belongs to: `p [p.test]` → `p`,
@@ -209,15 +231,14 @@ fn build_failed_text(line: &str) -> Option<&str> {
 impl Stream {
     fn line(&mut self, raw: &[u8]) {
         let trimmed = raw.trim_ascii();
-        let mentions_build = memchr::memmem::find(trimmed, b" failed]").is_some();
+        let mentions_build = self.marker.find(trimmed).is_some();
         if trimmed.first() != Some(&b'{') {
             self.nonjson += 1;
-            if mentions_build {
-                if let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed)) {
-                    let p = p.to_string();
-                    self.text_build_failed.push(p.clone());
-                    self.package_failed(p);
-                }
+            if mentions_build && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
+            {
+                let p = p.to_string();
+                self.text_build_failed.push(p.clone());
+                self.package_failed(p);
             }
             return;
         }
@@ -236,6 +257,13 @@ impl Stream {
         self.seq += 1;
         let seq = self.seq;
         match (&*action, ev.package.as_deref(), ev.test.as_deref()) {
+            ("start", Some(pkg), None) => {
+                // A new run of the package (Go 1.20+): a previous run that
+                // never reported its end is closed for counting.
+                if let Some(run) = self.pkgs.remove(pkg) {
+                    self.count += finished_top_level(&run);
+                }
+            }
             ("build-fail", _, _) => {
                 if let Some(ip) = ev.import_path.as_deref() {
                     let p = build_package(ip).to_string();
@@ -255,10 +283,11 @@ impl Stream {
                 let prev = run
                     .tests
                     .insert(test.to_string(), TestRun { seq, last: None });
-                if let Some(prev) = prev {
-                    if matches!(prev.last, Some(Term::Pass | Term::Fail)) && top_level(test) {
-                        self.count += 1;
-                    }
+                if let Some(prev) = prev
+                    && matches!(prev.last, Some(Term::Pass | Term::Fail))
+                    && top_level(test)
+                {
+                    self.count += 1;
                 }
             }
             (a @ ("pass" | "fail" | "skip"), Some(pkg), Some(test)) => {
@@ -416,6 +445,23 @@ mod tests {
             {\"Action\":\"pass\",\"Package\":\"example.com/m/ok\"}\n");
         assert_eq!(p.count, 1);
         assert_eq!(p.names, ["example.com/m/bad"]);
+    }
+
+    #[test]
+    fn count_2_and_a_restarted_package_count_every_run() {
+        let p = ok("{\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"skip\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\"}\n");
+        assert_eq!(p.count, 3);
+        assert_eq!(p.names, ["p.T"]);
     }
 
     #[test]

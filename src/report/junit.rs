@@ -24,6 +24,7 @@
 
 use super::{Parsed, ReportError, files};
 use quick_xml::XmlVersion;
+use quick_xml::events::attributes::{Attribute, Attributes};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 use std::fs::File;
@@ -154,13 +155,114 @@ struct State {
     stack_names: String,
     suites: Vec<Suite>,
     case: Option<Case>,
-    /// The testcase name being read (reused; copied out only when failing).
-    case_name: String,
+    /// The raw attributes of the open testcase (reused buffer).
+    case_attrs: String,
+    /// Where the open testcase began, for errors in its attributes.
+    case_offset: u64,
     /// The outermost suite currently open has no `tests`: its derived count.
     derived: Option<u64>,
     saw_suite: bool,
     root_closed: bool,
     saw_doctype: bool,
+}
+
+/// An attribute value, unescaped and normalized (XML 1.0 §3.3.3).
+fn value<'a>(a: &Attribute<'a>, offset: u64) -> Result<std::borrow::Cow<'a, str>, Fail> {
+    a.normalized_value(XmlVersion::Implicit1_0)
+        .map_err(|x| attr_err(offset, x))
+}
+
+/// Well-formedness of an element's attributes: syntax, duplicates, and
+/// references (only values holding `&` are unescaped to check them).
+fn check_attrs(e: &BytesStart<'_>, offset: u64) -> Result<(), Fail> {
+    if plain_attrs(e.attributes_raw().as_bytes()) {
+        return Ok(());
+    }
+    // Anything unusual (references, odd syntax, many attributes) takes the
+    // careful path, which also finds the words for an error.
+    // quick-xml's own duplicate check allocates per element; a small array
+    // does the same work for the usual handful of attributes.
+    let mut keys: [&str; 16] = [""; 16];
+    let mut n = 0;
+    let mut attrs = e.attributes();
+    attrs.with_checks(false);
+    for a in attrs {
+        let a = a.map_err(|x| attr_err(offset, x))?;
+        let k = a.key.0;
+        if n < keys.len() {
+            if keys[..n].contains(&k) {
+                return Err(attr_err(offset, format!("duplicate attribute `{k}`")));
+            }
+            keys[n] = k;
+            n += 1;
+        } else {
+            // Many attributes: let quick-xml check them all.
+            for a in e.attributes() {
+                a.map_err(|x| attr_err(offset, x))?;
+            }
+        }
+        if a.value.contains('&') {
+            value(&a, offset)?;
+        }
+    }
+    Ok(())
+}
+
+/// The fast path of [`check_attrs`]: true when `raw` is a well-formed run of
+/// at most 16 distinct `name="value"` / `name='value'` pairs whose values
+/// hold neither `<` nor `&`. False means "look closer", not "broken".
+fn plain_attrs(raw: &[u8]) -> bool {
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let mut keys: [&[u8]; 16] = [b""; 16];
+    let mut nk = 0;
+    let mut i = 0;
+    let n = raw.len();
+    loop {
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n {
+            return true;
+        }
+        let start = i;
+        while i < n && !ws(raw[i]) && raw[i] != b'=' {
+            if matches!(raw[i], b'"' | b'\'' | b'<' | b'>' | b'&' | b'/') {
+                return false;
+            }
+            i += 1;
+        }
+        let key = &raw[start..i];
+        if key.is_empty() || nk == keys.len() || keys[..nk].contains(&key) {
+            return false;
+        }
+        keys[nk] = key;
+        nk += 1;
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n || raw[i] != b'=' {
+            return false;
+        }
+        i += 1;
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n || !matches!(raw[i], b'"' | b'\'') {
+            return false;
+        }
+        let q = raw[i];
+        i += 1;
+        let Some(len) = memchr::memchr(q, &raw[i..]) else {
+            return false;
+        };
+        if memchr::memchr2(b'<', b'&', &raw[i..i + len]).is_some() {
+            return false;
+        }
+        i += len + 1;
+        if i < n && !ws(raw[i]) {
+            return false;
+        }
+    }
 }
 
 fn attr_err(offset: u64, e: impl std::fmt::Display) -> Fail {
@@ -186,7 +288,8 @@ impl State {
             stack_names: String::new(),
             suites: Vec::new(),
             case: None,
-            case_name: String::new(),
+            case_attrs: String::new(),
+            case_offset: 0,
             derived: None,
             saw_suite: false,
             root_closed: false,
@@ -214,27 +317,11 @@ impl State {
         match name {
             "testsuite" => self.open_suite(e, depth, offset)?,
             "testcase" if self.case.is_none() => {
-                let mut classname = None;
-                let mut tname = None;
-                for a in e.attributes() {
-                    let a = a.map_err(|x| attr_err(offset, x))?;
-                    match a.key.as_ref() {
-                        "classname" => classname = Some(self.value(&a, offset)?),
-                        "name" => tname = Some(self.value(&a, offset)?),
-                        _ => {}
-                    }
-                }
-                self.case_name.clear();
-                match (classname.as_deref(), tname.as_deref()) {
-                    (Some(c), Some(n)) if !c.is_empty() => {
-                        self.case_name.push_str(c);
-                        self.case_name.push('.');
-                        self.case_name.push_str(n);
-                    }
-                    (_, Some(n)) => self.case_name.push_str(n),
-                    (Some(c), None) if !c.is_empty() => self.case_name.push_str(c),
-                    _ => self.case_name.push_str("(unnamed testcase)"),
-                }
+                check_attrs(e, offset)?;
+                // The name is built only if the testcase turns out failing.
+                self.case_attrs.clear();
+                self.case_attrs.push_str(e.attributes_raw());
+                self.case_offset = offset;
                 self.case = Some(Case {
                     depth,
                     failing: false,
@@ -242,9 +329,7 @@ impl State {
                 });
             }
             _ => {
-                for a in e.attributes() {
-                    a.map_err(|x| attr_err(offset, x))?;
-                }
+                check_attrs(e, offset)?;
                 let in_case = self.case.as_ref().map(|c| c.depth + 1 == depth);
                 match name {
                     "failure" | "error" if in_case == Some(true) => {
@@ -259,32 +344,23 @@ impl State {
                     }
                     _ => {}
                 }
-                if name == "error" && self.case.is_none() {
-                    if let Some(s) = self.suites.last_mut() {
-                        if s.depth + 1 == depth && !s.error_named {
-                            s.error_named = true;
-                            let n = if s.name.is_empty() {
-                                "(unnamed testsuite)".to_string()
-                            } else {
-                                s.name.clone()
-                            };
-                            self.parsed.names.insert(s.at, n);
-                        }
-                    }
+                if name == "error"
+                    && self.case.is_none()
+                    && let Some(s) = self.suites.last_mut()
+                    && s.depth + 1 == depth
+                    && !s.error_named
+                {
+                    s.error_named = true;
+                    let n = if s.name.is_empty() {
+                        "(unnamed testsuite)".to_string()
+                    } else {
+                        s.name.clone()
+                    };
+                    self.parsed.names.insert(s.at, n);
                 }
             }
         }
         Ok(())
-    }
-
-    /// An attribute value, unescaped and normalized (XML 1.0 §3.3.3).
-    fn value<'a>(
-        &self,
-        a: &quick_xml::events::attributes::Attribute<'a>,
-        offset: u64,
-    ) -> Result<std::borrow::Cow<'a, str>, Fail> {
-        a.normalized_value(XmlVersion::Implicit1_0)
-            .map_err(|x| attr_err(offset, x))
     }
 
     fn open_suite(&mut self, e: &BytesStart<'_>, depth: usize, offset: u64) -> Result<(), Fail> {
@@ -295,12 +371,12 @@ impl State {
         for a in e.attributes() {
             let a = a.map_err(|x| attr_err(offset, x))?;
             match a.key.as_ref() {
-                "name" => name = self.value(&a, offset)?.into_owned(),
+                "name" => name = value(&a, offset)?.into_owned(),
                 "tests" if outermost => {
-                    tests = Some(count_attr(&self.value(&a, offset)?, "tests", offset)?)
+                    tests = Some(count_attr(&value(&a, offset)?, "tests", offset)?)
                 }
                 "skipped" if outermost => {
-                    skipped = Some(count_attr(&self.value(&a, offset)?, "skipped", offset)?)
+                    skipped = Some(count_attr(&value(&a, offset)?, "skipped", offset)?)
                 }
                 _ => {}
             }
@@ -340,28 +416,51 @@ impl State {
         Ok(())
     }
 
-    /// The innermost open element closed.
-    fn close(&mut self) {
-        let depth = self.depth();
-        if let Some(c) = &self.case {
-            if c.depth == depth {
-                if c.failing {
-                    self.parsed.names.push(self.case_name.clone());
-                }
-                if !c.skipped {
-                    if let Some(d) = self.derived.as_mut() {
-                        *d += 1;
-                    }
-                }
-                self.case = None;
+    /// The name of the open testcase: `classname.name`, or `name` alone when
+    /// classname is missing or empty.
+    fn case_name(&self) -> Result<String, Fail> {
+        let offset = self.case_offset;
+        let mut classname = None;
+        let mut tname = None;
+        for a in Attributes::new(&self.case_attrs, 0) {
+            let a = a.map_err(|x| attr_err(offset, x))?;
+            match a.key.as_ref() {
+                "classname" => classname = Some(value(&a, offset)?),
+                "name" => tname = Some(value(&a, offset)?),
+                _ => {}
             }
+        }
+        Ok(match (classname.as_deref(), tname.as_deref()) {
+            (Some(c), Some(n)) if !c.is_empty() => format!("{c}.{n}"),
+            (_, Some(n)) => n.to_string(),
+            (Some(c), None) if !c.is_empty() => c.to_string(),
+            _ => "(unnamed testcase)".to_string(),
+        })
+    }
+
+    /// The innermost open element closed.
+    fn close(&mut self) -> Result<(), Fail> {
+        let depth = self.depth();
+        if let Some(c) = &self.case
+            && c.depth == depth
+        {
+            if c.failing {
+                let n = self.case_name()?;
+                self.parsed.names.push(n);
+            }
+            if !c.skipped
+                && let Some(d) = self.derived.as_mut()
+            {
+                *d += 1;
+            }
+            self.case = None;
         }
         if self.suites.last().map(|s| s.depth) == Some(depth) {
             self.suites.pop();
-            if self.suites.is_empty() {
-                if let Some(d) = self.derived.take() {
-                    self.parsed.count = self.parsed.count.saturating_add(d);
-                }
+            if self.suites.is_empty()
+                && let Some(d) = self.derived.take()
+            {
+                self.parsed.count = self.parsed.count.saturating_add(d);
             }
         }
         if let Some(start) = self.stack.pop() {
@@ -370,6 +469,7 @@ impl State {
         if self.stack.is_empty() {
             self.root_closed = true;
         }
+        Ok(())
     }
 
     fn innermost(&self) -> &str {
@@ -414,9 +514,9 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
             Event::Empty(e) => {
                 saw_content = true;
                 st.open(&e, before)?;
-                st.close();
+                st.close()?;
             }
-            Event::End(_) => st.close(),
+            Event::End(_) => st.close()?,
             Event::Text(t) => {
                 if !is_blank(&t) {
                     saw_content = true;
@@ -508,6 +608,34 @@ mod tests {
     }
 
     #[test]
+    fn fast_attribute_check_agrees_with_quick_xml() {
+        for raw in [" a='1' b=\"2\"", "", "  ", " a = '1'\n b='x y'"] {
+            assert!(plain_attrs(raw.as_bytes()), "{raw:?}");
+        }
+        for raw in [
+            " a",
+            " a=1",
+            " a='1' a='2'",
+            " a='<'",
+            " a='&amp;'",
+            " a='1'b='2'",
+            " a='1",
+            " /",
+            " ='1'",
+        ] {
+            assert!(!plain_attrs(raw.as_bytes()), "{raw:?}");
+        }
+        let p = ok(
+            "<testsuite tests='2'><testcase classname='c' name='n'/><testcase name='m' time='1'></testcase></testsuite>",
+        );
+        assert_eq!(p.count, 2);
+        assert!(matches!(
+            err(b"<testsuite tests='1'><testcase name=x/></testsuite>"),
+            ReportError::Malformed { .. }
+        ));
+    }
+
+    #[test]
     fn bom_and_declaration_are_accepted() {
         let mut x = b"\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n".to_vec();
         x.extend_from_slice(b"<testsuite name=\"s\" tests=\"2\"><testcase classname=\"c\" name=\"n\"><failure/></testcase></testsuite>");
@@ -592,6 +720,18 @@ mod tests {
         #[test]
         fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = parse_bytes(&bytes, "fuzz.xml");
+        }
+
+        #[test]
+        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t]{0,24}") {
+            if plain_attrs(raw.as_bytes()) {
+                let mut keys = Vec::new();
+                for a in Attributes::new(&raw, 0) {
+                    let a = a.expect("quick-xml rejects what the fast path accepted");
+                    proptest::prop_assert!(!keys.contains(&a.key.0.to_string()));
+                    keys.push(a.key.0.to_string());
+                }
+            }
         }
 
         #[test]
