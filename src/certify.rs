@@ -57,7 +57,10 @@ pub enum CertifyError {
     #[error(
         "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
     )]
-    DispatchUnavailable { machines: String, class: &'static str },
+    DispatchUnavailable {
+        machines: String,
+        class: &'static str,
+    },
 }
 
 impl Refusal for CertifyError {

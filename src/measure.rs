@@ -12,7 +12,7 @@ use crate::error::{IoError, Result};
 use crate::exec::{self, Cmd, Sink, Termination};
 use crate::provision::{self, Placed};
 use crate::record::{Avail, Record};
-use crate::report::{self, Evidence, Measurement, Verdict};
+use crate::report::{self, Evidence, Measurement};
 use crate::suite::ResolvedSuite;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -153,14 +153,14 @@ pub async fn run_suite(plan: Plan<'_>, interrupt: &Interrupt) -> Result<SuiteRun
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
-            failed(
+            Measurement::failed(
                 "interrupted: the operator pressed Ctrl-C; the suite's process group was killed",
             ),
             String::new(),
         ),
         Some(Err(e)) => (
             None,
-            failed(&format!(
+            Measurement::failed(format!(
                 "crash: the suite's program `{}` could not be started: {e}",
                 plan.suite.argv[0]
             )),
@@ -197,17 +197,6 @@ pub async fn run_suite(plan: Plan<'_>, interrupt: &Interrupt) -> Result<SuiteRun
     })
 }
 
-fn failed(note: &str) -> Measurement {
-    Measurement {
-        verdict: Verdict::MeasurementFailed,
-        count: None,
-        count_derived: false,
-        named_tests: None,
-        report_files: Vec::new(),
-        notes: vec![note.to_string()],
-    }
-}
-
 /// Who measured what, for [`record`].
 #[derive(Debug, Clone, Copy)]
 pub struct Subject<'a> {
@@ -231,14 +220,6 @@ pub fn record(
     run: &SuiteRun,
 ) -> Record {
     let m = &run.measurement;
-    let failure = match (run.termination, m.verdict) {
-        (_, v) if v != Verdict::MeasurementFailed => None,
-        (Some(Termination::TimedOut), _) => Some("timeout"),
-        (Some(Termination::Signaled(_)), _) => Some("signal"),
-        (None, _) if m.notes.iter().any(|n| n.starts_with("interrupted")) => Some("interrupted"),
-        (None, _) => Some("crash"),
-        (Some(Termination::Exited(_)), _) => Some("report"),
-    };
     Record {
         format: crate::record::FORMAT,
         id: crate::record::new_id(),
@@ -250,7 +231,7 @@ pub fn record(
         started_at: run.started_at.clone(),
         finished_at: run.finished_at.clone(),
         verdict: m.verdict,
-        failure: failure.map(str::to_string),
+        failure: m.failure(),
         suite_source: suite.source.as_str(),
         suite_argv: suite.argv.clone(),
         report: suite.report,

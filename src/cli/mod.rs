@@ -3,9 +3,9 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod affected;
 pub mod certify;
 pub mod stream;
-pub mod affected;
 pub mod union;
 
 use crate::error::{Exit, Result};

@@ -108,6 +108,32 @@ pub struct Measurement {
     pub notes: Vec<String>,
 }
 
+impl Measurement {
+    /// A failed measurement with one note (`<stable-name>: what happened`):
+    /// no count, no names — nothing was measured that could be trusted.
+    pub fn failed(note: impl Into<String>) -> Measurement {
+        Measurement {
+            verdict: Verdict::MeasurementFailed,
+            count: None,
+            count_derived: false,
+            named_tests: None,
+            report_files: Vec::new(),
+            notes: vec![note.into()],
+        }
+    }
+
+    /// The stable name of why the measurement failed — the name that opens
+    /// the deciding (last) note, e.g. `timeout`, `crash`, `contradictory`,
+    /// `report-malformed`; `None` unless the verdict is measurement-failed.
+    pub fn failure(&self) -> Option<String> {
+        if self.verdict != Verdict::MeasurementFailed {
+            return None;
+        }
+        let last = self.notes.last()?;
+        Some(last.split(':').next().unwrap_or(last).trim().to_string())
+    }
+}
+
 /// The evidence of one finished suite run.
 #[derive(Debug, Clone, Copy)]
 pub struct Evidence<'a> {
@@ -262,14 +288,7 @@ pub fn parse(ev: &Evidence<'_>) -> Result<Parsed, ReportError> {
 /// Derive the measurement from the evidence. Never fails: anything that
 /// cannot be read becomes a `MeasurementFailed` with a note naming why.
 pub fn measure(ev: &Evidence<'_>) -> Measurement {
-    let failed = |note: String| Measurement {
-        verdict: Verdict::MeasurementFailed,
-        count: None,
-        count_derived: false,
-        named_tests: None,
-        report_files: Vec::new(),
-        notes: vec![note],
-    };
+    let failed = Measurement::failed;
     match ev.termination {
         Termination::TimedOut => {
             return failed(
