@@ -703,3 +703,66 @@ async fn http_over_a_forwarded_docker_socket() {
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&body[..], b"OK");
 }
+
+/// known_hosts names a host on another port `[ip]:port`, and `HostKeyAlias`
+/// replaces the name looked up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_hosts_lookup_respects_port_and_host_key_alias() {
+    let Some(lab) = Lab::shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ip = lab.host_ip("m0");
+    let kh = std::fs::read_to_string(lab.known_hosts()).unwrap();
+    let key = kh
+        .lines()
+        .find(|l| l.starts_with(&format!("{ip} ")))
+        .unwrap()
+        .split_once(' ')
+        .unwrap()
+        .1
+        .to_string();
+    let write = |name: &str, known: &str, extra: &str| {
+        let khf = dir.path().join(format!("{name}.kh"));
+        std::fs::write(&khf, known).unwrap();
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "Host m0\n  HostName {ip}\n  User root\n  IdentityFile {}\n  IdentityAgent none\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n{extra}",
+                lab.identity().display(),
+                khf.display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    // Port 2222 with only the port-22 entry: unknown, and the message says
+    // how the entry must look.
+    let cfg = write("p22", &format!("{ip} {key}\n"), "  Port 2222\n");
+    let e = connect_with(&cfg, "m0").await.unwrap_err();
+    assert_eq!(e.name(), "host-key-unknown", "{e}");
+    assert!(e.to_string().contains(&format!("[{ip}]:2222")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("ssh-keyscan -p 2222 {ip}")),
+        "{e}"
+    );
+    // With the `[ip]:2222` entry it connects.
+    let cfg = write("p2222", &format!("[{ip}]:2222 {key}\n"), "  Port 2222\n");
+    let t = connect_with(&cfg, "m0").await.unwrap();
+    assert!(t.exec(&argv(&["true"]), T).await.unwrap().status.success());
+    // HostKeyAlias: the entry is looked up under the alias, not the address.
+    let cfg = write(
+        "alias",
+        &format!("box-m0 {key}\n"),
+        "  HostKeyAlias box-m0\n",
+    );
+    connect_with(&cfg, "m0").await.unwrap();
+    let cfg = write(
+        "noalias",
+        &format!("{ip} {key}\n"),
+        "  HostKeyAlias box-m0\n",
+    );
+    assert_eq!(
+        connect_with(&cfg, "m0").await.unwrap_err().name(),
+        "host-key-unknown"
+    );
+}
