@@ -52,11 +52,12 @@ pub struct Settings {
 /// Refusals of certify itself.
 #[derive(Debug, thiserror::Error)]
 pub enum CertifyError {
-    /// Remote dispatch was asked for; this build measures on the local machine only.
+    /// Remote or container dispatch was asked for; this version measures
+    /// host-class runs on the local machine only.
     #[error(
-        "certify --machine {machines} asks for remote dispatch, which this version does not run yet — certify on this machine (drop --machine), and use `saphan machine probe` to prepare the fleet"
+        "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
     )]
-    DispatchUnavailable { machines: String },
+    DispatchUnavailable { machines: String, class: &'static str },
 }
 
 impl Refusal for CertifyError {
@@ -110,9 +111,28 @@ pub async fn certify(
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
+    if settings.class == Class::Container {
+        // Container-class runs need proof that each machine can run the
+        // pinned probe image, before anything else happens there.
+        let now = time::OffsetDateTime::now_utc();
+        let targets: Vec<&str> = if remote.is_empty() {
+            vec!["local"]
+        } else {
+            remote.iter().map(|m| m.as_str()).collect()
+        };
+        for m in targets {
+            crate::docker::require_container_capability(home, catalog, m, now)?;
+        }
+        return Err(CertifyError::DispatchUnavailable {
+            machines: settings.machines.join(","),
+            class: settings.class.as_str(),
+        }
+        .into());
+    }
     if !remote.is_empty() {
         return Err(CertifyError::DispatchUnavailable {
             machines: settings.machines.join(","),
+            class: settings.class.as_str(),
         }
         .into());
     }

@@ -70,6 +70,27 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
     Ok(out)
 }
 
+/// Run `git -C dir args…` with extra environment (`GIT_AUTHOR_*` …) and the
+/// plumbing budget, and return its output whatever its exit status: for
+/// commands whose non-zero exit is an answer (`merge-tree` reports a
+/// conflict with 1). Errors only when git cannot be started.
+pub async fn git_status_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Output, GitError> {
+    let mut cmd = Cmd::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .timeout(GIT_TIMEOUT);
+    for (k, v) in env {
+        cmd = cmd.env(k, v);
+    }
+    exec::run(cmd).await.map_err(GitError::Spawn)
+}
+
 impl Repo {
     /// Discover the repository containing `path`.
     ///

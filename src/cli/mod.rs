@@ -5,6 +5,8 @@
 
 pub mod certify;
 pub mod stream;
+pub mod affected;
+pub mod union;
 
 use crate::error::{Exit, Result};
 use crate::home::Home;
@@ -13,8 +15,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+pub mod catalog;
 pub mod config;
 pub mod init;
+pub mod machine;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.
@@ -34,6 +38,16 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The closed capability catalog.
+    Catalog {
+        #[command(subcommand)]
+        cmd: catalog::CatalogCmd,
+    },
+    /// Machine rows, and the measure and probe ceremonies.
+    Machine {
+        #[command(subcommand)]
+        cmd: machine::MachineCmd,
+    },
     /// Work streams and their returns: start, status, gate stop-2, teardown.
     #[command(subcommand)]
     Stream(stream::StreamCmd),
@@ -45,6 +59,14 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Propose a [verify.full] block for the repository's stack.
     Init(init::InitArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyAffected(affected::VerifyAffectedArgs),
+    // Help text: the doc comment of the Args type.
+    Adapter(affected::AdapterArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyUnion(union::VerifyUnionArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyStream(union::VerifyStreamArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -82,11 +104,17 @@ pub fn out_json(v: &serde_json::Value) {
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     match cmd {
+        Command::Catalog { cmd } => catalog::run(&ctx, cmd).await,
+        Command::Machine { cmd } => machine::run(&ctx, cmd).await,
         Command::Stream(c) => stream::run(&ctx, c).await,
         Command::Certify(a) => certify::run(&ctx, a).await,
         Command::Records(a) => certify::records(&ctx, a).await,
         Command::Config(a) => config::run(&ctx, a),
         Command::Init(a) => init::run(&ctx, a).await,
+        Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
+        Command::Adapter(a) => affected::adapter(a),
+        Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
+        Command::VerifyStream(a) => union::verify_stream(&ctx, a).await,
     }
 }
 

@@ -1,0 +1,230 @@
+//! Fleet ceremony benchmark (harness = false), on the lab's real sshd hosts.
+//!
+//! 1. From one run on four lab hosts: saphan's `machine measure` plus probes
+//!    of six capabilities (seven invocations of the real binary, each
+//!    connecting to all four hosts) against ansible-core's fact gathering
+//!    (`ansible all -i INV -m setup`, the lab's ssh config passed through
+//!    `ansible_ssh_common_args`). Goal: saphan ≥ 5× faster.
+//! 2. The same saphan ceremony on 64 real lab hosts (64 sshd processes in
+//!    64 network namespaces) against 4. Goal: ≤ 2× the time.
+//!
+//! Each figure is the median of `RUNS` timed runs after one warm-up.
+//! ansible is taken from `SAPHAN_BENCH_ANSIBLE` (a path to `ansible`), else
+//! PATH; `benches/fleet-ansible.sh` installs ansible-core from PyPI into a
+//! virtualenv and prints the path. Run as root:
+//!
+//! ```text
+//! SAPHAN_BENCH_ANSIBLE=$(benches/fleet-ansible.sh) cargo bench --profile dev --bench fleet
+//! ```
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Env;
+use common::lab::Lab;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 3;
+
+/// Six capabilities and where this machine (and so the lab hosts) has them.
+const CAPS: [(&str, &str); 6] = [
+    ("go", "/usr/bin/go"),
+    ("gofmt", "/usr/bin/gofmt"),
+    ("python3", "/usr/bin/python3"),
+    ("git", "/usr/bin/git"),
+    ("node", "/usr/bin/node"),
+    ("java", "/usr/bin/java"),
+];
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64())
+}
+
+/// A SAPHAN_HOME whose machine rows are the lab's hosts.
+fn fleet_home(lab: &Lab) -> Env {
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    let mut s = String::new();
+    for h in lab.hosts() {
+        s += &format!("[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"/tmp\"\n\n");
+    }
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+    env
+}
+
+fn probe_cmd<'a>(list: &'a str, caps: &[(&'a str, &'a str)]) -> Vec<&'a str> {
+    let mut a = vec!["--json", "machine", "probe", "--machine", list];
+    for (cap, path) in caps {
+        a.extend(["--capability", cap, "--declared-path", path]);
+    }
+    a.extend([
+        "--workhome",
+        "/tmp",
+        "--probed-by",
+        "bench",
+        "--workspace",
+        "bench",
+    ]);
+    a
+}
+
+/// measure + six probes over every host; panics when a host fails.
+/// `combined`: one probe invocation for all six capabilities (one connection
+/// and one exec per host); otherwise six invocations, one per capability.
+fn saphan_ceremony(env: &Env, hosts: &[String], combined: bool) -> Duration {
+    let list = hosts.join(",");
+    let t0 = Instant::now();
+    let o = env.run(&["--json", "machine", "measure", "--machine", &list]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "measure: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let batches: Vec<Vec<(&str, &str)>> = if combined {
+        vec![CAPS.to_vec()]
+    } else {
+        CAPS.iter().map(|c| vec![*c]).collect()
+    };
+    for batch in batches {
+        let o = env.run(&probe_cmd(&list, &batch));
+        // 0 (all present) or 1 (some absent) — never a failed measurement.
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "probe {batch:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    t0.elapsed()
+}
+
+fn timed<F: FnMut() -> Duration>(mut f: F) -> Duration {
+    f();
+    median((0..RUNS).map(|_| f()).collect())
+}
+
+fn find_ansible() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SAPHAN_BENCH_ANSIBLE") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "SAPHAN_BENCH_ANSIBLE={} does not exist",
+                p.display()
+            ))
+        };
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).map(|d| d.join("ansible")).find(|p| p.is_file()))
+        .ok_or_else(|| {
+            "ansible is not installed (run benches/fleet-ansible.sh, which installs ansible-core from PyPI, and pass its output as SAPHAN_BENCH_ANSIBLE)".to_string()
+        })
+}
+
+fn ansible_setup(ansible: &Path, lab: &Lab, dir: &Path) -> Duration {
+    let inv = dir.join("inventory.ini");
+    let mut s = String::from("[lab]\n");
+    for h in lab.hosts() {
+        s += &format!("{h}\n");
+    }
+    s += &format!(
+        "\n[lab:vars]\nansible_user=root\nansible_python_interpreter=/usr/bin/python3\nansible_ssh_common_args='-F {}'\n",
+        lab.ssh_config_path().display()
+    );
+    std::fs::write(&inv, s).unwrap();
+    let t0 = Instant::now();
+    let o = Command::new(ansible)
+        .args(["all", "-i"])
+        .arg(&inv)
+        .args(["-m", "setup", "-f", "64"])
+        .env("ANSIBLE_LOCAL_TEMP", dir.join("local-tmp"))
+        .env("ANSIBLE_HOME", dir.join("ansible-home"))
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    assert!(
+        o.status.success(),
+        "ansible setup failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout)
+            .chars()
+            .take(3000)
+            .collect::<String>(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    took
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let Some(lab4) = Lab::start(4) else { return };
+    let env4 = fleet_home(&lab4);
+    let hosts4 = lab4.hosts();
+    let saphan4 = timed(|| saphan_ceremony(&env4, &hosts4, false));
+    let saphan4c = timed(|| saphan_ceremony(&env4, &hosts4, true));
+    println!(
+        "saphan measure + 6 probe invocations, 4 lab hosts (median of {RUNS}):     {}",
+        secs(saphan4)
+    );
+    println!(
+        "saphan measure + 1 probe of 6 capabilities, 4 lab hosts (median of {RUNS}): {}",
+        secs(saphan4c)
+    );
+    match find_ansible() {
+        Ok(ansible) => {
+            let dir = tempfile::tempdir().unwrap();
+            let ans = timed(|| ansible_setup(&ansible, &lab4, dir.path()));
+            println!(
+                "ansible all -m setup, same 4 hosts (median of {RUNS}):   {}",
+                secs(ans)
+            );
+            for (what, t) in [
+                ("6 probe invocations", saphan4),
+                ("1 probe of 6 capabilities", saphan4c),
+            ] {
+                let ratio = ans.as_secs_f64() / t.as_secs_f64();
+                println!(
+                    "ratio ansible/saphan ({what}): {ratio:.1}x — goal >= 5x: {}",
+                    if ratio >= 5.0 { "met" } else { "NOT met" }
+                );
+            }
+        }
+        Err(why) => println!("ansible comparison not run: {why}"),
+    }
+    drop(lab4);
+
+    let Some(lab64) = Lab::start(64) else { return };
+    let env64 = fleet_home(&lab64);
+    let hosts64 = lab64.hosts();
+    let saphan64 = timed(|| saphan_ceremony(&env64, &hosts64, false));
+    let saphan64c = timed(|| saphan_ceremony(&env64, &hosts64, true));
+    println!(
+        "saphan measure + 6 probe invocations, 64 lab hosts (median of {RUNS}):     {}",
+        secs(saphan64)
+    );
+    println!(
+        "saphan measure + 1 probe of 6 capabilities, 64 lab hosts (median of {RUNS}): {}",
+        secs(saphan64c)
+    );
+    for (what, t64, t4) in [
+        ("6 probe invocations", saphan64, saphan4),
+        ("1 probe of 6 capabilities", saphan64c, saphan4c),
+    ] {
+        let ratio = t64.as_secs_f64() / t4.as_secs_f64();
+        println!(
+            "ratio 64 hosts / 4 hosts ({what}): {ratio:.2}x — goal <= 2x: {}",
+            if ratio <= 2.0 { "met" } else { "NOT met" }
+        );
+    }
+}

@@ -1,0 +1,436 @@
+//! `saphan machine list|show|measure|probe`: machine rows and the two fleet
+//! ceremonies (docs/fleet.md).
+
+use crate::cli::{Ctx, out, out_json};
+use crate::error::{Exit, Result};
+use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, ProbeInputs};
+use crate::fleet::machines::{MachineRow, Machines};
+use crate::fleet::probe::{self, ProbeSettings};
+use crate::fleet::run::for_each_machine;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `saphan machine …`
+#[derive(Debug, Subcommand)]
+pub enum MachineCmd {
+    /// List the machine rows of SAPHAN_HOME/fleet/machines.toml.
+    List,
+    /// Show one machine: its row, its measured facts and its capability rows,
+    /// each marked fresh or stale.
+    Show {
+        /// The machine id.
+        id: String,
+    },
+    /// Measure machines' confinement facts (os, arch, kernel, distro, cpus,
+    /// memory, user namespaces) and append them to the ledger as signed rows.
+    Measure {
+        /// Machine ids, comma-separated or repeated.
+        #[arg(long = "machine", value_name = "ID[,ID…]", required = true)]
+        machines: Vec<String>,
+        /// Budget per machine, connection included (e.g. 30s, 2m).
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+    /// Prove or refute that a declared absolute program is on machines, is
+    /// executable and runs; append a signed capability row per machine.
+    /// Never installs anything; a failure prints two commands under `remedy`.
+    Probe(ProbeArgs),
+}
+
+/// `machine probe` arguments.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Machine ids, comma-separated or repeated.
+    #[arg(long = "machine", value_name = "ID[,ID…]", required = true)]
+    pub machines: Vec<String>,
+    /// The catalog capability (`saphan catalog show` lists them). Several may
+    /// be given (repeated or comma-separated), each with its own
+    /// --declared-path in the same order; they share one connection.
+    #[arg(long = "capability", value_name = "NAME", required = true)]
+    pub capabilities: Vec<String>,
+    /// The program's absolute path on the machine (one per --capability).
+    #[arg(long = "declared-path", value_name = "ABS", required = true)]
+    pub declared_paths: Vec<String>,
+    /// The machine's absolute work directory.
+    #[arg(long, value_name = "ABS")]
+    pub workhome: String,
+    /// Who probes (recorded in the row).
+    #[arg(long, value_name = "ACTOR")]
+    pub probed_by: String,
+    /// The canonical workspace the probe is for (recorded in the row).
+    #[arg(long, value_name = "CANON")]
+    pub workspace: String,
+    /// Budget per machine, connection included (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 2m: {e}"))
+}
+
+/// Run `machine …`.
+pub async fn run(ctx: &Ctx, cmd: MachineCmd) -> Result<Exit> {
+    match cmd {
+        MachineCmd::List => list(ctx),
+        MachineCmd::Show { id } => show(ctx, &id),
+        MachineCmd::Measure { machines, timeout } => measure(ctx, &machines, timeout).await,
+        MachineCmd::Probe(a) => probe(ctx, a).await,
+    }
+}
+
+fn list(ctx: &Ctx) -> Result<Exit> {
+    let m = Machines::load(&ctx.home)?;
+    if ctx.json {
+        let rows: Vec<&MachineRow> = m.rows.values().collect();
+        out_json(&json!({ "machines": rows, "path": ctx.home.machines() }));
+        return Ok(Exit::Ok);
+    }
+    if m.rows.is_empty() {
+        out(&format!(
+            "no machine rows in {} — add [machine.<id>] rows (docs/fleet.md)\n",
+            ctx.home.machines().display()
+        ));
+        return Ok(Exit::Ok);
+    }
+    let w = m.rows.keys().map(String::len).max().unwrap_or(2).max(2);
+    let mut s = format!("{:w$}  {:9}  {:12}  workhome\n", "id", "transport", "host");
+    for r in m.rows.values() {
+        s += &format!(
+            "{:w$}  {:9}  {:12}  {}\n",
+            r.id,
+            r.transport.as_str(),
+            r.host,
+            r.workhome
+        );
+    }
+    out(&s);
+    Ok(Exit::Ok)
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+fn facts_line(f: &MachineFacts) -> String {
+    let distro = f
+        .distro
+        .as_ref()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d.id.as_deref().unwrap_or("unknown-distro"),
+                d.version_id.as_deref().unwrap_or("(no VERSION_ID)")
+            )
+        })
+        .unwrap_or_else(|| "no os-release".into());
+    let userns = match f.userns.supported {
+        Some(true) => format!("userns yes ({})", f.userns.method),
+        Some(false) => format!("userns no ({})", f.userns.method),
+        None => "userns unknown".into(),
+    };
+    format!(
+        "{} {} {} · {} · {} cpus · {} · {}",
+        f.os,
+        f.arch,
+        f.kernel,
+        distro,
+        f.cpus.map(|c| c.to_string()).unwrap_or("?".into()),
+        f.memory_bytes.map(gib).unwrap_or("? memory".into()),
+        userns
+    )
+}
+
+fn show(ctx: &Ctx, id: &str) -> Result<Exit> {
+    let machines = Machines::load(&ctx.home)?;
+    let row = machines.get(&ctx.home, id)?.clone();
+    let cat = ctx.catalog()?;
+    let window = crate::fleet::freshness_window(&ctx.home)?;
+    let led = Ledger::open(&ctx.home)?;
+    let now = time::OffsetDateTime::now_utc();
+    let facts = led.latest_facts(id);
+    let facts_fresh = facts.as_ref().map(|f| ledger::facts_fresh(f, now, window));
+    let caps: Vec<(ledger::CapabilityRow, bool, &'static str)> = led
+        .latest_capabilities(id)
+        .into_iter()
+        .map(|c| {
+            let (fresh, why) = match cat.rows.get(&c.capability) {
+                None => (false, "capability no longer in the catalog"),
+                Some(entry) if ledger::is_fresh(&c, now, window, entry) => (true, "fresh"),
+                Some(entry) if c.catalog_digest != entry.digest(&c.capability) => {
+                    (false, "stale: measured against a different catalog entry")
+                }
+                Some(_) => (false, "stale: older than the freshness window"),
+            };
+            (c, fresh, why)
+        })
+        .collect();
+    let window_s = humantime::format_duration(window).to_string();
+    if ctx.json {
+        let caps_json: Vec<Value> = caps
+            .iter()
+            .map(|(c, fresh, why)| {
+                let mut v = serde_json::to_value(c).unwrap_or_default();
+                v["fresh"] = (*fresh).into();
+                v["freshness"] = (*why).into();
+                v
+            })
+            .collect();
+        let facts_json = facts.as_ref().map(|f| {
+            let mut v = serde_json::to_value(f).unwrap_or_default();
+            v["fresh"] = facts_fresh.unwrap_or(false).into();
+            v["platform_ids"] = json!(f.platform_ids());
+            v
+        });
+        out_json(&json!({
+            "machine": row,
+            "freshness_window": window_s,
+            "facts": facts_json,
+            "capabilities": caps_json,
+        }));
+        return Ok(Exit::Ok);
+    }
+    let mut s = format!(
+        "machine {}\n  transport  {}{}\n  workhome   {}\n  freshness  {window_s}\n",
+        row.id,
+        row.transport.as_str(),
+        if row.transport == crate::fleet::machines::TransportKind::Ssh {
+            format!(" (host {})", row.host)
+        } else {
+            String::new()
+        },
+        row.workhome
+    );
+    match &facts {
+        None => {
+            s += &format!(
+                "facts: never measured — run: {}\n",
+                crate::fleet::remedy::measure_line(&ctx.home, ctx.catalog.as_deref(), id)
+            )
+        }
+        Some(f) => {
+            s += &format!(
+                "facts ({}, measured {}):\n  {}\n",
+                if facts_fresh == Some(true) {
+                    "fresh"
+                } else {
+                    "stale"
+                },
+                f.measured_at,
+                facts_line(f)
+            );
+        }
+    }
+    if caps.is_empty() {
+        s += "capabilities: none probed\n";
+    } else {
+        s += "capabilities:\n";
+        for (c, _, why) in &caps {
+            s += &format!(
+                "  {:12} {:8} {}  {}  measured {}\n",
+                c.capability,
+                c.outcome.as_str(),
+                c.inputs.declared_path,
+                why,
+                c.measured_at
+            );
+        }
+    }
+    out(&s);
+    Ok(Exit::Ok)
+}
+
+fn error_json(e: &crate::error::Error) -> Value {
+    e.to_json()
+}
+
+async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
+    let machines = Machines::load(&ctx.home)?;
+    let rows = machines.select(&ctx.home, ids)?;
+    let led = Arc::new(Ledger::open(&ctx.home)?);
+    let home = ctx.home.clone();
+    let results = for_each_machine(&ctx.home, rows, timeout, "measuring", |row| {
+        let home = home.clone();
+        let led = led.clone();
+        async move {
+            let t = crate::fleet::machines::connect(&home, &row, timeout).await?;
+            let f = crate::fleet::measure::measure(&t, &row.id, timeout).await?;
+            led.append_facts(f.clone())?;
+            Ok(f)
+        }
+    })
+    .await;
+    let mut exit = Exit::Ok;
+    let mut text = String::new();
+    let mut json_rows = Vec::new();
+    let w = results.iter().map(|(r, _)| r.id.len()).max().unwrap_or(2);
+    for (row, r) in &results {
+        match r {
+            Ok(f) => {
+                text += &format!("{:w$}  measured  {}\n", row.id, facts_line(f));
+                json_rows.push(json!({"machine": row.id, "ok": true, "facts": f, "platform_ids": f.platform_ids()}));
+            }
+            Err(e) => {
+                exit = worse(exit, e.exit());
+                text += &format!("{:w$}  failed    {}\n", row.id, e.line());
+                let mut v = error_json(e);
+                v["machine"] = row.id.clone().into();
+                v["ok"] = false.into();
+                json_rows.push(v);
+            }
+        }
+    }
+    if ctx.json {
+        out_json(&json!({"verb": "machine measure", "ledger": led.path(), "results": json_rows}));
+    } else {
+        out(&text);
+    }
+    Ok(exit)
+}
+
+fn worse(a: Exit, b: Exit) -> Exit {
+    if (b as u8) > (a as u8) { b } else { a }
+}
+
+async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
+    let cat = ctx.catalog()?;
+    let caps: Vec<String> = a
+        .capabilities
+        .iter()
+        .flat_map(|c| c.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    if caps.len() != a.declared_paths.len() {
+        return Err(crate::error::Usage(format!(
+            "{} capabilities but {} --declared-path values — give one --declared-path per capability, in the same order",
+            caps.len(),
+            a.declared_paths.len()
+        ))
+        .into());
+    }
+    let mut items = Vec::new();
+    for (cap, path) in caps.iter().zip(&a.declared_paths) {
+        items.push(probe::ProbeItem {
+            capability: cap.clone(),
+            entry: cat.get(cap)?.clone(),
+            inputs: ProbeInputs {
+                declared_path: path.clone(),
+                workhome: a.workhome.clone(),
+                probed_by: a.probed_by.clone(),
+                workspace: a.workspace.clone(),
+            },
+        });
+    }
+    let settings = ProbeSettings {
+        items,
+        timeout: a.timeout,
+        catalog_path: ctx.catalog.clone(),
+    };
+    settings.validate()?;
+    let machines = Machines::load(&ctx.home)?;
+    let rows = machines.select(&ctx.home, &a.machines)?;
+    let led = Arc::new(Ledger::open(&ctx.home)?);
+    let home = ctx.home.clone();
+    let settings = Arc::new(settings);
+    let verb = format!("probing {}", caps.join(", "));
+    // The per-machine budget is enforced inside probe_machine's steps; the
+    // outer bound adds a little slack so the inner, better-named error wins.
+    let outer = a.timeout + Duration::from_secs(2);
+    let results = for_each_machine(&ctx.home, rows, outer, &verb, |row| {
+        let home = home.clone();
+        let led = led.clone();
+        let s = settings.clone();
+        async move { probe::probe_machine(&home, &led, &row, &s).await }
+    })
+    .await;
+    let mut exit = Exit::Ok;
+    let mut text = String::new();
+    let mut json_rows = Vec::new();
+    let w = results.iter().map(|(r, _)| r.id.len()).max().unwrap_or(2);
+    let cw = caps.iter().map(String::len).max().unwrap_or(2);
+    let fail = |exit: &mut Exit,
+                text: &mut String,
+                row: &MachineRow,
+                cap: &str,
+                e: &crate::error::Error|
+     -> Value {
+        *exit = worse(*exit, e.exit());
+        *text += &format!("{:w$}  {cap:cw$}  error    {}\n", row.id, e.line());
+        let mut v = error_json(e);
+        v["machine"] = row.id.clone().into();
+        v["capability"] = cap.into();
+        v["ok"] = false.into();
+        v
+    };
+    for (row, r) in &results {
+        match r {
+            Err(e) => {
+                for cap in &caps {
+                    json_rows.push(fail(&mut exit, &mut text, row, cap, e));
+                }
+            }
+            Ok(per) => {
+                for (cap, r) in caps.iter().zip(per) {
+                    let c = match r {
+                        Ok(c) => c,
+                        Err(e) => {
+                            json_rows.push(fail(&mut exit, &mut text, row, cap, e));
+                            continue;
+                        }
+                    };
+                    let head = match c.outcome {
+                        Outcome::Present => format!(
+                            "{}  {}",
+                            c.inputs.declared_path,
+                            c.version_output
+                                .as_deref()
+                                .and_then(|v| v.lines().next())
+                                .unwrap_or("")
+                        ),
+                        _ => match &c.reason {
+                            Some(r) => {
+                                format!("{r}: {}", c.reason_detail.as_deref().unwrap_or(""))
+                            }
+                            None => c.reason_detail.clone().unwrap_or_default(),
+                        },
+                    };
+                    text += &format!(
+                        "{:w$}  {cap:cw$}  {:7}  {}\n",
+                        row.id,
+                        c.outcome.as_str(),
+                        head
+                    );
+                    if c.outcome != Outcome::Present {
+                        exit = worse(exit, Exit::Red);
+                        text += "remedy:\n";
+                        for l in &c.remedy {
+                            text += &format!("  {l}\n");
+                        }
+                    }
+                    json_rows.push(json!({
+                        "machine": row.id,
+                        "capability": cap,
+                        "ok": true,
+                        "outcome": c.outcome,
+                        "remedy": c.remedy,
+                        "row": c,
+                    }));
+                }
+            }
+        }
+    }
+    if ctx.json {
+        out_json(&json!({
+            "verb": "machine probe",
+            "ledger": led.path(),
+            "results": json_rows,
+        }));
+    } else {
+        out(&text);
+    }
+    Ok(exit)
+}

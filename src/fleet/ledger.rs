@@ -1,0 +1,550 @@
+//! The ledger: `SAPHAN_HOME/fleet/ledger.jsonl`, one signed JSON row per
+//! line, append-only (`fsutil::append_line`).
+//!
+//! Two kinds of row:
+//! - `kind: "machine"` — a machine's measured confinement facts
+//!   ([`MachineFacts`]), written by `machine measure`;
+//! - `kind: "capability"` — one probe of one capability on one machine
+//!   ([`CapabilityRow`]), written by `machine probe` (and the docker-oci /
+//!   sandbox-userns probes).
+//!
+//! **Signatures.** Every row carries `v` (format version, 1) and
+//! `signature`: lowercase hex of the 64-byte ed25519 signature over the row's
+//! *canonical bytes* — the row as JSON with the `signature` member removed,
+//! object keys sorted by byte order at every depth, no insignificant
+//! whitespace, strings escaped the way serde_json escapes them
+//! ([`canonical_json`]). The key is `SAPHAN_HOME/keys/row-signing`: the 32
+//! raw bytes of an ed25519 secret key, created from `getrandom` with mode
+//! 0600 on first use. Every read verifies every row; a row that fails is
+//! refused as `ledger-row-tampered`, naming the line — the ledger is then
+//! trusted for nothing until the operator moves it aside.
+//!
+//! **Freshness.** A row is fresh while it is younger than the window
+//! (`[fleet] freshness`, default 24h) and — for capability rows — was
+//! measured against the current catalog entry: the row stores
+//! [`crate::catalog::Capability::digest`] of the entry it was measured
+//! against (for docker-oci this covers the pinned image digest).
+
+use super::FleetError;
+use crate::catalog::Capability;
+use crate::home::Home;
+use crate::platform::OsRelease;
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The row format version written in `v`.
+pub const ROW_VERSION: u64 = 1;
+
+/// User-namespace support as measured on the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Userns {
+    /// `true`/`false` when measured, `None` when nothing could tell.
+    pub supported: Option<bool>,
+    /// How it was decided: `"unshare -U true"` (an attempt, as the connected
+    /// user), `"sysctl"` (from the two files below, when `unshare` is
+    /// missing), or `"none"`.
+    pub method: String,
+    /// `/proc/sys/user/max_user_namespaces`, when readable.
+    pub max_user_namespaces: Option<u64>,
+    /// `/proc/sys/kernel/unprivileged_userns_clone` (Debian/Ubuntu kernels), when present.
+    pub unprivileged_userns_clone: Option<u64>,
+}
+
+/// A machine's measured confinement facts: one `kind: "machine"` row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFacts {
+    /// The machine id.
+    pub machine: String,
+    /// When the facts were measured (RFC 3339, UTC).
+    pub measured_at: String,
+    /// `uname -s` (e.g. `Linux`, `Darwin`).
+    pub os: String,
+    /// `uname -m` (e.g. `x86_64`, `aarch64`, `arm64`).
+    pub arch: String,
+    /// `uname -r`.
+    pub kernel: String,
+    /// `/etc/os-release` (or `/usr/lib/os-release`) as parsed; `None` when
+    /// the machine has neither file.
+    pub distro: Option<OsRelease>,
+    /// Online CPUs (`getconf _NPROCESSORS_ONLN`), when measured.
+    pub cpus: Option<u64>,
+    /// Total memory in bytes (`MemTotal` of /proc/meminfo × 1024, or
+    /// `sysctl hw.memsize` on Darwin), when measured.
+    pub memory_bytes: Option<u64>,
+    /// User-namespace support.
+    pub userns: Userns,
+}
+
+impl MachineFacts {
+    /// The platform ids an install command may be chosen by, most specific
+    /// first: `["darwin"]` on Darwin, else os-release `ID` then `ID_LIKE`.
+    /// Empty when the facts prove no platform.
+    pub fn platform_ids(&self) -> Vec<String> {
+        if self.os == "Darwin" {
+            return vec!["darwin".into()];
+        }
+        self.distro
+            .as_ref()
+            .map(OsRelease::platform_ids)
+            .unwrap_or_default()
+    }
+}
+
+/// A probe's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The declared program exists, is executable and ran its version command.
+    Present,
+    /// The declared program is not there.
+    Absent,
+    /// It is there but does not work (not executable, version command failed
+    /// or timed out), or — for docker-oci / sandbox-userns — the named check failed.
+    Failed,
+}
+
+impl Outcome {
+    /// `present`, `absent` or `failed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Present => "present",
+            Outcome::Absent => "absent",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// The probe's inputs, as the operator gave them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeInputs {
+    /// `--declared-path` (absolute).
+    pub declared_path: String,
+    /// `--workhome` (absolute).
+    pub workhome: String,
+    /// `--probed-by`.
+    pub probed_by: String,
+    /// `--workspace`.
+    pub workspace: String,
+}
+
+/// One probe of one capability on one machine: a `kind: "capability"` row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityRow {
+    /// The machine id.
+    pub machine: String,
+    /// The catalog capability name (`go`, `docker-oci` …).
+    pub capability: String,
+    /// What the operator declared.
+    pub inputs: ProbeInputs,
+    /// present / absent / failed.
+    pub outcome: Outcome,
+    /// Why, when not present: a stable short name where one exists
+    /// (`binary-absent`, `daemon-unreachable`, `probe-image-absent`,
+    /// `not-executable`, `version-command-failed` …) — see `reason_detail`.
+    pub reason: Option<String>,
+    /// A human sentence about `reason`.
+    pub reason_detail: Option<String>,
+    /// The version command's output (stdout and stderr), when it ran.
+    pub version_output: Option<String>,
+    /// Extra evidence a probe kind wants to keep (e.g. docker-oci VM facts).
+    #[serde(default)]
+    pub detail: Map<String, Value>,
+    /// The machine's latest measured facts when the probe ran (`None`: never measured).
+    pub facts: Option<MachineFacts>,
+    /// When the probe ran (RFC 3339, UTC).
+    pub measured_at: String,
+    /// [`Capability::digest`] of the catalog entry the probe used.
+    pub catalog_digest: String,
+    /// The two remedy lines printed on failure (empty when present).
+    #[serde(default)]
+    pub remedy: Vec<String>,
+}
+
+/// Any ledger row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Row {
+    /// `kind: "machine"`.
+    Machine(MachineFacts),
+    /// `kind: "capability"`.
+    Capability(CapabilityRow),
+}
+
+/// Serialize `v` canonically: keys sorted by byte order at every depth, no
+/// whitespace, serde_json string escaping. These are the signed bytes.
+pub fn canonical_json(v: &Value) -> String {
+    fn walk(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    walk(&m[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    walk(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut s = String::new();
+    walk(v, &mut s);
+    s
+}
+
+/// Load the signing key at `path`, creating it (0600, from `getrandom`) when absent.
+///
+/// Errors: [`FleetError::SigningKey`] when the file exists but is not 32 bytes
+/// or cannot be read or created.
+pub fn load_or_create_key(path: &Path) -> Result<SigningKey, FleetError> {
+    let bad = |detail: String| FleetError::SigningKey {
+        path: path.to_path_buf(),
+        detail,
+    };
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+                bad(format!(
+                    "holds {} bytes, an ed25519 secret key is 32",
+                    bytes.len()
+                ))
+            })?;
+            Ok(SigningKey::from_bytes(&arr))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir)
+                .map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+            }
+            let mut secret = [0u8; 32];
+            getrandom::fill(&mut secret).map_err(|e| bad(format!("no randomness: {e}")))?;
+            // tempfile creates 0600; persist_noclobber makes a concurrent
+            // first use lose the race cleanly instead of overwriting.
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".row-signing-")
+                .tempfile_in(dir)
+                .map_err(|e| bad(format!("cannot create a temp file: {e}")))?;
+            use std::io::Write;
+            tmp.write_all(&secret)
+                .and_then(|_| tmp.as_file().sync_all())
+                .map_err(|e| bad(format!("cannot write: {e}")))?;
+            match tmp.persist_noclobber(path) {
+                Ok(_) => Ok(SigningKey::from_bytes(&secret)),
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    load_or_create_key(path)
+                }
+                Err(e) => Err(bad(format!("cannot create: {}", e.error))),
+            }
+        }
+        Err(e) => Err(bad(format!("cannot read: {e}"))),
+    }
+}
+
+/// The ledger, read and verified.
+pub struct Ledger {
+    path: PathBuf,
+    key: SigningKey,
+    rows: Mutex<Vec<Row>>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Open `home`'s ledger: load (or create) the signing key, read every
+    /// row and verify its signature. A missing ledger is empty.
+    ///
+    /// Errors: `ledger-row-tampered` (a signature fails), `ledger-row-malformed`
+    /// (a line is not a row), `signing-key-unusable`, `io`.
+    pub fn open(home: &Home) -> crate::error::Result<Ledger> {
+        let key = load_or_create_key(&home.signing_key())?;
+        let path = home.ledger();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(crate::error::IoError::Io {
+                    action: "read",
+                    path,
+                    source,
+                }
+                .into());
+            }
+        };
+        let vk = key.verifying_key();
+        let mut rows = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            rows.push(verify_line(&path, i + 1, line, &vk)?);
+        }
+        Ok(Ledger {
+            path,
+            key,
+            rows: Mutex::new(rows),
+        })
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sign and append a row.
+    pub fn append(&self, row: Row) -> crate::error::Result<()> {
+        let line = sign_row(&self.key, &row);
+        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        crate::fsutil::append_line(&self.path, &line)?;
+        rows.push(row);
+        Ok(())
+    }
+
+    /// Sign and append a machine's facts.
+    pub fn append_facts(&self, facts: MachineFacts) -> crate::error::Result<()> {
+        self.append(Row::Machine(facts))
+    }
+
+    /// Sign and append a capability row.
+    pub fn append_capability(&self, row: CapabilityRow) -> crate::error::Result<()> {
+        self.append(Row::Capability(row))
+    }
+
+    /// Every verified row, in file order.
+    pub fn rows(&self) -> Vec<Row> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The last facts row of `machine`.
+    pub fn latest_facts(&self, machine: &str) -> Option<MachineFacts> {
+        let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        rows.iter().rev().find_map(|r| match r {
+            Row::Machine(f) if f.machine == machine => Some(f.clone()),
+            _ => None,
+        })
+    }
+
+    /// The last capability row of `capability` on `machine`.
+    pub fn latest_capability(&self, machine: &str, capability: &str) -> Option<CapabilityRow> {
+        let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        rows.iter().rev().find_map(|r| match r {
+            Row::Capability(c) if c.machine == machine && c.capability == capability => {
+                Some(c.clone())
+            }
+            _ => None,
+        })
+    }
+
+    /// The last row of each capability probed on `machine`, by capability name.
+    pub fn latest_capabilities(&self, machine: &str) -> Vec<CapabilityRow> {
+        let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by: std::collections::BTreeMap<String, CapabilityRow> = Default::default();
+        for r in rows.iter() {
+            if let Row::Capability(c) = r {
+                if c.machine == machine {
+                    by.insert(c.capability.clone(), c.clone());
+                }
+            }
+        }
+        by.into_values().collect()
+    }
+}
+
+fn sign_row(key: &SigningKey, row: &Row) -> String {
+    let mut v = serde_json::to_value(row).expect("ledger rows serialize");
+    if let Value::Object(m) = &mut v {
+        m.insert("v".into(), Value::from(ROW_VERSION));
+    }
+    let canon = canonical_json(&v);
+    let sig: Signature = key.sign(canon.as_bytes());
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "signature".into(),
+            Value::String(hex::encode(sig.to_bytes())),
+        );
+    }
+    canonical_json(&v)
+}
+
+fn verify_line(path: &Path, line: usize, text: &str, vk: &VerifyingKey) -> Result<Row, FleetError> {
+    let malformed = |detail: String| FleetError::LedgerMalformed {
+        path: path.to_path_buf(),
+        line,
+        detail,
+    };
+    let tampered = |detail: &str| FleetError::LedgerTampered {
+        path: path.to_path_buf(),
+        line,
+        detail: detail.to_string(),
+    };
+    let mut v: Value =
+        serde_json::from_str(text).map_err(|e| malformed(format!("not JSON ({e})")))?;
+    let Value::Object(m) = &mut v else {
+        return Err(malformed("not a JSON object".into()));
+    };
+    let sig = match m.remove("signature") {
+        Some(Value::String(s)) => s,
+        _ => return Err(tampered("the row carries no signature")),
+    };
+    let sig = hex::decode(&sig)
+        .ok()
+        .and_then(|b| Signature::from_slice(&b).ok())
+        .ok_or_else(|| tampered("the signature is not an ed25519 signature"))?;
+    if vk.verify(canonical_json(&v).as_bytes(), &sig).is_err() {
+        return Err(tampered("the signature does not match the row"));
+    }
+    let Value::Object(m) = &mut v else {
+        unreachable!()
+    };
+    match m.remove("v") {
+        Some(x) if x.as_u64() == Some(ROW_VERSION) => {}
+        other => return Err(malformed(format!("unknown row version {other:?}"))),
+    }
+    serde_json::from_value(v)
+        .map_err(|e| malformed(format!("not a machine or capability row ({e})")))
+}
+
+/// Is a facts row fresh: measured within `window` before `now`?
+pub fn facts_fresh(facts: &MachineFacts, now: time::OffsetDateTime, window: Duration) -> bool {
+    young(&facts.measured_at, now, window)
+}
+
+/// Is a capability row fresh: measured within `window` before `now`, and
+/// against `catalog_row` exactly as it is now (its digest matches)?
+/// `catalog_row` is the current entry for `row.capability`.
+pub fn is_fresh(
+    row: &CapabilityRow,
+    now: time::OffsetDateTime,
+    window: Duration,
+    catalog_row: &Capability,
+) -> bool {
+    young(&row.measured_at, now, window)
+        && row.catalog_digest == catalog_row.digest(&row.capability)
+}
+
+fn young(measured_at: &str, now: time::OffsetDateTime, window: Duration) -> bool {
+    let Some(t) = super::parse_rfc3339(measured_at) else {
+        return false;
+    };
+    let age = now - t;
+    // A row from the future (clock skew) is not trusted as fresh.
+    !age.is_negative() && age.unsigned_abs() < window
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(m: &str) -> MachineFacts {
+        MachineFacts {
+            machine: m.into(),
+            measured_at: super::super::now_rfc3339(),
+            os: "Linux".into(),
+            arch: "x86_64".into(),
+            kernel: "6.1".into(),
+            distro: Some(OsRelease::parse("ID=debian\nVERSION_ID=\"12\"\n")),
+            cpus: Some(2),
+            memory_bytes: Some(1 << 30),
+            userns: Userns {
+                supported: Some(true),
+                method: "unshare -U true".into(),
+                max_user_namespaces: Some(100),
+                unprivileged_userns_clone: None,
+            },
+        }
+    }
+
+    #[test]
+    fn canonical_sorts_keys_at_every_depth() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"z":[{"y":1,"x":"é\n"}],"c":null}}"#).unwrap();
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"c":null,"z":[{"x":"é\n","y":1}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn sign_verify_tamper_and_key_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let l = Ledger::open(&home).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(home.signing_key())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        l.append_facts(facts("m0")).unwrap();
+        l.append_facts(facts("m1")).unwrap();
+        let l = Ledger::open(&home).unwrap();
+        assert_eq!(l.latest_facts("m1").unwrap().cpus, Some(2));
+        assert!(l.latest_facts("m9").is_none());
+        let text = std::fs::read_to_string(home.ledger()).unwrap();
+        std::fs::write(home.ledger(), text.replacen("\"cpus\":2", "\"cpus\":64", 1)).unwrap();
+        let e = Ledger::open(&home).unwrap_err();
+        assert_eq!(e.name(), "ledger-row-tampered");
+        assert!(e.line().contains("line 1"), "{}", e.line());
+    }
+
+    #[test]
+    fn freshness_needs_age_and_catalog_digest() {
+        let cat = crate::catalog::Catalog::load(None).unwrap();
+        let go = cat.get("go").unwrap();
+        let row = CapabilityRow {
+            machine: "m0".into(),
+            capability: "go".into(),
+            inputs: ProbeInputs {
+                declared_path: "/usr/bin/go".into(),
+                workhome: "/w".into(),
+                probed_by: "t".into(),
+                workspace: "w".into(),
+            },
+            outcome: Outcome::Present,
+            reason: None,
+            reason_detail: None,
+            version_output: None,
+            detail: Map::new(),
+            facts: None,
+            measured_at: "2026-01-01T00:00:00Z".into(),
+            catalog_digest: go.digest("go"),
+            remedy: vec![],
+        };
+        let t = |s: &str| super::super::parse_rfc3339(s).unwrap();
+        let day = Duration::from_secs(86400);
+        assert!(is_fresh(&row, t("2026-01-01T23:59:00Z"), day, go));
+        assert!(!is_fresh(&row, t("2026-01-02T00:00:01Z"), day, go));
+        assert!(!is_fresh(&row, t("2025-12-31T00:00:00Z"), day, go));
+        let mut changed = go.clone();
+        changed.version = vec!["{path}".into(), "env".into()];
+        assert!(!is_fresh(&row, t("2026-01-01T01:00:00Z"), day, &changed));
+    }
+}

@@ -1,0 +1,209 @@
+//! Machine rows: `SAPHAN_HOME/fleet/machines.toml` (the repository's
+//! `fleet/machines.toml` is the historical m0..m3 example).
+//!
+//! ```toml
+//! [machine.m1]
+//! transport = "ssh"        # "local" | "ssh"
+//! host = "m1"              # ssh host alias in SAPHAN_HOME/ssh/config; defaults to the id
+//! workhome = "/var/lib/saphan"
+//! ```
+//!
+//! A row says how to reach a machine, nothing about what it can run: that is
+//! only ever learned by measuring and probing it.
+
+use super::FleetError;
+use crate::home::Home;
+use crate::transport::{Local, SshOptions, Transport};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How saphan reaches a machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// This machine, as local processes.
+    Local,
+    /// SSH through `SAPHAN_HOME/ssh/config`.
+    Ssh,
+}
+
+impl TransportKind {
+    /// `local` or `ssh`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TransportKind::Local => "local",
+            TransportKind::Ssh => "ssh",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRow {
+    transport: TransportKind,
+    host: Option<String>,
+    workhome: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    machine: BTreeMap<String, RawRow>,
+}
+
+/// One machine row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MachineRow {
+    /// The machine id (`[A-Za-z0-9._-]+`).
+    pub id: String,
+    /// `local` or `ssh`.
+    pub transport: TransportKind,
+    /// The ssh host alias (the id unless the row names another).
+    pub host: String,
+    /// The machine's absolute work directory.
+    pub workhome: String,
+}
+
+/// Every machine row of the operator.
+#[derive(Debug, Clone, Default)]
+pub struct Machines {
+    /// Rows by id.
+    pub rows: BTreeMap<String, MachineRow>,
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && !id.starts_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+impl Machines {
+    /// Parse machines.toml text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &std::path::Path) -> Result<Machines, FleetError> {
+        let bad = |detail: String| FleetError::MachinesMalformed {
+            path: origin.to_path_buf(),
+            detail,
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        let mut rows = BTreeMap::new();
+        for (id, r) in raw.machine {
+            if !valid_id(&id) {
+                return Err(bad(format!(
+                    "machine id `{id}` may only hold letters, digits, `.`, `_` and `-` (not leading)"
+                )));
+            }
+            if !r.workhome.starts_with('/') {
+                return Err(bad(format!(
+                    "machine `{id}`: workhome `{}` is not absolute",
+                    r.workhome
+                )));
+            }
+            let host = r.host.unwrap_or_else(|| id.clone());
+            if !valid_id(&host) {
+                return Err(bad(format!(
+                    "machine `{id}`: host alias `{host}` may only hold letters, digits, `.`, `_` and `-` (not leading)"
+                )));
+            }
+            rows.insert(
+                id.clone(),
+                MachineRow {
+                    id,
+                    transport: r.transport,
+                    host,
+                    workhome: r.workhome,
+                },
+            );
+        }
+        Ok(Machines { rows })
+    }
+
+    /// Load `home`'s machine rows; a missing file holds none.
+    pub fn load(home: &Home) -> Result<Machines, FleetError> {
+        let path = home.machines();
+        match std::fs::read_to_string(&path) {
+            Ok(t) => Machines::parse(&t, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Machines::default()),
+            Err(e) => Err(FleetError::MachinesMalformed {
+                path,
+                detail: format!("cannot read: {e}"),
+            }),
+        }
+    }
+
+    /// The row `id`, or `machine-unknown` naming it.
+    pub fn get(&self, home: &Home, id: &str) -> Result<&MachineRow, FleetError> {
+        self.rows.get(id).ok_or_else(|| FleetError::MachineUnknown {
+            id: id.to_string(),
+            path: home.machines(),
+            known: if self.rows.is_empty() {
+                "none".into()
+            } else {
+                self.rows.keys().cloned().collect::<Vec<_>>().join(", ")
+            },
+        })
+    }
+
+    /// Resolve a comma-separated id list (`m0,m2`), in the order given,
+    /// without duplicates; any unknown id refuses the whole list.
+    pub fn select(&self, home: &Home, ids: &[String]) -> Result<Vec<MachineRow>, FleetError> {
+        let mut out: Vec<MachineRow> = Vec::new();
+        for id in ids
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let row = self.get(home, id)?;
+            if !out.iter().any(|r| r.id == row.id) {
+                out.push(row.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Open one connection to `row`'s machine within `timeout`.
+///
+/// Local rows get [`Transport::Local`]. SSH rows resolve `row.host` through
+/// `home.ssh_config()` with OpenSSH semantics and connect with key auth and
+/// strict host-key checking.
+///
+/// Errors: the transport's own refusal (unknown host key, connection
+/// refused …) wrapped in [`FleetError::Transport`], or
+/// [`FleetError::Timeout`] when `timeout` passes first.
+pub async fn connect(
+    home: &Home,
+    row: &MachineRow,
+    timeout: Duration,
+) -> Result<Transport, FleetError> {
+    match row.transport {
+        TransportKind::Local => Ok(Transport::Local(Local)),
+        TransportKind::Ssh => {
+            let opts = SshOptions {
+                connect_timeout: timeout,
+                ..SshOptions::default()
+            };
+            let config = home.ssh_config();
+            let attempt = async {
+                let settings = crate::transport::resolve(&config, &row.host).await?;
+                Transport::connect_ssh(&settings, &opts).await
+            };
+            match tokio::time::timeout(timeout, attempt).await {
+                Ok(Ok(t)) => Ok(t),
+                Ok(Err(source)) => Err(FleetError::Transport {
+                    machine: row.id.clone(),
+                    source,
+                }),
+                Err(_) => Err(FleetError::Timeout {
+                    machine: row.id.clone(),
+                    budget: timeout,
+                    ssh_config: super::remedy::ssh_config_display(home),
+                }),
+            }
+        }
+    }
+}

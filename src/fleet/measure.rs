@@ -1,0 +1,192 @@
+//! `machine measure`: a machine's confinement facts, gathered by one small
+//! POSIX shell script in ONE remote exec (one round trip per machine).
+//!
+//! The script prints sections, each introduced by a marker line
+//! `@@saphan-measure:<name>` and the whole closed by `@@saphan-measure:end`;
+//! [`parse`] reads them back. User-namespace support is decided by an
+//! attempt, `unshare -U true`, as the connected user; when `unshare` is
+//! missing, by the sysctls (`max_user_namespaces` > 0 and, where the kernel
+//! has it, `unprivileged_userns_clone` = 1 — or the user is root).
+
+use super::FleetError;
+use super::ledger::{MachineFacts, Userns};
+use crate::platform::OsRelease;
+use crate::transport::Transport;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The measure script (POSIX sh; Linux and Darwin).
+pub const SCRIPT: &str = r#"m() { printf '\n@@saphan-measure:%s\n' "$1"; }
+m os; uname -s
+m arch; uname -m
+m kernel; uname -r
+m os-release; cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null
+m cpus; getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null
+m memory; grep '^MemTotal:' /proc/meminfo 2>/dev/null || sysctl -n hw.memsize 2>/dev/null
+m uid; id -u
+m userns-max; cat /proc/sys/user/max_user_namespaces 2>/dev/null
+m userns-clone; cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null
+m userns-unshare; if command -v unshare >/dev/null 2>&1; then if unshare -U true >/dev/null 2>&1; then echo ok; else echo fail; fi; else echo missing; fi
+m end
+"#;
+
+/// Split the script's output into sections by marker.
+fn sections(out: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in out.lines() {
+        if let Some(name) = line.strip_prefix("@@saphan-measure:") {
+            if let Some((n, body)) = cur.take() {
+                map.insert(n, body.trim().to_string());
+            }
+            cur = Some((name.trim().to_string(), String::new()));
+        } else if let Some((_, body)) = cur.as_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    if let Some((n, body)) = cur {
+        map.insert(n, body.trim().to_string());
+    }
+    map
+}
+
+/// Read the script's output into facts for `machine`, stamped `measured_at`.
+///
+/// Errors: [`FleetError::MeasureOutput`] when the end marker or `uname`
+/// facts are missing (the script did not run to its end).
+pub fn parse(machine: &str, measured_at: &str, out: &str) -> Result<MachineFacts, FleetError> {
+    let s = sections(out);
+    let bad = |detail: &str| FleetError::MeasureOutput {
+        machine: machine.to_string(),
+        detail: detail.to_string(),
+    };
+    if !s.contains_key("end") {
+        return Err(bad("the end marker is missing (the script did not finish)"));
+    }
+    let get = |k: &str| s.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let first_num = |k: &str| get(k).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    let os = get("os")
+        .ok_or_else(|| bad("`uname -s` printed nothing"))?
+        .to_string();
+    let arch = get("arch")
+        .ok_or_else(|| bad("`uname -m` printed nothing"))?
+        .to_string();
+    let kernel = get("kernel").unwrap_or_default().to_string();
+    let distro = get("os-release").map(OsRelease::parse);
+    let memory_bytes = get("memory").and_then(|v| {
+        if let Some(rest) = v.strip_prefix("MemTotal:") {
+            let mut it = rest.split_whitespace();
+            let n: u64 = it.next()?.parse().ok()?;
+            let unit = it.next().unwrap_or("kB");
+            Some(if unit.eq_ignore_ascii_case("kb") {
+                n * 1024
+            } else {
+                n
+            })
+        } else {
+            v.trim().parse().ok()
+        }
+    });
+    let max = first_num("userns-max");
+    let clone = first_num("userns-clone");
+    let root = first_num("uid") == Some(0);
+    let userns = match get("userns-unshare") {
+        Some("ok") => Userns {
+            supported: Some(true),
+            method: "unshare -U true".into(),
+            max_user_namespaces: max,
+            unprivileged_userns_clone: clone,
+        },
+        Some("fail") => Userns {
+            supported: Some(false),
+            method: "unshare -U true".into(),
+            max_user_namespaces: max,
+            unprivileged_userns_clone: clone,
+        },
+        _ => Userns {
+            supported: max.map(|m| m > 0 && (root || clone.unwrap_or(1) == 1)),
+            method: if max.is_some() { "sysctl" } else { "none" }.into(),
+            max_user_namespaces: max,
+            unprivileged_userns_clone: clone,
+        },
+    };
+    Ok(MachineFacts {
+        machine: machine.to_string(),
+        measured_at: measured_at.to_string(),
+        os,
+        arch,
+        kernel,
+        distro,
+        cpus: first_num("cpus").filter(|n| *n > 0),
+        memory_bytes: memory_bytes.filter(|n| *n > 0),
+        userns,
+    })
+}
+
+/// Run the measure script on `t` and read the facts.
+pub async fn measure(
+    t: &Transport,
+    machine: &str,
+    timeout: Duration,
+) -> Result<MachineFacts, FleetError> {
+    let argv: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        SCRIPT.into(),
+        "saphan-measure".into(),
+    ];
+    let out = t
+        .exec(&argv, timeout)
+        .await
+        .map_err(|source| FleetError::Transport {
+            machine: machine.to_string(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    tracing::debug!(machine, output = %text, "measure output");
+    if out.status == crate::exec::Termination::TimedOut {
+        return Err(FleetError::MeasureOutput {
+            machine: machine.into(),
+            detail: format!("the script ran past {}s", timeout.as_secs_f64()),
+        });
+    }
+    parse(machine, &super::now_rfc3339(), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_linux_output() {
+        let out = "\n@@saphan-measure:os\nLinux\n@@saphan-measure:arch\nx86_64\n@@saphan-measure:kernel\n6.1.0\n\
+                   @@saphan-measure:os-release\nID=debian\nVERSION_ID=\"12\"\n\
+                   @@saphan-measure:cpus\n2\n@@saphan-measure:memory\nMemTotal:        4000000 kB\n\
+                   @@saphan-measure:uid\n0\n@@saphan-measure:userns-max\n100\n@@saphan-measure:userns-clone\n\n\
+                   @@saphan-measure:userns-unshare\nok\n@@saphan-measure:end\n";
+        let f = parse("m0", "2026-01-01T00:00:00Z", out).unwrap();
+        assert_eq!(f.os, "Linux");
+        assert_eq!(f.memory_bytes, Some(4_096_000_000));
+        assert_eq!(f.cpus, Some(2));
+        assert_eq!(f.platform_ids(), vec!["debian"]);
+        assert_eq!(f.distro.unwrap().version_id.as_deref(), Some("12"));
+        assert_eq!(f.userns.supported, Some(true));
+        assert_eq!(f.userns.unprivileged_userns_clone, None);
+        assert!(parse("m0", "x", "@@saphan-measure:os\nLinux\n").is_err());
+    }
+
+    #[tokio::test]
+    async fn measures_this_machine() {
+        let f = measure(
+            &Transport::Local(crate::transport::Local),
+            "local",
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+        assert!(f.cpus.unwrap() > 0);
+        assert!(f.memory_bytes.unwrap() > 0);
+        assert!(!f.kernel.is_empty());
+    }
+}

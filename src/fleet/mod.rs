@@ -1,0 +1,146 @@
+//! The fleet: machine rows, the signed ledger of measured facts, and the two
+//! ceremonies that fill it — `machine measure` (a machine's confinement facts)
+//! and `machine probe` (one capability on one machine, with a remedy when it
+//! fails). DESIGN §6; the operator's guide is `docs/fleet.md`.
+//!
+//! - [`machines`]: `SAPHAN_HOME/fleet/machines.toml` and [`machines::connect`].
+//! - [`ledger`]: `SAPHAN_HOME/fleet/ledger.jsonl`, ed25519-signed rows,
+//!   freshness.
+//! - [`measure`]: one remote script gathers every fact in one exec.
+//! - [`probe`]: prove or refute a declared absolute program; remedies.
+//! - [`run`]: several machines at once, one connection and one progress line each.
+
+pub mod ledger;
+pub mod machines;
+pub mod measure;
+pub mod probe;
+pub mod remedy;
+pub mod run;
+
+use crate::error::{Exit, Refusal};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Errors of the fleet ceremonies.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// `fleet/machines.toml` is not valid or not of the expected shape.
+    #[error("{path} is malformed: {detail} — fix the file (docs/fleet.md shows a row)")]
+    MachinesMalformed { path: PathBuf, detail: String },
+    /// A machine id that no row declares.
+    #[error(
+        "no machine `{id}` in {path} (known: {known}) — add a [machine.{id}] row, or pick a known id"
+    )]
+    MachineUnknown {
+        id: String,
+        path: PathBuf,
+        known: String,
+    },
+    /// A ledger line whose signature does not verify.
+    #[error(
+        "{path} line {line}: {detail} — the row was edited or signed by another key; saphan trusts none of the ledger while it holds it: move the ledger aside and re-measure"
+    )]
+    LedgerTampered {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    /// A ledger line that is not a ledger row at all.
+    #[error(
+        "{path} line {line} is not a ledger row: {detail} — the file was edited by hand; move it aside and re-measure"
+    )]
+    LedgerMalformed {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    /// The signing key exists but cannot be used.
+    #[error(
+        "signing key {path}: {detail} — restore the key, or move it and the ledger aside to start a new ledger"
+    )]
+    SigningKey { path: PathBuf, detail: String },
+    /// `--declared-path` was not absolute.
+    #[error(
+        "--declared-path `{path}` is not an absolute path — declare the program by its absolute path on the machine (e.g. /usr/bin/go)"
+    )]
+    DeclaredPathNotAbsolute { path: String },
+    /// `--workhome` was not absolute.
+    #[error(
+        "--workhome `{path}` is not an absolute path — pass the machine's absolute work directory"
+    )]
+    WorkhomeNotAbsolute { path: String },
+    /// The machine could not be reached or the connection broke.
+    #[error("{machine}: {source}")]
+    Transport {
+        machine: String,
+        #[source]
+        source: crate::transport::TransportError,
+    },
+    /// The whole exchange with the machine ran past its budget.
+    #[error("{machine}: no answer within {}s — check that the machine is up and reachable (`ssh -F {ssh_config} {machine} true`), or raise --timeout", budget.as_secs_f64())]
+    Timeout {
+        machine: String,
+        budget: Duration,
+        ssh_config: String,
+    },
+    /// The measure script's output could not be read.
+    #[error(
+        "{machine}: the measure script's output is not readable: {detail} — run `saphan machine measure --machine {machine}` again; if it persists the machine's shell is unusual (RUST_LOG=saphan=debug shows the output)"
+    )]
+    MeasureOutput { machine: String, detail: String },
+    /// A capability kind whose probe is not built into this binary.
+    #[error(
+        "capability `{capability}` is of kind `{kind}`, whose probe is not available in this build — nothing was measured or recorded"
+    )]
+    ProbeUnavailable { capability: String, kind: String },
+}
+
+impl Refusal for FleetError {
+    fn name(&self) -> &'static str {
+        match self {
+            FleetError::MachinesMalformed { .. } => "machines-malformed",
+            FleetError::MachineUnknown { .. } => "machine-unknown",
+            FleetError::LedgerTampered { .. } => "ledger-row-tampered",
+            FleetError::LedgerMalformed { .. } => "ledger-row-malformed",
+            FleetError::SigningKey { .. } => "signing-key-unusable",
+            FleetError::DeclaredPathNotAbsolute { .. } => "declared-path-not-absolute",
+            FleetError::WorkhomeNotAbsolute { .. } => "workhome-not-absolute",
+            FleetError::Transport { source, .. } => source.name(),
+            FleetError::Timeout { .. } => "machine-timeout",
+            FleetError::MeasureOutput { .. } => "measure-output-unreadable",
+            FleetError::ProbeUnavailable { .. } => "capability-probe-unavailable",
+        }
+    }
+    fn exit(&self) -> Exit {
+        match self {
+            FleetError::Transport { .. }
+            | FleetError::Timeout { .. }
+            | FleetError::MeasureOutput { .. } => Exit::MeasurementFailed,
+            _ => Exit::Refusal,
+        }
+    }
+}
+
+/// Now, as RFC 3339 UTC with seconds (e.g. `2026-11-29T15:30:00Z`).
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Parse an RFC 3339 timestamp.
+pub fn parse_rfc3339(s: &str) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+}
+
+/// The freshness window: `[fleet] freshness` in config-v1, default 24 hours.
+pub fn freshness_window(home: &crate::home::Home) -> crate::error::Result<Duration> {
+    Ok(crate::config::Config::load(home)?
+        .fleet_freshness
+        .unwrap_or(DEFAULT_FRESHNESS))
+}
+
+/// The default freshness window: 24 hours.
+pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(24 * 3600);

@@ -1,0 +1,168 @@
+//! Remedies: the two complete commands a failed probe prints under `remedy`.
+//!
+//! 1. The install command for the machine's *measured* platform (its latest
+//!    facts row; [`crate::catalog::Capability::install_for`]). For an SSH
+//!    machine it is wrapped as `ssh -F <SAPHAN_HOME>/ssh/config <host> '<install>'`;
+//!    for a local machine it is the install command itself. When the machine
+//!    has never been measured the first line is `NO INSTALL COMMAND …` and the
+//!    second is the measure command — never a guess from an id or host name.
+//! 2. The complete re-measure invocation: the same `saphan machine probe`
+//!    line, every argument shell-quoted.
+//!
+//! `SAPHAN_HOME` is spelled `~/.saphan` when it is the default
+//! (`$HOME/.saphan`); otherwise its real path is used, and the saphan
+//! command lines are prefixed with `SAPHAN_HOME=<path>` so that they act on
+//! the same home as the probe that printed them.
+
+use super::ledger::ProbeInputs;
+use super::machines::{MachineRow, TransportKind};
+use crate::home::Home;
+use std::borrow::Cow;
+use std::path::Path;
+
+/// The first word of the unmeasured remedy.
+pub const NO_INSTALL_COMMAND: &str = "NO INSTALL COMMAND";
+
+/// Quote `s` for a POSIX shell only when it needs it.
+pub fn quote(s: &str) -> String {
+    shell_escape::unix::escape(Cow::Borrowed(s)).into_owned()
+}
+
+/// Always single-quote `s` for a POSIX shell (`'` becomes `'\''`).
+pub fn single_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Is `home` the default `$HOME/.saphan`?
+pub fn home_is_default(home: &Home) -> bool {
+    match std::env::var_os("HOME") {
+        Some(h) if !h.is_empty() => Path::new(&h).join(".saphan") == home.root(),
+        _ => false,
+    }
+}
+
+/// `~/.saphan/ssh/config` for the default home, else the quoted real path.
+pub fn ssh_config_display(home: &Home) -> String {
+    if home_is_default(home) {
+        "~/.saphan/ssh/config".to_string()
+    } else {
+        quote(&home.ssh_config().to_string_lossy())
+    }
+}
+
+/// `saphan`, or `SAPHAN_HOME=<path> saphan` for a non-default home, plus
+/// `--catalog <file>` when one was given.
+pub fn saphan_prefix(home: &Home, catalog: Option<&Path>) -> String {
+    let mut s = String::new();
+    if !home_is_default(home) {
+        s.push_str(&format!(
+            "SAPHAN_HOME={} ",
+            quote(&home.root().to_string_lossy())
+        ));
+    }
+    s.push_str("saphan");
+    if let Some(c) = catalog {
+        s.push_str(&format!(" --catalog {}", quote(&c.to_string_lossy())));
+    }
+    s
+}
+
+/// The install line for `row`: the command itself for a local machine,
+/// `ssh -F <config> <host> '<install>'` for an SSH one.
+pub fn install_line(home: &Home, row: &MachineRow, install: &str) -> String {
+    match row.transport {
+        TransportKind::Local => install.to_string(),
+        TransportKind::Ssh => format!(
+            "ssh -F {} {} {}",
+            ssh_config_display(home),
+            row.host,
+            single_quote(install)
+        ),
+    }
+}
+
+/// `saphan machine measure --machine <id>`.
+pub fn measure_line(home: &Home, catalog: Option<&Path>, machine: &str) -> String {
+    format!(
+        "{} machine measure --machine {}",
+        saphan_prefix(home, catalog),
+        quote(machine)
+    )
+}
+
+/// The complete `saphan machine probe …` invocation for one machine.
+pub fn probe_line(
+    home: &Home,
+    catalog: Option<&Path>,
+    machine: &str,
+    capability: &str,
+    inputs: &ProbeInputs,
+) -> String {
+    format!(
+        "{} machine probe --machine {} --capability {} --declared-path {} --workhome {} --probed-by {} --workspace {}",
+        saphan_prefix(home, catalog),
+        quote(machine),
+        quote(capability),
+        quote(&inputs.declared_path),
+        quote(&inputs.workhome),
+        quote(&inputs.probed_by),
+        quote(&inputs.workspace),
+    )
+}
+
+/// The two remedy lines for a failed probe of `capability` on `row`.
+///
+/// `install` is the platform's install command when the machine was measured
+/// and the catalog has one for its platform; `platform_ids` are the measured
+/// platform ids (`None`: the machine has no facts row).
+#[allow(clippy::too_many_arguments)]
+pub fn remedy(
+    home: &Home,
+    catalog: Option<&Path>,
+    row: &MachineRow,
+    capability: &str,
+    inputs: &ProbeInputs,
+    platform_ids: Option<&[String]>,
+    install: Option<&str>,
+) -> [String; 2] {
+    match (platform_ids, install) {
+        (None, _) => [
+            format!(
+                "{NO_INSTALL_COMMAND}: machine {} has no measured platform — measure it first, then probe again",
+                row.id
+            ),
+            measure_line(home, catalog, &row.id),
+        ],
+        (Some(_), Some(cmd)) => [
+            install_line(home, row, cmd),
+            probe_line(home, catalog, &row.id, capability, inputs),
+        ],
+        (Some(ids), None) => [
+            format!(
+                "{NO_INSTALL_COMMAND}: the catalog has no install command for `{capability}` on the measured platform ({}) — install it by hand, then probe again",
+                if ids.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            ),
+            probe_line(home, catalog, &row.id, capability, inputs),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(
+            single_quote("apt-get install -y go"),
+            "'apt-get install -y go'"
+        );
+        assert_eq!(single_quote("it's"), r"'it'\''s'");
+        assert_eq!(quote("/usr/bin/go"), "/usr/bin/go");
+        assert_eq!(quote("/a b;c'd"), r"'/a b;c'\''d'");
+    }
+}
