@@ -78,7 +78,7 @@ fn lab_hosts_answer_the_system_ssh_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_returns_stdout_stderr_and_exit_code() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     let out = t
         .exec(&argv(&["sh", "-c", "hostname; echo err >&2; exit 3"]), T)
         .await
@@ -105,7 +105,7 @@ async fn exec_returns_stdout_stderr_and_exit_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_status_arriving_after_eof_is_read() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     // Close stdout and stderr (the server sends EOF), wait, then exit 7.
     let out = t
         .exec(
@@ -121,7 +121,7 @@ async fn exit_status_arriving_after_eof_is_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_path_reaches_the_remote_side_as_one_literal_argument() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     // The remote shell starts in m0's /root; a word that escaped its quotes
     // would create this marker there (or in `dir`).
@@ -160,16 +160,17 @@ async fn hostile_path_reaches_the_remote_side_as_one_literal_argument() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_host_key_is_refused_and_nothing_runs() {
     let Some(lab) = Lab::start(1) else { return };
+    let lab = &lab;
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("known_hosts");
     std::fs::write(&empty, "").unwrap();
     let cfg = override_config(
-        &lab,
+        lab,
         dir.path(),
         "m0",
         &format!("  UserKnownHostsFile {}", empty.display()),
     );
-    let before = accepted_logins(&lab, "m0");
+    let before = accepted_logins(lab, "m0");
     let marker = dir.path().join("ran");
     let res = match connect_with(&cfg, "m0").await {
         Ok(t) => Ok(t.exec(&argv(&["touch", marker.to_str().unwrap()]), T).await),
@@ -185,7 +186,7 @@ async fn unknown_host_key_is_refused_and_nothing_runs() {
     );
     assert!(msg.contains("nothing was run"), "{msg}");
     assert!(!marker.exists());
-    assert_eq!(accepted_logins(&lab, "m0"), before, "a login happened");
+    assert_eq!(accepted_logins(lab, "m0"), before, "a login happened");
     // The system client agrees with the refusal.
     let out = std::process::Command::new("ssh")
         .args(["-F", cfg.to_str().unwrap(), "m0", "true"])
@@ -197,6 +198,7 @@ async fn unknown_host_key_is_refused_and_nothing_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changed_host_key_is_refused_and_nothing_runs() {
     let Some(lab) = Lab::start(2) else { return };
+    let lab = &lab;
     let dir = tempfile::tempdir().unwrap();
     // Record m1's key under m0's address: m0 now presents a "changed" key.
     let kh = std::fs::read_to_string(lab.known_hosts()).unwrap();
@@ -215,12 +217,12 @@ async fn changed_host_key_is_refused_and_nothing_runs() {
     )
     .unwrap();
     let cfg = override_config(
-        &lab,
+        lab,
         dir.path(),
         "m0",
         &format!("  UserKnownHostsFile {}", forged.display()),
     );
-    let before = accepted_logins(&lab, "m0");
+    let before = accepted_logins(lab, "m0");
     let marker = dir.path().join("ran");
     let res = match connect_with(&cfg, "m0").await {
         Ok(t) => Ok(t.exec(&argv(&["touch", marker.to_str().unwrap()]), T).await),
@@ -233,7 +235,7 @@ async fn changed_host_key_is_refused_and_nothing_runs() {
         "{e}"
     );
     assert!(!marker.exists());
-    assert_eq!(accepted_logins(&lab, "m0"), before, "a login happened");
+    assert_eq!(accepted_logins(lab, "m0"), before, "a login happened");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,7 +250,7 @@ async fn wrong_key_fails_auth_by_name() {
         .unwrap();
     assert!(st.success());
     let cfg = override_config(
-        &lab,
+        lab,
         dir.path(),
         "m0",
         &format!("  IdentityFile {}\n  IdentityAgent none", key.display()),
@@ -276,6 +278,7 @@ async fn wrong_key_fails_auth_by_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_and_partitioned_hosts_fail_by_name_while_others_work() {
     let Some(lab) = Lab::start(4) else { return };
+    let lab = &lab;
     lab.stop("m2");
     lab.partition("m3");
     let cfg = lab.ssh_config_path();
@@ -318,7 +321,7 @@ async fn stopped_and_partitioned_hosts_fail_by_name_while_others_work() {
     );
 
     lab.heal("m3");
-    let t3 = connect(&lab, "m3").await;
+    let t3 = connect(lab, "m3").await;
     assert_eq!(
         t3.exec(&argv(&["hostname"]), T).await.unwrap().stdout,
         b"m3\n"
@@ -328,7 +331,8 @@ async fn stopped_and_partitioned_hosts_fail_by_name_while_others_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_partitioned_mid_command_ends_and_the_next_call_reconnects() {
     let Some(lab) = Lab::start(1) else { return };
-    let t = connect(&lab, "m0").await;
+    let lab = &lab;
+    let t = connect(lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
     let budget = Duration::from_secs(15);
@@ -367,7 +371,7 @@ async fn a_session_partitioned_mid_command_ends_and_the_next_call_reconnects() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_past_its_budget_is_timed_out() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     let start = Instant::now();
     let out = t
         .exec(
@@ -386,8 +390,9 @@ async fn a_command_past_its_budget_is_timed_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_carries_many_concurrent_commands() {
     let Some(lab) = Lab::start(1) else { return };
-    let t = connect(&lab, "m0").await;
-    let before = accepted_logins(&lab, "m0");
+    let lab = &lab;
+    let t = connect(lab, "m0").await;
+    let before = accepted_logins(lab, "m0");
     // More than sshd's MaxSessions (10) at once: the transport queues them.
     let runs = (0..24).map(|i| {
         let t = t.clone();
@@ -406,7 +411,7 @@ async fn one_connection_carries_many_concurrent_commands() {
         assert_eq!(o.stdout_str(), i.to_string());
     }
     assert_eq!(
-        accepted_logins(&lab, "m0"),
+        accepted_logins(lab, "m0"),
         before,
         "no new connection was made"
     );
@@ -415,7 +420,7 @@ async fn one_connection_carries_many_concurrent_commands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_and_get_round_trip_bytes() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("src.bin");
     let mut bytes: Vec<u8> = (0..=255u8).cycle().take(3 * 1024 * 1024 + 17).collect();
@@ -455,7 +460,7 @@ fn net_ns_of(pid: i32) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_unix_socket_reaches_a_socket_on_the_machine() {
     let Some(lab) = Lab::shared() else { return };
-    let t = connect(&lab, "m0").await;
+    let t = connect(lab, "m0").await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("echo.sock");
     let listener = tokio::net::UnixListener::bind(&path).unwrap();
@@ -495,6 +500,7 @@ async fn open_unix_socket_reaches_a_socket_on_the_machine() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_jump_through_m0_reaches_a_host_this_machine_cannot() {
     let Some(lab) = Lab::start(2) else { return };
+    let lab = &lab;
     // m1 cannot answer this machine any more, but m0 can still reach it.
     lab.partition("m1");
     let e = connect_with(&lab.ssh_config_path(), "m1")
@@ -503,7 +509,7 @@ async fn proxy_jump_through_m0_reaches_a_host_this_machine_cannot() {
     assert_eq!(e.name(), "host-unreachable");
 
     let dir = tempfile::tempdir().unwrap();
-    let cfg = override_config(&lab, dir.path(), "m1", "  ProxyJump m0");
+    let cfg = override_config(lab, dir.path(), "m1", "  ProxyJump m0");
     let s = resolve(&cfg, "m1").await.unwrap();
     assert_eq!(s.proxy_jump, vec!["m0".to_string()]);
     let t = Transport::connect_ssh(&s, &SshOptions::default())
@@ -696,4 +702,67 @@ async fn http_over_a_forwarded_docker_socket() {
     use http_body_util::BodyExt;
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&body[..], b"OK");
+}
+
+/// known_hosts names a host on another port `[ip]:port`, and `HostKeyAlias`
+/// replaces the name looked up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_hosts_lookup_respects_port_and_host_key_alias() {
+    let Some(lab) = Lab::shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ip = lab.host_ip("m0");
+    let kh = std::fs::read_to_string(lab.known_hosts()).unwrap();
+    let key = kh
+        .lines()
+        .find(|l| l.starts_with(&format!("{ip} ")))
+        .unwrap()
+        .split_once(' ')
+        .unwrap()
+        .1
+        .to_string();
+    let write = |name: &str, known: &str, extra: &str| {
+        let khf = dir.path().join(format!("{name}.kh"));
+        std::fs::write(&khf, known).unwrap();
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "Host m0\n  HostName {ip}\n  User root\n  IdentityFile {}\n  IdentityAgent none\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n{extra}",
+                lab.identity().display(),
+                khf.display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    // Port 2222 with only the port-22 entry: unknown, and the message says
+    // how the entry must look.
+    let cfg = write("p22", &format!("{ip} {key}\n"), "  Port 2222\n");
+    let e = connect_with(&cfg, "m0").await.unwrap_err();
+    assert_eq!(e.name(), "host-key-unknown", "{e}");
+    assert!(e.to_string().contains(&format!("[{ip}]:2222")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("ssh-keyscan -p 2222 {ip}")),
+        "{e}"
+    );
+    // With the `[ip]:2222` entry it connects.
+    let cfg = write("p2222", &format!("[{ip}]:2222 {key}\n"), "  Port 2222\n");
+    let t = connect_with(&cfg, "m0").await.unwrap();
+    assert!(t.exec(&argv(&["true"]), T).await.unwrap().status.success());
+    // HostKeyAlias: the entry is looked up under the alias, not the address.
+    let cfg = write(
+        "alias",
+        &format!("box-m0 {key}\n"),
+        "  HostKeyAlias box-m0\n",
+    );
+    connect_with(&cfg, "m0").await.unwrap();
+    let cfg = write(
+        "noalias",
+        &format!("{ip} {key}\n"),
+        "  HostKeyAlias box-m0\n",
+    );
+    assert_eq!(
+        connect_with(&cfg, "m0").await.unwrap_err().name(),
+        "host-key-unknown"
+    );
 }

@@ -10,6 +10,11 @@
 //!
 //! The operator's view is `docs/transport.md`.
 
+// Errors here carry what the operator needs to act (host, address, files,
+// fingerprints, budgets); they are built once per failed connection, so their
+// size does not matter.
+#![allow(clippy::result_large_err)]
+
 pub mod known_hosts;
 pub mod quote;
 pub mod ssh;

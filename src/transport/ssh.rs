@@ -371,10 +371,25 @@ impl Ssh {
             Ok(c) => c?,
             Err(_) => return Ok(timed_out(stdout, stderr)),
         };
-        let ch = match tokio::time::timeout_at(deadline, conn.handle.channel_open_session()).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => return Err(self.lost(&conn, &format!("could not open a channel: {e}"))),
-            Err(_) => return Ok(timed_out(stdout, stderr)),
+        // sshd refuses a session channel past its MaxSessions, and frees a
+        // slot only a little after the previous channel closed: a refused
+        // open is retried with a growing pause until the budget runs out.
+        let mut pause = Duration::from_millis(10);
+        let ch = loop {
+            match tokio::time::timeout_at(deadline, conn.handle.channel_open_session()).await {
+                Ok(Ok(ch)) => break ch,
+                Ok(Err(russh::Error::ChannelOpenFailure(_))) if !conn.handle.is_closed() => {
+                    if tokio::time::Instant::now() + pause >= deadline {
+                        return Ok(timed_out(stdout, stderr));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Ok(Err(e)) => {
+                    return Err(self.lost(&conn, &format!("could not open a channel: {e}")));
+                }
+                Err(_) => return Ok(timed_out(stdout, stderr)),
+            }
         };
         let (mut rx, tx) = ch.split();
         let mut status = None;

@@ -535,9 +535,9 @@ impl Tokens {
                 "{}/{rest}",
                 self.me.home.to_string_lossy().trim_end_matches('/')
             )
-        } else if raw.starts_with('~') {
+        } else if let Some(rest) = raw.strip_prefix('~') {
             // ~otheruser/… : look the user up as ssh does.
-            let (name, rest) = raw[1..].split_once('/').unwrap_or((&raw[1..], ""));
+            let (name, rest) = rest.split_once('/').unwrap_or((rest, ""));
             match nix::unistd::User::from_name(name) {
                 Ok(Some(u)) => format!("{}/{rest}", u.dir.to_string_lossy().trim_end_matches('/')),
                 _ => return Err(format!("`{raw}`: no such user `{name}`")),
