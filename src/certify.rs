@@ -147,7 +147,14 @@ pub async fn certify(
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
     let _lock = record::Lock::acquire(&repo).await?;
-    let scratch = repo.scratch_worktree(&sha).await?;
+    // Under the lock one certification of this repository runs at a time,
+    // so its scratch worktree can live at one stable path: a fresh detached
+    // checkout every attempt, but at the same directory, which keeps
+    // directory-keyed build caches (Go's) warm.
+    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
+    let scratch = repo
+        .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
+        .await?;
     watch.running(&sha, &suite.argv, &budget);
     let run = measure::run_suite(
         measure::Plan {

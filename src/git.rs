@@ -196,26 +196,63 @@ impl Repo {
                 stderr: e.to_string(),
             })?;
         let path = parent.path().join("tree");
+        self.add_scratch(path, sha, Some(parent)).await
+    }
+
+    /// Create a detached worktree at `sha` at the fixed path `path`, first
+    /// removing whatever an earlier crashed run left there. Only for callers
+    /// that hold the repository lock: a stable path lets build caches keyed
+    /// by directory (Go's) stay warm between attempts.
+    pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
+        if path.exists() {
+            let p = path.to_string_lossy().into_owned();
+            let _ = git(&self.top, &["worktree", "remove", "--force", "--force", &p]).await;
+            let _ = std::fs::remove_dir_all(path);
+        }
+        let _ = git(&self.top, &["worktree", "prune"]).await;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
+                cmd: format!("create {}", parent.display()),
+                stderr: e.to_string(),
+            })?;
+        }
+        self.add_scratch(path.to_path_buf(), sha, None).await
+    }
+
+    async fn add_scratch(
+        &self,
+        path: PathBuf,
+        sha: &str,
+        parent: Option<tempfile::TempDir>,
+    ) -> Result<Scratch, GitError> {
         let p = path.to_string_lossy().into_owned();
         git(
             &self.top,
             &["worktree", "add", "--detach", "--quiet", &p, sha],
         )
         .await?;
-        let gitdir = git(&path, &["rev-parse", "--path-format=absolute", "--git-dir"])
-            .await?
-            .stdout_str();
-        Ok(Scratch {
+        let mut scratch = Scratch {
             repo_top: self.top.clone(),
             path,
-            git_dir: PathBuf::from(gitdir),
-            parent: Some(parent),
-        })
+            git_dir: PathBuf::new(),
+            _parent: parent,
+            armed: true,
+        };
+        scratch.git_dir = PathBuf::from(
+            git(
+                &scratch.path,
+                &["rev-parse", "--path-format=absolute", "--git-dir"],
+            )
+            .await?
+            .stdout_str(),
+        );
+        Ok(scratch)
     }
 }
 
 /// A scratch detached worktree. Removed by [`Scratch::remove`]; if that was
-/// never reached (panic, early return) the drop removes it synchronously.
+/// never reached (panic, early return, an error while creating it) the drop
+/// removes it synchronously.
 #[derive(Debug)]
 pub struct Scratch {
     repo_top: PathBuf,
@@ -223,7 +260,8 @@ pub struct Scratch {
     pub path: PathBuf,
     /// The worktree's own git dir (`<common>/worktrees/<name>`).
     pub git_dir: PathBuf,
-    parent: Option<tempfile::TempDir>,
+    _parent: Option<tempfile::TempDir>,
+    armed: bool,
 }
 
 impl Scratch {
@@ -239,14 +277,14 @@ impl Scratch {
             let _ = std::fs::remove_dir_all(&self.path);
             let _ = git(&self.repo_top, &["worktree", "prune"]).await;
         }
-        self.parent.take();
+        self.armed = false;
         Ok(())
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if self.parent.is_none() {
+        if !self.armed {
             return;
         }
         let _ = std::process::Command::new("git")

@@ -123,7 +123,6 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUST_LOG"))
         .with_writer(std::io::stderr)
-        .without_time()
         .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
