@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The row-specific keys a capability row may carry besides the common ones.
+pub const EXTRA_KEYS: &[&str] = &["image", "socket"];
+
 /// The catalog shipped inside the binary.
 pub const EMBEDDED: &str = include_str!("../catalog/capabilities.toml");
 
@@ -45,9 +48,9 @@ impl Refusal for CatalogError {
     }
 }
 
-/// One capability row.
+/// One capability row. Unknown keys are refused by [`Catalog::parse`]
+/// (serde cannot combine `deny_unknown_fields` with the flattened `extra`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
 pub struct Capability {
     /// `toolchain`, `container` or `sandbox`.
     pub kind: String,
@@ -63,7 +66,8 @@ pub struct Capability {
     /// Install command per platform id (`debian`, `ubuntu`, `fedora`, `alpine`, `darwin` …).
     #[serde(default)]
     pub install: BTreeMap<String, String>,
-    /// Extra row-specific settings (e.g. the docker-oci image pin).
+    /// Extra row-specific settings, a closed set ([`EXTRA_KEYS`]): the
+    /// docker-oci image pin (`image`) and engine socket (`socket`).
     #[serde(default, flatten)]
     pub extra: BTreeMap<String, toml::Value>,
 }
@@ -110,6 +114,14 @@ impl Catalog {
             origin: origin.to_string(),
             detail: e.message().to_string(),
         })?;
+        for (name, row) in &f.capability {
+            if let Some(k) = row.extra.keys().find(|k| !EXTRA_KEYS.contains(&k.as_str())) {
+                return Err(CatalogError::Malformed {
+                    origin: origin.to_string(),
+                    detail: format!("unknown field `{k}` in capability `{name}`"),
+                });
+            }
+        }
         Ok(Catalog {
             rows: f.capability,
             origin: origin.to_string(),

@@ -209,6 +209,17 @@ async fn drain<R: AsyncRead + Unpin>(mut r: R, mut file: Option<tokio::fs::File>
     out
 }
 
+/// Wait for a drain task, bounded: once the group is dead its pipes close at
+/// once, unless something outside the group inherited them.
+async fn collect(task: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {
+    let Some(t) = task else { return Vec::new() };
+    tokio::time::timeout(Duration::from_secs(5), t)
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_default()
+}
+
 /// Run `cmd` to completion (or to its budget).
 ///
 /// Errors: only when the program cannot be started (not found, not
@@ -287,23 +298,8 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     guard.signal(nix::sys::signal::Signal::SIGKILL);
     guard.pgid = None;
 
-    let bound = Duration::from_secs(5);
-    let stdout = match out_task {
-        Some(t) => tokio::time::timeout(bound, t)
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
-    let stderr = match err_task {
-        Some(t) => tokio::time::timeout(bound, t)
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let stdout = collect(out_task).await;
+    let stderr = collect(err_task).await;
     Ok(Output {
         status,
         stdout,

@@ -70,6 +70,27 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
     Ok(out)
 }
 
+/// Run `git -C dir args…` with extra environment (`GIT_AUTHOR_*` …) and the
+/// plumbing budget, and return its output whatever its exit status: for
+/// commands whose non-zero exit is an answer (`merge-tree` reports a
+/// conflict with 1). Errors only when git cannot be started.
+pub async fn git_status_env(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Output, GitError> {
+    let mut cmd = Cmd::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .timeout(GIT_TIMEOUT);
+    for (k, v) in env {
+        cmd = cmd.env(k, v);
+    }
+    exec::run(cmd).await.map_err(GitError::Spawn)
+}
+
 impl Repo {
     /// Discover the repository containing `path`.
     ///
@@ -132,6 +153,17 @@ impl Repo {
         }
     }
 
+    /// Every file path (blobs and links) in the tree of commit `sha`.
+    pub async fn tree_files(&self, sha: &str) -> Result<Vec<String>, GitError> {
+        let out = git(&self.top, &["ls-tree", "-r", "--name-only", "-z", sha]).await?;
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect())
+    }
+
     /// `<common-dir>/saphan`: repository-scoped saphan state.
     pub fn state_dir(&self) -> PathBuf {
         self.common_dir.join("saphan")
@@ -164,26 +196,63 @@ impl Repo {
                 stderr: e.to_string(),
             })?;
         let path = parent.path().join("tree");
+        self.add_scratch(path, sha, Some(parent)).await
+    }
+
+    /// Create a detached worktree at `sha` at the fixed path `path`, first
+    /// removing whatever an earlier crashed run left there. Only for callers
+    /// that hold the repository lock: a stable path lets build caches keyed
+    /// by directory (Go's) stay warm between attempts.
+    pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
+        if path.exists() {
+            let p = path.to_string_lossy().into_owned();
+            let _ = git(&self.top, &["worktree", "remove", "--force", "--force", &p]).await;
+            let _ = std::fs::remove_dir_all(path);
+        }
+        let _ = git(&self.top, &["worktree", "prune"]).await;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
+                cmd: format!("create {}", parent.display()),
+                stderr: e.to_string(),
+            })?;
+        }
+        self.add_scratch(path.to_path_buf(), sha, None).await
+    }
+
+    async fn add_scratch(
+        &self,
+        path: PathBuf,
+        sha: &str,
+        parent: Option<tempfile::TempDir>,
+    ) -> Result<Scratch, GitError> {
         let p = path.to_string_lossy().into_owned();
         git(
             &self.top,
             &["worktree", "add", "--detach", "--quiet", &p, sha],
         )
         .await?;
-        let gitdir = git(&path, &["rev-parse", "--path-format=absolute", "--git-dir"])
-            .await?
-            .stdout_str();
-        Ok(Scratch {
+        let mut scratch = Scratch {
             repo_top: self.top.clone(),
             path,
-            git_dir: PathBuf::from(gitdir),
-            parent: Some(parent),
-        })
+            git_dir: PathBuf::new(),
+            _parent: parent,
+            armed: true,
+        };
+        scratch.git_dir = PathBuf::from(
+            git(
+                &scratch.path,
+                &["rev-parse", "--path-format=absolute", "--git-dir"],
+            )
+            .await?
+            .stdout_str(),
+        );
+        Ok(scratch)
     }
 }
 
 /// A scratch detached worktree. Removed by [`Scratch::remove`]; if that was
-/// never reached (panic, early return) the drop removes it synchronously.
+/// never reached (panic, early return, an error while creating it) the drop
+/// removes it synchronously.
 #[derive(Debug)]
 pub struct Scratch {
     repo_top: PathBuf,
@@ -191,7 +260,8 @@ pub struct Scratch {
     pub path: PathBuf,
     /// The worktree's own git dir (`<common>/worktrees/<name>`).
     pub git_dir: PathBuf,
-    parent: Option<tempfile::TempDir>,
+    _parent: Option<tempfile::TempDir>,
+    armed: bool,
 }
 
 impl Scratch {
@@ -207,14 +277,14 @@ impl Scratch {
             let _ = std::fs::remove_dir_all(&self.path);
             let _ = git(&self.repo_top, &["worktree", "prune"]).await;
         }
-        self.parent.take();
+        self.armed = false;
         Ok(())
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if self.parent.is_none() {
+        if !self.armed {
             return;
         }
         let _ = std::process::Command::new("git")

@@ -49,6 +49,11 @@ impl Home {
     pub fn signing_key(&self) -> PathBuf {
         self.root.join("keys").join("row-signing")
     }
+    /// `scratch/<key>/tree`: certify's scratch worktree for one repository
+    /// (`key` identifies the repository; see [`crate::certify`]).
+    pub fn scratch(&self, key: &str) -> PathBuf {
+        self.root.join("scratch").join(key).join("tree")
+    }
     /// `archive/`: teardown archives of stream returns.
     pub fn archive(&self) -> PathBuf {
         self.root.join("archive")

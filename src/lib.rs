@@ -4,15 +4,25 @@
 //! The binary is a thin shell over this library; see `DESIGN.md` for the
 //! architecture and `docs/` for the operator guide.
 
+pub mod affected;
 pub mod catalog;
+pub mod certify;
 pub mod cli;
 pub mod config;
+pub mod docker;
 pub mod error;
 pub mod exec;
 pub mod fleet;
 pub mod fsutil;
 pub mod git;
 pub mod home;
+pub mod measure;
 pub mod platform;
+pub mod provision;
+pub mod record;
 pub mod report;
+pub mod stepgo;
+pub mod stream;
+pub mod suite;
 pub mod transport;
+pub mod union;

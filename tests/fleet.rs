@@ -478,8 +478,9 @@ fn lab_hostile_declared_path_is_one_literal_path_on_the_remote_side() {
     let env = &f.env;
     assert_code(&env.run(&["machine", "measure", "--machine", "m0"]), 0);
     let dir = tempfile::tempdir().unwrap();
-    // The remote shell starts in root's home, which m0 shares with this machine.
-    let canary = Path::new("/root/PWNED");
+    // The remote shell starts in m0's own /root (the lab's home_dir).
+    let canary_path = f.lab.home_dir("m0").join("PWNED");
+    let canary = canary_path.as_path();
     let _ = std::fs::remove_file(canary);
     let hostile = format!("{}/it's a \"go\"; touch PWNED #", dir.path().display());
     let o = env.run(&probe_args("m0", "go", &hostile));

@@ -59,13 +59,28 @@ host_arg() {
   echo "$h"
 }
 
-# Kill every process in namespace $1 and wait (bounded) until none is left, so
-# the caller's next connect sees the host really down.
+# Kill every process in namespace $1 and wait (bounded) until each one is
+# really gone and nothing listens there any more, so the caller's next connect
+# sees the host down. (A killed sshd can linger in state D, out of
+# `ip netns pids` already but still holding its listening socket.)
 kill_ns() {
-  local ns="$1" pids deadline=$((SECONDS + 5))
-  while pids="$(ip netns pids "$ns" 2>/dev/null)" && [ -n "$pids" ]; do
-    kill -KILL $pids 2>/dev/null || true
-    [ $SECONDS -lt $deadline ] || { echo "fleet/lab: processes in $ns survive: $pids" >&2; return 1; }
+  local ns="$1" pids all="" p deadline=$((SECONDS + 10))
+  while :; do
+    pids="$(ip netns pids "$ns" 2>/dev/null || true)"
+    all="$all $pids"
+    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+    local alive=""
+    for p in $all; do
+      if [ -e "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then
+        alive="$alive $p"
+      fi
+    done
+    all="$alive"
+    if [ -z "$pids" ] && [ -z "$alive" ] \
+       && [ -z "$(ip netns exec "$ns" ss -Hltn 2>/dev/null)" ]; then
+      return 0
+    fi
+    [ $SECONDS -lt $deadline ] || { echo "fleet/lab: processes in $ns survive:$alive $pids" >&2; return 1; }
     sleep 0.02
   done
 }

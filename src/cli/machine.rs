@@ -391,7 +391,12 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
                                 .and_then(|v| v.lines().next())
                                 .unwrap_or("")
                         ),
-                        _ => c.reason_detail.clone().unwrap_or_default(),
+                        _ => match &c.reason {
+                            Some(r) => {
+                                format!("{r}: {}", c.reason_detail.as_deref().unwrap_or(""))
+                            }
+                            None => c.reason_detail.clone().unwrap_or_default(),
+                        },
                     };
                     text += &format!(
                         "{:w$}  {cap:cw$}  {:7}  {}\n",

@@ -3,6 +3,11 @@
 //! engine. This module is the only place that prints errors and maps them to
 //! exit codes (DESIGN §4).
 
+pub mod affected;
+pub mod certify;
+pub mod stream;
+pub mod union;
+
 use crate::error::{Exit, Result};
 use crate::home::Home;
 use clap::{Parser, Subcommand};
@@ -11,6 +16,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub mod catalog;
+pub mod config;
+pub mod init;
 pub mod machine;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
@@ -41,6 +48,25 @@ pub enum Command {
         #[command(subcommand)]
         cmd: machine::MachineCmd,
     },
+    /// Work streams and their returns: start, status, gate stop-2, teardown.
+    #[command(subcommand)]
+    Stream(stream::StreamCmd),
+    /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
+    Certify(certify::CertifyArgs),
+    /// List a repository's attempt records, or show one.
+    Records(certify::RecordsArgs),
+    /// Read and edit config-v1 (SAPHAN_HOME/config), one key per act.
+    Config(config::ConfigArgs),
+    /// Propose a [verify.full] block for the repository's stack.
+    Init(init::InitArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyAffected(affected::VerifyAffectedArgs),
+    // Help text: the doc comment of the Args type.
+    Adapter(affected::AdapterArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyUnion(union::VerifyUnionArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyStream(union::VerifyStreamArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -77,10 +103,18 @@ pub fn out_json(v: &serde_json::Value) {
 }
 
 async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
-    let _ = &ctx;
     match cmd {
         Command::Catalog { cmd } => catalog::run(&ctx, cmd).await,
         Command::Machine { cmd } => machine::run(&ctx, cmd).await,
+        Command::Stream(c) => stream::run(&ctx, c).await,
+        Command::Certify(a) => certify::run(&ctx, a).await,
+        Command::Records(a) => certify::records(&ctx, a).await,
+        Command::Config(a) => config::run(&ctx, a),
+        Command::Init(a) => init::run(&ctx, a).await,
+        Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
+        Command::Adapter(a) => affected::adapter(a),
+        Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
+        Command::VerifyStream(a) => union::verify_stream(&ctx, a).await,
     }
 }
 
@@ -89,7 +123,6 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUST_LOG"))
         .with_writer(std::io::stderr)
-        .without_time()
         .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

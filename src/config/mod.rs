@@ -1,27 +1,298 @@
 //! config-v1: the operator's declaration in `SAPHAN_HOME/config` (TOML).
 //!
 //! CONTRACT (the certify/affected code calls exactly this): [`Config::load`]
-//! and the plain types below. Validation of closed scopes and keys, `config
-//! set|unset|show` with byte-identical round-trips, and `init` live beside it.
+//! and the plain types below. Everything else lives beside it:
+//!
+//! * [`schema`] — the closed vocabulary (scopes, keys, value shapes, argv
+//!   splitting, durations);
+//! * [`validate`] — a parsed document → [`Declared`], refusing every
+//!   hand-written problem by name;
+//! * [`edit`] — `config set` / `config unset` through toml_edit, so every other
+//!   byte of the file stays as the operator wrote it;
+//! * [`show`] — `config show`;
+//! * [`init`] — stack detection and the two-key proposal of `saphan init`.
+//!
+//! Only `[verify.*]` (and the one key `[fleet] freshness`) belong to saphan;
+//! every other section of the file belongs to someone else and is neither
+//! read, refused nor touched.
+
+pub mod edit;
+pub mod init;
+pub mod schema;
+pub mod show;
+pub mod validate;
+
+pub use validate::{Declared, DeclaredProvision};
 
 use crate::error::Refusal;
 use crate::home::Home;
 use crate::report::ReportKind;
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Errors reading or editing config-v1.
+/// `[fleet] freshness` when the file does not set it: 24 hours.
+pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(24 * 3600);
+
+/// Where a refused word came from: the file on disk, or the KEY/VALUE given
+/// to `config set`/`unset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum At {
+    /// Hand-written into this file.
+    File(PathBuf),
+    /// Given on the command line.
+    Request,
+}
+
+/// Errors reading or editing config-v1. Each variant's [`Refusal::name`] is
+/// stable and documented in `docs/config.md`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file is not valid TOML.
-    #[error("{path} is not valid TOML: {detail} — fix the file by hand")]
+    /// The file is not valid TOML (or not UTF-8).
+    #[error("{path} is not valid TOML: {detail} — fix the file by hand; nothing was changed")]
     Malformed { path: PathBuf, detail: String },
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source} — check the file's permissions")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `verify.surface` is reserved.
+    #[error("{}", reserved(scope, at))]
+    ScopeReserved { scope: String, at: At },
+    /// A scope under `verify` that config-v1 does not know.
+    #[error("{}", unknown_scope(scope, at))]
+    ScopeUnknown { scope: String, at: At },
+    /// A key directly under `[verify]`, with no scope.
+    #[error("{}", scope_missing(key, at))]
+    ScopeMissing { key: String, at: At },
+    /// A key outside its scope's closed set (a misspelling, usually).
+    #[error("{}", unknown_key(scope, key, *suggestion, at))]
+    KeyUnknown {
+        scope: String,
+        key: String,
+        suggestion: Option<&'static str>,
+        at: At,
+    },
+    /// A KEY of the wrong shape (`verify.full` for `set`, `verify..argv`).
+    #[error(
+        "`{key}` is not a KEY config-v1 can write: {why} — for example: saphan config set verify.full.argv \"npm,test\""
+    )]
+    KeyInvalid { key: String, why: String },
+    /// A KEY outside `verify.*` and `fleet.freshness`.
+    #[error(
+        "`{key}` is outside config-v1 — saphan edits only verify.* and fleet.freshness; every other section of the file belongs to another tool: edit it by hand"
+    )]
+    KeyForeign { key: String },
+    /// A provision alias that is not a plain name.
+    #[error(
+        "provision alias `{alias}`{} is not a plain name — use letters, digits, `-` and `_`, as in verify.provision.contract",
+        located(at)
+    )]
+    AliasInvalid { alias: String, at: At },
+    /// A suite block in the file with no argv.
+    #[error("[{scope}] in {} is declared but names no argv, so there is no command to run — add one: saphan config set {scope}.argv \"<program>,<arg>,…\" (or remove the block: saphan config unset {scope})", path.display())]
+    NoArgv { scope: String, path: PathBuf },
+    /// `config set` of another key before the block has argv.
+    #[error(
+        "{scope} has no argv yet, so setting {scope}.{key} first would declare a block with nothing to run — set the command first: saphan config set {scope}.argv \"<program>,<arg>,…\""
+    )]
+    NoArgvYet { scope: String, key: String },
+    /// `config unset` of argv while other keys remain.
+    #[error(
+        "unsetting {scope}.argv would leave [{scope}] declared with nothing to run — unset its other keys first, or remove the whole block: saphan config unset {scope}"
+    )]
+    ArgvStillNeeded { scope: String },
+    /// A value of the wrong shape.
+    #[error("{key} = {value}{} is refused: {what} — {fix}", located(at))]
+    ValueInvalid {
+        key: String,
+        value: String,
+        what: String,
+        fix: String,
+        at: At,
+    },
+    /// A provision `dest` that would land outside the tree (absolute, `..`)
+    /// or inside `.git`.
+    #[error(
+        "{key} = {value}{} is refused: {what} — give a path inside the tree, like .provision/openapi.yaml",
+        located(at)
+    )]
+    DestHostile {
+        key: String,
+        value: String,
+        what: String,
+        at: At,
+    },
+    /// `report = junit-xml` before `report_path` (config set).
+    #[error(
+        "{scope}.report_path is not set, so selecting junit-xml now would declare a file-based report with no file to read — set the path first, then the kind: saphan config set {scope}.report_path <glob relative to the repository root>"
+    )]
+    JunitNeedsPath { scope: String },
+    /// Clearing `report_path` while junit-xml is selected (config unset).
+    #[error(
+        "{scope}.report is junit-xml, and clearing {scope}.report_path would leave it without its required input — change the kind first, then clear the path: saphan config set {scope}.report <go-test-json|exitcode>"
+    )]
+    PathNeededByJunit { scope: String },
+    /// junit-xml without report_path, hand-written.
+    #[error("[{scope}] in {} selects report = \"junit-xml\" but names no report_path, so there is no file to read — set it: saphan config set {scope}.report_path <glob relative to the repository root>", path.display())]
+    ReportPathMissing { scope: String, path: PathBuf },
+    /// A provision block in the file without `repo`.
+    #[error("[verify.provision.{alias}] in {} names no repo, and repo is mandatory: an unscoped block would be placed into every tree saphan measures — repair it: saphan config set verify.provision.{alias}.repo <absolute path of the repository>", path.display())]
+    ProvisionRepoMissing { alias: String, path: PathBuf },
+    /// `config set` of source/dest before repo.
+    #[error(
+        "verify.provision.{alias} has no repo yet, so setting verify.provision.{alias}.{key} first would declare a block that applies to no repository — set the repo first: saphan config set verify.provision.{alias}.repo <absolute path of the repository>"
+    )]
+    ProvisionRepoFirst { alias: String, key: String },
+    /// `config unset` of repo while source/dest remain.
+    #[error(
+        "unsetting verify.provision.{alias}.repo would leave the block without its mandatory repo — remove the whole block instead: saphan config unset verify.provision.{alias}"
+    )]
+    ProvisionRepoStillNeeded { alias: String },
+    /// A provision block still being staged (no source or no dest) when the
+    /// declaration is used.
+    #[error("[verify.provision.{alias}] in {} names no {key} yet, so there is nothing to place — finish it: saphan config set verify.provision.{alias}.{key} {}", path.display(), placeholder(key))]
+    ProvisionIncomplete {
+        alias: String,
+        key: &'static str,
+        path: PathBuf,
+    },
+}
+
+fn located(at: &At) -> String {
+    match at {
+        At::File(p) => format!(" (in {})", p.display()),
+        At::Request => String::new(),
+    }
+}
+
+fn placeholder(key: &str) -> &'static str {
+    match key {
+        "source" => "<absolute path of the file>",
+        _ => "<path inside the tree>",
+    }
+}
+
+fn reserved(scope: &str, at: &At) -> String {
+    match at {
+        At::File(p) => format!(
+            "{} declares [{scope}], which is reserved and not implemented — remove the block: saphan config unset {scope}",
+            p.display()
+        ),
+        At::Request => format!(
+            "{scope} is reserved and not implemented — declare verify.full, verify.affected or verify.provision.<alias> instead"
+        ),
+    }
+}
+
+fn unknown_scope(scope: &str, at: &At) -> String {
+    match at {
+        At::File(p) => format!(
+            "{} declares [{scope}], a scope config-v1 does not know — the scopes are {}; remove it: saphan config unset {scope}",
+            p.display(),
+            schema::SCOPES_TEXT
+        ),
+        At::Request => format!(
+            "{scope} is not a config-v1 scope — the scopes are {}",
+            schema::SCOPES_TEXT
+        ),
+    }
+}
+
+fn scope_missing(key: &str, at: &At) -> String {
+    let home = if schema::PROVISION_KEYS.contains(&key) {
+        format!("verify.provision.<alias>.{key}")
+    } else {
+        format!("verify.full.{key} or verify.affected.{key}")
+    };
+    match at {
+        At::File(p) => format!(
+            "{} puts `{key}` directly under [verify], with no scope, so nothing would read it — keys live in a scope ({home}); move it there, then remove this one: saphan config unset verify.{key}",
+            p.display()
+        ),
+        At::Request => {
+            format!(
+                "verify.{key} names no scope, so nothing would read it — keys live in a scope: {home}"
+            )
+        }
+    }
+}
+
+fn unknown_key(scope: &str, key: &str, suggestion: Option<&str>, at: &At) -> String {
+    let keys = if scope.starts_with("verify.provision.") {
+        schema::PROVISION_KEYS
+    } else {
+        schema::SUITE_KEYS
+    };
+    let hint = suggestion
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    match at {
+        At::File(p) => format!(
+            "[{scope}] in {} has `{key}`, which is not one of its keys{hint} — a dropped key looks exactly like a key that worked, so rename it by hand ([{scope}] takes {}) or remove it: saphan config unset {scope}.{key}",
+            p.display(),
+            keys.join(", ")
+        ),
+        At::Request => format!(
+            "`{scope}.{key}` is not a config-v1 key{hint} — [{scope}] takes {}",
+            keys.join(", ")
+        ),
+    }
+}
+
+impl ConfigError {
+    /// A refused value: `provision-dest-hostile` for a non-empty provision
+    /// `dest` of the wrong shape, `config-value-invalid` otherwise.
+    pub fn value(key: &str, value: String, what: String, fix: String, at: At) -> ConfigError {
+        if key.starts_with("verify.provision.")
+            && key.ends_with(".dest")
+            && !value.trim_matches('"').is_empty()
+        {
+            ConfigError::DestHostile {
+                key: key.to_string(),
+                value,
+                what,
+                at,
+            }
+        } else {
+            ConfigError::ValueInvalid {
+                key: key.to_string(),
+                value,
+                what,
+                fix,
+                at,
+            }
+        }
+    }
 }
 
 impl Refusal for ConfigError {
     fn name(&self) -> &'static str {
         match self {
             ConfigError::Malformed { .. } => "config-malformed",
+            ConfigError::Unreadable { .. } => "config-unreadable",
+            ConfigError::ScopeReserved { .. } => "config-scope-reserved",
+            ConfigError::ScopeUnknown { .. } => "config-scope-unknown",
+            ConfigError::ScopeMissing { .. } => "config-scope-missing",
+            ConfigError::KeyUnknown { .. } => "config-key-unknown",
+            ConfigError::KeyInvalid { .. } => "config-key-invalid",
+            ConfigError::KeyForeign { .. } => "config-key-foreign",
+            ConfigError::AliasInvalid { .. } => "config-alias-invalid",
+            ConfigError::NoArgv { .. }
+            | ConfigError::NoArgvYet { .. }
+            | ConfigError::ArgvStillNeeded { .. } => "config-no-argv",
+            ConfigError::ValueInvalid { .. } => "config-value-invalid",
+            ConfigError::DestHostile { .. } => "provision-dest-hostile",
+            ConfigError::JunitNeedsPath { .. } | ConfigError::PathNeededByJunit { .. } => {
+                "config-staging"
+            }
+            ConfigError::ReportPathMissing { .. } => "config-report-path-missing",
+            ConfigError::ProvisionRepoMissing { .. }
+            | ConfigError::ProvisionRepoFirst { .. }
+            | ConfigError::ProvisionRepoStillNeeded { .. } => "provision-repo-missing",
+            ConfigError::ProvisionIncomplete { .. } => "provision-incomplete",
         }
     }
 }
@@ -29,14 +300,23 @@ impl Refusal for ConfigError {
 /// A declared suite: `[verify.full]` or `[verify.affected]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suite {
-    /// `argv`, split on commas (or a TOML array of strings).
+    /// `argv`, split on commas (or a TOML array of strings). Never empty,
+    /// no empty element.
     pub argv: Vec<String>,
     /// `report`; `None` = the exitcode floor.
     pub report: Option<ReportKind>,
-    /// `report_path` (a glob, junit-xml only).
+    /// `report_path` (a glob relative to the tree root, junit-xml only).
+    /// Always `Some` when `report` is junit-xml.
     pub report_path: Option<String>,
     /// `timeout`.
     pub timeout: Option<Duration>,
+}
+
+impl Suite {
+    /// The report kind in force: the declared one, else the exitcode floor.
+    pub fn report_kind(&self) -> ReportKind {
+        self.report.unwrap_or(ReportKind::Exitcode)
+    }
 }
 
 /// One `[verify.provision.<alias>]` entry.
@@ -48,8 +328,18 @@ pub struct Provision {
     pub repo: PathBuf,
     /// `source`: the file whose bytes are placed (absolute).
     pub source: PathBuf,
-    /// `dest`: where they land, relative to the tree root.
+    /// `dest`: where they land, relative to the tree root (no `..`, not in `.git`).
     pub dest: String,
+}
+
+impl Provision {
+    /// Does this entry apply to the repository whose top directory is
+    /// `repo_top`? Both sides are canonicalized when they exist, so a
+    /// trailing slash or a symlinked path still matches.
+    pub fn applies_to(&self, repo_top: &Path) -> bool {
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        canon(&self.repo) == canon(repo_top)
+    }
 }
 
 /// The validated declaration.
@@ -67,61 +357,102 @@ pub struct Config {
 
 impl Config {
     /// Load and validate `home.config()`; a missing file is an empty config.
+    ///
+    /// Every check of `config set` applies (closed scopes and keys, argv
+    /// present, junit-xml with its path, provision with repo), and also
+    /// completeness: a provision block still being staged (no `source` or
+    /// no `dest`) is refused as `provision-incomplete`, because certify
+    /// cannot place it.
+    ///
+    /// Errors: any [`ConfigError`], with the file's path in the message.
     pub fn load(home: &Home) -> Result<Config, ConfigError> {
         let path = home.config();
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Ok(Config::default());
-        };
-        let doc: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Malformed {
-            path: path.clone(),
-            detail: e.message().to_string(),
-        })?;
-        let mut cfg = Config::default();
-        let suite = |t: &toml::Value| -> Suite {
-            let argv = match t.get("argv") {
-                Some(toml::Value::String(s)) => s.split(',').map(str::to_string).collect(),
-                Some(toml::Value::Array(a)) => a
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect(),
-                _ => Vec::new(),
+        let declared = read_declared(&path)?;
+        let mut provisions = Vec::new();
+        for p in declared.provisions {
+            let incomplete = |key| ConfigError::ProvisionIncomplete {
+                alias: p.alias.clone(),
+                key,
+                path: path.clone(),
             };
-            Suite {
-                argv,
-                report: t
-                    .get("report")
-                    .and_then(|v| v.as_str())
-                    .and_then(ReportKind::parse),
-                report_path: t
-                    .get("report_path")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string),
-                timeout: t
-                    .get("timeout")
-                    .and_then(|v| v.as_str())
-                    .and_then(|s| humantime::parse_duration(s).ok()),
-            }
-        };
-        if let Some(v) = doc.get("verify") {
-            cfg.full = v.get("full").map(suite);
-            cfg.affected = v.get("affected").map(suite);
-            if let Some(toml::Value::Table(p)) = v.get("provision") {
-                for (alias, t) in p {
-                    let s = |k: &str| {
-                        t.get(k)
-                            .and_then(|v| v.as_str())
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    cfg.provisions.push(Provision {
-                        alias: alias.clone(),
-                        repo: s("repo").into(),
-                        source: s("source").into(),
-                        dest: s("dest"),
-                    });
-                }
-            }
+            let source = p.source.clone().ok_or_else(|| incomplete("source"))?;
+            let dest = p.dest.clone().ok_or_else(|| incomplete("dest"))?;
+            provisions.push(Provision {
+                alias: p.alias,
+                repo: p.repo,
+                source,
+                dest,
+            });
         }
-        Ok(cfg)
+        Ok(Config {
+            full: declared.full,
+            affected: declared.affected,
+            provisions,
+            fleet_freshness: declared.fleet_freshness,
+        })
+    }
+
+    /// `[fleet] freshness`, or [`DEFAULT_FRESHNESS`].
+    pub fn freshness(&self) -> Duration {
+        self.fleet_freshness.unwrap_or(DEFAULT_FRESHNESS)
+    }
+}
+
+/// Read the file's text; `None` when it does not exist.
+///
+/// Errors: `config-unreadable`, `config-malformed` (not UTF-8).
+pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| ConfigError::Malformed {
+                path: path.to_path_buf(),
+                detail: "it is not UTF-8".into(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Parse config-v1 text with toml_edit (keeps every byte for re-rendering).
+///
+/// Errors: `config-malformed`.
+pub fn parse(text: &str, path: &Path) -> Result<toml_edit::DocumentMut, ConfigError> {
+    text.parse::<toml_edit::DocumentMut>()
+        .map_err(|e| ConfigError::Malformed {
+            path: path.to_path_buf(),
+            detail: one_line(&e.to_string()),
+        })
+}
+
+fn one_line(s: &str) -> String {
+    // toml_edit prints "…at line L, column C", a source excerpt, then the
+    // reason: keep the position and the reason.
+    let lines: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) if lines.len() > 1 => format!("{first}: {last}"),
+        _ => s.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Read and validate the file at `path` without the completeness check of
+/// [`Config::load`]: what `config show` prints. A missing file declares
+/// nothing.
+pub fn read_declared(path: &Path) -> Result<Declared, ConfigError> {
+    match read_text(path)? {
+        None => Ok(Declared::default()),
+        Some(text) => validate::validate(&parse(&text, path)?, path),
+    }
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::File(p) => write!(f, "{}", p.display()),
+            At::Request => write!(f, "the command line"),
+        }
     }
 }

@@ -67,7 +67,11 @@ impl ProbeSettings {
                 .into());
             }
             if it.entry.kind != "toolchain" {
-                precheck_other(&it.capability, &it.entry)?;
+                let origin = match &self.catalog_path {
+                    Some(p) => p.display().to_string(),
+                    None => "embedded".to_string(),
+                };
+                precheck_other(&it.capability, &it.entry, &origin)?;
             }
         }
         Ok(())
@@ -380,12 +384,9 @@ pub async fn probe_toolchains(
 /// `docker-probe-image-unpinned` while the catalog pin is the zero digest.
 ///
 /// WIRING POINT for the docker-oci / sandbox-userns module: replace the body.
-pub fn precheck_other(capability: &str, entry: &Capability) -> Result<()> {
-    Err(FleetError::ProbeUnavailable {
-        capability: capability.into(),
-        kind: entry.kind.clone(),
-    }
-    .into())
+/// `origin` names the catalog (`embedded` or the `--catalog` path).
+pub fn precheck_other(capability: &str, entry: &Capability, origin: &str) -> Result<()> {
+    crate::docker::precheck(capability, entry, origin)
 }
 
 /// Probe a non-toolchain capability on one connected machine.
@@ -396,12 +397,7 @@ pub fn precheck_other(capability: &str, entry: &Capability) -> Result<()> {
 /// `Finding::install` for line 1 when set — then signs and appends the row),
 /// or an error to record nothing for this machine.
 pub async fn probe_other(req: &ProbeRequest<'_>, t: &Transport) -> Result<Finding> {
-    let _ = t;
-    Err(FleetError::ProbeUnavailable {
-        capability: req.capability.into(),
-        kind: req.entry.kind.clone(),
-    }
-    .into())
+    crate::docker::probe(req, t).await
 }
 
 /// The whole ceremony for one machine: connect once, probe every item

@@ -2,17 +2,24 @@
 //! suite's result (spec: "The three report kinds").
 //!
 //! * `go-test-json` — the suite's stdout is `go test -json`'s event stream
-//!   (cmd/test2json).
+//!   (cmd/test2json); parsed line by line in [`gojson`].
 //! * `junit-xml` — the suite writes XML files selected by `report_path`, a
-//!   glob relative to the tree root (JUnit XML as Surefire writes it).
+//!   glob relative to the tree root (JUnit XML as Surefire writes it); files
+//!   are selected in [`files`] and parsed as a stream in [`junit`].
 //! * `exitcode` — the exit status is the whole verdict; no count, no names.
 //!
 //! [`measure`] is the one entry point certify, verify-union and the affected
-//! tier use.
+//! tier use. Where the spec leaves a choice open, `../shared/corpus/README.md`
+//! fixes it, and the corpus manifest is the test of every rule here.
 
+pub mod files;
+pub mod gojson;
+pub mod junit;
+
+use crate::error::{Exit, Refusal};
 use crate::exec::Termination;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The three report kinds, spelled as in config-v1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +67,25 @@ pub enum Verdict {
     MeasurementFailed,
 }
 
+impl Verdict {
+    /// The record spelling (`green`, `red`, `measurement-failed`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Green => "green",
+            Verdict::Red => "red",
+            Verdict::MeasurementFailed => "measurement-failed",
+        }
+    }
+    /// The process exit code a verb uses for this verdict (DESIGN §4).
+    pub fn exit(&self) -> Exit {
+        match self {
+            Verdict::Green => Exit::Ok,
+            Verdict::Red => Exit::Red,
+            Verdict::MeasurementFailed => Exit::MeasurementFailed,
+        }
+    }
+}
+
 /// What one suite run measured, ready for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -76,8 +102,36 @@ pub struct Measurement {
     /// Report files read, relative to the tree root, sorted (junit-xml only).
     pub report_files: Vec<String>,
     /// Why the measurement failed, or where evidence disagreed (e.g. exit 0
-    /// with named failures); empty on a plain green or red.
+    /// with named failures); empty on a plain green or red. Each note starts
+    /// with a stable kebab-case name (`crash:`, `report-malformed:`,
+    /// `exit-code-disagreed:` …).
     pub notes: Vec<String>,
+}
+
+impl Measurement {
+    /// A failed measurement with one note (`<stable-name>: what happened`):
+    /// no count, no names — nothing was measured that could be trusted.
+    pub fn failed(note: impl Into<String>) -> Measurement {
+        Measurement {
+            verdict: Verdict::MeasurementFailed,
+            count: None,
+            count_derived: false,
+            named_tests: None,
+            report_files: Vec::new(),
+            notes: vec![note.into()],
+        }
+    }
+
+    /// The stable name of why the measurement failed — the name that opens
+    /// the deciding (last) note, e.g. `timeout`, `crash`, `contradictory`,
+    /// `report-malformed`; `None` unless the verdict is measurement-failed.
+    pub fn failure(&self) -> Option<String> {
+        if self.verdict != Verdict::MeasurementFailed {
+            return None;
+        }
+        let last = self.notes.last()?;
+        Some(last.split(':').next().unwrap_or(last).trim().to_string())
+    }
 }
 
 /// The evidence of one finished suite run.
@@ -96,17 +150,145 @@ pub struct Evidence<'a> {
     pub report_path: Option<&'a str>,
 }
 
+/// What a parser derived from a report, before the exit status is weighed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// Tests that ran (junit: Σ tests − skipped over outermost suites;
+    /// go: top-level tests whose last action is pass or fail).
+    pub count: u64,
+    /// True when some outermost `<testsuite>` had no `tests` attribute and its
+    /// count was derived from its testcases.
+    pub count_derived: bool,
+    /// Failing names in report order, duplicates kept.
+    pub names: Vec<String>,
+    /// Report files read, relative to the root, sorted (junit-xml only).
+    pub files: Vec<String>,
+    /// Observations worth keeping in the record (not failures).
+    pub notes: Vec<String>,
+}
+
+/// Why a report could not be read. Every variant names the file (relative to
+/// the tree root for junit-xml), so the record says where to look.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A junit-xml glob selected nothing.
+    #[error(
+        "report_path `{pattern}` matched no files — make the suite write its report there, or fix verify.full.report_path"
+    )]
+    NoMatch {
+        /// The glob as declared.
+        pattern: String,
+    },
+    /// `report_path` is not a usable relative glob.
+    #[error(
+        "report_path `{pattern}` is not a usable glob: {why} — declare a glob relative to the repository root"
+    )]
+    BadPattern {
+        /// The glob as declared.
+        pattern: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No `report_path` was declared for junit-xml.
+    #[error("junit-xml needs report_path and none was declared — set verify.full.report_path")]
+    NoPattern,
+    /// A matched path is a symlink (or sits under one) that leads outside the tree.
+    #[error(
+        "{file} leads outside the tree (to {target}) — the suite must write its report inside the worktree"
+    )]
+    SymlinkEscape {
+        /// The matched path, relative.
+        file: String,
+        /// Where it resolves.
+        target: PathBuf,
+    },
+    /// The file could not be opened or read.
+    #[error("cannot read {file}: {source} — check that the suite wrote it and it is readable")]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is empty (or only whitespace).
+    #[error("{file} is empty — the suite wrote no report; an empty file is never 0 tests")]
+    Empty {
+        /// The file.
+        file: String,
+    },
+    /// The XML is not well-formed (or ends before its root closes).
+    #[error("{file} line {line}: {why} — the report is broken; nothing from it is counted")]
+    Malformed {
+        /// The file.
+        file: String,
+        /// 1-based line of the error.
+        line: u64,
+        /// What broke.
+        why: String,
+    },
+    /// Well-formed XML with no `<testsuite>` anywhere.
+    #[error(
+        "{file} holds no <testsuite> — it is not a JUnit report, or the suite ran nothing it could describe"
+    )]
+    NoTestsuite {
+        /// The file.
+        file: String,
+    },
+    /// A go test -json stream with no event at all.
+    #[error(
+        "{file} holds no go test -json events{hint} — a stream without events is never 0 tests: make the suite run `go test -json` (and build), or declare another report kind"
+    )]
+    NoEvents {
+        /// The stream file.
+        file: String,
+        /// Extra context (e.g. a plain-text build failure seen in the stream).
+        hint: String,
+    },
+}
+
+impl Refusal for ReportError {
+    fn name(&self) -> &'static str {
+        match self {
+            ReportError::NoMatch { .. } => "report-no-match",
+            ReportError::BadPattern { .. } | ReportError::NoPattern => "report-path-invalid",
+            ReportError::SymlinkEscape { .. } => "report-symlink-escape",
+            ReportError::Unreadable { .. } => "report-unreadable",
+            ReportError::Empty { .. } => "report-empty",
+            ReportError::Malformed { .. } => "report-malformed",
+            ReportError::NoTestsuite { .. } => "report-no-testsuite",
+            ReportError::NoEvents { .. } => "report-no-events",
+        }
+    }
+    fn exit(&self) -> Exit {
+        Exit::MeasurementFailed
+    }
+}
+
+impl ReportError {
+    /// The record note for this error: `<name>: <message>`.
+    pub fn note(&self) -> String {
+        format!("{}: {}", self.name(), self)
+    }
+}
+
+/// Parse the report an [`Evidence`] points at, without weighing the exit
+/// status. `exitcode` has nothing to parse and returns an empty [`Parsed`].
+pub fn parse(ev: &Evidence<'_>) -> Result<Parsed, ReportError> {
+    match ev.kind {
+        ReportKind::Exitcode => Ok(Parsed::default()),
+        ReportKind::GoTestJson => gojson::parse_file(ev.stdout, "the suite's stdout"),
+        ReportKind::JunitXml => {
+            let pattern = ev.report_path.ok_or(ReportError::NoPattern)?;
+            junit::parse_glob(ev.report_root, pattern)
+        }
+    }
+}
+
 /// Derive the measurement from the evidence. Never fails: anything that
 /// cannot be read becomes a `MeasurementFailed` with a note naming why.
 pub fn measure(ev: &Evidence<'_>) -> Measurement {
-    let failed = |note: String| Measurement {
-        verdict: Verdict::MeasurementFailed,
-        count: None,
-        count_derived: false,
-        named_tests: None,
-        report_files: Vec::new(),
-        notes: vec![note],
-    };
+    let failed = Measurement::failed;
     match ev.termination {
         Termination::TimedOut => {
             return failed(
@@ -131,8 +313,60 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
             report_files: Vec::new(),
             notes: Vec::new(),
         },
-        ReportKind::GoTestJson | ReportKind::JunitXml => {
-            failed(format!("{} parsing is not built yet", ev.kind.as_str()))
+        ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
+            Ok(p) => judge(p, ev.termination),
+            Err(e) => failed(e.note()),
+        },
+    }
+}
+
+/// Weigh parsed evidence against how the process ended (corpus README,
+/// "Verdicts"):
+///
+/// * named failures are never green; with a non-zero exit they are a red;
+/// * exit 0 with named failures and a positive count is red, and a note says
+///   the exit code disagreed;
+/// * exit 0 with named failures and a count of 0 (the suite-initialization
+///   shape `tests="0" errors="1"`) is refused as contradictory;
+/// * a non-zero exit with nothing named is a crash: measurement failed;
+/// * exit 0 with nothing named is green.
+///
+/// Timeouts and signals never reach here ([`measure`] handles them).
+pub fn judge(p: Parsed, termination: Termination) -> Measurement {
+    let code = termination.code();
+    let mut notes = p.notes;
+    let named = !p.names.is_empty();
+    let verdict = match (named, code) {
+        (true, Some(c)) if c != 0 => Verdict::Red,
+        (true, _) if p.count == 0 => {
+            notes.push(format!(
+                "contradictory: the report counts 0 tests yet names {} failure(s), and the suite exited 0 — a zero-test failure needs a non-zero exit to be believed",
+                p.names.len()
+            ));
+            Verdict::MeasurementFailed
         }
+        (true, _) => {
+            notes.push(format!(
+                "exit-code-disagreed: the suite exited 0 but the report names {} failing test(s); the verdict follows the report",
+                p.names.len()
+            ));
+            Verdict::Red
+        }
+        (false, Some(0)) => Verdict::Green,
+        (false, _) => {
+            notes.push(format!(
+                "crash: the suite exited {} but the report names no failing test — the suite broke outside any test",
+                code.map(|c| c.to_string()).unwrap_or_else(|| "abnormally".into())
+            ));
+            Verdict::MeasurementFailed
+        }
+    };
+    Measurement {
+        verdict,
+        count: Some(p.count),
+        count_derived: p.count_derived,
+        named_tests: Some(p.names),
+        report_files: p.files,
+        notes,
     }
 }

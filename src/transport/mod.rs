@@ -10,6 +10,12 @@
 //!
 //! The operator's view is `docs/transport.md`.
 
+// Errors here carry what the operator needs to act (host, address, files,
+// fingerprints, budgets); they are built once per failed connection, so their
+// size does not matter.
+#![allow(clippy::result_large_err)]
+
+pub mod known_hosts;
 pub mod quote;
 pub mod ssh;
 pub mod ssh_config;
@@ -104,6 +110,19 @@ pub enum TransportError {
         key_type: String,
         fingerprint: String,
     },
+    /// The server's host key is marked `@revoked`: nothing was run.
+    #[error(
+        "the host key of {alias} ({name}: {key_type} {fingerprint}) is revoked at {}:{line} — nothing was run. Ask the machine's owner for a new host key",
+        file.display()
+    )]
+    HostKeyRevoked {
+        alias: String,
+        name: String,
+        file: PathBuf,
+        line: usize,
+        key_type: String,
+        fingerprint: String,
+    },
     /// A known_hosts file could not be read or parsed.
     #[error("cannot use the known_hosts file {}: {detail} — fix or remove the bad line", file.display())]
     KnownHostsUnreadable { file: PathBuf, detail: String },
@@ -168,6 +187,7 @@ impl Refusal for TransportError {
             TransportError::HostUnreachable { .. } => "host-unreachable",
             TransportError::HostKeyUnknown { .. } => "host-key-unknown",
             TransportError::HostKeyChanged { .. } => "host-key-changed",
+            TransportError::HostKeyRevoked { .. } => "host-key-revoked",
             TransportError::KnownHostsUnreadable { .. } => "known-hosts-unreadable",
             TransportError::AuthFailed { .. } => "auth-failed",
             TransportError::Handshake { .. } => "ssh-handshake",

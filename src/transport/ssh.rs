@@ -15,7 +15,7 @@
 //! with each `IdentityFile` in order, then the ssh-agent.
 
 use super::ssh_config::{self, HostSettings, parse_jump};
-use super::{AsyncReadWrite, TransportError, quote};
+use super::{AsyncReadWrite, TransportError, known_hosts, quote};
 use crate::exec::{Output, Termination};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
@@ -35,9 +35,12 @@ const MAX_JUMPS: usize = 4;
 /// win over these.
 #[derive(Debug, Clone)]
 pub struct SshOptions {
-    /// TCP connect budget, and separately the handshake and the authentication
-    /// budgets, when the config sets no `ConnectTimeout` (default 10 s).
+    /// TCP connect budget when the config sets no `ConnectTimeout` (default
+    /// 10 s); also the budget for opening a forwarded socket.
     pub connect_timeout: Duration,
+    /// Budget for the SSH handshake plus authentication once TCP is up
+    /// (default 30 s; never less than the connect budget).
+    pub handshake_timeout: Duration,
     /// Keep-alive interval when the config sets no `ServerAliveInterval`
     /// (default 5 s). A session whose server does not answer
     /// `keepalive_max` keep-alives in a row is closed.
@@ -53,6 +56,7 @@ impl Default for SshOptions {
     fn default() -> SshOptions {
         SshOptions {
             connect_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(30),
             keepalive_interval: Duration::from_secs(5),
             max_sessions: 8,
             transfer_timeout: Duration::from_secs(600),
@@ -99,6 +103,7 @@ enum KeyVerdict {
         line: usize,
         key_type: String,
         fingerprint: String,
+        revoked: bool,
     },
     Unreadable {
         file: PathBuf,
@@ -142,29 +147,29 @@ impl Client {
     fn check(&self, key: &PublicKey) -> KeyVerdict {
         let key_type = key.algorithm().to_string();
         let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        for file in &self.files {
-            match russh::keys::check_known_hosts_path(&self.name, self.port, key, file) {
-                Ok(true) => return KeyVerdict::Known,
-                Ok(false) => {}
-                Err(russh::keys::Error::KeyChanged { line }) => {
-                    return KeyVerdict::Changed {
-                        file: file.clone(),
-                        line,
-                        key_type,
-                        fingerprint,
-                    };
-                }
-                Err(e) => {
-                    return KeyVerdict::Unreadable {
-                        file: file.clone(),
-                        detail: e.to_string(),
-                    };
-                }
+        match known_hosts::check(&self.files, &self.name, self.port, key) {
+            known_hosts::Verdict::Known => KeyVerdict::Known,
+            known_hosts::Verdict::Unknown => KeyVerdict::Unknown {
+                key_type,
+                fingerprint,
+            },
+            known_hosts::Verdict::Changed { file, line } => KeyVerdict::Changed {
+                file,
+                line,
+                key_type,
+                fingerprint,
+                revoked: false,
+            },
+            known_hosts::Verdict::Revoked { file, line } => KeyVerdict::Changed {
+                file,
+                line,
+                key_type,
+                fingerprint,
+                revoked: true,
+            },
+            known_hosts::Verdict::Unreadable { file, detail } => {
+                KeyVerdict::Unreadable { file, detail }
             }
-        }
-        KeyVerdict::Unknown {
-            key_type,
-            fingerprint,
         }
     }
 }
@@ -366,10 +371,25 @@ impl Ssh {
             Ok(c) => c?,
             Err(_) => return Ok(timed_out(stdout, stderr)),
         };
-        let ch = match tokio::time::timeout_at(deadline, conn.handle.channel_open_session()).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => return Err(self.lost(&conn, &format!("could not open a channel: {e}"))),
-            Err(_) => return Ok(timed_out(stdout, stderr)),
+        // sshd refuses a session channel past its MaxSessions, and frees a
+        // slot only a little after the previous channel closed: a refused
+        // open is retried with a growing pause until the budget runs out.
+        let mut pause = Duration::from_millis(10);
+        let ch = loop {
+            match tokio::time::timeout_at(deadline, conn.handle.channel_open_session()).await {
+                Ok(Ok(ch)) => break ch,
+                Ok(Err(russh::Error::ChannelOpenFailure(_))) if !conn.handle.is_closed() => {
+                    if tokio::time::Instant::now() + pause >= deadline {
+                        return Ok(timed_out(stdout, stderr));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Ok(Err(e)) => {
+                    return Err(self.lost(&conn, &format!("could not open a channel: {e}")));
+                }
+                Err(_) => return Ok(timed_out(stdout, stderr)),
+            }
         };
         let (mut rx, tx) = ch.split();
         let mut status = None;
@@ -595,6 +615,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
         });
     }
     let budget = s.connect_timeout.unwrap_or(opts.connect_timeout);
+    let hs_budget = opts.handshake_timeout.max(budget);
     let config = Arc::new(client::Config {
         keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
         keepalive_max: s.server_alive_count_max.max(1) as usize,
@@ -666,7 +687,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             Err(_) => return Err(unreachable("timed out".into(), via)),
         };
         let hs = tokio::time::timeout(
-            budget,
+            hs_budget,
             client::connect_stream(config, ch.into_stream(), handler),
         )
         .await;
@@ -683,7 +704,8 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             Err(_) => return Err(unreachable("connect timed out".into(), None)),
         };
         let _ = tcp.set_nodelay(true);
-        let hs = tokio::time::timeout(budget, client::connect_stream(config, tcp, handler)).await;
+        let hs =
+            tokio::time::timeout(hs_budget, client::connect_stream(config, tcp, handler)).await;
         (hs, None)
     };
     let via = jump.as_ref().map(|j| j.alias());
@@ -714,6 +736,21 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
                     line,
                     key_type,
                     fingerprint,
+                    revoked: true,
+                }) => TransportError::HostKeyRevoked {
+                    alias: s.alias.clone(),
+                    name: known_hosts_name(s),
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                },
+                Some(KeyVerdict::Changed {
+                    file,
+                    line,
+                    key_type,
+                    fingerprint,
+                    revoked: false,
                 }) => TransportError::HostKeyChanged {
                     alias: s.alias.clone(),
                     name: known_hosts_name(s),
@@ -725,6 +762,18 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
                 Some(KeyVerdict::Unreadable { file, detail }) => {
                     TransportError::KnownHostsUnreadable { file, detail }
                 }
+                // The server hung up before any SSH was spoken: as good as
+                // not answering (sshd dying, MaxStartups, a firewall reset).
+                _ if matches!(
+                    e,
+                    russh::Error::IO(_) | russh::Error::HUP | russh::Error::Disconnect
+                ) =>
+                {
+                    unreachable(
+                        format!("the connection was closed during the SSH handshake ({e})"),
+                        via,
+                    )
+                }
                 _ => TransportError::Handshake {
                     alias: s.alias.clone(),
                     addr: addr(s),
@@ -733,7 +782,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             });
         }
     };
-    match tokio::time::timeout(budget, authenticate(&mut handle, s)).await {
+    match tokio::time::timeout(hs_budget, authenticate(&mut handle, s)).await {
         Ok(Ok(())) => Ok(Conn {
             handle,
             _jump: jump,
@@ -752,15 +801,8 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
 }
 
 fn known_hosts_name(s: &HostSettings) -> String {
-    let h = s
-        .host_key_alias
-        .clone()
-        .unwrap_or_else(|| s.hostname.clone());
-    if s.port == 22 {
-        h
-    } else {
-        format!("[{h}]:{}", s.port)
-    }
+    let h = s.host_key_alias.as_deref().unwrap_or(&s.hostname);
+    known_hosts::host_port_name(h, s.port)
 }
 
 fn keyscan(s: &HostSettings) -> String {

@@ -274,11 +274,12 @@ pub fn resolve_fallback(
                 &format!("cannot parse it: {e} — fix the file"),
             )
         })?;
-    if parsed
-        .get_hosts()
-        .iter()
-        .any(|h| h.params.ignored_fields.contains_key("match"))
-    {
+    if parsed.get_hosts().iter().any(|h| {
+        h.params
+            .ignored_fields
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("match"))
+    }) {
         return Err(config_err(
             ssh_config,
             alias,
@@ -286,11 +287,13 @@ pub fn resolve_fallback(
         ));
     }
     let p = parsed.query(alias);
+    // Keywords ssh2-config stores without interpreting, keyed as written.
     let other = |k: &str| -> Option<String> {
         p.unsupported_fields
-            .get(k)
-            .or_else(|| p.ignored_fields.get(k))
-            .map(|v| v.join(" "))
+            .iter()
+            .chain(p.ignored_fields.iter())
+            .find(|(key, _)| key.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.join(" "))
     };
     let port = port_override.or(p.port).unwrap_or(22);
     let user = user_override
@@ -532,9 +535,9 @@ impl Tokens {
                 "{}/{rest}",
                 self.me.home.to_string_lossy().trim_end_matches('/')
             )
-        } else if raw.starts_with('~') {
+        } else if let Some(rest) = raw.strip_prefix('~') {
             // ~otheruser/… : look the user up as ssh does.
-            let (name, rest) = raw[1..].split_once('/').unwrap_or((&raw[1..], ""));
+            let (name, rest) = rest.split_once('/').unwrap_or((rest, ""));
             match nix::unistd::User::from_name(name) {
                 Ok(Some(u)) => format!("{}/{rest}", u.dir.to_string_lossy().trim_end_matches('/')),
                 _ => return Err(format!("`{raw}`: no such user `{name}`")),

@@ -10,20 +10,41 @@
 //! // Drop runs fleet/lab/down: sshd, sessions, namespaces, bridge, state dir.
 //! ```
 //!
+//! `Lab::shared()` hands every caller in one test binary the same 4-host lab
+//! (started on first use, torn down when the binary exits): for tests that
+//! neither injure hosts nor count logins.
+//!
 //! Each `start` gets its own lab name (`t<pid hex>x<counter>`), state dir and
 //! leased `10.250.X/24` subnet, so tests in one binary and several test
 //! binaries run side by side. Hosts are `m0`..`m(N-1)` at `10.250.X.10+i`,
 //! port 22, user root; `ssh_config_path()` is an OpenSSH client config for
 //! them (strict known_hosts, BatchMode, ConnectTimeout 2 s, ServerAlive 1 s x3).
-//! Host differences: m2 has no Go, m3 says Ubuntu 22.04 and has an empty
-//! `/root`. Labs left behind by a killed test process are torn down by the
+//! Host differences: each host has its own `/root` ([`Lab::home_dir`]); m2
+//! has no Go; m3 says Ubuntu 22.04 and its `/root` is empty. Labs left behind by a killed test process are torn down by the
 //! next `start`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The shared lab, if started; `Some(None)` when it had to be skipped.
+static SHARED: OnceLock<Option<&'static Lab>> = OnceLock::new();
+/// Name and state dir of the shared lab, for the exit hook.
+static SHARED_DOWN: Mutex<Option<(String, PathBuf)>> = Mutex::new(None);
+
+extern "C" fn shared_down() {
+    if let Ok(mut g) = SHARED_DOWN.lock()
+        && let Some((name, state)) = g.take()
+    {
+        let _ = Command::new(script("down"))
+            .args(["--name", &name, "--state"])
+            .arg(&state)
+            .status();
+    }
+}
 
 /// A running lab; dropping it tears it down.
 pub struct Lab {
@@ -102,6 +123,24 @@ impl Lab {
         })
     }
 
+    /// One 4-host lab shared by every caller in this test binary, torn down
+    /// when the binary exits (an `atexit` hook; a killed binary's lab is
+    /// reaped by the next `start`). Never stop, partition or count logins on
+    /// it. `None` (after `SKIPPED: …`) where no lab can run.
+    pub fn shared() -> Option<&'static Lab> {
+        let lab = *SHARED.get_or_init(|| {
+            let lab: &'static Lab = Box::leak(Box::new(Lab::start(4)?));
+            *SHARED_DOWN.lock().unwrap() = Some((lab.name.clone(), lab.state.clone()));
+            // SAFETY: registering a plain extern "C" fn with no arguments.
+            unsafe { libc::atexit(shared_down) };
+            Some(lab)
+        });
+        if lab.is_none() {
+            super::skip_unless(false, "the shared SSH lab could not start (see above)");
+        }
+        lab
+    }
+
     /// The lab's name (namespaces are `sl-<name>-mI`).
     pub fn name(&self) -> &str {
         &self.name
@@ -134,6 +173,11 @@ impl Lab {
             .expect("host mN");
         assert!(i < self.hosts, "{host} is not in this lab");
         format!("{}.{}", self.net, 10 + i)
+    }
+    /// The host's `/root` as seen from this machine (each host has its own;
+    /// remote commands start there).
+    pub fn home_dir(&self, host: &str) -> PathBuf {
+        self.state.join(host).join("home")
     }
     /// `sshd.log` of a host, for failure messages.
     pub fn sshd_log(&self, host: &str) -> String {

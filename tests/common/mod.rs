@@ -148,3 +148,4 @@ pub fn have(program: &str) -> bool {
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
         .unwrap_or(false)
 }
+pub mod gomod;

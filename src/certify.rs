@@ -1,0 +1,210 @@
+//! `saphan certify`: the main job. Resolve the suite, preflight the local
+//! toolchain, lock the repository, check out the exact SHA in a scratch
+//! detached worktree, run the suite under its budget, append the record,
+//! and move `refs/saphan/verified` only on green. The scratch tree is
+//! removed on every path (green, red, timeout, error, Ctrl-C).
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::error::{Refusal, Result};
+use crate::git::Repo;
+use crate::home::Home;
+use crate::measure::{self, Budget, Interrupt, Subject};
+use crate::record::{self, Record};
+use crate::report::Verdict;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The execution class of a run (`--class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Class {
+    /// The suite runs directly on the machine.
+    Host,
+    /// The suite runs in a container on the machine's Docker engine.
+    Container,
+}
+
+impl Class {
+    /// The record spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Class::Host => "host",
+            Class::Container => "container",
+        }
+    }
+}
+
+/// What to certify.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Any path inside the repository.
+    pub repo: PathBuf,
+    /// The revision (default `HEAD`).
+    pub rev: Option<String>,
+    /// `--timeout`: always wins over the declared timeout.
+    pub timeout: Option<Duration>,
+    /// `--machine`: empty or `["local"]` = this machine.
+    pub machines: Vec<String>,
+    /// `--class`.
+    pub class: Class,
+}
+
+/// Refusals of certify itself.
+#[derive(Debug, thiserror::Error)]
+pub enum CertifyError {
+    /// Remote or container dispatch was asked for; this version measures
+    /// host-class runs on the local machine only.
+    #[error(
+        "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
+    )]
+    DispatchUnavailable {
+        machines: String,
+        class: &'static str,
+    },
+}
+
+impl Refusal for CertifyError {
+    fn name(&self) -> &'static str {
+        match self {
+            CertifyError::DispatchUnavailable { .. } => "dispatch-unavailable",
+        }
+    }
+}
+
+/// The outcome printed by the CLI.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The appended record.
+    pub record: Record,
+    /// Where it was appended.
+    pub attempts: PathBuf,
+    /// What happened to the verified pointer.
+    pub pointer: Option<String>,
+    /// The last lines of the suite's stderr (shown on red / failure).
+    pub stderr_tail: String,
+}
+
+/// Observer for a person watching (spinner); silent by default.
+pub trait Watch: Send + Sync {
+    /// The suite is about to run.
+    fn running(&self, _sha: &str, _argv: &[String], _budget: &Budget) {}
+    /// The suite finished.
+    fn done(&self) {}
+}
+
+/// A [`Watch`] that shows nothing.
+pub struct Quiet;
+impl Watch for Quiet {}
+
+/// Certify `settings.rev` of `settings.repo` on the local machine.
+///
+/// Errors: every refusal happens before the lock and before any worktree
+/// (bad repo or revision, no suite, bad config, provision sources, absent
+/// toolchain); after that every outcome is a record.
+pub async fn certify(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    watch: &dyn Watch,
+    interrupt: &Interrupt,
+) -> Result<Outcome> {
+    let repo = Repo::open(&settings.repo).await?;
+    let cfg = Config::load(home)?;
+    let suite = crate::suite::resolve_full(&cfg, &repo.top)?;
+    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    crate::provision::preflight(&provisions)?;
+    let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
+    if settings.class == Class::Container {
+        // Container-class runs need proof that each machine can run the
+        // pinned probe image, before anything else happens there.
+        let now = time::OffsetDateTime::now_utc();
+        let targets: Vec<&str> = if remote.is_empty() {
+            vec!["local"]
+        } else {
+            remote.iter().map(|m| m.as_str()).collect()
+        };
+        for m in targets {
+            crate::docker::require_container_capability(home, catalog, m, now)?;
+        }
+        return Err(CertifyError::DispatchUnavailable {
+            machines: settings.machines.join(","),
+            class: settings.class.as_str(),
+        }
+        .into());
+    }
+    if !remote.is_empty() {
+        return Err(CertifyError::DispatchUnavailable {
+            machines: settings.machines.join(","),
+            class: settings.class.as_str(),
+        }
+        .into());
+    }
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let tree_files = repo.tree_files(&sha).await?;
+    crate::suite::preflight_local(&suite, catalog, |p| tree_files.iter().any(|f| f == p))?;
+    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+
+    let _lock = record::Lock::acquire(&repo).await?;
+    // Under the lock one certification of this repository runs at a time,
+    // so its scratch worktree can live at one stable path: a fresh detached
+    // checkout every attempt, but at the same directory, which keeps
+    // directory-keyed build caches (Go's) warm.
+    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
+    let scratch = repo
+        .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
+        .await?;
+    watch.running(&sha, &suite.argv, &budget);
+    let run = measure::run_suite(
+        measure::Plan {
+            tree: &scratch.path,
+            tree_git_dir: &scratch.git_dir,
+            suite: &suite,
+            budget: &budget,
+            provisions: &provisions,
+            extra_env: &[],
+            report_root: None,
+        },
+        interrupt,
+    )
+    .await;
+    watch.done();
+    let removed = scratch.remove().await;
+    let run = run?;
+    removed?;
+
+    let record = measure::record(
+        Subject {
+            verb: "certify",
+            repo: &repo.top,
+            sha: &sha,
+            machine: "local",
+            class: settings.class.as_str(),
+        },
+        &suite,
+        &budget,
+        &run,
+    );
+    let attempts = record::attempts_path(&repo);
+    record::append(&attempts, &record)?;
+    let pointer = if record.verdict == Verdict::Green {
+        Some(record::advance_verified(&repo, &sha).await?)
+    } else {
+        None
+    };
+    Ok(Outcome {
+        record,
+        attempts,
+        pointer,
+        stderr_tail: run.stderr_tail,
+    })
+}
+
+/// The records of the repository containing `repo`, in append order.
+pub async fn records(repo: &Path) -> Result<(PathBuf, Vec<Record>)> {
+    let repo = Repo::open(repo).await?;
+    let path = record::attempts_path(&repo);
+    let all = record::read_all(&path)?;
+    Ok((path, all))
+}

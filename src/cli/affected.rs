@@ -1,0 +1,72 @@
+//! `saphan verify-affected` and `saphan adapter go-affected`: clap types and
+//! the step from arguments to [`crate::affected`] settings.
+
+use super::{Ctx, out, out_json};
+use crate::affected::{adapter, engine};
+use crate::error::{Exit, Result};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// Ask the fast, advisory affected tier: run what base...head touches.
+///
+/// Lists the paths changed between the merge base of --base and --head, hands
+/// them to the declared [verify.affected] adapter in a detached worktree at
+/// the exact head, and prints what it selected, omitted, widened and measured.
+/// Never moves refs/saphan/verified. Exit: 0 green or nothing selected, 1 red,
+/// 2 unavailable (no adapter declared) or refused, 3 measurement failed.
+#[derive(Debug, Args)]
+pub struct VerifyAffectedArgs {
+    /// The repository (any directory inside it).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// The revision the change is measured from (its merge base with head).
+    #[arg(long, value_name = "REV")]
+    pub base: String,
+    /// The revision measured; the adapter runs in a detached worktree here.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub head: String,
+}
+
+/// Bundled proc adapters, run by the engine, not by hand.
+#[derive(Debug, Args)]
+pub struct AdapterArgs {
+    #[command(subcommand)]
+    pub which: AdapterCmd,
+}
+
+/// The bundled adapters.
+#[derive(Debug, Subcommand)]
+pub enum AdapterCmd {
+    /// The Go adapter: go list -json ./... → changed packages → reverse
+    /// closure → go test -count=1 -json on the selection.
+    ///
+    /// Reads the manifest named by SAPHAN_AFFECTED_MANIFEST, writes its scope
+    /// to SAPHAN_AFFECTED_SCOPE_OUT before running anything. Declare it with
+    /// `saphan config set verify.affected.argv "saphan,adapter,go-affected"`.
+    GoAffected,
+}
+
+/// Run `verify-affected`.
+pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
+    let settings = engine::Settings {
+        repo: a.repo,
+        base: a.base,
+        head: a.head,
+        home: ctx.home.clone(),
+    };
+    let interrupt = crate::measure::interrupt_watch();
+    let r = engine::verify_affected(&settings, &interrupt).await?;
+    if ctx.json {
+        out_json(&serde_json::to_value(&r).expect("a result serializes"));
+    } else {
+        out(&engine::render(&r));
+    }
+    Ok(r.result.exit())
+}
+
+/// Run a bundled adapter.
+pub fn adapter(a: AdapterArgs) -> Result<Exit> {
+    match a.which {
+        AdapterCmd::GoAffected => adapter::go_affected(),
+    }
+}

@@ -1,0 +1,204 @@
+//! `saphan verify-union` and `saphan verify-stream`: clap types and the
+//! step from arguments to [`crate::union`] and [`crate::stepgo`].
+
+use super::{Ctx, out, out_json};
+use crate::error::{Exit, Result};
+use crate::record::{Avail, Record};
+use crate::report::Verdict;
+use crate::stepgo::{self, StepOutcome};
+use crate::union;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Measure the declared suite on the merge of streams onto a base (advisory).
+///
+/// Merges each --stream, in order, onto --base (as `git merge --no-ff`
+/// would), checks the union out in a scratch detached worktree and measures
+/// the [verify.full] suite there exactly as certify would. The record says
+/// verb: verify-union and lists the base and stream heads; refs/saphan/verified
+/// never moves. A conflict or a measurement without a verdict is an error and
+/// saves no record. Exit: 0 green, 1 red, 2 refused or conflict, 3 no
+/// measurement.
+#[derive(Debug, Args)]
+pub struct VerifyUnionArgs {
+    /// The repository (any path inside it).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// The base the streams merge onto.
+    #[arg(long, value_name = "REV")]
+    pub base: String,
+    /// A stream branch; repeat (or give several) to merge them in order.
+    #[arg(long, value_name = "BRANCH", num_args = 1.., required = true)]
+    pub stream: Vec<String>,
+}
+
+/// Run a stream's four Go steps: go build, go vet, go test, gofmt -l.
+///
+/// Each step gets its own budget: [verify.full].timeout when declared, else
+/// 10 minutes; every run prints the budget and where it came from. The steps
+/// run in a scratch detached worktree at the committed revision (uncommitted
+/// changes are not measured). Exit: 0 green, 1 red, 2 refused, 3 no verdict.
+#[derive(Debug, Args)]
+pub struct VerifyStreamArgs {
+    /// The repository or stream worktree (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// The revision to verify.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub rev: String,
+}
+
+fn verdict_str(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Green => "green",
+        Verdict::Red => "red",
+        Verdict::MeasurementFailed => "measurement-failed",
+    }
+}
+
+fn exit_of(v: Verdict) -> Exit {
+    match v {
+        Verdict::Green => Exit::Ok,
+        Verdict::Red => Exit::Red,
+        Verdict::MeasurementFailed => Exit::MeasurementFailed,
+    }
+}
+
+fn count_str(r: &Record) -> String {
+    match &r.count {
+        Avail::Value(n) => format!("{n} tests"),
+        Avail::Unavailable => "count: unavailable".into(),
+    }
+}
+
+/// Run `verify-union`.
+pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
+    let catalog = ctx.catalog()?;
+    let interrupt = crate::measure::interrupt_watch();
+    let s = union::Settings {
+        repo: a.repo,
+        base: a.base,
+        streams: a.stream,
+    };
+    let o = union::verify_union(&ctx.home, &catalog, &s, &interrupt).await?;
+    let r = &o.record;
+    if ctx.json {
+        out_json(&serde_json::to_value(r).expect("records serialize"));
+        return Ok(exit_of(r.verdict));
+    }
+    let mut t = format!(
+        "verify-union {} (advisory): {} — {} ({}, {}), {:.1}s\n",
+        r.sha,
+        verdict_str(r.verdict),
+        count_str(r),
+        r.report.as_str(),
+        r.suite_source,
+        r.suite_seconds
+    );
+    if let Some(b) = r.extra.get("base").and_then(|v| v.as_str()) {
+        t.push_str(&format!("  base    {b}\n"));
+    }
+    if let Some(ss) = r.extra.get("streams").and_then(|v| v.as_array()) {
+        for st in ss {
+            t.push_str(&format!(
+                "  stream  {} {}\n",
+                st["sha"].as_str().unwrap_or_default(),
+                st["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    if let Avail::Value(names) = &r.named_tests
+        && !names.is_empty()
+    {
+        t.push_str(&format!("failing ({}):\n", names.len()));
+        for n in names {
+            t.push_str(&format!("  {n}\n"));
+        }
+    }
+    for n in &r.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    t.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
+    t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
+    t.push_str("verified pointer: unchanged (verify-union never moves it)\n");
+    out(&t);
+    Ok(exit_of(r.verdict))
+}
+
+struct Progress(bool);
+
+impl stepgo::Watch for Progress {
+    fn step(&self, name: &str, argv: &[String]) {
+        if self.0 {
+            eprintln!("verify-stream: {name}: {}", argv.join(" "));
+        }
+    }
+}
+
+/// Run `verify-stream`.
+pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
+    use std::io::IsTerminal;
+    let catalog = ctx.catalog()?;
+    let interrupt = crate::measure::interrupt_watch();
+    let s = stepgo::Settings {
+        repo: a.repo,
+        rev: a.rev,
+    };
+    let watch = Progress(!ctx.json && std::io::stderr().is_terminal());
+    let o = stepgo::verify_stream(&ctx.home, &catalog, &s, &watch, &interrupt).await?;
+    let r = &o.record;
+    if ctx.json {
+        out_json(&serde_json::to_value(r).expect("records serialize"));
+        return Ok(exit_of(r.verdict));
+    }
+    let budget = format!(
+        "step budget: {} per step ({})",
+        humantime::format_duration(o.budget.duration),
+        o.budget.source
+    );
+    let mut t = format!("verify-stream {}\n{budget}\n", r.sha);
+    for st in &o.steps {
+        let word = match st.outcome {
+            StepOutcome::Pass => "pass",
+            StepOutcome::Fail => "FAIL",
+            StepOutcome::Timeout => "TIMEOUT",
+            StepOutcome::MeasurementFailed => "NO VERDICT",
+        };
+        let extra = match (st.name, st.count) {
+            ("test", Some(n)) => format!(" ({n} tests)"),
+            _ => String::new(),
+        };
+        t.push_str(&format!(
+            "  {:<6} {:<10} {:>7.1}s  {}{}\n",
+            st.name,
+            word,
+            st.seconds,
+            st.argv.join(" "),
+            extra
+        ));
+        if !st.files.is_empty() {
+            t.push_str(&format!(
+                "         gofmt lists {} unformatted file(s) (a failure, though gofmt exits 0):\n",
+                st.files.len()
+            ));
+            for f in &st.files {
+                t.push_str(&format!("           {f}\n"));
+            }
+        }
+        for f in &st.failing {
+            t.push_str(&format!("         failing: {f}\n"));
+        }
+        if !st.detail.is_empty() && st.files.is_empty() {
+            for l in st.detail.lines() {
+                t.push_str(&format!("         | {l}\n"));
+            }
+        }
+    }
+    if let Some(d) = &o.dirty {
+        t.push_str(&format!("note: {d}\n"));
+    }
+    t.push_str(&format!("result: {}\n", verdict_str(r.verdict)));
+    t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
+    out(&t);
+    Ok(exit_of(r.verdict))
+}

@@ -1,0 +1,522 @@
+//! bollard against a machine's Docker socket, and the docker-oci probe run.
+//!
+//! The socket is reached through the machine's [`Transport`]: a local Unix
+//! socket, or the remote socket forwarded over the machine's one SSH
+//! connection (direct-streamlocal). One stream carries one HTTP/1.1
+//! connection (hyper's http1 handshake) that bollard's custom transport sends
+//! every request of the probe through, one after the other.
+//!
+//! The probe never calls the image-create (pull) endpoint: it inspects the
+//! pinned image, then creates, starts, waits for and reads the logs of a
+//! container made from the image's exact ID, and removes it afterwards.
+
+use super::output;
+use super::{Pin, Platform, failed};
+use crate::fleet::ledger::Outcome;
+use crate::fleet::probe::Finding;
+use crate::transport::{AsyncReadWrite, Transport, TransportError};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
+};
+use bollard::{BollardRequest, Docker};
+use futures_util::StreamExt;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the engine has to answer the version handshake.
+pub const CONNECT_BUDGET: Duration = Duration::from_secs(15);
+/// The part of a probe's budget kept for removing a container that was cut
+/// off by the budget.
+pub const CLEANUP_RESERVE: Duration = Duration::from_millis(1500);
+/// How long removing the probe container may take.
+pub const CLEANUP_BUDGET: Duration = Duration::from_secs(15);
+
+/// What the docker-oci probe needs besides the machine.
+#[derive(Debug, Clone)]
+pub struct DockerProbeSettings {
+    /// The declared absolute path of the docker program on the machine.
+    pub declared_path: String,
+    /// The engine's Unix socket on the machine.
+    pub socket: String,
+    /// The pinned probe image (never the zero digest: [`Pin::parse`] refuses it).
+    pub pin: Pin,
+    /// The machine's measured platform, for remedies.
+    pub platform: Platform,
+    /// The whole probe's budget (version check, engine handshake, run, logs).
+    pub budget: Duration,
+}
+
+/// Open a stream to `socket` on the machine behind `transport`: a local Unix
+/// socket, or a direct-streamlocal channel on the machine's SSH connection.
+/// `Err` is one sentence for the row's reason detail.
+pub async fn open_socket(
+    transport: &Transport,
+    socket: &str,
+) -> Result<Box<dyn AsyncReadWrite>, String> {
+    transport
+        .open_unix_socket(socket)
+        .await
+        .map_err(|e| match e {
+            TransportError::UnixSocket { detail, .. } => {
+                format!("cannot connect to unix://{socket}: {detail}")
+            }
+            other => format!("cannot connect to unix://{socket}: {other}"),
+        })
+}
+
+/// A bollard client speaking HTTP/1.1 over `stream`, with the API version
+/// negotiated down to what the engine speaks (Debian's docker.io: 1.41).
+/// `timeout` bounds every request.
+pub async fn client_over(
+    stream: Box<dyn AsyncReadWrite>,
+    timeout: Duration,
+) -> Result<Docker, String> {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| format!("HTTP handshake on the socket failed: {e}"))?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "docker engine connection ended");
+        }
+    });
+    let sender = Arc::new(tokio::sync::Mutex::new(sender));
+    let docker = Docker::connect_with_custom_transport(
+        move |req: BollardRequest| {
+            let sender = Arc::clone(&sender);
+            async move {
+                let (mut parts, body) = req.into_parts();
+                // The stream already is the engine: send origin-form
+                // (`/containers/create?…`) with a Host header, as the docker
+                // CLI does over a Unix socket.
+                let pq = parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| "/".into());
+                parts.uri = pq.parse().map_err(bollard::errors::Error::from)?;
+                parts.headers.insert(
+                    hyper::header::HOST,
+                    hyper::header::HeaderValue::from_static("docker"),
+                );
+                let req = BollardRequest::from_parts(parts, body);
+                let fut = {
+                    let mut s = sender.lock().await;
+                    s.ready().await.map_err(bollard::errors::Error::from)?;
+                    s.send_request(req)
+                };
+                fut.await.map_err(bollard::errors::Error::from)
+            }
+        },
+        Some("http://docker"),
+        timeout.as_secs().max(1),
+        bollard::API_DEFAULT_VERSION,
+    )
+    .map_err(|e| e.to_string())?;
+    docker
+        .negotiate_version()
+        .await
+        .map_err(|e| format!("the engine did not answer the version handshake: {e}"))
+}
+
+/// Connect to the engine at `socket` on the machine, within [`CONNECT_BUDGET`].
+pub async fn connect(
+    transport: &Transport,
+    socket: &str,
+    timeout: Duration,
+) -> Result<Docker, String> {
+    let work = async {
+        let stream = open_socket(transport, socket).await?;
+        client_over(stream, timeout).await
+    };
+    match tokio::time::timeout(CONNECT_BUDGET, work).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "unix://{socket} gave no answer within {}s",
+            CONNECT_BUDGET.as_secs()
+        )),
+    }
+}
+
+/// The remedy command for a finding's reason, from measured facts only.
+pub fn fix_for(
+    reason: &str,
+    pin: Option<&Pin>,
+    install: Option<&str>,
+    platform: &Platform,
+) -> Option<String> {
+    match reason {
+        "binary-absent" => install.map(str::to_string),
+        "daemon-unreachable" => {
+            if platform.is_darwin() {
+                Some("open -a Docker".into())
+            } else if platform.is_linux() {
+                let start = "systemctl enable --now docker";
+                Some(match platform.user.as_deref() {
+                    Some(u) if u != "root" => format!("{start} && usermod -aG docker {u}"),
+                    _ => start.to_string(),
+                })
+            } else {
+                None
+            }
+        }
+        "probe-image-absent" | "probe-output-invalid" => pin.map(Pin::load_command),
+        // Run it by hand to see the engine's own words.
+        "probe-run-failed" => pin.map(|p| {
+            format!(
+                "docker run --rm --pull=never --network none {}",
+                p.reference()
+            )
+        }),
+        _ => None,
+    }
+}
+
+fn finding(
+    s: &DockerProbeSettings,
+    outcome: Outcome,
+    reason: &'static str,
+    detail: String,
+    install: Option<&str>,
+) -> Finding {
+    failed(
+        outcome,
+        reason,
+        detail,
+        fix_for(reason, Some(&s.pin), install, &s.platform),
+    )
+}
+
+/// A daemon-unreachable finding; the remedy grants socket access to the
+/// user saphan runs as there (`id -un` on the machine).
+async fn unreachable(transport: &Transport, s: &DockerProbeSettings, why: String) -> Finding {
+    let mut platform = s.platform.clone();
+    if platform.user.is_none() && platform.is_linux() {
+        let argv = vec!["id".to_string(), "-un".to_string()];
+        if let Ok(o) = transport.exec(&argv, Duration::from_secs(10)).await
+            && o.status.success()
+        {
+            platform.user = Some(o.stdout_str().trim().to_string()).filter(|u| !u.is_empty());
+        }
+    }
+    failed(
+        Outcome::Failed,
+        "daemon-unreachable",
+        why,
+        fix_for("daemon-unreachable", Some(&s.pin), None, &platform),
+    )
+}
+
+/// Probe docker-oci on the machine behind `transport`: the declared docker
+/// program, the engine at the socket, the pinned image, and a run of it.
+///
+/// `install` is the catalog row's install command for the machine's measured
+/// platform (`None`: unmeasured, or no command for that platform).
+///
+/// Never an error: every way it can end is a [`Finding`] with its own
+/// reason — `binary-absent`, `daemon-unreachable`, `probe-image-absent`,
+/// `probe-output-invalid` (the image ran but its output broke the contract
+/// of [`output`]), `probe-run-failed` (the engine refused to create, start or
+/// finish the container, or the budget ran out).
+pub async fn probe_docker_oci(
+    transport: &Transport,
+    s: &DockerProbeSettings,
+    install: Option<&str>,
+) -> Finding {
+    let mut suffix = [0u8; 6];
+    let _ = getrandom::fill(&mut suffix);
+    let name = format!("saphan-probe-{}", hex::encode(suffix));
+    // Leave part of the budget for removing a container cut off mid-run.
+    let run_budget = s
+        .budget
+        .saturating_sub(CLEANUP_RESERVE)
+        .max(Duration::from_secs(1));
+    match tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name)).await {
+        Ok(f) => f,
+        Err(_) => {
+            // The run was cut off wherever it was: remove the container by
+            // its name, over a fresh connection (absent if never created).
+            let gone = async {
+                let d = connect(transport, &s.socket, CLEANUP_BUDGET).await?;
+                let opts = RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                };
+                d.remove_container(&name, Some(opts))
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            if let Ok(Err(e)) = tokio::time::timeout(CLEANUP_BUDGET, gone).await {
+                tracing::debug!(container = %name, error = %e, "removing after the budget");
+            }
+            finding(
+                s,
+                Outcome::Failed,
+                "probe-run-failed",
+                format!(
+                    "the probe did not finish within its {}s budget (--timeout)",
+                    s.budget.as_secs()
+                ),
+                install,
+            )
+        }
+    }
+}
+
+async fn probe_inner(
+    transport: &Transport,
+    s: &DockerProbeSettings,
+    install: Option<&str>,
+    name: &str,
+) -> Finding {
+    // 1. The declared docker program.
+    let argv = vec![s.declared_path.clone(), "--version".to_string()];
+    let version_output = match transport.exec(&argv, Duration::from_secs(20)).await {
+        Err(crate::transport::TransportError::Spawn { source, .. }) => {
+            return finding(
+                s,
+                Outcome::Absent,
+                "binary-absent",
+                format!("no docker program at {} ({source})", s.declared_path),
+                install,
+            );
+        }
+        Err(e) => {
+            return finding(
+                s,
+                Outcome::Failed,
+                "probe-run-failed",
+                format!("could not run {} on the machine: {e}", s.declared_path),
+                install,
+            );
+        }
+        Ok(o) if matches!(o.status.code(), Some(126) | Some(127)) => {
+            return finding(
+                s,
+                Outcome::Absent,
+                "binary-absent",
+                format!(
+                    "no runnable docker program at {} ({})",
+                    s.declared_path,
+                    o.stderr_str()
+                ),
+                install,
+            );
+        }
+        Ok(o) => {
+            let mut t = o.stdout_str();
+            let e = o.stderr_str();
+            if !e.is_empty() {
+                if !t.is_empty() {
+                    t.push('\n');
+                }
+                t.push_str(&e);
+            }
+            t
+        }
+    };
+
+    // 2. The engine.
+    let req_budget = s.budget.max(Duration::from_secs(5));
+    let docker = match connect(transport, &s.socket, req_budget).await {
+        Ok(d) => d,
+        Err(why) => {
+            let mut f = unreachable(transport, s, why).await;
+            f.version_output = Some(version_output);
+            return f;
+        }
+    };
+    let api = docker.client_version().to_string();
+
+    // 3. The pinned image, checked against the field its kind names.
+    let reference = s.pin.reference();
+    let absent = |why: String| {
+        let mut f = finding(s, Outcome::Failed, "probe-image-absent", why, install);
+        f.version_output = Some(version_output.clone());
+        f
+    };
+    let image = match docker.inspect_image(&reference).await {
+        Ok(i) => i,
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {
+            return absent(format!(
+                "the engine at unix://{} holds no image {reference} (pinned by {})",
+                s.socket,
+                s.pin.kind()
+            ));
+        }
+        Err(e) => {
+            let mut f =
+                unreachable(transport, s, format!("inspecting {reference} failed: {e}")).await;
+            f.version_output = Some(version_output);
+            return f;
+        }
+    };
+    let id = image.id.clone().unwrap_or_default();
+    let repo_digests = image.repo_digests.clone().unwrap_or_default();
+    if !s.pin.matches(&id, &repo_digests) {
+        return absent(format!(
+            "the engine's image for {reference} is {id} with repo digests [{}], which does not carry the pin",
+            repo_digests.join(", ")
+        ));
+    }
+
+    // 4. Run it by ID (never by name, never pulling).
+    let mut detail = Map::new();
+    detail.insert("pin".into(), Value::from(reference.clone()));
+    detail.insert("pin_kind".into(), Value::from(s.pin.kind()));
+    detail.insert("image_id".into(), Value::from(id.clone()));
+    detail.insert("api_version".into(), Value::from(api));
+    detail.insert("socket".into(), Value::from(s.socket.clone()));
+    let ran = run_image(&docker, &id, name).await;
+    // The container is removed whatever happened; a broken connection gets
+    // a fresh one for the removal.
+    if let Some(cid) = ran.container.as_deref() {
+        remove(transport, &s.socket, &docker, cid).await;
+    }
+    let mut f = match ran.result {
+        Err(why) => finding(s, Outcome::Failed, "probe-run-failed", why, install),
+        Ok((code, stdout)) => match output::parse(&stdout) {
+            Ok(facts) if code == 0 => {
+                detail.insert("vm".into(), Value::Object(facts.to_map()));
+                Finding {
+                    outcome: Some(Outcome::Present),
+                    detail: detail.clone(),
+                    ..Default::default()
+                }
+            }
+            Ok(_) => finding(
+                s,
+                Outcome::Failed,
+                "probe-output-invalid",
+                format!("the probe container exited {code} although its output was complete"),
+                install,
+            ),
+            Err(why) => {
+                let shown: String = stdout.chars().take(400).collect();
+                finding(
+                    s,
+                    Outcome::Failed,
+                    "probe-output-invalid",
+                    format!("image {id} ran (exit {code}) but {why}; its output was {shown:?}"),
+                    install,
+                )
+            }
+        },
+    };
+    if f.outcome != Some(Outcome::Present) {
+        f.detail = detail;
+    }
+    f.version_output = Some(version_output);
+    f
+}
+
+struct Ran {
+    container: Option<String>,
+    result: Result<(i64, String), String>,
+}
+
+async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
+    let body = ContainerCreateBody {
+        image: Some(image_id.to_string()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        network_disabled: Some(true),
+        labels: Some([("org.saphan.probe".to_string(), "docker-oci".to_string())].into()),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".into()),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            pids_limit: Some(16),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let opts = CreateContainerOptions {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    let created = match docker.create_container(Some(opts), body).await {
+        Ok(c) => c,
+        Err(e) => {
+            return Ran {
+                container: None,
+                result: Err(format!(
+                    "the engine refused to create the probe container: {e}"
+                )),
+            };
+        }
+    };
+    let cid = created.id;
+    let result = async {
+        docker
+            .start_container(&cid, None)
+            .await
+            .map_err(|e| format!("the engine refused to start the probe container: {e}"))?;
+        let mut code = 0i64;
+        let mut waits = docker.wait_container(&cid, None::<WaitContainerOptions>);
+        while let Some(w) = waits.next().await {
+            match w {
+                Ok(r) => code = r.status_code,
+                Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = c,
+                Err(e) => return Err(format!("waiting for the probe container failed: {e}")),
+            }
+        }
+        let opts = LogsOptions {
+            stdout: true,
+            stderr: true,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let mut logs = docker.logs(&cid, Some(opts));
+        while let Some(frame) = logs.next().await {
+            match frame {
+                Ok(bollard::container::LogOutput::StdOut { message }) => {
+                    out.extend_from_slice(&message)
+                }
+                Ok(_) => {}
+                Err(e) => return Err(format!("reading the probe container's output failed: {e}")),
+            }
+        }
+        Ok((code, String::from_utf8_lossy(&out).into_owned()))
+    }
+    .await;
+    Ran {
+        container: Some(cid),
+        result,
+    }
+}
+
+async fn remove(transport: &Transport, socket: &str, docker: &Docker, cid: &str) {
+    let opts = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    let first = tokio::time::timeout(
+        CLEANUP_BUDGET,
+        docker.remove_container(cid, Some(opts.clone())),
+    )
+    .await;
+    if matches!(first, Ok(Ok(()))) {
+        return;
+    }
+    let again = async {
+        let d = connect(transport, socket, CLEANUP_BUDGET).await?;
+        d.remove_container(cid, Some(opts))
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let err = match tokio::time::timeout(CLEANUP_BUDGET, again).await {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e,
+        Err(_) => "timed out".to_string(),
+    };
+    tracing::warn!(container = cid, error = %err, "could not remove the probe container");
+}

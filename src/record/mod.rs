@@ -1,0 +1,271 @@
+//! Attempt records: append-only JSON Lines in
+//! `<git-common-dir>/saphan/attempts.jsonl`, one whole line per attempt
+//! (DESIGN §5), the repository-wide lock, and the verified pointer
+//! `refs/saphan/verified`.
+//!
+//! A number nobody measured is never written: `count` and `named_tests`
+//! are `"unavailable"` rather than 0 or `[]` when the report kind gives none.
+
+use crate::error::{IoError, Refusal};
+use crate::git::Repo;
+use crate::provision::Placed;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::path::{Path, PathBuf};
+
+/// The record format version (bumped on any incompatible change).
+pub const FORMAT: u32 = 1;
+
+/// The verified pointer.
+pub const VERIFIED_REF: &str = "refs/saphan/verified";
+
+/// A value that was measured, or the word `"unavailable"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Avail<T> {
+    /// Measured.
+    Value(T),
+    /// Not measured; serialized as the string `"unavailable"`.
+    Unavailable,
+}
+
+impl<T> From<Option<T>> for Avail<T> {
+    fn from(o: Option<T>) -> Self {
+        o.map_or(Avail::Unavailable, Avail::Value)
+    }
+}
+
+impl<T: Serialize> Serialize for Avail<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Avail::Value(v) => v.serialize(s),
+            Avail::Unavailable => s.serialize_str("unavailable"),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Avail<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        if v.as_str() == Some("unavailable") {
+            return Ok(Avail::Unavailable);
+        }
+        T::deserialize(v)
+            .map(Avail::Value)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// One attempt (DESIGN §5). Verbs other than certify add their own fields
+/// in `extra` (e.g. verify-union's base and stream heads).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// Record format version.
+    pub format: u32,
+    /// Unique id: `<UTC timestamp>-<8 hex>`.
+    pub id: String,
+    /// `certify`, `verify-union`, `verify-stream`, `verify-affected`.
+    pub verb: String,
+    /// Repository top directory.
+    pub repo: String,
+    /// The full SHA measured.
+    pub sha: String,
+    /// `local` or a fleet id.
+    pub machine: String,
+    /// `host` or `container`.
+    pub class: String,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// RFC 3339 UTC.
+    pub finished_at: String,
+    /// `green` | `red` | `measurement-failed`.
+    pub verdict: crate::report::Verdict,
+    /// Why a measurement failed (`timeout`, `interrupted`, `crash`, `report`), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// `config:verify.full` | `default-go` | `config:verify.affected`.
+    pub suite_source: String,
+    /// Exactly what ran.
+    pub suite_argv: Vec<String>,
+    /// The report kind.
+    pub report: crate::report::ReportKind,
+    /// `report_path` as declared (junit-xml), else null.
+    pub suite_report_path: Option<String>,
+    /// Report files read, sorted.
+    pub suite_report_files: Vec<String>,
+    /// Tests that ran, or `"unavailable"`.
+    pub count: Avail<u64>,
+    /// True when the count was derived from testcases (no `tests` attribute).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub count_derived: bool,
+    /// Failing test names in report order, or `"unavailable"`.
+    pub named_tests: Avail<Vec<String>>,
+    /// The suite's exit code, or null when it did not exit on its own.
+    pub suite_exit_code: Option<i32>,
+    /// The attempt budget, human form (`10m`).
+    pub budget: String,
+    /// The attempt budget in seconds.
+    pub budget_seconds: f64,
+    /// `default` | `config:verify.full.timeout` | `flag:--timeout`.
+    pub budget_source: String,
+    /// Wall time of the suite run in seconds.
+    pub suite_seconds: f64,
+    /// Provisioned entries: dest + sha256 of the bytes as placed.
+    pub provisions: Vec<Placed>,
+    /// Where evidence disagreed or why the measurement failed.
+    pub notes: Vec<String>,
+    /// What happened to `refs/saphan/verified` (`moved`, `unchanged: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_pointer: Option<String>,
+    /// Verb-specific fields.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Errors of the record store.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A line of attempts.jsonl is not a record.
+    #[error(
+        "{path}:{line} is not a valid record: {detail} — the file is append-only; move the damaged line aside by hand"
+    )]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    /// No record with that id.
+    #[error("no record with id {id} in {path} — `saphan records` lists the ids")]
+    NotFound { id: String, path: PathBuf },
+}
+
+impl Refusal for RecordError {
+    fn name(&self) -> &'static str {
+        match self {
+            RecordError::Corrupt { .. } => "record-corrupt",
+            RecordError::NotFound { .. } => "record-not-found",
+        }
+    }
+}
+
+/// `<common>/saphan/attempts.jsonl`.
+pub fn attempts_path(repo: &Repo) -> PathBuf {
+    repo.state_dir().join("attempts.jsonl")
+}
+
+/// A fresh record id: `20261129T153000Z-1a2b3c4d`.
+pub fn new_id() -> String {
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    format!("{}-{}", now.format(fmt).unwrap_or_default(), hex::encode(b))
+}
+
+/// Now, RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Append one record as one line.
+pub fn append(path: &Path, rec: &Record) -> Result<(), IoError> {
+    let line = serde_json::to_string(rec).expect("records serialize");
+    crate::fsutil::append_line(path, &line)
+}
+
+/// Every record in `path`, in append order (a missing file is empty).
+pub fn read_all(path: &Path) -> Result<Vec<Record>, crate::error::Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(IoError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            }
+            .into());
+        }
+    };
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(l).map_err(|e| RecordError::Corrupt {
+            path: path.to_path_buf(),
+            line: i + 1,
+            detail: e.to_string(),
+        })?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The repository-wide lock (`<common>/saphan/lock`), held until dropped.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Lock {
+    /// Take the lock, waiting for any other holder (off the async runtime).
+    pub async fn acquire(repo: &Repo) -> Result<Lock, IoError> {
+        let path = repo.state_dir().join("lock");
+        tokio::task::spawn_blocking(move || {
+            if let Some(d) = path.parent() {
+                std::fs::create_dir_all(d).map_err(|source| IoError::Io {
+                    action: "create directory",
+                    path: d.to_path_buf(),
+                    source,
+                })?;
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|source| IoError::Io {
+                    action: "open lock",
+                    path: path.clone(),
+                    source,
+                })?;
+            f.lock().map_err(|source| IoError::Io {
+                action: "lock",
+                path: path.clone(),
+                source,
+            })?;
+            Ok(Lock { _file: f })
+        })
+        .await
+        .expect("lock task does not panic")
+    }
+}
+
+/// Move `refs/saphan/verified` to `sha` if it is unset or an ancestor of
+/// `sha` (the pointer only moves forward along history). Returns what
+/// happened, for the record.
+pub async fn advance_verified(repo: &Repo, sha: &str) -> Result<String, crate::git::GitError> {
+    match repo.read_ref(VERIFIED_REF).await? {
+        Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
+        Some(cur) => {
+            let fwd = crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &cur, sha])
+                .await
+                .is_ok();
+            if fwd {
+                repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
+                    .await?;
+                Ok("moved".into())
+            } else {
+                Ok(format!(
+                    "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA"
+                ))
+            }
+        }
+        None => {
+            repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
+                .await?;
+            Ok("moved".into())
+        }
+    }
+}

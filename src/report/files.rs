@@ -1,0 +1,268 @@
+//! Selecting junit-xml report files: `report_path` is a glob relative to a
+//! root (the scratch worktree, or the affected tier's report directory).
+//!
+//! The glob uses globset with `literal_separator`: `*` and `?` stay inside
+//! one path component, `**` crosses directories. The walk starts at the
+//! glob's longest literal directory prefix, never follows symlinked
+//! directories, and skips `.git`. Every match is checked after resolving
+//! symlinks: a match that leads outside the root is refused by name rather
+//! than read.
+
+use super::ReportError;
+use globset::GlobBuilder;
+use std::path::{Component, Path, PathBuf};
+
+/// One selected report file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selected {
+    /// The path relative to the root, `/`-separated, as the record shows it.
+    pub rel: String,
+    /// The resolved absolute path to open (inside the root).
+    pub path: PathBuf,
+}
+
+/// Characters that make a glob component non-literal.
+fn is_literal(component: &str) -> bool {
+    !component.contains(['*', '?', '[', ']', '{', '}', '\\'])
+}
+
+/// The files under `root` that `pattern` selects, sorted by relative path.
+///
+/// Errors: [`ReportError::BadPattern`] for an absolute pattern, a `..`
+/// component or a glob that does not compile; [`ReportError::SymlinkEscape`]
+/// for a match that resolves outside `root`; [`ReportError::NoMatch`] when
+/// nothing matched; [`ReportError::Unreadable`] when the root cannot be
+/// resolved or a matched symlink dangles.
+pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> {
+    let bad = |why: &str| ReportError::BadPattern {
+        pattern: pattern.to_string(),
+        why: why.to_string(),
+    };
+    let trimmed = pattern.trim();
+    if trimmed.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    let as_path = Path::new(trimmed);
+    if as_path.is_absolute() {
+        return Err(bad("it is absolute"));
+    }
+    if as_path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err(bad("it climbs out of the tree with `..`"));
+    }
+    let trimmed = trimmed.trim_start_matches("./");
+    let glob = GlobBuilder::new(trimmed)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| bad(&e.kind().to_string()))?
+        .compile_matcher();
+
+    let canon_root = root
+        .canonicalize()
+        .map_err(|source| ReportError::Unreadable {
+            file: root.display().to_string(),
+            source,
+        })?;
+
+    // The longest literal directory prefix: no need to walk the rest of the tree.
+    let comps: Vec<&str> = trimmed
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let mut prefix = PathBuf::new();
+    let literal_all = comps.iter().all(|c| is_literal(c));
+    let dir_comps = if literal_all {
+        comps.len().saturating_sub(1)
+    } else {
+        comps.len()
+    };
+    for c in comps.iter().take(dir_comps) {
+        if !is_literal(c) {
+            break;
+        }
+        prefix.push(c);
+    }
+
+    let mut candidates: Vec<String> = Vec::new();
+    if literal_all {
+        let rel = comps.join("/");
+        if root.join(&rel).symlink_metadata().is_ok() {
+            candidates.push(rel);
+        }
+    } else {
+        let start = root.join(&prefix);
+        if start.symlink_metadata().is_ok() {
+            let resolved = start
+                .canonicalize()
+                .map_err(|source| ReportError::Unreadable {
+                    file: prefix.display().to_string(),
+                    source,
+                })?;
+            if !resolved.starts_with(&canon_root) {
+                return Err(ReportError::SymlinkEscape {
+                    file: prefix.display().to_string(),
+                    target: resolved,
+                });
+            }
+            let walker = walkdir::WalkDir::new(&start)
+                .follow_links(false)
+                .follow_root_links(false)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
+            for entry in walker {
+                let Ok(entry) = entry else { continue };
+                if entry.file_type().is_dir() {
+                    continue;
+                }
+                let Ok(rel) = entry.path().strip_prefix(root) else {
+                    continue;
+                };
+                let rel = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                if glob.is_match(&rel) {
+                    candidates.push(rel);
+                }
+            }
+        }
+    }
+
+    let mut out = Vec::new();
+    for rel in candidates {
+        let full = root.join(&rel);
+        let resolved = full
+            .canonicalize()
+            .map_err(|source| ReportError::Unreadable {
+                file: rel.clone(),
+                source,
+            })?;
+        if !resolved.starts_with(&canon_root) {
+            return Err(ReportError::SymlinkEscape {
+                file: rel,
+                target: resolved,
+            });
+        }
+        if resolved.is_dir() {
+            continue;
+        }
+        out.push(Selected {
+            rel,
+            path: resolved,
+        });
+    }
+    if out.is_empty() {
+        return Err(ReportError::NoMatch {
+            pattern: pattern.to_string(),
+        });
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for p in [
+            "reports/a.xml",
+            "reports/b.xml",
+            "reports/sub/c.xml",
+            "other/d.xml",
+            "reports/notes.txt",
+        ] {
+            let f = d.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, "<testsuite tests='1'/>").unwrap();
+        }
+        d
+    }
+
+    fn rels(v: &[Selected]) -> Vec<&str> {
+        v.iter().map(|s| s.rel.as_str()).collect()
+    }
+
+    #[test]
+    fn star_stays_in_one_directory_and_doublestar_crosses() {
+        let d = tree();
+        let one = select(d.path(), "reports/*.xml").unwrap();
+        assert_eq!(rels(&one), ["reports/a.xml", "reports/b.xml"]);
+        let all = select(d.path(), "**/*.xml").unwrap();
+        assert_eq!(
+            rels(&all),
+            [
+                "other/d.xml",
+                "reports/a.xml",
+                "reports/b.xml",
+                "reports/sub/c.xml"
+            ]
+        );
+        let lit = select(d.path(), "./reports/sub/c.xml").unwrap();
+        assert_eq!(rels(&lit), ["reports/sub/c.xml"]);
+    }
+
+    #[test]
+    fn nothing_matched_is_an_error_not_zero() {
+        let d = tree();
+        for p in ["reports/*.json", "missing/x.xml", "reports"] {
+            let e = select(d.path(), p).unwrap_err();
+            assert!(matches!(e, ReportError::NoMatch { .. }), "{p}: {e}");
+            assert!(e.to_string().contains("matched no files"));
+        }
+    }
+
+    #[test]
+    fn absolute_and_parent_patterns_are_refused() {
+        let d = tree();
+        for p in ["/etc/*.xml", "../x.xml", "reports/../../x.xml", ""] {
+            assert!(
+                matches!(
+                    select(d.path(), p).unwrap_err(),
+                    ReportError::BadPattern { .. }
+                ),
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn symlink_escaping_the_root_is_refused_by_name() {
+        let d = tree();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.xml"), "<testsuite tests='1'/>").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("x.xml"),
+            d.path().join("reports/evil.xml"),
+        )
+        .unwrap();
+        let e = select(d.path(), "reports/*.xml").unwrap_err();
+        match e {
+            ReportError::SymlinkEscape { file, .. } => assert_eq!(file, "reports/evil.xml"),
+            other => panic!("{other}"),
+        }
+        // A directory symlink as the literal prefix is caught too.
+        std::os::unix::fs::symlink(outside.path(), d.path().join("out")).unwrap();
+        let e = select(d.path(), "out/*.xml").unwrap_err();
+        assert!(matches!(e, ReportError::SymlinkEscape { .. }), "{e}");
+        let e = select(d.path(), "out/x.xml").unwrap_err();
+        assert!(matches!(e, ReportError::SymlinkEscape { .. }), "{e}");
+    }
+
+    #[test]
+    fn symlink_inside_the_root_is_read() {
+        let d = tree();
+        std::os::unix::fs::symlink("a.xml", d.path().join("reports/link.xml")).unwrap();
+        let v = select(d.path(), "reports/*.xml").unwrap();
+        assert_eq!(
+            rels(&v),
+            ["reports/a.xml", "reports/b.xml", "reports/link.xml"]
+        );
+    }
+}

@@ -1,0 +1,556 @@
+//! go-test-json: a line parser over `go test -json`'s event stream
+//! (cmd/test2json: one JSON object per line with `Action`, `Package`,
+//! `Test`, and since Go 1.24 `ImportPath` / `FailedBuild` for build events).
+//!
+//! The stream is read line by line through a fixed buffer and never held in
+//! memory; state is kept per package run (the tests of the package currently
+//! running) plus the failing names.
+//!
+//! Rules (`../shared/corpus/README.md`, "go test -json"):
+//!
+//! 1. Lines that are not JSON objects with an `Action` (compiler output
+//!    before Go 1.24, stray prints) are skipped. No event at all is an error.
+//! 2. count = top-level tests (no `/` in `Test`) whose last action is `pass`
+//!    or `fail`, per package and per run (a re-run counts again). Skips do
+//!    not count.
+//! 3. Every `fail` of a test names `<Package>.<Test>`, subtests included, in
+//!    stream order.
+//! 4. When a package fails, each of its tests that started but never ended
+//!    is named (and counted if top-level): the test that panicked, hung or
+//!    called `os.Exit`. A failed package with no named failing test at all is
+//!    named by its import path, after the test names. Build failures come in
+//!    three shapes, all of which fail the package: plain text
+//!    `FAIL\t<p> [build failed]` (before Go 1.24), the same text as an
+//!    `output` event, and `build-fail` events keyed by `ImportPath`
+//!    (`p [p.test]` or `p.test`), linked to the package's `fail` through
+//!    `FailedBuild`. A `build-fail` nobody links still fails `p`.
+
+use super::{Parsed, ReportError};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// Lines longer than this are not buffered whole: they are skipped as
+/// non-JSON (test2json never writes an event that large; a stray print can).
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+const READ_BUF: usize = 256 * 1024;
+
+/// Parse the stream in `path`; `display` is how errors name it.
+pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
+    let f = File::open(path).map_err(|source| ReportError::Unreadable {
+        file: display.to_string(),
+        source,
+    })?;
+    parse_reader(BufReader::with_capacity(READ_BUF, f), display)
+}
+
+/// Parse a stream from any buffered reader.
+pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, ReportError> {
+    let mut st = Stream {
+        marker: memchr::memmem::Finder::new(b" failed]"),
+        seq: 0,
+        events: 0,
+        nonjson: 0,
+        count: 0,
+        names: Vec::new(),
+        pkgs: HashMap::new(),
+        named_pkgs: HashSet::new(),
+        failed_pkgs: Vec::new(),
+        failed_set: HashSet::new(),
+        pending_builds: Vec::new(),
+        text_build_failed: Vec::new(),
+    };
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let (more, complete) = read_line_capped(&mut r, &mut line, MAX_LINE).map_err(|source| {
+            ReportError::Unreadable {
+                file: display.to_string(),
+                source,
+            }
+        })?;
+        if !more {
+            break;
+        }
+        if complete {
+            st.line(&line);
+        } else {
+            st.nonjson += 1;
+        }
+        if line.capacity() > 4 * 1024 * 1024 {
+            line.shrink_to(4096);
+        }
+    }
+    st.finish(display)
+}
+
+/// Parse a stream held in memory (tests, fuzzing).
+pub fn parse_bytes(bytes: &[u8], display: &str) -> Result<Parsed, ReportError> {
+    parse_reader(bytes, display)
+}
+
+/// Read one line (without its `\n`) into `out`, keeping at most `cap` bytes.
+/// Returns (a line was read, it fit under `cap`).
+fn read_line_capped<R: BufRead>(
+    r: &mut R,
+    out: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<(bool, bool)> {
+    let mut any = false;
+    let mut fits = true;
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((any, fits));
+        }
+        any = true;
+        let (chunk, used, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        if fits {
+            if out.len() + chunk.len() > cap {
+                fits = false;
+                out.clear();
+            } else {
+                out.extend_from_slice(chunk);
+            }
+        }
+        r.consume(used);
+        if done {
+            return Ok((true, fits));
+        }
+    }
+}
+
+/// The fields of a test2json event saphan reads; everything else (Time,
+/// Elapsed, Output …) is skipped by serde without allocation.
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "Action", borrow)]
+    action: Option<Cow<'a, str>>,
+    #[serde(rename = "Package", borrow, default)]
+    package: Option<Cow<'a, str>>,
+    #[serde(rename = "Test", borrow, default)]
+    test: Option<Cow<'a, str>>,
+    #[serde(rename = "ImportPath", borrow, default)]
+    import_path: Option<Cow<'a, str>>,
+    #[serde(rename = "FailedBuild", borrow, default)]
+    failed_build: Option<Cow<'a, str>>,
+}
+
+/// Only decoded for the rare line that mentions a build failure.
+#[derive(Deserialize)]
+struct OutputOnly<'a> {
+    #[serde(rename = "Output", borrow, default)]
+    output: Option<Cow<'a, str>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Term {
+    Pass,
+    Fail,
+    Skip,
+}
+
+struct TestRun {
+    seq: u64,
+    last: Option<Term>,
+}
+
+#[derive(Default)]
+struct PkgRun {
+    tests: HashMap<String, TestRun>,
+}
+
+struct Stream {
+    /// Finds `" failed]"` (the tail of `[build failed]` / `[setup failed]`).
+    marker: memchr::memmem::Finder<'static>,
+    seq: u64,
+    events: u64,
+    nonjson: u64,
+    count: u64,
+    names: Vec<String>,
+    /// Package runs in flight.
+    pkgs: HashMap<String, PkgRun>,
+    /// Packages that named at least one failing test.
+    named_pkgs: HashSet<String>,
+    /// Packages that failed, in order of their first failure.
+    failed_pkgs: Vec<String>,
+    failed_set: HashSet<String>,
+    /// `build-fail` events not (yet) linked by a `FailedBuild`: (ImportPath, package).
+    pending_builds: Vec<(String, String)>,
+    /// Packages a plain-text line said failed to build (kept for the error hint).
+    text_build_failed: Vec<String>,
+}
+
+fn top_level(test: &str) -> bool {
+    !test.contains('/')
+}
+
+/// Top-level tests of a package run whose last action was pass or fail.
+fn finished_top_level(run: &PkgRun) -> u64 {
+    run.tests
+        .iter()
+        .filter(|(name, t)| top_level(name) && matches!(t.last, Some(Term::Pass | Term::Fail)))
+        .count() as u64
+}
+
+/// The package a `build-fail` ImportPath belongs to: `p [p.test]` → `p`,
+/// `p_test [p.test]` → `p`, `p.test` → `p`, `p` → `p`.
+pub fn build_package(import_path: &str) -> &str {
+    let ip = import_path.trim();
+    if let (Some(open), true) = (ip.find(" ["), ip.ends_with(']')) {
+        let inner = &ip[open + 2..ip.len() - 1];
+        return inner.strip_suffix(".test").unwrap_or(inner);
+    }
+    ip.strip_suffix(".test").unwrap_or(ip)
+}
+
+/// `FAIL\t<p> [build failed]` (or `[setup failed]`) → `p`.
+fn build_failed_text(line: &str) -> Option<&str> {
+    let rest = line.trim_end().strip_prefix("FAIL")?;
+    if !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let rest = rest.trim_start();
+    let p = rest
+        .strip_suffix("[build failed]")
+        .or_else(|| rest.strip_suffix("[setup failed]"))?
+        .trim_end();
+    (!p.is_empty() && !p.contains(char::is_whitespace)).then_some(p)
+}
+
+impl Stream {
+    fn line(&mut self, raw: &[u8]) {
+        let trimmed = raw.trim_ascii();
+        let mentions_build = self.marker.find(trimmed).is_some();
+        if trimmed.first() != Some(&b'{') {
+            self.nonjson += 1;
+            if mentions_build && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
+            {
+                let p = p.to_string();
+                self.text_build_failed.push(p.clone());
+                self.package_failed(p);
+            }
+            return;
+        }
+        let ev: Event<'_> = match serde_json::from_slice(trimmed) {
+            Ok(ev) => ev,
+            Err(_) => {
+                self.nonjson += 1;
+                return;
+            }
+        };
+        let Some(action) = ev.action else {
+            self.nonjson += 1;
+            return;
+        };
+        self.events += 1;
+        self.seq += 1;
+        let seq = self.seq;
+        match (&*action, ev.package.as_deref(), ev.test.as_deref()) {
+            ("start", Some(pkg), None) => {
+                // A new run of the package (Go 1.20+): a previous run that
+                // never reported its end is closed for counting.
+                if let Some(run) = self.pkgs.remove(pkg) {
+                    self.count += finished_top_level(&run);
+                }
+            }
+            ("build-fail", _, _) => {
+                if let Some(ip) = ev.import_path.as_deref() {
+                    let p = build_package(ip).to_string();
+                    self.pending_builds.push((ip.to_string(), p));
+                }
+            }
+            ("output", Some(pkg), _) if mentions_build => {
+                if let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed) {
+                    // The package is the event's own; the text confirms the failure.
+                    if o.output.as_deref().and_then(build_failed_text).is_some() {
+                        self.package_failed(pkg.to_string());
+                    }
+                }
+            }
+            ("run", Some(pkg), Some(test)) => {
+                let run = self.pkgs.entry(pkg.to_string()).or_default();
+                let prev = run
+                    .tests
+                    .insert(test.to_string(), TestRun { seq, last: None });
+                if let Some(prev) = prev
+                    && matches!(prev.last, Some(Term::Pass | Term::Fail))
+                    && top_level(test)
+                {
+                    self.count += 1;
+                }
+            }
+            (a @ ("pass" | "fail" | "skip"), Some(pkg), Some(test)) => {
+                let term = match a {
+                    "pass" => Term::Pass,
+                    "fail" => Term::Fail,
+                    _ => Term::Skip,
+                };
+                let run = match self.pkgs.get_mut(pkg) {
+                    Some(r) => r,
+                    None => self.pkgs.entry(pkg.to_string()).or_default(),
+                };
+                match run.tests.get_mut(test) {
+                    Some(t) => t.last = Some(term),
+                    None => {
+                        run.tests.insert(
+                            test.to_string(),
+                            TestRun {
+                                seq,
+                                last: Some(term),
+                            },
+                        );
+                    }
+                }
+                if term == Term::Fail {
+                    self.names.push(format!("{pkg}.{test}"));
+                    if !self.named_pkgs.contains(pkg) {
+                        self.named_pkgs.insert(pkg.to_string());
+                    }
+                }
+            }
+            (a @ ("pass" | "skip" | "fail"), Some(pkg), None) => {
+                let run = self.pkgs.remove(pkg).unwrap_or_default();
+                let failed = a == "fail";
+                let mut unfinished: Vec<(u64, String)> = Vec::new();
+                for (name, t) in run.tests {
+                    match t.last {
+                        Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
+                        None if failed => unfinished.push((t.seq, name)),
+                        _ => {}
+                    }
+                }
+                if failed {
+                    unfinished.sort();
+                    for (_, name) in unfinished {
+                        if top_level(&name) {
+                            self.count += 1;
+                        }
+                        self.names.push(format!("{pkg}.{name}"));
+                        if !self.named_pkgs.contains(pkg) {
+                            self.named_pkgs.insert(pkg.to_string());
+                        }
+                    }
+                    if let Some(fb) = ev.failed_build.as_deref() {
+                        self.pending_builds.retain(|(ip, _)| ip != fb);
+                    }
+                    self.package_failed(pkg.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn package_failed(&mut self, pkg: String) {
+        if self.failed_set.insert(pkg.clone()) {
+            self.failed_pkgs.push(pkg);
+        }
+    }
+
+    fn finish(mut self, display: &str) -> Result<Parsed, ReportError> {
+        if self.events == 0 {
+            let hint = match self.text_build_failed.first() {
+                Some(p) => format!(" (the stream is plain text and says `{p} [build failed]`)"),
+                None if self.nonjson > 0 => format!(" ({} line(s) of plain text)", self.nonjson),
+                None => " (it is empty)".to_string(),
+            };
+            return Err(ReportError::NoEvents {
+                file: display.to_string(),
+                hint,
+            });
+        }
+        // Package runs the stream never finished: count what ended.
+        let pkgs = std::mem::take(&mut self.pkgs);
+        let mut unfinished_pkgs = Vec::new();
+        for (pkg, run) in pkgs {
+            let mut open = false;
+            for (name, t) in run.tests {
+                match t.last {
+                    Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
+                    None => open = true,
+                    _ => {}
+                }
+            }
+            if open {
+                unfinished_pkgs.push(pkg);
+            }
+        }
+        for (_, p) in std::mem::take(&mut self.pending_builds) {
+            self.package_failed(p);
+        }
+        let mut names = self.names;
+        for p in &self.failed_pkgs {
+            if !self.named_pkgs.contains(p) {
+                names.push(p.clone());
+            }
+        }
+        let mut notes = Vec::new();
+        if !unfinished_pkgs.is_empty() {
+            unfinished_pkgs.sort();
+            notes.push(format!(
+                "stream-ended-early: the stream ends with tests still running in {}",
+                unfinished_pkgs.join(", ")
+            ));
+        }
+        Ok(Parsed {
+            count: self.count,
+            count_derived: false,
+            names,
+            files: Vec::new(),
+            notes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Parsed {
+        parse_bytes(s.as_bytes(), "stdout").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn build_package_shapes() {
+        assert_eq!(build_package("p [p.test]"), "p");
+        assert_eq!(build_package("p_test [p.test]"), "p");
+        assert_eq!(build_package("example.com/x.test"), "example.com/x");
+        assert_eq!(build_package("q"), "q");
+        assert_eq!(
+            build_failed_text("FAIL\texample.com/m/bad [build failed]\n"),
+            Some("example.com/m/bad")
+        );
+        assert_eq!(
+            build_failed_text("FAIL example.com/m/bad [setup failed]"),
+            Some("example.com/m/bad")
+        );
+        assert_eq!(build_failed_text("FAILED x [build failed]"), None);
+    }
+
+    #[test]
+    fn go119_plain_text_build_failure_beside_events() {
+        let p = ok("FAIL\texample.com/m/bad [build failed]\n\
+            {\"Action\":\"run\",\"Package\":\"example.com/m/ok\",\"Test\":\"TestA\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"example.com/m/ok\",\"Test\":\"TestA\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"example.com/m/ok\"}\n");
+        assert_eq!(p.count, 1);
+        assert_eq!(p.names, ["example.com/m/bad"]);
+    }
+
+    #[test]
+    fn count_2_and_a_restarted_package_count_every_run() {
+        let p = ok("{\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"start\",\"Package\":\"p\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"skip\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\"}\n");
+        assert_eq!(p.count, 3);
+        assert_eq!(p.names, ["p.T"]);
+    }
+
+    #[test]
+    fn build_output_event_without_fail_event() {
+        let p = ok(
+            "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"FAIL\\tp [build failed]\\n\"}\n",
+        );
+        assert_eq!(p.names, ["p"]);
+        assert_eq!(p.count, 0);
+    }
+
+    #[test]
+    fn dependency_build_fail_is_linked_not_named_twice() {
+        let p = ok("{\"ImportPath\":\"q\",\"Action\":\"build-fail\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p1\",\"FailedBuild\":\"q\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p2\",\"FailedBuild\":\"q\"}\n");
+        assert_eq!(p.names, ["p1", "p2"]);
+        let p = ok("{\"ImportPath\":\"p.test\",\"Action\":\"build-fail\"}\n");
+        assert_eq!(p.names, ["p"]);
+    }
+
+    #[test]
+    fn unfinished_test_in_failed_package_is_named_and_counted() {
+        let p = ok(
+            "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestOK\"}\n\
+            {\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestOK\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestBoom\"}\n\
+            {\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestBoom/sub\"}\n\
+            {\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"panic: boom\\n\"}\n\
+            {\"Action\":\"fail\",\"Package\":\"p\"}\n",
+        );
+        assert_eq!(p.count, 2);
+        assert_eq!(p.names, ["p.TestBoom", "p.TestBoom/sub"]);
+    }
+
+    #[test]
+    fn json_arrays_and_objects_without_action_are_not_events() {
+        let e = parse_bytes(
+            b"[\"run\",\"p\",\"T\"]\n{\"Package\":\"p\"}\nhello\n",
+            "stdout",
+        )
+        .unwrap_err();
+        assert!(matches!(e, ReportError::NoEvents { .. }), "{e}");
+        assert!(matches!(
+            parse_bytes(b"", "stdout").unwrap_err(),
+            ReportError::NoEvents { .. }
+        ));
+    }
+
+    #[test]
+    fn overlong_line_is_skipped_without_buffering_it() {
+        let mut s = Vec::new();
+        s.extend_from_slice(b"{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n");
+        s.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
+        s.extend_from_slice(b"\n{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\"}\n");
+        let p = parse_bytes(&s, "stdout").unwrap();
+        assert_eq!(p.count, 1);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = parse_bytes(&bytes, "fuzz");
+        }
+
+        #[test]
+        fn never_panics_on_event_soup(lines in proptest::collection::vec((
+            proptest::sample::select(vec!["run", "pass", "fail", "skip", "output", "pause", "cont", "start", "build-fail", "build-output", "bench"]),
+            proptest::option::of(proptest::sample::select(vec!["p", "q", "p/x", ""])),
+            proptest::option::of(proptest::sample::select(vec!["T", "T/a", "T/a/b", "U", ""])),
+            proptest::option::of(proptest::sample::select(vec!["p [p.test]", "p.test", "q", " [", "]", ""])),
+            proptest::bool::ANY,
+        ), 0..40)) {
+            let mut s = String::new();
+            for (a, p, t, ip, fb) in lines {
+                let mut o = serde_json::Map::new();
+                o.insert("Action".into(), a.into());
+                if let Some(p) = p { o.insert("Package".into(), p.into()); }
+                if let Some(t) = t { o.insert("Test".into(), t.into()); }
+                if let Some(ip) = ip {
+                    o.insert("ImportPath".into(), ip.into());
+                    if fb { o.insert("FailedBuild".into(), ip.into()); }
+                }
+                if a == "output" && fb { o.insert("Output".into(), "FAIL\tp [build failed]\n".into()); }
+                s.push_str(&serde_json::Value::Object(o).to_string());
+                s.push('\n');
+            }
+            let _ = parse_bytes(s.as_bytes(), "soup");
+        }
+    }
+}

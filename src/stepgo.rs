@@ -1,0 +1,570 @@
+//! `saphan verify-stream`: a stream's four Go steps — `go build ./...`,
+//! `go vet ./...`, `go test ./...` and `gofmt -l .` — each under a budget of
+//! its own (spec: "verify-stream — it bounds ONE STEP").
+//!
+//! The budget is `[verify.full].timeout` when declared (source
+//! `config:verify.full.timeout`), else [`VERIFY_STEP_WALL_CLOCK`] (source
+//! `default`). Each of the four steps gets the whole of it: declaring `20m`
+//! hands out four 20-minute ceilings, never four 5-minute quarters. There
+//! is no `--timeout` flag; the key is the only way to move it.
+//!
+//! The steps run in a scratch detached worktree at one committed SHA (the
+//! stream worktree's `HEAD` by default), with the same provisions and
+//! exclude file as certify, through the shared measurement core
+//! ([`crate::measure::run_suite`]). `go test` is Go's own module suite
+//! (`go test -count=1 -json ./...`, the default-go argv), so the record
+//! carries its count and failing tests. `gofmt -l` exits 0 whether or not
+//! it lists files, so a non-empty list is the step's failure, and the files
+//! are named.
+//!
+//! The record (verb `verify-stream`) carries `step_budget`,
+//! `step_budget_source` and every step's outcome; its `budget` fields are
+//! the same step budget. `refs/saphan/verified` is never read or moved.
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::error::{Refusal, Result};
+use crate::exec::{self, Cmd, Termination};
+use crate::git::Repo;
+use crate::home::Home;
+use crate::measure::{self, Budget, Interrupt, Subject};
+use crate::record::{self, Record};
+use crate::report::{ReportKind, Verdict};
+use crate::suite::{ResolvedSuite, SuiteSource};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The per-step floor when `[verify.full].timeout` is not declared: 10
+/// minutes, this verb's own constant (not the suite floor of certify).
+pub const VERIFY_STEP_WALL_CLOCK: Duration = Duration::from_secs(10 * 60);
+
+/// `step_budget_source` when the floor applies.
+pub const SOURCE_DEFAULT: &str = "default";
+/// `step_budget_source` when `[verify.full].timeout` is declared.
+pub const SOURCE_CONFIG: &str = "config:verify.full.timeout";
+
+/// What to verify.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Any path inside the repository (a stream's worktree).
+    pub repo: PathBuf,
+    /// The revision (default `HEAD` of that worktree).
+    pub rev: String,
+}
+
+/// Refusals of verify-stream.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamVerifyError {
+    /// The measured tree is not a Go module.
+    #[error(
+        "{sha} of {repo} carries no go.mod at its root — verify-stream runs Go's four steps (build, vet, test, gofmt); use `saphan certify` for another stack"
+    )]
+    NotGo { repo: PathBuf, sha: String },
+}
+
+impl Refusal for StreamVerifyError {
+    fn name(&self) -> &'static str {
+        "verify-stream-not-go"
+    }
+}
+
+/// The step budget and where it came from.
+pub fn step_budget(cfg: &Config) -> Budget {
+    match cfg.full.as_ref().and_then(|s| s.timeout) {
+        Some(d) => Budget {
+            duration: d,
+            source: SOURCE_CONFIG.into(),
+        },
+        None => Budget {
+            duration: VERIFY_STEP_WALL_CLOCK,
+            source: SOURCE_DEFAULT.into(),
+        },
+    }
+}
+
+/// How one step ended (`outcome` in the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepOutcome {
+    /// It passed.
+    Pass,
+    /// It failed: a non-zero exit, a failing test, or files gofmt lists.
+    Fail,
+    /// It ran past the step budget; its process group was killed.
+    Timeout,
+    /// It could not give a verdict (killed by a signal, unreadable report,
+    /// not started, interrupted).
+    MeasurementFailed,
+}
+
+/// One step as it ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// `build`, `vet`, `test`, `gofmt`.
+    pub name: &'static str,
+    /// Exactly what ran.
+    pub argv: Vec<String>,
+    /// How it ended.
+    pub outcome: StepOutcome,
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Files gofmt lists (gofmt only; empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// Tests that ran (test only, when measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// Failing tests (test only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
+    /// The last lines of its stderr or notes, when it did not pass.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// What verify-stream obtained.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The appended record.
+    pub record: Record,
+    /// Where it was appended.
+    pub attempts: PathBuf,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// The step budget.
+    pub budget: Budget,
+    /// A note when the worktree has uncommitted changes (they are not measured).
+    pub dirty: Option<String>,
+}
+
+fn last_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.trim().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn round(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+fn gofmt_program(go: &str) -> String {
+    match Path::new(go).parent() {
+        Some(dir) if go.contains('/') => dir.join("gofmt").to_string_lossy().into_owned(),
+        _ => "gofmt".into(),
+    }
+}
+
+/// Observer for a person watching.
+pub trait Watch: Send + Sync {
+    /// A step is about to run.
+    fn step(&self, _name: &str, _argv: &[String]) {}
+}
+
+/// A [`Watch`] that shows nothing.
+pub struct Quiet;
+impl Watch for Quiet {}
+
+/// Run the four steps at `settings.rev` and append the record.
+///
+/// Errors: refusals before anything runs (bad repository or revision, no
+/// go.mod, absent toolchain, provision sources).
+pub async fn verify_stream(
+    home: &Home,
+    catalog: &Catalog,
+    s: &Settings,
+    watch: &dyn Watch,
+    interrupt: &Interrupt,
+) -> Result<Outcome> {
+    let repo = Repo::open(&s.repo).await?;
+    let cfg = Config::load(home)?;
+    let sha = repo.resolve(&s.rev).await?;
+    let tree_files = repo.tree_files(&sha).await?;
+    if !tree_files.iter().any(|f| f == "go.mod") {
+        return Err(StreamVerifyError::NotGo {
+            repo: repo.top.clone(),
+            sha,
+        }
+        .into());
+    }
+    let go = crate::suite::default_go_program();
+    let test_suite = ResolvedSuite {
+        argv: [go.as_str(), "test", "-count=1", "-json", "./..."]
+            .map(String::from)
+            .to_vec(),
+        report: ReportKind::GoTestJson,
+        report_path: None,
+        timeout: None,
+        source: SuiteSource::DefaultGo,
+    };
+    crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
+    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    crate::provision::preflight(&provisions)?;
+    let budget = step_budget(&cfg);
+    let dirty = match crate::git::git(&repo.top, &["status", "--porcelain"]).await {
+        Ok(o) if !o.stdout.is_empty() && s.rev == "HEAD" => Some(format!(
+            "{} has uncommitted changes; they are not measured — verify-stream measures the committed {}",
+            repo.top.display(),
+            &sha[..12]
+        )),
+        _ => None,
+    };
+
+    let exitcode = |argv: Vec<String>| ResolvedSuite {
+        argv,
+        report: ReportKind::Exitcode,
+        report_path: None,
+        timeout: None,
+        source: SuiteSource::DefaultGo,
+    };
+    let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
+    let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
+
+    let scratch = repo.scratch_worktree(&sha).await?;
+    let mut steps = Vec::with_capacity(4);
+    let mut test_run = None;
+    let mut err = None;
+    for (name, suite) in [("build", &build), ("vet", &vet), ("test", &test_suite)] {
+        if measure::interrupted(interrupt) {
+            break;
+        }
+        watch.step(name, &suite.argv);
+        let run = measure::run_suite(
+            measure::Plan {
+                tree: &scratch.path,
+                tree_git_dir: &scratch.git_dir,
+                suite,
+                budget: &budget,
+                provisions: &provisions,
+                extra_env: &[],
+                report_root: None,
+            },
+            interrupt,
+        )
+        .await;
+        let run = match run {
+            Ok(r) => r,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
+        let m = &run.measurement;
+        let outcome = match (run.termination, m.verdict) {
+            (Some(Termination::TimedOut), _) => StepOutcome::Timeout,
+            (_, Verdict::Green) => StepOutcome::Pass,
+            (_, Verdict::Red) => StepOutcome::Fail,
+            _ => StepOutcome::MeasurementFailed,
+        };
+        let mut detail = String::new();
+        if outcome != StepOutcome::Pass {
+            detail = last_lines(&run.stderr_tail, 8);
+            if detail.is_empty() || outcome == StepOutcome::MeasurementFailed {
+                let notes = m.notes.join("; ");
+                if !notes.is_empty() {
+                    detail = if detail.is_empty() {
+                        notes
+                    } else {
+                        format!("{notes}\n{detail}")
+                    };
+                }
+            }
+        }
+        steps.push(Step {
+            name,
+            argv: suite.argv.clone(),
+            outcome,
+            exit_code: run.termination.and_then(|t| t.code()),
+            seconds: round(run.elapsed),
+            files: Vec::new(),
+            count: if name == "test" { m.count } else { None },
+            failing: if name == "test" {
+                m.named_tests.clone().unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+            detail,
+        });
+        if name == "test" {
+            test_run = Some(run);
+        }
+    }
+    if err.is_none() && !measure::interrupted(interrupt) {
+        let argv = vec![gofmt_program(&go), "-l".into(), ".".into()];
+        watch.step("gofmt", &argv);
+        let ran = exec::run(
+            Cmd::from_argv(&argv)
+                .cwd(&scratch.path)
+                .timeout(budget.duration),
+        )
+        .await;
+        steps.push(gofmt_step(argv, ran));
+    }
+    let removed = scratch.remove().await;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    removed?;
+
+    let mut rec = match &test_run {
+        Some(run) => measure::record(
+            Subject {
+                verb: "verify-stream",
+                repo: &repo.top,
+                sha: &sha,
+                machine: "local",
+                class: "host",
+            },
+            &test_suite,
+            &budget,
+            run,
+        ),
+        None => {
+            // Interrupted before the test step: the record still says so.
+            let run = measure::SuiteRun {
+                started_at: record::now_rfc3339(),
+                finished_at: record::now_rfc3339(),
+                termination: None,
+                measurement: crate::report::Measurement {
+                    verdict: Verdict::MeasurementFailed,
+                    count: None,
+                    count_derived: false,
+                    named_tests: None,
+                    report_files: Vec::new(),
+                    notes: vec![
+                        "interrupted: the operator pressed Ctrl-C before go test ran".into(),
+                    ],
+                },
+                placed: Vec::new(),
+                elapsed: Duration::ZERO,
+                stderr_tail: String::new(),
+            };
+            measure::record(
+                Subject {
+                    verb: "verify-stream",
+                    repo: &repo.top,
+                    sha: &sha,
+                    machine: "local",
+                    class: "host",
+                },
+                &test_suite,
+                &budget,
+                &run,
+            )
+        }
+    };
+    let verdict = overall(&steps, measure::interrupted(interrupt));
+    if verdict != rec.verdict {
+        rec.verdict = verdict;
+        rec.failure = match verdict {
+            Verdict::MeasurementFailed if measure::interrupted(interrupt) => {
+                Some("interrupted".into())
+            }
+            Verdict::MeasurementFailed
+                if steps.iter().any(|s| s.outcome == StepOutcome::Timeout) =>
+            {
+                Some("timeout".into())
+            }
+            Verdict::MeasurementFailed => Some("crash".into()),
+            _ => None,
+        };
+    }
+    for st in &steps {
+        if st.outcome != StepOutcome::Pass {
+            rec.notes.push(format!(
+                "step {}: {}",
+                st.name,
+                match st.outcome {
+                    StepOutcome::Fail if !st.files.is_empty() => format!(
+                        "gofmt lists {} unformatted file(s): {}",
+                        st.files.len(),
+                        st.files.join(", ")
+                    ),
+                    StepOutcome::Fail => "failed".into(),
+                    StepOutcome::Timeout => format!(
+                        "ran past its {} step budget ({})",
+                        humantime::format_duration(budget.duration),
+                        budget.source
+                    ),
+                    _ => "no verdict".into(),
+                }
+            ));
+        }
+    }
+    rec.verified_pointer =
+        Some("unchanged: verify-stream is advisory and never moves the pointer".into());
+    if let Some(name) = stream_name(&repo.top) {
+        rec.extra.insert("stream".into(), name.into());
+    }
+    rec.extra.insert(
+        "step_budget".into(),
+        humantime::format_duration(budget.duration)
+            .to_string()
+            .into(),
+    );
+    rec.extra.insert(
+        "step_budget_seconds".into(),
+        budget.duration.as_secs_f64().into(),
+    );
+    rec.extra
+        .insert("step_budget_source".into(), budget.source.clone().into());
+    rec.extra.insert(
+        "steps".into(),
+        serde_json::to_value(&steps).expect("steps serialize"),
+    );
+    let attempts = record::attempts_path(&repo);
+    record::append(&attempts, &rec)?;
+    Ok(Outcome {
+        record: rec,
+        attempts,
+        steps,
+        budget,
+        dirty,
+    })
+}
+
+/// The stream a worktree belongs to, from its status file (`- stream:`),
+/// when it has a readable one.
+fn stream_name(top: &Path) -> Option<String> {
+    let file = top.join(crate::stream::status::STATUS_FILE);
+    let text = std::fs::read_to_string(&file).ok()?;
+    crate::stream::status::StatusFile::parse(&text, &file)
+        .ok()?
+        .stream
+}
+
+/// The step of `gofmt -l .`: a listed file is a failure although gofmt
+/// exits 0; a non-zero exit (a file that does not parse) is one too.
+fn gofmt_step(argv: Vec<String>, ran: std::io::Result<exec::Output>) -> Step {
+    let mut step = Step {
+        name: "gofmt",
+        argv,
+        outcome: StepOutcome::MeasurementFailed,
+        exit_code: None,
+        seconds: 0.0,
+        files: Vec::new(),
+        count: None,
+        failing: Vec::new(),
+        detail: String::new(),
+    };
+    match ran {
+        Err(e) => step.detail = format!("could not start gofmt: {e}"),
+        Ok(out) => {
+            step.seconds = round(out.elapsed);
+            step.exit_code = out.status.code();
+            step.files = out
+                .stdout_str()
+                .lines()
+                .map(|l| l.trim().trim_start_matches("./").to_string())
+                .filter(|l| !l.is_empty())
+                .collect();
+            step.outcome = match out.status {
+                Termination::TimedOut => StepOutcome::Timeout,
+                Termination::Exited(0) if step.files.is_empty() => StepOutcome::Pass,
+                Termination::Exited(_) => StepOutcome::Fail,
+                Termination::Signaled(_) => StepOutcome::MeasurementFailed,
+            };
+            if step.outcome != StepOutcome::Pass {
+                step.detail = last_lines(&out.stderr_str(), 8);
+            }
+        }
+    }
+    step
+}
+
+/// Red when any step failed; else measurement-failed when any step gave no
+/// verdict (or the run was interrupted); else green.
+pub fn overall(steps: &[Step], interrupted: bool) -> Verdict {
+    if steps.iter().any(|s| s.outcome == StepOutcome::Fail) {
+        Verdict::Red
+    } else if interrupted || steps.len() < 4 || steps.iter().any(|s| s.outcome != StepOutcome::Pass)
+    {
+        Verdict::MeasurementFailed
+    } else {
+        Verdict::Green
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &'static str, outcome: StepOutcome) -> Step {
+        Step {
+            name,
+            argv: vec![],
+            outcome,
+            exit_code: None,
+            seconds: 0.0,
+            files: vec![],
+            count: None,
+            failing: vec![],
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn overall_verdict() {
+        use StepOutcome::*;
+        let all = |o: [StepOutcome; 4]| {
+            ["build", "vet", "test", "gofmt"]
+                .into_iter()
+                .zip(o)
+                .map(|(n, o)| step(n, o))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(overall(&all([Pass; 4]), false), Verdict::Green);
+        assert_eq!(overall(&all([Pass, Pass, Pass, Fail]), false), Verdict::Red);
+        assert_eq!(
+            overall(&all([Fail, Pass, Timeout, Pass]), false),
+            Verdict::Red
+        );
+        assert_eq!(
+            overall(&all([Pass, Pass, Timeout, Pass]), false),
+            Verdict::MeasurementFailed
+        );
+        assert_eq!(overall(&all([Pass; 4]), true), Verdict::MeasurementFailed);
+        assert_eq!(
+            overall(&all([Pass; 4])[..3], false),
+            Verdict::MeasurementFailed
+        );
+    }
+
+    #[test]
+    fn gofmt_listing_files_fails_although_it_exits_zero() {
+        let out = exec::Output {
+            status: Termination::Exited(0),
+            stdout: b"a/b.go\n./c.go\n".to_vec(),
+            stderr: vec![],
+            elapsed: Duration::from_millis(5),
+        };
+        let s = gofmt_step(vec!["gofmt".into()], Ok(out.clone()));
+        assert_eq!(s.outcome, StepOutcome::Fail);
+        assert_eq!(s.files, ["a/b.go", "c.go"]);
+        let clean = exec::Output {
+            stdout: vec![],
+            ..out
+        };
+        assert_eq!(gofmt_step(vec![], Ok(clean)).outcome, StepOutcome::Pass);
+    }
+
+    #[test]
+    fn step_budget_comes_from_verify_full_timeout_or_the_floor() {
+        let b = step_budget(&Config::default());
+        assert_eq!(b.duration, VERIFY_STEP_WALL_CLOCK);
+        assert_eq!(b.source, "default");
+        let cfg = Config {
+            full: Some(crate::config::Suite {
+                argv: vec!["go".into()],
+                report: None,
+                report_path: None,
+                timeout: Some(Duration::from_secs(1200)),
+            }),
+            ..Default::default()
+        };
+        let b = step_budget(&cfg);
+        assert_eq!(b.duration, Duration::from_secs(1200));
+        assert_eq!(b.source, "config:verify.full.timeout");
+    }
+}

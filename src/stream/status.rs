@@ -1,0 +1,394 @@
+//! The stream's status file, `.saphan/status` in its worktree: the `- return:`
+//! manifest and the waivers, parsed and checked for hostile paths.
+//!
+//! Format (one field per line, a field starts at column 0 with `- NAME:`):
+//!
+//! ```text
+//! - stream: NAME
+//! - base: <full commit SHA>
+//! - return:
+//!   reports/summary.md
+//!   results/
+//! - waive: scratch/notes.txt — a scratch file, nothing to keep
+//! ```
+//!
+//! Lines after `- return:` up to the next field are paths, one per line
+//! (leading spaces and an optional `- ` bullet are stripped; blank lines
+//! and lines starting with `#` are skipped). A value on the `- return:` line
+//! itself counts as the first path. `- waive:` takes a
+//! path, then ` — ` (or ` -- `), then a reason that must not be empty.
+//! Unknown fields are refused, so a misspelt `- retrun:` cannot silently
+//! declare nothing.
+
+use super::StreamError;
+use std::path::{Component, Path, PathBuf};
+
+/// Directory inside the worktree that holds saphan's stream files.
+pub const STATUS_DIR: &str = ".saphan";
+/// The status file, relative to the worktree.
+pub const STATUS_FILE: &str = ".saphan/status";
+/// The self-ignoring `.gitignore` inside [`STATUS_DIR`].
+pub const STATUS_GITIGNORE: &str = ".saphan/.gitignore";
+
+/// A waived path: authored, deliberately not returned, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Waiver {
+    /// Repository-relative path (a directory waives everything under it).
+    pub path: String,
+    /// Why losing it is fine (never empty).
+    pub reason: String,
+    /// `status-file` or `command-line` (`teardown --waive`).
+    pub source: &'static str,
+}
+
+/// The parsed status file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusFile {
+    /// `- stream:`.
+    pub stream: Option<String>,
+    /// `- base:`.
+    pub base: Option<String>,
+    /// `Some` when a `- return:` field is present (possibly empty); `None`
+    /// when the file has no `- return:` field at all.
+    pub returns: Option<Vec<String>>,
+    /// `- waive:` lines.
+    pub waivers: Vec<Waiver>,
+}
+
+/// Render a fresh status file for `stream start`.
+pub fn render_initial(stream: &str, base: &str) -> String {
+    format!(
+        "# saphan stream status file (gitignored; see docs/streams.md)\n\
+         # List every path this stream must return under `- return:`, one per line.\n\
+         # Waive an authored path you mean to lose with `- waive: PATH — reason`.\n\
+         - stream: {stream}\n\
+         - base: {base}\n\
+         - return:\n"
+    )
+}
+
+/// Split a waiver value `PATH — reason` (or `PATH -- reason`).
+fn split_waiver(v: &str) -> Option<(&str, &str)> {
+    for sep in [" — ", " -- ", " – "] {
+        if let Some((p, r)) = v.split_once(sep) {
+            return Some((p.trim(), r.trim()));
+        }
+    }
+    None
+}
+
+impl StatusFile {
+    /// Parse the text of a status file. `file` is used in messages only.
+    ///
+    /// Errors: [`StreamError::StatusMalformed`] (unknown or repeated field,
+    /// stray line outside `- return:`), [`StreamError::WaiverWithoutReason`].
+    pub fn parse(text: &str, file: &Path) -> Result<StatusFile, StreamError> {
+        let bad = |line: usize, detail: String| StreamError::StatusMalformed {
+            file: file.to_path_buf(),
+            line,
+            detail,
+        };
+        let mut sf = StatusFile {
+            stream: None,
+            base: None,
+            returns: None,
+            waivers: Vec::new(),
+        };
+        let mut in_return = false;
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let trimmed = raw.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            if let Some(rest) = raw.strip_prefix("- ") {
+                if let Some((key, value)) = rest.split_once(':') {
+                    let key = key.trim();
+                    if !key.is_empty()
+                        && key
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
+                    {
+                        let value = value.trim();
+                        in_return = false;
+                        match key {
+                            "stream" | "base" => {
+                                let slot = if key == "stream" {
+                                    &mut sf.stream
+                                } else {
+                                    &mut sf.base
+                                };
+                                if slot.is_some() {
+                                    return Err(bad(n, format!("`- {key}:` appears twice")));
+                                }
+                                *slot = Some(value.to_string());
+                            }
+                            "return" => {
+                                if sf.returns.is_some() {
+                                    return Err(bad(
+                                        n,
+                                        "`- return:` appears twice; keep one list".into(),
+                                    ));
+                                }
+                                let mut v = Vec::new();
+                                if !value.is_empty() {
+                                    v.push(value.to_string());
+                                }
+                                sf.returns = Some(v);
+                                in_return = true;
+                            }
+                            "waive" => {
+                                let (p, r) = split_waiver(value).ok_or_else(|| {
+                                    StreamError::WaiverWithoutReason {
+                                        file: file.to_path_buf(),
+                                        line: n,
+                                        path: value.to_string(),
+                                    }
+                                })?;
+                                if p.is_empty() {
+                                    return Err(bad(n, "`- waive:` names no path".into()));
+                                }
+                                if r.is_empty() {
+                                    return Err(StreamError::WaiverWithoutReason {
+                                        file: file.to_path_buf(),
+                                        line: n,
+                                        path: p.to_string(),
+                                    });
+                                }
+                                sf.waivers.push(Waiver {
+                                    path: p.to_string(),
+                                    reason: r.to_string(),
+                                    source: "status-file",
+                                });
+                            }
+                            other => {
+                                return Err(bad(
+                                    n,
+                                    format!(
+                                        "unknown field `- {other}:` (known: stream, base, return, waive)"
+                                    ),
+                                ));
+                            }
+                        }
+                        continue;
+                    }
+                }
+            }
+            if in_return {
+                let p = trimmed.strip_prefix("- ").map(str::trim).unwrap_or(trimmed);
+                if let Some(v) = sf.returns.as_mut() {
+                    v.push(p.to_string());
+                }
+                continue;
+            }
+            return Err(bad(
+                n,
+                format!("`{trimmed}` is not a field and is not under `- return:`"),
+            ));
+        }
+        Ok(sf)
+    }
+
+    /// Read and parse `<worktree>/.saphan/status`.
+    ///
+    /// Errors: [`StreamError::StatusMissing`], plus those of [`StatusFile::parse`].
+    pub fn load(worktree: &Path) -> Result<StatusFile, StreamError> {
+        let file = worktree.join(STATUS_FILE);
+        let text = std::fs::read_to_string(&file).map_err(|e| StreamError::StatusMissing {
+            file: file.clone(),
+            detail: e.to_string(),
+        })?;
+        StatusFile::parse(&text, &file)
+    }
+}
+
+/// Check one repository-relative path from the status file (or `--waive`)
+/// and return it normalized (`a/./b/` → `a/b`).
+///
+/// `root` must be the canonical worktree path. Refused as
+/// [`StreamError::ReturnPathHostile`]: an empty path, an absolute path, a `..`
+/// component, a path into `.git`, and a path whose existing prefix runs
+/// through a symlink that resolves outside `root` (a dangling symlink is
+/// judged by where its target would be).
+///
+/// With `follow_last == false` (waivers: nothing is read through them) the
+/// last component may itself be a symlink pointing anywhere; the components
+/// before it are still checked.
+pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, StreamError> {
+    let hostile = |why: String| StreamError::ReturnPathHostile {
+        path: raw.to_string(),
+        why,
+    };
+    if raw.is_empty() {
+        return Err(hostile("the path is empty".into()));
+    }
+    if raw.starts_with('/') {
+        return Err(hostile(
+            "it is absolute; returns are repository-relative".into(),
+        ));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for c in raw.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return Err(hostile("it climbs out with `..`".into())),
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return Err(hostile(
+            "it names the worktree itself, not a path in it".into(),
+        ));
+    }
+    if parts[0] == ".git" {
+        return Err(hostile("it points into git's own files (.git)".into()));
+    }
+    // Walk the prefixes that exist on disk; any symlink among them must
+    // resolve inside the worktree.
+    let mut cur = root.to_path_buf();
+    let walk = if follow_last {
+        &parts[..]
+    } else {
+        &parts[..parts.len() - 1]
+    };
+    for c in walk {
+        cur.push(c);
+        let meta = match std::fs::symlink_metadata(&cur) {
+            Ok(m) => m,
+            Err(_) => break,
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        match std::fs::canonicalize(&cur) {
+            Ok(real) => {
+                if !real.starts_with(root) {
+                    return Err(hostile(format!(
+                        "it runs through the symlink {} which resolves to {}, outside the worktree",
+                        cur.strip_prefix(root).unwrap_or(&cur).display(),
+                        real.display()
+                    )));
+                }
+                cur = real;
+            }
+            Err(_) => {
+                let target = std::fs::read_link(&cur).unwrap_or_default();
+                let parent = cur.parent().unwrap_or(root);
+                let lexical = lexical_normalize(&parent.join(&target));
+                if !lexical.starts_with(root) {
+                    return Err(hostile(format!(
+                        "it runs through the symlink {} which points to {}, outside the worktree",
+                        cur.strip_prefix(root).unwrap_or(&cur).display(),
+                        target.display()
+                    )));
+                }
+                break;
+            }
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Resolve `.` and `..` without touching the filesystem.
+fn lexical_normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Does `path` lie at or under `prefix` (both normalized, `/`-separated)?
+pub fn covers(prefix: &str, path: &str) -> bool {
+    path == prefix
+        || (path.len() > prefix.len()
+            && path.starts_with(prefix)
+            && path.as_bytes()[prefix.len()] == b'/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Refusal;
+
+    fn p(t: &str) -> Result<StatusFile, StreamError> {
+        StatusFile::parse(t, Path::new("status"))
+    }
+
+    #[test]
+    fn parses_fields_returns_and_waivers() {
+        let sf = p("# c\n- stream: s\n- base: abc\n- return:\n  a.txt\n  - b/c\n\nd\n- e/f:g\n- waive: x/y — scratch\n- waive: z -- tmp\n").unwrap();
+        assert_eq!(sf.stream.as_deref(), Some("s"));
+        assert_eq!(sf.base.as_deref(), Some("abc"));
+        assert_eq!(sf.returns.unwrap(), vec!["a.txt", "b/c", "d", "e/f:g"]);
+        assert_eq!(sf.waivers.len(), 2);
+        assert_eq!(sf.waivers[0].path, "x/y");
+        assert_eq!(sf.waivers[1].reason, "tmp");
+    }
+
+    #[test]
+    fn no_return_field_is_none_and_empty_is_some() {
+        assert_eq!(p("- stream: s\n").unwrap().returns, None);
+        assert_eq!(p("- return:\n").unwrap().returns, Some(vec![]));
+        assert_eq!(p("- return: a\n").unwrap().returns, Some(vec!["a".into()]));
+    }
+
+    #[test]
+    fn refuses_unknown_field_stray_line_and_bare_waiver() {
+        assert_eq!(
+            p("- retrun:\n  a\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        assert_eq!(
+            p("- stream: s\nfoo\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        assert_eq!(
+            p("- waive: a\n").unwrap_err().name(),
+            "waiver-without-reason"
+        );
+        assert_eq!(
+            p("- waive: a — \n").unwrap_err().name(),
+            "waiver-without-reason"
+        );
+        assert_eq!(
+            p("- base: a\n- base: b\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+    }
+
+    #[test]
+    fn lexical_hostile_paths() {
+        let root = Path::new("/nonexistent-root");
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/..",
+            ".git/config",
+            ".",
+            "./",
+        ] {
+            assert_eq!(
+                check_path(root, bad, true).unwrap_err().name(),
+                "return-path-hostile",
+                "{bad}"
+            );
+        }
+        assert_eq!(check_path(root, "./a//b/", true).unwrap(), "a/b");
+    }
+
+    #[test]
+    fn covers_is_component_wise() {
+        assert!(covers("a", "a"));
+        assert!(covers("a", "a/b"));
+        assert!(!covers("a", "ab"));
+    }
+}

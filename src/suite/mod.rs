@@ -1,0 +1,182 @@
+//! Which suite runs: the declaration, the `default-go` fallback, or a
+//! refusal (spec: "What happens with no [verify.full] block at all"); and the
+//! local toolchain preflight (spec: "Toolchain readiness ceremony").
+
+pub mod stack;
+
+use crate::catalog::Catalog;
+use crate::config::{Config, Suite};
+use crate::error::Refusal;
+use crate::report::ReportKind;
+use std::path::Path;
+use std::time::Duration;
+
+/// The program default-go runs when it exists: the toolchain the engine
+/// installs, deliberately not PATH's first `go`.
+pub const INSTALLED_GO: &str = "/usr/local/go/bin/go";
+
+/// Where the suite came from (record field `suite_source`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SuiteSource {
+    /// `config:verify.full` (or `config:verify.affected`).
+    Config(&'static str),
+    /// `default-go`: no declaration, a go.mod at the root.
+    DefaultGo,
+}
+
+impl SuiteSource {
+    /// The record spelling.
+    pub fn as_str(&self) -> String {
+        match self {
+            SuiteSource::Config(scope) => format!("config:{scope}"),
+            SuiteSource::DefaultGo => "default-go".into(),
+        }
+    }
+}
+
+/// A suite ready to run.
+#[derive(Debug, Clone)]
+pub struct ResolvedSuite {
+    /// Exactly what will run.
+    pub argv: Vec<String>,
+    /// How its result is read.
+    pub report: ReportKind,
+    /// `report_path` (junit-xml).
+    pub report_path: Option<String>,
+    /// The declared `timeout`, if any.
+    pub timeout: Option<Duration>,
+    /// Where it came from.
+    pub source: SuiteSource,
+}
+
+impl ResolvedSuite {
+    /// A declared suite from `scope` (`verify.full` or `verify.affected`).
+    pub fn declared(s: &Suite, scope: &'static str) -> ResolvedSuite {
+        ResolvedSuite {
+            argv: s.argv.clone(),
+            report: s.report.unwrap_or(ReportKind::Exitcode),
+            report_path: s.report_path.clone(),
+            timeout: s.timeout,
+            source: SuiteSource::Config(scope),
+        }
+    }
+}
+
+/// Refusals before anything is measured.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// No declaration and no go.mod: the spec's exact text.
+    #[error("{0}")]
+    NoSuite(String),
+    /// argv[0] is not on the local machine.
+    #[error(
+        "the suite's program `{token}` is not on machine local ({catalog_row}); install: {install} — install it, or declare the suite with a program this machine has, then re-run"
+    )]
+    ToolchainAbsent {
+        token: String,
+        catalog_row: String,
+        install: String,
+    },
+}
+
+impl Refusal for SuiteError {
+    fn name(&self) -> &'static str {
+        match self {
+            SuiteError::NoSuite(_) => "trunkcert",
+            SuiteError::ToolchainAbsent { .. } => "verification-toolchain-absent",
+        }
+    }
+}
+
+/// The `go` default-go runs: [`INSTALLED_GO`] when it exists, else bare `go`.
+pub fn default_go_program() -> String {
+    if Path::new(INSTALLED_GO).is_file() {
+        INSTALLED_GO.to_string()
+    } else {
+        "go".to_string()
+    }
+}
+
+/// Resolve the full-tier suite for the repository whose tree root is `top`.
+///
+/// Errors: [`SuiteError::NoSuite`] with the spec's refusal text.
+pub fn resolve_full(cfg: &Config, top: &Path) -> Result<ResolvedSuite, SuiteError> {
+    if let Some(s) = &cfg.full {
+        return Ok(ResolvedSuite::declared(s, "verify.full"));
+    }
+    if top.join("go.mod").is_file() {
+        return Ok(ResolvedSuite {
+            argv: vec![
+                default_go_program(),
+                "test".into(),
+                "-count=1".into(),
+                "-json".into(),
+                "./...".into(),
+            ],
+            report: ReportKind::GoTestJson,
+            report_path: None,
+            timeout: None,
+            source: SuiteSource::DefaultGo,
+        });
+    }
+    Err(SuiteError::NoSuite(no_suite_text(top)))
+}
+
+fn no_suite_text(top: &Path) -> String {
+    let p = top.display();
+    let head = format!(
+        "refusing to certify {p}: verify: {p} carries no go.mod and config-v1 declares no [verify.full] suite, so there is NO suite to run here — refusing to measure rather than running Go's own test command in a repository it knows nothing about and reporting a verdict about the result"
+    );
+    match stack::detect(top) {
+        Some(prop) => format!(
+            "{head} (detected: {} project ({})). Declare the suite, then re-run:\n  saphan config set verify.full.argv \"{}\"\n  saphan config set verify.full.report {}\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared.",
+            prop.article_stack(),
+            prop.marker,
+            prop.argv,
+            prop.report.as_str()
+        ),
+        None => format!(
+            "{head} (detected: no known stack marker). Declare the suite, then re-run:\n  saphan config set verify.full.argv \"<program>,<arg>,…\"\n  saphan config set verify.full.report exitcode\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared."
+        ),
+    }
+}
+
+/// Resolve argv[0] on the local host; refuse as
+/// `verification-toolchain-absent` with the catalog row and its install
+/// command for the local platform (from /etc/os-release).
+///
+/// A relative token with a `/` (`./run-tests.sh`) names a file of the tree
+/// itself: `in_tree` says whether the measured SHA carries it.
+pub fn preflight_local(
+    suite: &ResolvedSuite,
+    catalog: &Catalog,
+    in_tree: impl Fn(&str) -> bool,
+) -> Result<(), SuiteError> {
+    let token = suite.argv.first().cloned().unwrap_or_default();
+    if token.contains('/') && !token.starts_with('/') {
+        let rel = token.trim_start_matches("./");
+        if in_tree(rel) {
+            return Ok(());
+        }
+    } else if crate::exec::which(&token).is_some() {
+        return Ok(());
+    }
+    let ids = crate::platform::local_platform_ids();
+    let (catalog_row, install) = match catalog.for_program(&token) {
+        Some((name, row)) => (
+            format!("catalog row: {name}"),
+            row.install_for(&ids)
+                .map(str::to_string)
+                .unwrap_or_else(|| "NO INSTALL COMMAND".into()),
+        ),
+        None => (
+            "no catalog row maps this program".into(),
+            "NO INSTALL COMMAND".into(),
+        ),
+    };
+    Err(SuiteError::ToolchainAbsent {
+        token,
+        catalog_row,
+        install,
+    })
+}

@@ -1,0 +1,577 @@
+//! certify end to end: the real binary on real git repositories.
+
+mod common;
+
+use common::{Env, Repo, assert_code, have, skip_unless, text};
+use std::time::{Duration, Instant};
+
+const SUITE_CONFIG: &str = "[verify.full]\nargv = \"./suite.sh\"\n";
+
+fn records(repo: &Repo) -> Vec<serde_json::Value> {
+    let p = repo.path().join(".git/saphan/attempts.jsonl");
+    match std::fs::read_to_string(p) {
+        Ok(t) => t
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    let (out, err) = text(o);
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\n{err}"))
+}
+
+#[track_caller]
+fn assert_only_main_worktree(repo: &Repo) {
+    let wts = repo.worktrees();
+    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
+}
+
+fn verified(repo: &Repo) -> Option<String> {
+    let o = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["rev-parse", "--verify", "--quiet", "refs/saphan/verified"])
+        .output()
+        .unwrap();
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+#[test]
+fn green_exitcode_suite_moves_pointer_and_records_unavailable_count() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\necho ok\n")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "green");
+    assert_eq!(r["verb"], "certify");
+    assert_eq!(r["sha"], repo.head());
+    assert_eq!(r["machine"], "local");
+    assert_eq!(r["class"], "host");
+    assert_eq!(r["count"], "unavailable");
+    assert_eq!(r["named_tests"], "unavailable");
+    assert_eq!(r["report"], "exitcode");
+    assert_eq!(r["suite_source"], "config:verify.full");
+    assert_eq!(r["suite_argv"], serde_json::json!(["./suite.sh"]));
+    assert_eq!(r["suite_exit_code"], 0);
+    assert_eq!(r["budget_source"], "default");
+    assert_eq!(r["budget_seconds"], 600.0);
+    for k in [
+        "id",
+        "repo",
+        "started_at",
+        "finished_at",
+        "suite_report_path",
+        "suite_report_files",
+        "provisions",
+    ] {
+        assert!(r.get(k).is_some(), "record lacks {k}: {r}");
+    }
+    assert_eq!(verified(&repo).as_deref(), Some(repo.head().as_str()));
+    let recs = records(&repo);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["id"], r["id"]);
+    assert_only_main_worktree(&repo);
+
+    // Human output says the verdict and where the record is.
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let (out, _) = text(&o);
+    assert!(out.contains(": green"), "{out}");
+    assert!(out.contains("attempts.jsonl"), "{out}");
+    assert!(out.contains("count: unavailable"), "{out}");
+}
+
+#[test]
+fn red_suite_records_exit_code_and_leaves_pointer() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\necho boom >&2\nexit 4\n")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "red");
+    assert_eq!(r["suite_exit_code"], 4);
+    assert_eq!(r["count"], "unavailable");
+    assert_eq!(verified(&repo), None);
+    assert_only_main_worktree(&repo);
+    assert_eq!(records(&repo).len(), 1);
+}
+
+#[test]
+fn pointer_only_moves_forward() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    let second = repo.commit(&[("b.txt", "b")], "second");
+    assert_code(
+        &env.run(&["certify", "--repo", &repo.path_str(), "--sha", &second]),
+        0,
+    );
+    assert_eq!(verified(&repo).as_deref(), Some(second.as_str()));
+    assert_code(
+        &env.run(&["certify", "--repo", &repo.path_str(), "--sha", &first]),
+        0,
+    );
+    assert_eq!(
+        verified(&repo).as_deref(),
+        Some(second.as_str()),
+        "an older green must not move the pointer back"
+    );
+}
+
+#[test]
+fn certify_measures_the_exact_sha_not_the_working_tree() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let good = repo.head();
+    repo.commit(&[("suite.sh", "#!/bin/sh\nexit 1\n")], "break");
+    // Dirty the working tree too: certify must not see it.
+    std::fs::write(repo.path().join("suite.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 1);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &good[..10],
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["sha"], good, "the record carries the full SHA");
+}
+
+#[test]
+fn no_declaration_in_a_swift_repo_is_refused_with_the_spec_text() {
+    let env = Env::new();
+    let repo = Repo::new(&[("Package.swift", "// swift-tools-version:5.9\n")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 2);
+    let (_, err) = text(&o);
+    let p = repo.path().display().to_string();
+    let first = err.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "saphan: trunkcert: refusing to certify {p}: verify: {p} carries no go.mod and config-v1 declares no [verify.full] suite, so there is NO suite to run here — refusing to measure rather than running Go's own test command in a repository it knows nothing about and reporting a verdict about the result (detected: a swift project (Package.swift)). Declare the suite, then re-run:"
+        )
+    );
+    assert!(
+        err.contains("  saphan config set verify.full.argv \"swift,test\"\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  saphan config set verify.full.report exitcode\n"),
+        "{err}"
+    );
+    assert!(err.contains("`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared."), "{err}");
+    assert!(
+        !repo.path().join(".git/saphan").exists(),
+        "a refusal writes nothing"
+    );
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn no_declaration_and_no_marker_is_refused_without_a_proposal() {
+    let env = Env::new();
+    let repo = Repo::new(&[("README", "hi")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 2);
+    let r = json(&o);
+    assert_eq!(r["error"], "trunkcert");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("detected: no known stack marker")
+    );
+    assert!(!repo.path().join(".git/saphan").exists());
+}
+
+#[test]
+fn absent_toolchain_is_refused_before_lock_and_worktree() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"swift,test\"\n");
+    let repo = Repo::new(&[("Package.swift", "//\n")]);
+    if skip_unless(
+        !have("swift"),
+        "swift is installed here; this test needs it absent",
+    ) {
+        return;
+    }
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 2);
+    let (_, err) = text(&o);
+    assert!(
+        err.starts_with("saphan: verification-toolchain-absent: "),
+        "{err}"
+    );
+    assert!(err.contains("`swift`"), "{err}");
+    assert!(err.contains("machine local"), "{err}");
+    assert!(err.contains("catalog row: swift"), "{err}");
+    let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    if os.contains("ID=debian") {
+        assert!(err.contains("apt-get install -y swiftlang"), "{err}");
+    }
+    assert!(
+        !repo.path().join(".git/saphan").exists(),
+        "no lock, no record"
+    );
+    assert_only_main_worktree(&repo);
+
+    // A program no catalog row maps: still refused, NO INSTALL COMMAND.
+    env.write_config("[verify.full]\nargv = \"saphan-no-such-program-xyz\"\n");
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 2);
+    let (_, err) = text(&o);
+    assert!(err.contains("NO INSTALL COMMAND"), "{err}");
+}
+
+#[test]
+fn relative_suite_program_missing_from_the_sha_is_refused() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./missing.sh\"\n");
+    let repo = Repo::new(&[("a.txt", "a")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 2);
+    assert!(text(&o).1.contains("verification-toolchain-absent"));
+}
+
+#[test]
+fn provision_is_placed_hashed_and_invisible_to_an_inner_clean_tree_check() {
+    let env = Env::new();
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = src_dir.path().join("openapi.yaml");
+    std::fs::write(&src, "openapi: 3.1.0\n").unwrap();
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nset -e\ntest \"$(cat .provision/openapi.yaml)\" = 'openapi: 3.1.0'\ndirt=$(git status --porcelain --untracked-files=all)\nif [ -n \"$dirt\" ]; then echo \"dirty: $dirt\" >&2; exit 7; fi\n",
+    )]);
+    let exclude_before = std::fs::read(repo.path().join(".git/info/exclude")).ok();
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.contract]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \".provision/openapi.yaml\"\n",
+        repo.path().display(),
+        src.display()
+    ));
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    let want = {
+        use sha2::{Digest, Sha256};
+        hex::encode(Sha256::digest(b"openapi: 3.1.0\n"))
+    };
+    assert_eq!(
+        r["provisions"],
+        serde_json::json!([{"dest": ".provision/openapi.yaml", "sha256": want}])
+    );
+    assert_eq!(
+        std::fs::read(repo.path().join(".git/info/exclude")).ok(),
+        exclude_before,
+        "shared exclude untouched"
+    );
+    assert!(
+        !repo.path().join(".provision").exists(),
+        "the operator's checkout is untouched"
+    );
+    assert_only_main_worktree(&repo);
+
+    // A changed source gives a visibly different record.
+    std::fs::write(&src, "openapi: 3.1.1\n").unwrap();
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 1);
+    assert_ne!(json(&o)["provisions"][0]["sha256"], serde_json::json!(want));
+}
+
+#[test]
+fn provision_for_another_repository_is_not_placed() {
+    let env = Env::new();
+    let src = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(src.path(), "x").unwrap();
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\ntest ! -e .provision/x\n")]);
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.other]\nrepo = \"/somewhere/else\"\nsource = \"{}\"\ndest = \".provision/x\"\n",
+        src.path().display()
+    ));
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["provisions"], serde_json::json!([]));
+}
+
+#[test]
+fn provision_sources_missing_empty_or_unreadable_are_refused_by_name() {
+    let env = Env::new();
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "").unwrap();
+    let cases = [
+        (
+            dir.path().join("missing").display().to_string(),
+            ".provision/a",
+            "provision-source-missing",
+        ),
+        (
+            empty.display().to_string(),
+            ".provision/a",
+            "provision-source-empty",
+        ),
+        (
+            dir.path().display().to_string(),
+            ".provision/a",
+            "provision-source-unreadable",
+        ),
+        (
+            empty.display().to_string(),
+            "../escape",
+            "provision-dest-hostile",
+        ),
+    ];
+    for (source, dest, name) in cases {
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.c]\nrepo = \"{}\"\nsource = \"{source}\"\ndest = \"{dest}\"\n",
+            repo.path().display()
+        ));
+        let o = env.run(&["certify", "--repo", &repo.path_str()]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with(&format!("saphan: {name}: ")),
+            "want {name}: {err}"
+        );
+        assert!(
+            !repo.path().join(".git/saphan").exists(),
+            "nothing written for {name}"
+        );
+        assert_only_main_worktree(&repo);
+    }
+}
+
+#[test]
+fn timeout_kills_the_whole_group_including_a_grandchild_holding_stdout() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\ntimeout = \"1h\"\n");
+    let marker = format!("saphan-grandchild-{}", std::process::id());
+    let repo = Repo::new(&[(
+        "suite.sh",
+        &format!("#!/bin/sh\necho started\n(exec -a {marker} sleep 300) &\nexec sleep 301\n"),
+    )]);
+    let t0 = Instant::now();
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--timeout",
+        "2s",
+        "--json",
+    ]);
+    let took = t0.elapsed();
+    assert_code(&o, 3);
+    assert!(
+        took < Duration::from_secs(2 + 2 + 10),
+        "budget 2s + grace 2s, took {took:?}"
+    );
+    let r = json(&o);
+    assert_eq!(r["verdict"], "measurement-failed");
+    assert_eq!(r["failure"], "timeout");
+    assert_eq!(
+        r["budget_source"], "flag:--timeout",
+        "--timeout wins over the config"
+    );
+    assert_eq!(r["budget"], "2s");
+    assert_eq!(r["suite_exit_code"], serde_json::Value::Null);
+    assert_eq!(r["count"], "unavailable");
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "grandchild survived: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+    assert_only_main_worktree(&repo);
+    assert_eq!(verified(&repo), None);
+}
+
+#[test]
+fn config_timeout_is_the_budget_when_no_flag() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\ntimeout = \"1s\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 30\n")]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["budget_source"], "config:verify.full.timeout");
+    assert_eq!(r["failure"], "timeout");
+}
+
+#[test]
+fn ctrl_c_kills_the_suite_removes_the_tree_and_records_interrupted() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("running");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        &format!("#!/bin/sh\ntouch '{}'\nexec sleep 300\n", flag.display()),
+    )]);
+    let child = env
+        .cmd()
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !flag.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "suite never started"
+        );
+        std::thread::yield_now();
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["failure"], "interrupted");
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn eight_concurrent_certify_runs_give_eight_whole_records() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nfor i in 1 2 3; do echo line $i; done\n",
+    )]);
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            env.cmd()
+                .args(["certify", "--repo", &repo.path_str(), "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_code(&o, 0);
+    }
+    let recs = records(&repo);
+    assert_eq!(recs.len(), 8);
+    let mut ids: Vec<_> = recs
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 8, "ids are unique");
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn bad_revision_and_not_a_repository_are_refused() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        "no-such-rev",
+    ]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: bad-revision: "),
+        "{}",
+        text(&o).1
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = env.run(&["certify", "--repo", &dir.path().display().to_string()]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: not-a-repository: "),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn records_lists_and_shows() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let r = json(&env.run(&["certify", "--repo", &repo.path_str(), "--json"]));
+    let id = r["id"].as_str().unwrap();
+    let o = env.run(&["records", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains(id));
+    let o = env.run(&["records", "--repo", &repo.path_str(), "show", id, "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["id"], id);
+    let o = env.run(&["records", "--repo", &repo.path_str(), "show", "nope"]);
+    assert_code(&o, 2);
+    assert!(text(&o).1.starts_with("saphan: record-not-found: "));
+}
+
+#[test]
+fn default_go_certifies_a_real_go_module() {
+    if skip_unless(
+        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
+        "no go toolchain",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let repo = Repo::new(&[
+        ("go.mod", "module example.com/demo\n\ngo 1.19\n"),
+        (
+            "demo.go",
+            "package demo\n\nfunc Add(a, b int) int { return a + b }\n",
+        ),
+        (
+            "demo_test.go",
+            "package demo\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n\nfunc TestAddZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n",
+        ),
+    ]);
+    let o = env
+        .cmd()
+        .env("GOTOOLCHAIN", "local")
+        .env("GOFLAGS", "-mod=mod")
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["suite_source"], "default-go");
+    assert_eq!(r["report"], "go-test-json");
+    let argv: Vec<String> = serde_json::from_value(r["suite_argv"].clone()).unwrap();
+    let go = if std::path::Path::new("/usr/local/go/bin/go").exists() {
+        "/usr/local/go/bin/go"
+    } else {
+        "go"
+    };
+    assert_eq!(argv, vec![go, "test", "-count=1", "-json", "./..."]);
+    assert_eq!(r["count"], 2);
+    assert_eq!(r["named_tests"], serde_json::json!([]));
+    assert_only_main_worktree(&repo);
+}

@@ -1,0 +1,723 @@
+//! config-v1 through the real binary: every refusal by its name, byte-for-byte
+//! round-trips of a hand-written file, staging order, provisions.
+
+mod common;
+
+use common::{Env, assert_code, text};
+use saphan::config::Config;
+use saphan::error::Refusal;
+use saphan::home::Home;
+use std::process::Output;
+
+/// A config an operator wrote by hand: comments, blank lines, aligned keys,
+/// foreign sections before, between and after saphan's.
+const HAND: &str = r#"# ~/.saphan/config — hand-written
+# (the team's shared settings live below)
+
+[someone.else]
+colour = "blue"   # not saphan's business
+nested = { a = 1, b = [1, 2,3] }
+
+[verify.full]
+# the suite we certify with
+argv    = "go,test,-count=1,-json,./..."   # keep -count=1
+report  = "go-test-json"
+timeout = "20m"
+
+
+[fleet]
+freshness = "12h"  # measured rows go stale after this
+owner     = "ops"
+
+# trailing notes
+[[plugins]]
+name = "x"
+"#;
+
+fn refused(o: &Output, name: &str) -> String {
+    let (out, err) = text(o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "expected refusal {name}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    let prefix = format!("saphan: {name}: ");
+    assert!(
+        err.starts_with(&prefix),
+        "expected `{prefix}…`, got:\n{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "a refusal is one line:\n{err}");
+    err
+}
+
+fn config(env: &Env) -> Option<String> {
+    std::fs::read_to_string(env.home().join("config")).ok()
+}
+
+fn load_err(env: &Env) -> &'static str {
+    Config::load(&Home::at(env.home())).unwrap_err().name()
+}
+
+#[test]
+fn every_set_refusal_by_name_and_nothing_written() {
+    let env = Env::new();
+    let cases: &[(&str, &str, &str)] = &[
+        ("verify.surface.argv", "go,test", "config-scope-reserved"),
+        ("verify.surface", "x", "config-scope-reserved"),
+        ("verify.bogus.argv", "go,test", "config-scope-unknown"),
+        ("verify.argv", "go,test", "config-scope-missing"),
+        ("verify.full.argvv", "npm,test", "config-key-unknown"),
+        ("verify.provision.contract.argv", "x", "config-key-unknown"),
+        ("verify.full", "x", "config-key-invalid"),
+        ("verify.full.argv.more", "x", "config-key-invalid"),
+        ("someone.else.colour", "red", "config-key-foreign"),
+        ("verify.provision.a:b.repo", "/x", "config-alias-invalid"),
+        ("verify.full.report", "exitcode", "config-no-argv"),
+        ("verify.full.timeout", "20m", "config-no-argv"),
+        ("verify.full.argv", "", "config-value-invalid"),
+        ("verify.full.argv", "npm,,test", "config-value-invalid"),
+        (
+            "verify.provision.contract.repo",
+            "relative/path",
+            "config-value-invalid",
+        ),
+        (
+            "verify.provision.contract.source",
+            "/src/openapi.yaml",
+            "provision-repo-missing",
+        ),
+        ("fleet.freshness", "often", "config-value-invalid"),
+    ];
+    for (k, v, name) in cases {
+        let err = refused(&env.run(&["config", "set", k, v]), name);
+        assert!(
+            config(&env).is_none(),
+            "{k}: refused but wrote a file ({err})"
+        );
+    }
+    // With a suite declared, the value checks of the other keys.
+    assert_code(
+        &env.run(&["config", "set", "verify.full.argv", "go,test"]),
+        0,
+    );
+    let before = config(&env).unwrap();
+    for (k, v, name) in [
+        ("verify.full.timeout", "20", "config-value-invalid"),
+        ("verify.full.timeout", "0s", "config-value-invalid"),
+        ("verify.full.report", "junit", "config-value-invalid"),
+        (
+            "verify.full.report_path",
+            "/abs/junit.xml",
+            "config-value-invalid",
+        ),
+        (
+            "verify.full.report_path",
+            "../junit.xml",
+            "config-value-invalid",
+        ),
+        ("verify.full.argvv", "go,test", "config-key-unknown"),
+    ] {
+        refused(&env.run(&["config", "set", k, v]), name);
+        assert_eq!(config(&env).unwrap(), before, "{k} {v} changed the file");
+    }
+    let err = refused(
+        &env.run(&["config", "set", "verify.full.argvv", "x"]),
+        "config-key-unknown",
+    );
+    assert!(err.contains("did you mean `argv`?"), "{err}");
+}
+
+#[test]
+fn hand_written_problems_are_refused_on_every_load() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "[verify.surface]\nargv = \"x\"\n",
+            "config-scope-reserved",
+            &["[verify.surface]"],
+        ),
+        (
+            "[verify.bogus]\nargv = \"x\"\n",
+            "config-scope-unknown",
+            &["[verify.bogus]"],
+        ),
+        (
+            "[verify]\nargv = \"go,test\"\n",
+            "config-scope-missing",
+            &["directly under [verify]"],
+        ),
+        (
+            "[verify.full]\nargvv = \"npm,test\"\n",
+            "config-key-unknown",
+            &[
+                "`argvv`",
+                "did you mean `argv`?",
+                "saphan config unset verify.full.argvv",
+            ],
+        ),
+        (
+            "[verify.full]\nargv = \"go,test\"\ntimout = \"5m\"\n",
+            "config-key-unknown",
+            &["`timout`", "did you mean `timeout`?"],
+        ),
+        (
+            "[verify.provision.c]\nrepo = \"/r\"\ndst = \"x\"\n",
+            "config-key-unknown",
+            &["`dst`", "did you mean `dest`?"],
+        ),
+        (
+            "[verify.full]\nreport = \"exitcode\"\n",
+            "config-no-argv",
+            &["[verify.full]", "is declared but names no argv"],
+        ),
+        (
+            "[verify.affected]\n",
+            "config-no-argv",
+            &["[verify.affected]"],
+        ),
+        (
+            "[verify.full]\nargv = \"pytest\"\nreport = \"junit-xml\"\n",
+            "config-report-path-missing",
+            &["saphan config set verify.full.report_path"],
+        ),
+        (
+            "[verify.full]\nargv = \"go,test\"\ntimeout = \"soon\"\n",
+            "config-value-invalid",
+            &["timeout"],
+        ),
+        (
+            "[verify.full]\nargv = 7\n",
+            "config-value-invalid",
+            &["verify.full.argv"],
+        ),
+        (
+            "[verify.full]\nargv = [\"go\", \"\"]\n",
+            "config-value-invalid",
+            &["argument 2 of 2 is empty"],
+        ),
+        (
+            "[fleet]\nfreshness = \"often\"\n",
+            "config-value-invalid",
+            &["fleet.freshness"],
+        ),
+        (
+            "[verify.full\nargv = 1\n",
+            "config-malformed",
+            &["not valid TOML"],
+        ),
+        (
+            "verify = 3\n",
+            "config-value-invalid",
+            &["verify must be a table"],
+        ),
+    ];
+    for (file, name, words) in cases {
+        let env = Env::new();
+        env.write_config(file);
+        // config show, config set of an unrelated key, and the library load
+        // certify calls all refuse it by the same name.
+        let err = refused(&env.run(&["config", "show"]), name);
+        for w in *words {
+            assert!(err.contains(w), "{name}: missing `{w}` in:\n{err}");
+        }
+        assert!(!err.contains("declares no [verify.full]"), "{err}");
+        refused(
+            &env.run(&["config", "set", "verify.provision.zz.repo", "/x"]),
+            name,
+        );
+        assert_eq!(load_err(&env), *name, "Config::load of:\n{file}");
+        assert_eq!(
+            config(&env).unwrap(),
+            *file,
+            "a refused file is never rewritten"
+        );
+    }
+}
+
+#[test]
+fn foreign_sections_are_never_refused_or_touched() {
+    let env = Env::new();
+    let file = "[someone.else]\nargvv = 1\n[verify2]\nx = 1\n[fleet]\nfreshness = \"90m\"\nanything = [1]\n";
+    env.write_config(file);
+    assert_code(&env.run(&["config", "show"]), 0);
+    let cfg = Config::load(&Home::at(env.home())).unwrap();
+    assert_eq!(
+        cfg.fleet_freshness,
+        Some(std::time::Duration::from_secs(5400))
+    );
+    assert_eq!(cfg.full, None);
+    assert_code(
+        &env.run(&["config", "set", "verify.full.argv", "make,test"]),
+        0,
+    );
+    let now = config(&env).unwrap();
+    assert!(now.starts_with(file), "foreign bytes moved:\n{now}");
+    assert_eq!(
+        &now[file.len()..],
+        "\n[verify.full]\nargv = \"make,test\"\n"
+    );
+}
+
+#[test]
+fn hand_written_config_round_trips_byte_for_byte() {
+    let env = Env::new();
+    env.write_config(HAND);
+
+    // Reading never writes.
+    assert_code(&env.run(&["config", "show"]), 0);
+    assert_code(&env.run(&["--json", "config", "show"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // Setting a value to what it already is changes nothing.
+    let o = env.run(&["config", "set", "verify.full.timeout", "20m"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("unchanged"), "{}", text(&o).0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // Unsetting an absent key changes nothing.
+    assert_code(&env.run(&["config", "unset", "verify.full.report_path"]), 0);
+    assert_code(&env.run(&["config", "unset", "verify.affected"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // Set a new key, then unset it: the original bytes.
+    assert_code(
+        &env.run(&["config", "set", "verify.full.report_path", "out/*.xml"]),
+        0,
+    );
+    let mid = config(&env).unwrap();
+    assert_eq!(
+        mid,
+        HAND.replace(
+            "timeout = \"20m\"\n",
+            "timeout = \"20m\"\nreport_path = \"out/*.xml\"\n"
+        ),
+        "setting a key touched other bytes"
+    );
+    assert_code(&env.run(&["config", "unset", "verify.full.report_path"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // Replace a value: only that value's bytes change; its comment stays.
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.full.argv",
+            "go,test,-count=1,-json,-race,./...",
+        ]),
+        0,
+    );
+    assert_eq!(
+        config(&env).unwrap(),
+        HAND.replace("./...\"   # keep", "-race,./...\"   # keep")
+    );
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.full.argv",
+            "go,test,-count=1,-json,./...",
+        ]),
+        0,
+    );
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // A whole new scope, then a whole-block unset: the original bytes.
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.affected.argv",
+            "saphan,adapter,go-affected",
+        ]),
+        0,
+    );
+    assert_code(
+        &env.run(&["config", "set", "verify.affected.report", "go-test-json"]),
+        0,
+    );
+    assert_code(
+        &env.run(&["config", "set", "verify.affected.timeout", "5m"]),
+        0,
+    );
+    let mid = config(&env).unwrap();
+    assert!(
+        mid.contains("timeout = \"20m\"\n\n[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\ntimeout = \"5m\"\n\n\n[fleet]"),
+        "new scope not grouped after [verify.full]:\n{mid}"
+    );
+    assert_code(&env.run(&["config", "unset", "verify.affected"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // Key by key back out, too.
+    assert_code(&env.run(&["config", "set", "verify.affected.argv", "a"]), 0);
+    assert_code(
+        &env.run(&["config", "set", "verify.affected.timeout", "5m"]),
+        0,
+    );
+    assert_code(&env.run(&["config", "unset", "verify.affected.timeout"]), 0);
+    assert_code(&env.run(&["config", "unset", "verify.affected.argv"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // A provision block, staged and removed.
+    for (k, v) in [
+        ("verify.provision.contract.repo", "/src/the-engine"),
+        (
+            "verify.provision.contract.source",
+            "/src/the-contract/openapi.yaml",
+        ),
+        ("verify.provision.contract.dest", ".provision/openapi.yaml"),
+    ] {
+        assert_code(&env.run(&["config", "set", k, v]), 0);
+    }
+    let cfg = Config::load(&Home::at(env.home())).unwrap();
+    assert_eq!(cfg.provisions.len(), 1);
+    assert_eq!(cfg.provisions[0].dest, ".provision/openapi.yaml");
+    assert_code(
+        &env.run(&["config", "unset", "verify.provision.contract"]),
+        0,
+    );
+    assert_eq!(config(&env).unwrap(), HAND);
+
+    // fleet.freshness is saphan's: replaced in place, comment kept.
+    assert_code(&env.run(&["config", "set", "fleet.freshness", "6h"]), 0);
+    assert_eq!(config(&env).unwrap(), HAND.replace("\"12h\"", "\"6h\""));
+}
+
+#[test]
+fn staging_order_into_and_out_of_junit_xml() {
+    let env = Env::new();
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.full.argv",
+            "pytest,--junitxml=reports/junit.xml",
+        ]),
+        0,
+    );
+    // The kind before its path: refused.
+    refused(
+        &env.run(&["config", "set", "verify.full.report", "junit-xml"]),
+        "config-staging",
+    );
+    // The spec's order: path, then kind.
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.full.report_path",
+            "reports/junit.xml",
+        ]),
+        0,
+    );
+    assert_code(
+        &env.run(&["config", "set", "verify.full.report", "junit-xml"]),
+        0,
+    );
+    let suite = Config::load(&Home::at(env.home())).unwrap().full.unwrap();
+    assert_eq!(suite.argv, ["pytest", "--junitxml=reports/junit.xml"]);
+    assert_eq!(suite.report, Some(saphan::report::ReportKind::JunitXml));
+    assert_eq!(suite.report_path.as_deref(), Some("reports/junit.xml"));
+    let show = text(&env.run(&["config", "show"])).0;
+    assert!(show.contains("report       junit-xml"), "{show}");
+
+    // Leaving: clearing the path while junit-xml is selected is refused…
+    let before = config(&env).unwrap();
+    let err = refused(
+        &env.run(&["config", "unset", "verify.full.report_path"]),
+        "config-staging",
+    );
+    assert!(err.contains("change the kind first"), "{err}");
+    assert_eq!(config(&env).unwrap(), before);
+    // …so the kind first, then the path.
+    assert_code(
+        &env.run(&["config", "set", "verify.full.report", "exitcode"]),
+        0,
+    );
+    assert_code(&env.run(&["config", "unset", "verify.full.report_path"]), 0);
+    let suite = Config::load(&Home::at(env.home())).unwrap().full.unwrap();
+    assert_eq!(suite.report, Some(saphan::report::ReportKind::Exitcode));
+    assert_eq!(suite.report_path, None);
+}
+
+#[test]
+fn argv_with_no_report_is_the_exitcode_floor() {
+    let env = Env::new();
+    assert_code(
+        &env.run(&["config", "set", "verify.full.argv", "npm,test"]),
+        0,
+    );
+    assert_eq!(
+        config(&env).unwrap(),
+        "[verify.full]\nargv = \"npm,test\"\n"
+    );
+    let suite = Config::load(&Home::at(env.home())).unwrap().full.unwrap();
+    assert_eq!(suite.report, None);
+    assert_eq!(suite.report_kind(), saphan::report::ReportKind::Exitcode);
+    let show = text(&env.run(&["config", "show"])).0;
+    assert!(
+        show.contains("exitcode (not declared: the exitcode floor)"),
+        "{show}"
+    );
+    let o = env.run(&["--json", "config", "show"]);
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verify"]["full"]["report"], "exitcode");
+    assert_eq!(v["verify"]["full"]["report_declared"], false);
+    assert_eq!(
+        v["verify"]["full"]["argv"],
+        serde_json::json!(["npm", "test"])
+    );
+}
+
+#[test]
+fn argv_as_a_toml_array() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"echo a,b\"]\n");
+    let suite = Config::load(&Home::at(env.home())).unwrap().full.unwrap();
+    assert_eq!(suite.argv, ["sh", "-c", "echo a,b"]);
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.full.argv",
+            r#"["sh", "-c", "echo c,d"]"#,
+        ]),
+        0,
+    );
+    let suite = Config::load(&Home::at(env.home())).unwrap().full.unwrap();
+    assert_eq!(suite.argv, ["sh", "-c", "echo c,d"]);
+}
+
+#[test]
+fn provision_without_repo_names_the_repair_command() {
+    let env = Env::new();
+    let file = "[verify.provision.contract]\nsource = \"/src/the-contract/openapi.yaml\"\ndest   = \".provision/openapi.yaml\"\n";
+    env.write_config(file);
+    let err = refused(&env.run(&["config", "show"]), "provision-repo-missing");
+    assert!(
+        err.contains(
+            "saphan config set verify.provision.contract.repo <absolute path of the repository>"
+        ),
+        "{err}"
+    );
+    assert_eq!(load_err(&env), "provision-repo-missing");
+    // The named command repairs it.
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.provision.contract.repo",
+            "/src/the-engine",
+        ]),
+        0,
+    );
+    assert_eq!(
+        config(&env).unwrap(),
+        format!("{file}repo = \"/src/the-engine\"\n")
+    );
+    let cfg = Config::load(&Home::at(env.home())).unwrap();
+    assert_eq!(
+        cfg.provisions[0].repo,
+        std::path::PathBuf::from("/src/the-engine")
+    );
+    assert_eq!(
+        cfg.provisions[0].source,
+        std::path::PathBuf::from("/src/the-contract/openapi.yaml")
+    );
+}
+
+#[test]
+fn provision_staging_repo_first_and_last() {
+    let env = Env::new();
+    let k = |s: &str| format!("verify.provision.contract.{s}");
+    refused(
+        &env.run(&["config", "set", &k("dest"), ".provision/x"]),
+        "provision-repo-missing",
+    );
+    assert_code(
+        &env.run(&["config", "set", &k("repo"), "/src/the-engine"]),
+        0,
+    );
+    // Staged: config show works, the load certify uses refuses by name.
+    let show = text(&env.run(&["config", "show"])).0;
+    assert!(show.contains("not set yet"), "{show}");
+    assert_eq!(load_err(&env), "provision-incomplete");
+    assert_code(
+        &env.run(&["config", "set", &k("source"), "/src/c/openapi.yaml"]),
+        0,
+    );
+    assert_eq!(load_err(&env), "provision-incomplete");
+    assert_code(
+        &env.run(&["config", "set", &k("dest"), ".provision/openapi.yaml"]),
+        0,
+    );
+    Config::load(&Home::at(env.home())).unwrap();
+    // repo goes last, or with the whole block.
+    refused(
+        &env.run(&["config", "unset", &k("repo")]),
+        "provision-repo-missing",
+    );
+    for hostile in ["../outside", ".git/hooks/x", "/etc/passwd"] {
+        refused(
+            &env.run(&["config", "set", &k("dest"), hostile]),
+            "provision-dest-hostile",
+        );
+    }
+    assert_code(
+        &env.run(&["config", "unset", "verify.provision.contract"]),
+        0,
+    );
+    assert_eq!(config(&env).unwrap(), "");
+}
+
+#[test]
+fn argv_goes_first_and_last() {
+    let env = Env::new();
+    assert_code(
+        &env.run(&["config", "set", "verify.full.argv", "npm,test"]),
+        0,
+    );
+    assert_code(
+        &env.run(&["config", "set", "verify.full.timeout", "20m"]),
+        0,
+    );
+    let err = refused(
+        &env.run(&["config", "unset", "verify.full.argv"]),
+        "config-no-argv",
+    );
+    assert!(err.contains("saphan config unset verify.full"), "{err}");
+    assert_code(&env.run(&["config", "unset", "verify.full.timeout"]), 0);
+    assert_code(&env.run(&["config", "unset", "verify.full.argv"]), 0);
+    assert_eq!(config(&env).unwrap(), "");
+}
+
+#[test]
+fn a_hand_written_misspelling_is_removed_by_name() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.full]\nargv = \"npm,test\"\nargvv = \"npm,test\"\n\n[verify.bogus]\nx = 1\n",
+    );
+    refused(&env.run(&["config", "show"]), "config-key-unknown");
+    // Each problem is removed by name while the other one is still there.
+    assert_code(&env.run(&["config", "unset", "verify.full.argvv"]), 0);
+    refused(&env.run(&["config", "show"]), "config-scope-unknown");
+    // A set is refused while the file still has a problem.
+    refused(
+        &env.run(&["config", "set", "verify.full.timeout", "5m"]),
+        "config-scope-unknown",
+    );
+    assert_code(&env.run(&["config", "unset", "verify.bogus"]), 0);
+    assert_code(&env.run(&["config", "show"]), 0);
+    assert_eq!(
+        config(&env).unwrap(),
+        "[verify.full]\nargv = \"npm,test\"\n"
+    );
+    // A misspelling that is not in the file is still refused.
+    refused(
+        &env.run(&["config", "unset", "verify.full.argvv"]),
+        "config-key-unknown",
+    );
+}
+
+#[test]
+fn json_refusal_and_json_results_are_one_object() {
+    let env = Env::new();
+    let o = env.run(&["--json", "config", "set", "verify.surface.argv", "x"]);
+    assert_code(&o, 2);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"], "config-scope-reserved");
+    assert_eq!(v["exit_code"], 2);
+
+    let o = env.run(&["--json", "config", "set", "verify.full.argv", "go,test"]);
+    assert_code(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["value"], "\"go,test\"");
+
+    let o = env.run(&["config", "show", "--json"]);
+    assert_code(&o, 0);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["verify"]["full"]["argv"],
+        serde_json::json!(["go", "test"])
+    );
+    assert_eq!(v["verify"]["affected"], serde_json::Value::Null);
+    assert_eq!(v["fleet"]["freshness"], "24h");
+    assert_eq!(v["fleet"]["freshness_source"], "default");
+}
+
+#[test]
+fn the_spec_examples_run_as_written() {
+    let env = Env::new();
+    for args in [
+        ["config", "set", "verify.full.argv", "npm,test"],
+        ["config", "set", "verify.full.report", "exitcode"],
+        ["config", "set", "verify.full.timeout", "20m"],
+        [
+            "config",
+            "set",
+            "verify.affected.argv",
+            "saphan,adapter,go-affected",
+        ],
+        ["config", "set", "verify.affected.report", "go-test-json"],
+        ["config", "set", "verify.affected.timeout", "5m"],
+        [
+            "config",
+            "set",
+            "verify.provision.contract.repo",
+            "/Users/you/src/the-engine",
+        ],
+        [
+            "config",
+            "set",
+            "verify.provision.contract.source",
+            "/Users/you/src/the-contract/openapi.yaml",
+        ],
+        [
+            "config",
+            "set",
+            "verify.provision.contract.dest",
+            ".provision/openapi.yaml",
+        ],
+    ] {
+        assert_code(&env.run(&args), 0);
+    }
+    let cfg = Config::load(&Home::at(env.home())).unwrap();
+    assert_eq!(
+        cfg.full.unwrap().timeout,
+        Some(std::time::Duration::from_secs(1200))
+    );
+    assert_eq!(
+        cfg.affected.unwrap().argv,
+        ["saphan", "adapter", "go-affected"]
+    );
+    assert_eq!(cfg.provisions[0].alias, "contract");
+}
+
+#[test]
+fn concurrent_sets_all_land() {
+    let env = Env::new();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            env.cmd()
+                .args([
+                    "config",
+                    "set",
+                    &format!("verify.provision.p{i}.repo"),
+                    &format!("/src/r{i}"),
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_code(&o, 0);
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&env.run(&["--json", "config", "show"]).stdout).unwrap();
+    assert_eq!(v["verify"]["provision"].as_array().unwrap().len(), 8, "{v}");
+}

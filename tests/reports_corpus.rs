@@ -1,0 +1,215 @@
+//! Every row of `../shared/corpus/MANIFEST.tsv` through `report::measure`,
+//! the same entry point certify uses: the count (or a failed measurement),
+//! the failing names in order, and the verdict under both exit statuses.
+
+mod common;
+
+use saphan::exec::Termination;
+use saphan::report::{Evidence, Measurement, ReportKind, Verdict, measure};
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
+}
+
+struct Row {
+    file: String,
+    count: Option<u64>,
+    names: Vec<String>,
+}
+
+fn rows(dir: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(dir.join("MANIFEST.tsv")).expect("read MANIFEST.tsv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split('\t').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+    };
+    let (cf, cc, cn) = (col("file"), col("expected_count"), col("expected_failing"));
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            Row {
+                file: f[cf].to_string(),
+                count: if f[cc] == "ERROR" {
+                    None
+                } else {
+                    Some(f[cc].parse().unwrap_or_else(|_| panic!("bad count in {l}")))
+                },
+                names: if f[cn] == "-" {
+                    Vec::new()
+                } else {
+                    f[cn].split(';').map(str::to_string).collect()
+                },
+            }
+        })
+        .collect()
+}
+
+fn run(dir: &Path, file: &str, exit: i32) -> Measurement {
+    let path = dir.join(file);
+    let (kind, root, rel) = if file.starts_with("gojson/") {
+        (ReportKind::GoTestJson, dir.to_path_buf(), String::new())
+    } else {
+        let (d, f) = file.rsplit_once('/').unwrap();
+        (ReportKind::JunitXml, dir.join(d), f.to_string())
+    };
+    let ev = Evidence {
+        kind,
+        termination: Termination::Exited(exit),
+        stdout: &path,
+        report_root: &root,
+        report_path: (kind == ReportKind::JunitXml).then_some(rel.as_str()),
+    };
+    measure(&ev)
+}
+
+/// Check one row; return the mismatches as text.
+fn check(dir: &Path, row: &Row) -> Vec<String> {
+    let mut bad = Vec::new();
+    let short = row.file.rsplit('/').next().unwrap();
+    match row.count {
+        None => {
+            for exit in [0, 1] {
+                let m = run(dir, &row.file, exit);
+                if m.verdict != Verdict::MeasurementFailed
+                    || m.count.is_some()
+                    || m.named_tests.is_some()
+                {
+                    bad.push(format!(
+                        "exit {exit}: expected a failed measurement, got {m:?}"
+                    ));
+                }
+                let note = m.notes.join(" | ");
+                let names_file = row.file.starts_with("gojson/") || note.contains(short);
+                if !note.starts_with("report-") || !names_file {
+                    bad.push(format!(
+                        "exit {exit}: the note must name the problem and the file: {note}"
+                    ));
+                }
+                if note.contains("report-malformed") && !note.contains(" line ") {
+                    bad.push(format!(
+                        "exit {exit}: broken XML must name the line: {note}"
+                    ));
+                }
+            }
+        }
+        Some(count) => {
+            let named = !row.names.is_empty();
+            // The honest exit status for the report: non-zero when it names failures.
+            let m = run(dir, &row.file, if named { 1 } else { 0 });
+            if m.count != Some(count) {
+                bad.push(format!("count: expected {count}, got {:?}", m.count));
+            }
+            if m.named_tests.as_deref() != Some(&row.names[..]) {
+                bad.push(format!(
+                    "names:\n  expected {:?}\n  got      {:?}",
+                    row.names, m.named_tests
+                ));
+            }
+            let want = if named { Verdict::Red } else { Verdict::Green };
+            if m.verdict != want {
+                bad.push(format!(
+                    "verdict: expected {want:?}, got {:?} ({:?})",
+                    m.verdict, m.notes
+                ));
+            }
+            // The disagreeing exit status.
+            let m = run(dir, &row.file, if named { 0 } else { 1 });
+            let (want, word) = match (named, count) {
+                (true, 0) => (Verdict::MeasurementFailed, "contradictory:"),
+                (true, _) => (Verdict::Red, "exit-code-disagreed:"),
+                (false, _) => (Verdict::MeasurementFailed, "crash:"),
+            };
+            if m.verdict != want || !m.notes.iter().any(|n| n.starts_with(word)) {
+                bad.push(format!(
+                    "with the other exit status: expected {want:?} with a `{word}` note, got {:?} {:?}",
+                    m.verdict, m.notes
+                ));
+            }
+            if !row.file.starts_with("gojson/") && m.report_files != [short] {
+                bad.push(format!("report_files: {:?}", m.report_files));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn every_manifest_row() {
+    let dir = corpus();
+    if common::skip_unless(
+        dir.join("MANIFEST.tsv").is_file(),
+        "../shared/corpus/MANIFEST.tsv is absent",
+    ) {
+        return;
+    }
+    let rows = rows(&dir);
+    assert!(rows.len() >= 39, "the manifest lists {} rows", rows.len());
+    let mut failures = Vec::new();
+    for row in &rows {
+        let bad = check(&dir, row);
+        let status = if bad.is_empty() { "ok  " } else { "FAIL" };
+        println!("{status} {:<50} {:?}", row.file, row.count);
+        if !bad.is_empty() {
+            failures.push(format!("{}:\n    {}", row.file, bad.join("\n    ")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} corpus rows disagree with the manifest:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// Two files the same glob selects sum independently and list both, sorted.
+#[test]
+fn a_glob_over_two_reports_sums_them() {
+    let dir = corpus();
+    if common::skip_unless(
+        dir.join("MANIFEST.tsv").is_file(),
+        "../shared/corpus/MANIFEST.tsv is absent",
+    ) {
+        return;
+    }
+    let ev = Evidence {
+        kind: ReportKind::JunitXml,
+        termination: Termination::Exited(1),
+        stdout: Path::new("/nonexistent"),
+        report_root: &dir,
+        report_path: Some("junit/{surefire_stringutils,nextest_basic}.xml"),
+    };
+    let m = measure(&ev);
+    assert_eq!(m.verdict, Verdict::Red);
+    assert_eq!(m.count, Some(4 + 3));
+    assert_eq!(
+        m.report_files,
+        ["junit/nextest_basic.xml", "junit/surefire_stringutils.xml"]
+    );
+    assert_eq!(
+        m.named_tests.unwrap(),
+        [
+            "oxidized_navigation::parry3d.test_failure",
+            "action.surefire.report.calc.StringUtilsTest.require_fail",
+            "action.surefire.report.calc.StringUtilsTest.require"
+        ]
+    );
+    // One broken file in the glob fails the whole measurement.
+    let ev = Evidence {
+        report_path: Some("junit/{nextest_basic,pytest_truncated_malformed}.xml"),
+        ..ev
+    };
+    let m = measure(&ev);
+    assert_eq!(m.verdict, Verdict::MeasurementFailed);
+    assert!(
+        m.notes[0].contains("pytest_truncated_malformed.xml line"),
+        "{:?}",
+        m.notes
+    );
+}
