@@ -8,7 +8,9 @@
 //! 2. The same saphan ceremony on 64 real lab hosts (64 sshd processes in
 //!    64 network namespaces) against 4. Goal: ≤ 2× the time.
 //!
-//! Every lab host gets an empty `/root` first (see `clean_homes`).
+//! Every lab host has its own `/root` (the lab's doing), so this machine's
+//! `~/.bashrc` (pyenv, whose rehash lock would serialize every session of
+//! every host) weighs on neither tool.
 //! Each figure is the median of `RUNS` timed runs after one warm-up.
 //! ansible is taken from `SAPHAN_BENCH_ANSIBLE` (a path to `ansible`), else
 //! PATH; `benches/fleet-ansible.sh` installs ansible-core from PyPI into a
@@ -46,38 +48,6 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn secs(d: Duration) -> String {
     format!("{:.3}s", d.as_secs_f64())
-}
-
-/// Give every lab host an empty `/root` (as the lab already does for m3),
-/// inside that host's own mount namespace. On this kind of machine
-/// `/root/.bashrc` runs `pyenv init`, whose rehash takes a lock shared by
-/// every host that sees the real `/root`: all sessions of all hosts would
-/// queue on one lock, for saphan and ansible alike, and the benchmark would
-/// measure pyenv. Both tools get the same clean hosts.
-fn clean_homes(lab: &Lab) {
-    for h in lab.hosts() {
-        let pid = std::fs::read_to_string(lab.state_dir().join(&h).join("sshd.pid")).unwrap();
-        let o = Command::new("nsenter")
-            .args([
-                "-t",
-                pid.trim(),
-                "-m",
-                "mount",
-                "-t",
-                "tmpfs",
-                "-o",
-                "size=64m,mode=700",
-                "tmpfs",
-                "/root",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "nsenter mount on {h}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
 }
 
 /// A SAPHAN_HOME whose machine rows are the lab's hosts.
@@ -228,7 +198,6 @@ fn main() {
         return;
     }
     let Some(lab4) = Lab::start(4) else { return };
-    clean_homes(&lab4);
     let env4 = fleet_home(&lab4);
     let hosts4 = lab4.hosts();
     let (saphan4, cpu4) = timed_cpu(|| saphan_ceremony(&env4, &hosts4, false));
@@ -268,7 +237,6 @@ fn main() {
 
     let t0 = Instant::now();
     let Some(lab64) = Lab::start(64) else { return };
-    clean_homes(&lab64);
     println!("(64-host lab started in {})", secs(t0.elapsed()));
     let env64 = fleet_home(&lab64);
     let hosts64 = lab64.hosts();

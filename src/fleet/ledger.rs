@@ -299,12 +299,39 @@ impl Ledger {
             }
         };
         let vk = key.verifying_key();
-        let mut rows = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            rows.push(verify_line(&path, i + 1, line, &vk)?);
+        let lines: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| (i + 1, l))
+            .collect();
+        // Verification is the cost of every ledger read: spread it over the
+        // cores, then keep file order (and report the first bad line).
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(lines.len() / 256 + 1);
+        let chunk = lines.len().div_ceil(threads.max(1)).max(1);
+        let verified: Vec<Result<Vec<Row>, FleetError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = lines
+                .chunks(chunk)
+                .map(|part| {
+                    let (path, vk) = (&path, &vk);
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|(n, l)| verify_line(path, *n, l, vk))
+                            .collect::<Result<Vec<Row>, FleetError>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("verification thread"))
+                .collect()
+        });
+        let mut rows = Vec::with_capacity(lines.len());
+        for part in verified {
+            rows.extend(part?);
         }
         Ok(Ledger {
             path,
