@@ -574,3 +574,37 @@ fn several_capabilities_share_one_probe_and_each_gets_its_row() {
         text(&o).1
     );
 }
+
+#[test]
+fn freshness_window_comes_from_config() {
+    let env = Env::new();
+    machines(&env, &[("a", "local"), ("b", "local")]);
+    // Without a terminal: one plain result line per machine.
+    let o = env.run(&["machine", "measure", "--machine", "a,b"]);
+    assert_code(&o, 0);
+    let out = text(&o).0;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("a  measured  Linux"), "{out}");
+    assert!(lines[1].starts_with("b  measured  Linux"), "{out}");
+    let o = env.run(&["--json", "machine", "show", "a"]);
+    let v = json(&o);
+    assert_eq!(v["freshness_window"], "1day");
+    assert_eq!(v["facts"]["fresh"], true);
+    // A 1 ms window: once the clock is past measured_at + 1 ms, stale.
+    let at = saphan::fleet::parse_rfc3339(v["facts"]["measured_at"].as_str().unwrap()).unwrap();
+    while time::OffsetDateTime::now_utc() - at <= time::Duration::milliseconds(2) {
+        std::thread::yield_now();
+    }
+    env.write_config("[fleet]\nfreshness = \"1ms\"\n");
+    let o = env.run(&["--json", "machine", "show", "a"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["facts"]["fresh"], false);
+    let o = env.run(&["machine", "show", "a"]);
+    assert!(
+        text(&o).0.contains("facts (stale, measured "),
+        "{}",
+        text(&o).0
+    );
+}

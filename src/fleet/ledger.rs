@@ -167,6 +167,7 @@ pub struct CapabilityRow {
 /// Any ledger row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+#[allow(clippy::large_enum_variant)] // rows are few and short-lived; boxing buys nothing
 pub enum Row {
     /// `kind: "machine"`.
     Machine(MachineFacts),
@@ -394,10 +395,10 @@ impl Ledger {
         let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
         let mut by: std::collections::BTreeMap<String, CapabilityRow> = Default::default();
         for r in rows.iter() {
-            if let Row::Capability(c) = r {
-                if c.machine == machine {
-                    by.insert(c.capability.clone(), c.clone());
-                }
+            if let Row::Capability(c) = r
+                && c.machine == machine
+            {
+                by.insert(c.capability.clone(), c.clone());
             }
         }
         by.into_values().collect()

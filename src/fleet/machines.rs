@@ -196,7 +196,7 @@ pub async fn connect(
                 Ok(Ok(t)) => Ok(t),
                 Ok(Err(source)) => Err(FleetError::Transport {
                     machine: row.id.clone(),
-                    source,
+                    source: Box::new(source),
                 }),
                 Err(_) => Err(FleetError::Timeout {
                     machine: row.id.clone(),

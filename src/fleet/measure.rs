@@ -144,7 +144,7 @@ pub async fn measure(
         .await
         .map_err(|source| FleetError::Transport {
             machine: machine.to_string(),
-            source,
+            source: Box::new(source),
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
     tracing::debug!(machine, output = %text, "measure output");

@@ -74,7 +74,7 @@ pub enum FleetError {
     Transport {
         machine: String,
         #[source]
-        source: crate::transport::TransportError,
+        source: Box<crate::transport::TransportError>,
     },
     /// The whole exchange with the machine ran past its budget.
     #[error("{machine}: no answer within {}s — check that the machine is up and reachable (`ssh -F {ssh_config} {machine} true`), or raise --timeout", budget.as_secs_f64())]

@@ -355,7 +355,7 @@ pub async fn probe_toolchains(
         .await
         .map_err(|source| FleetError::Transport {
             machine: machine.id.clone(),
-            source,
+            source: Box::new(source),
         })?;
     if out.status == crate::exec::Termination::TimedOut {
         return Err(FleetError::Timeout {
@@ -383,19 +383,17 @@ pub async fn probe_toolchains(
 /// made once, before any machine is contacted — e.g. refusing
 /// `docker-probe-image-unpinned` while the catalog pin is the zero digest.
 ///
-/// WIRING POINT for the docker-oci / sandbox-userns module: replace the body.
-/// `origin` names the catalog (`embedded` or the `--catalog` path).
+/// Delegates to [`crate::docker::precheck`]. `origin` names the catalog (`embedded` or the `--catalog` path).
 pub fn precheck_other(capability: &str, entry: &Capability, origin: &str) -> Result<()> {
     crate::docker::precheck(capability, entry, origin)
 }
 
 /// Probe a non-toolchain capability on one connected machine.
 ///
-/// WIRING POINT for the docker-oci / sandbox-userns module: replace the body
-/// with a call into it. Return a [`Finding`] (the ceremony adds facts,
-/// measured_at, catalog digest and the two-line remedy — using
-/// `Finding::install` for line 1 when set — then signs and appends the row),
-/// or an error to record nothing for this machine.
+/// Delegates to [`crate::docker::probe`], which returns a [`Finding`] (the
+/// ceremony adds facts, measured_at, catalog digest and the two-line remedy —
+/// using `Finding::install` for line 1 when set — then signs and appends the
+/// row), or an error to record nothing for this machine.
 pub async fn probe_other(req: &ProbeRequest<'_>, t: &Transport) -> Result<Finding> {
     crate::docker::probe(req, t).await
 }
