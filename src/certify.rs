@@ -156,10 +156,9 @@ pub async fn certify(
         .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
         .await?;
     watch.running(&sha, &suite.argv, &budget);
-    let run = measure::run_suite(
+    let run = measure::run_then_remove(
+        scratch,
         measure::Plan {
-            tree: &scratch.path,
-            tree_git_dir: &scratch.git_dir,
             suite: &suite,
             budget: &budget,
             provisions: &provisions,
@@ -170,9 +169,7 @@ pub async fn certify(
     )
     .await;
     watch.done();
-    let removed = scratch.remove().await;
     let run = run?;
-    removed?;
 
     let record = measure::record(
         Subject {

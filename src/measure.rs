@@ -10,6 +10,7 @@
 use crate::config::Provision;
 use crate::error::{IoError, Result};
 use crate::exec::{self, Cmd, Sink, Termination};
+use crate::git::Scratch;
 use crate::provision::{self, Placed};
 use crate::record::{Avail, Record};
 use crate::report::{self, Evidence, Measurement};
@@ -96,10 +97,6 @@ pub struct SuiteRun {
 /// Where and how to run one suite.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan<'a> {
-    /// The tree to measure (a scratch worktree).
-    pub tree: &'a Path,
-    /// That worktree's own git dir (the exclude file goes there).
-    pub tree_git_dir: &'a Path,
     /// The suite.
     pub suite: &'a ResolvedSuite,
     /// The attempt budget.
@@ -112,22 +109,43 @@ pub struct Plan<'a> {
     pub report_root: Option<&'a Path>,
 }
 
-/// Run the suite of `plan` and derive its measurement.
+/// Run the suite of `plan` in `scratch`, then remove the scratch worktree —
+/// whatever the run did. The usual shape of one measurement.
+///
+/// Errors: those of [`run_suite`], then a failure to remove the worktree.
+pub async fn run_then_remove(
+    scratch: Scratch,
+    plan: Plan<'_>,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
+    let run = run_suite(&scratch, plan, interrupt).await;
+    let removed = scratch.remove().await;
+    let run = run?;
+    removed?;
+    Ok(run)
+}
+
+/// Run the suite of `plan` in the scratch worktree `scratch` (provisions
+/// and the exclude file go there) and derive its measurement.
 ///
 /// Errors: provision placement refusals, or an I/O failure preparing the
 /// run. A suite that cannot be started is a measurement (failed), not an
 /// error: the attempt happened.
-pub async fn run_suite(plan: Plan<'_>, interrupt: &Interrupt) -> Result<SuiteRun> {
+pub async fn run_suite(
+    scratch: &Scratch,
+    plan: Plan<'_>,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
     let started_at = crate::record::now_rfc3339();
-    let exclude = plan.tree_git_dir.join("saphan-exclude");
-    let placed = provision::place(plan.provisions, plan.tree, &exclude)?;
+    let exclude = scratch.git_dir.join("saphan-exclude");
+    let placed = provision::place(plan.provisions, &scratch.path, &exclude)?;
     let mut env: Vec<(String, String)> = Vec::new();
     if !placed.is_empty() {
         env.extend(provision::exclude_env(&exclude));
     }
     env.extend(plan.extra_env.iter().cloned());
 
-    let scratch = tempfile::Builder::new()
+    let run_dir = tempfile::Builder::new()
         .prefix("saphan-run-")
         .tempdir()
         .map_err(|source| IoError::Io {
@@ -135,9 +153,9 @@ pub async fn run_suite(plan: Plan<'_>, interrupt: &Interrupt) -> Result<SuiteRun
             path: std::env::temp_dir(),
             source,
         })?;
-    let stdout_path = scratch.path().join("stdout");
+    let stdout_path = run_dir.path().join("stdout");
     let mut cmd = Cmd::from_argv(&plan.suite.argv)
-        .cwd(plan.tree)
+        .cwd(&scratch.path)
         .timeout(plan.budget.duration)
         .stdout(Sink::File(stdout_path.clone()));
     for (k, v) in &env {
@@ -174,7 +192,7 @@ pub async fn run_suite(plan: Plan<'_>, interrupt: &Interrupt) -> Result<SuiteRun
                 kind: plan.suite.report,
                 termination: out.status,
                 stdout: &stdout_path,
-                report_root: plan.report_root.unwrap_or(plan.tree),
+                report_root: plan.report_root.unwrap_or(&scratch.path),
                 report_path: plan.suite.report_path.as_deref(),
             };
             let m = report::measure(&ev);

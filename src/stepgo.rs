@@ -231,9 +231,8 @@ pub async fn verify_stream(
         }
         watch.step(name, &suite.argv);
         let run = measure::run_suite(
+            &scratch,
             measure::Plan {
-                tree: &scratch.path,
-                tree_git_dir: &scratch.git_dir,
                 suite,
                 budget: &budget,
                 provisions: &provisions,

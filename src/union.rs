@@ -240,10 +240,9 @@ pub async fn verify_union(
     let budget = Budget::attempt(None, &suite, "verify.full");
 
     let scratch = repo.scratch_worktree(&union).await?;
-    let run = measure::run_suite(
+    let run = measure::run_then_remove(
+        scratch,
         measure::Plan {
-            tree: &scratch.path,
-            tree_git_dir: &scratch.git_dir,
             suite: &suite,
             budget: &budget,
             provisions: &provisions,
@@ -253,9 +252,7 @@ pub async fn verify_union(
         interrupt,
     )
     .await;
-    let removed = scratch.remove().await;
     let run = run?;
-    removed?;
     if run.measurement.verdict == Verdict::MeasurementFailed {
         let tail = run.stderr_tail.trim();
         return Err(UnionError::NoMeasurement {

@@ -342,10 +342,9 @@ async fn run_adapter(
     .collect();
 
     let scratch = repo.scratch_worktree(&res.head).await?;
-    let run = measure::run_suite(
+    let run = measure::run_then_remove(
+        scratch,
         measure::Plan {
-            tree: &scratch.path,
-            tree_git_dir: &scratch.git_dir,
             suite: &suite,
             budget: &budget,
             provisions: &provisions,
@@ -355,9 +354,7 @@ async fn run_adapter(
         interrupt,
     )
     .await;
-    let removed = scratch.remove().await;
     let run = run?;
-    removed?;
     let judged = judge(&run, &shown, &budget, &suite, &manifest, &scope_path, res);
     drop(private);
     judged
