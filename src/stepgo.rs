@@ -306,53 +306,37 @@ pub async fn verify_stream(
     }
     removed?;
 
-    let mut rec = match &test_run {
-        Some(run) => measure::record(
-            Subject {
-                verb: "verify-stream",
-                repo: &repo.top,
-                sha: &sha,
-                machine: "local",
-                class: "host",
-            },
-            &test_suite,
-            &budget,
-            run,
-        ),
+    // Interrupted before the test step: the record still says so.
+    let interrupted_run;
+    let run = match &test_run {
+        Some(run) => run,
         None => {
-            // Interrupted before the test step: the record still says so.
-            let run = measure::SuiteRun {
+            interrupted_run = measure::SuiteRun {
                 started_at: record::now_rfc3339(),
                 finished_at: record::now_rfc3339(),
                 termination: None,
-                measurement: crate::report::Measurement {
-                    verdict: Verdict::MeasurementFailed,
-                    count: None,
-                    count_derived: false,
-                    named_tests: None,
-                    report_files: Vec::new(),
-                    notes: vec![
-                        "interrupted: the operator pressed Ctrl-C before go test ran".into(),
-                    ],
-                },
+                measurement: crate::report::Measurement::failed(
+                    "interrupted: the operator pressed Ctrl-C before go test ran",
+                ),
                 placed: Vec::new(),
                 elapsed: Duration::ZERO,
                 stderr_tail: String::new(),
             };
-            measure::record(
-                Subject {
-                    verb: "verify-stream",
-                    repo: &repo.top,
-                    sha: &sha,
-                    machine: "local",
-                    class: "host",
-                },
-                &test_suite,
-                &budget,
-                &run,
-            )
+            &interrupted_run
         }
     };
+    let mut rec = measure::record(
+        Subject {
+            verb: "verify-stream",
+            repo: &repo.top,
+            sha: &sha,
+            machine: "local",
+            class: "host",
+        },
+        &test_suite,
+        &budget,
+        run,
+    );
     let verdict = overall(&steps, measure::interrupted(interrupt));
     if verdict != rec.verdict {
         rec.verdict = verdict;
