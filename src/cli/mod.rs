@@ -90,10 +90,10 @@ impl Ctx {
 /// Write to stdout; a closed pipe ends the process quietly (like ripgrep).
 pub fn out(text: &str) {
     let mut so = std::io::stdout().lock();
-    if let Err(e) = so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
+    if let Err(e) = so.write_all(text.as_bytes()).and_then(|_| so.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
     }
 }
 

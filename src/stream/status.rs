@@ -101,77 +101,77 @@ impl StatusFile {
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            if let Some(rest) = raw.strip_prefix("- ") {
-                if let Some((key, value)) = rest.split_once(':') {
-                    let key = key.trim();
-                    if !key.is_empty()
-                        && key
-                            .chars()
-                            .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
-                    {
-                        let value = value.trim();
-                        in_return = false;
-                        match key {
-                            "stream" | "base" => {
-                                let slot = if key == "stream" {
-                                    &mut sf.stream
-                                } else {
-                                    &mut sf.base
-                                };
-                                if slot.is_some() {
-                                    return Err(bad(n, format!("`- {key}:` appears twice")));
-                                }
-                                *slot = Some(value.to_string());
+            if let Some(rest) = raw.strip_prefix("- ")
+                && let Some((key, value)) = rest.split_once(':')
+            {
+                let key = key.trim();
+                if !key.is_empty()
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
+                {
+                    let value = value.trim();
+                    in_return = false;
+                    match key {
+                        "stream" | "base" => {
+                            let slot = if key == "stream" {
+                                &mut sf.stream
+                            } else {
+                                &mut sf.base
+                            };
+                            if slot.is_some() {
+                                return Err(bad(n, format!("`- {key}:` appears twice")));
                             }
-                            "return" => {
-                                if sf.returns.is_some() {
-                                    return Err(bad(
-                                        n,
-                                        "`- return:` appears twice; keep one list".into(),
-                                    ));
-                                }
-                                let mut v = Vec::new();
-                                if !value.is_empty() {
-                                    v.push(value.to_string());
-                                }
-                                sf.returns = Some(v);
-                                in_return = true;
-                            }
-                            "waive" => {
-                                let (p, r) = split_waiver(value).ok_or_else(|| {
-                                    StreamError::WaiverWithoutReason {
-                                        file: file.to_path_buf(),
-                                        line: n,
-                                        path: value.to_string(),
-                                    }
-                                })?;
-                                if p.is_empty() {
-                                    return Err(bad(n, "`- waive:` names no path".into()));
-                                }
-                                if r.is_empty() {
-                                    return Err(StreamError::WaiverWithoutReason {
-                                        file: file.to_path_buf(),
-                                        line: n,
-                                        path: p.to_string(),
-                                    });
-                                }
-                                sf.waivers.push(Waiver {
-                                    path: p.to_string(),
-                                    reason: r.to_string(),
-                                    source: "status-file",
-                                });
-                            }
-                            other => {
+                            *slot = Some(value.to_string());
+                        }
+                        "return" => {
+                            if sf.returns.is_some() {
                                 return Err(bad(
                                     n,
-                                    format!(
-                                        "unknown field `- {other}:` (known: stream, base, return, waive)"
-                                    ),
+                                    "`- return:` appears twice; keep one list".into(),
                                 ));
                             }
+                            let mut v = Vec::new();
+                            if !value.is_empty() {
+                                v.push(value.to_string());
+                            }
+                            sf.returns = Some(v);
+                            in_return = true;
                         }
-                        continue;
+                        "waive" => {
+                            let (p, r) = split_waiver(value).ok_or_else(|| {
+                                StreamError::WaiverWithoutReason {
+                                    file: file.to_path_buf(),
+                                    line: n,
+                                    path: value.to_string(),
+                                }
+                            })?;
+                            if p.is_empty() {
+                                return Err(bad(n, "`- waive:` names no path".into()));
+                            }
+                            if r.is_empty() {
+                                return Err(StreamError::WaiverWithoutReason {
+                                    file: file.to_path_buf(),
+                                    line: n,
+                                    path: p.to_string(),
+                                });
+                            }
+                            sf.waivers.push(Waiver {
+                                path: p.to_string(),
+                                reason: r.to_string(),
+                                source: "status-file",
+                            });
+                        }
+                        other => {
+                            return Err(bad(
+                                n,
+                                format!(
+                                    "unknown field `- {other}:` (known: stream, base, return, waive)"
+                                ),
+                            ));
+                        }
                     }
+                    continue;
                 }
             }
             if in_return {

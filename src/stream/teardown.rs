@@ -290,10 +290,10 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .map(|a| a.path.clone())
         .collect();
     for e in gate::return_entries(&root, &declared)? {
-        if let ReturnEntry::File { rel, .. } = e {
-            if !manifest.files.iter().any(|f| f.path == rel) {
-                changed.push(rel);
-            }
+        if let ReturnEntry::File { rel, .. } = e
+            && !manifest.files.iter().any(|f| f.path == rel)
+        {
+            changed.push(rel);
         }
     }
     for ((src, want), f) in sources.iter().zip(&manifest.files) {
@@ -319,10 +319,10 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
     git::git(&from, &["worktree", "remove", "--force", &wt]).await?;
     // Tidy the default `<repo>.streams/` parent once its last stream is gone
     // (remove_dir only removes an empty directory).
-    if let Some(parent) = root.parent() {
-        if parent.extension().is_some_and(|e| e == "streams") {
-            let _ = std::fs::remove_dir(parent);
-        }
+    if let Some(parent) = root.parent()
+        && parent.extension().is_some_and(|e| e == "streams")
+    {
+        let _ = std::fs::remove_dir(parent);
     }
 
     entry.state = State::TornDown;
