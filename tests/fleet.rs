@@ -608,3 +608,208 @@ fn freshness_window_comes_from_config() {
         text(&o).0
     );
 }
+
+fn measure_here(env: &Env, times: usize) -> std::path::PathBuf {
+    for _ in 0..times {
+        assert_code(&env.run(&["machine", "measure", "--machine", "here"]), 0);
+    }
+    env.home().join("fleet/ledger.jsonl")
+}
+
+fn refused_as(env: &Env, args: &[&str], name: &str) -> String {
+    let o = env.run(args);
+    assert_code(&o, 2);
+    let err = text(&o).1;
+    assert!(
+        err.starts_with(&format!("saphan: {name}: ")),
+        "expected {name}:\n{err}"
+    );
+    err
+}
+
+#[test]
+fn reordered_deleted_duplicated_or_truncated_ledger_lines_are_refused() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let ledger = measure_here(&env, 3);
+    let text0 = std::fs::read_to_string(&ledger).unwrap();
+    let l: Vec<&str> = text0.lines().collect();
+    assert_eq!(l.len(), 3);
+    for (i, line) in l.iter().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["seq"], (i + 1) as u64, "{line}");
+        assert_eq!(v["prev"].as_str().unwrap().len(), 64);
+    }
+    assert!(env.home().join("fleet/ledger.head").exists());
+    let show = ["machine", "show", "here"];
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "swap",
+            format!("{}\n{}\n{}\n", l[0], l[2], l[1]),
+            "ledger-chain-broken",
+            "line 2",
+        ),
+        (
+            "delete-middle",
+            format!("{}\n{}\n", l[0], l[2]),
+            "ledger-chain-broken",
+            "line 2",
+        ),
+        (
+            "duplicate",
+            format!("{}\n{}\n{}\n{}\n", l[0], l[1], l[2], l[2]),
+            "ledger-chain-broken",
+            "line 4",
+        ),
+        (
+            "delete-first",
+            format!("{}\n{}\n", l[1], l[2]),
+            "ledger-chain-broken",
+            "line 1",
+        ),
+        (
+            "drop-tail",
+            format!("{}\n{}\n", l[0], l[1]),
+            "ledger-head-mismatch",
+            "3",
+        ),
+        ("emptied", String::new(), "ledger-head-mismatch", "head"),
+    ];
+    for (what, text, name, needle) in cases {
+        std::fs::write(&ledger, &text).unwrap();
+        let err = refused_as(&env, &show, name);
+        assert!(err.contains(needle), "{what}: {err}");
+        // And nothing is appended behind the refusal.
+        refused_as(&env, &["machine", "measure", "--machine", "here"], name);
+        assert_eq!(std::fs::read_to_string(&ledger).unwrap(), text, "{what}");
+    }
+    std::fs::write(&ledger, &text0).unwrap();
+    assert_code(&env.run(&show), 0);
+}
+
+#[test]
+fn concurrent_measures_keep_one_unbroken_chain() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let n = 6;
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            env.cmd()
+                .args(["machine", "measure", "--machine", "here"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let text0 = std::fs::read_to_string(env.home().join("fleet/ledger.jsonl")).unwrap();
+    let seqs: Vec<u64> = text0
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
+    assert_code(&env.run(&["machine", "show", "here"]), 0);
+}
+
+#[test]
+fn torn_last_line_is_refused_and_never_appended_onto() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let ledger = measure_here(&env, 2);
+    let head = env.home().join("fleet/ledger.head");
+    let head2 = std::fs::read(&head).unwrap();
+    let good = std::fs::read(&ledger).unwrap();
+    measure_here(&env, 1);
+    // A crash mid-append: half the third line written, the head not yet.
+    let full = std::fs::read(&ledger).unwrap();
+    let torn = &full[..good.len() + (full.len() - good.len()) / 2];
+    std::fs::write(&ledger, torn).unwrap();
+    std::fs::write(&head, &head2).unwrap();
+    for args in [
+        vec!["machine", "measure", "--machine", "here"],
+        vec!["machine", "show", "here"],
+    ] {
+        let err = refused_as(&env, &args, "ledger-row-torn");
+        assert!(err.contains("line 3"), "{err}");
+        assert!(
+            err.contains(&format!("truncate -s {} ", good.len())),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&ledger).unwrap(), torn);
+    }
+    // The printed fix works.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&ledger)
+        .unwrap()
+        .set_len(good.len() as u64)
+        .unwrap();
+    assert_code(&env.run(&["machine", "show", "here"]), 0);
+    measure_here(&env, 1);
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap().lines().count(), 3);
+}
+
+#[test]
+fn signing_key_exposed_missing_and_never_created_by_readers() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let key = env.home().join("keys/row-signing");
+    // Readers never create a key.
+    assert_code(&env.run(&["machine", "list"]), 0);
+    assert_code(&env.run(&["machine", "show", "here"]), 0);
+    assert!(
+        !key.exists(),
+        "a read-only command created {}",
+        key.display()
+    );
+    measure_here(&env, 1);
+    assert!(key.exists());
+    let dir_mode = std::fs::metadata(key.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(dir_mode, 0o700);
+    let show = ["machine", "show", "here"];
+    // A key others can read.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = refused_as(&env, &show, "row-signing-key-exposed");
+    assert!(
+        err.contains(&format!("chmod 600 {}", key.display())),
+        "{err}"
+    );
+    refused_as(
+        &env,
+        &["machine", "measure", "--machine", "here"],
+        "row-signing-key-exposed",
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // A key directory others can write.
+    let dir = key.parent().unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = refused_as(&env, &show, "row-signing-key-exposed");
+    assert!(
+        err.contains(&format!("chmod 700 {}", dir.display())),
+        "{err}"
+    );
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_code(&env.run(&show), 0);
+    // The key gone while the ledger holds rows: missing, not tampered, and no new key.
+    std::fs::remove_file(&key).unwrap();
+    refused_as(&env, &show, "row-signing-key-missing");
+    refused_as(
+        &env,
+        &["machine", "measure", "--machine", "here"],
+        "row-signing-key-missing",
+    );
+    assert!(!key.exists());
+}

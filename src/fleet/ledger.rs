@@ -37,7 +37,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// The row format version written in `v`.
-pub const ROW_VERSION: u64 = 1;
+pub const ROW_VERSION: u64 = 2;
 
 /// User-namespace support as measured on the machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,61 +212,307 @@ pub fn canonical_json(v: &Value) -> String {
     s
 }
 
-/// Load the signing key at `path`, creating it (0600, from `getrandom`) when absent.
+/// Refuse a key file others can read, or a key directory others can write.
 ///
-/// Errors: [`FleetError::SigningKey`] when the file exists but is not 32 bytes
-/// or cannot be read or created.
+/// Errors: [`FleetError::SigningKeyExposed`] with the `chmod` that fixes it.
+pub fn check_key_mode(path: &Path) -> Result<(), FleetError> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if let Ok(m) = std::fs::metadata(dir) {
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(FleetError::SigningKeyExposed {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "its directory {} is writable by others (mode {mode:03o}), so the key can be replaced",
+                    dir.display()
+                ),
+                fix: format!("chmod 700 {}", super::remedy::quote(&dir.to_string_lossy())),
+            });
+        }
+    }
+    if let Ok(m) = std::fs::metadata(path) {
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(FleetError::SigningKeyExposed {
+                path: path.to_path_buf(),
+                detail: format!("the key file is readable or writable by others (mode {mode:03o})"),
+                fix: format!(
+                    "chmod 600 {}",
+                    super::remedy::quote(&path.to_string_lossy())
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Load the signing key at `path` (its mode checked first); `None` when it
+/// does not exist.
+///
+/// Errors: `row-signing-key-exposed`; [`FleetError::SigningKey`] when the
+/// file is not 32 bytes or cannot be read.
+pub fn load_key(path: &Path) -> Result<Option<SigningKey>, FleetError> {
+    check_key_mode(path)?;
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let arr: [u8; 32] =
+                bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| FleetError::SigningKey {
+                        path: path.to_path_buf(),
+                        detail: format!("holds {} bytes, an ed25519 secret key is 32", bytes.len()),
+                    })?;
+            Ok(Some(SigningKey::from_bytes(&arr)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(FleetError::SigningKey {
+            path: path.to_path_buf(),
+            detail: format!("cannot read: {e}"),
+        }),
+    }
+}
+
+/// Load the signing key at `path`, creating it (0600, from `getrandom`, in a
+/// 0700 directory) when absent.
+///
+/// Errors: `row-signing-key-exposed`; [`FleetError::SigningKey`] when the
+/// file exists but is not 32 bytes or cannot be read or created.
 pub fn load_or_create_key(path: &Path) -> Result<SigningKey, FleetError> {
     let bad = |detail: String| FleetError::SigningKey {
         path: path.to_path_buf(),
         detail,
     };
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
-                bad(format!(
-                    "holds {} bytes, an ed25519 secret key is 32",
-                    bytes.len()
-                ))
-            })?;
-            Ok(SigningKey::from_bytes(&arr))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir)
-                .map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-            }
-            let mut secret = [0u8; 32];
-            getrandom::fill(&mut secret).map_err(|e| bad(format!("no randomness: {e}")))?;
-            // tempfile creates 0600; persist_noclobber makes a concurrent
-            // first use lose the race cleanly instead of overwriting.
-            let mut tmp = tempfile::Builder::new()
-                .prefix(".row-signing-")
-                .tempfile_in(dir)
-                .map_err(|e| bad(format!("cannot create a temp file: {e}")))?;
-            use std::io::Write;
-            tmp.write_all(&secret)
-                .and_then(|_| tmp.as_file().sync_all())
-                .map_err(|e| bad(format!("cannot write: {e}")))?;
-            match tmp.persist_noclobber(path) {
-                Ok(_) => Ok(SigningKey::from_bytes(&secret)),
-                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
-                    load_or_create_key(path)
-                }
-                Err(e) => Err(bad(format!("cannot create: {}", e.error))),
-            }
-        }
-        Err(e) => Err(bad(format!("cannot read: {e}"))),
+    if let Some(k) = load_key(path)? {
+        return Ok(k);
     }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.exists() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| bad(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    check_key_mode(path)?;
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| bad(format!("no randomness: {e}")))?;
+    // tempfile creates 0600; persist_noclobber makes a concurrent
+    // first use lose the race cleanly instead of overwriting.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".row-signing-")
+        .tempfile_in(dir)
+        .map_err(|e| bad(format!("cannot create a temp file: {e}")))?;
+    use std::io::Write;
+    tmp.write_all(&secret)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| bad(format!("cannot write: {e}")))?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(SigningKey::from_bytes(&secret)),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_key(path),
+        Err(e) => Err(bad(format!("cannot create: {}", e.error))),
+    }
+}
+
+/// `fleet/ledger.head` beside the ledger: the signed count and last-line
+/// hash, rewritten (atomically) after every append.
+pub fn head_path(ledger: &Path) -> PathBuf {
+    ledger.with_file_name("ledger.head")
+}
+
+/// The zero hash: `prev` of the first row.
+pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The ledger's signed head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Head {
+    count: u64,
+    last: String,
+}
+
+fn sign_head(key: &SigningKey, h: &Head) -> String {
+    let mut v =
+        serde_json::json!({"v": 1, "kind": "ledger-head", "count": h.count, "last": h.last});
+    let sig: Signature = key.sign(canonical_json(&v).as_bytes());
+    v["signature"] = Value::String(hex::encode(sig.to_bytes()));
+    canonical_json(&v) + "\n"
+}
+
+fn read_head(ledger: &Path, vk: &VerifyingKey) -> Result<Option<Head>, FleetError> {
+    let path = head_path(ledger);
+    let mismatch = |detail: String| FleetError::LedgerHeadMismatch {
+        path: ledger.to_path_buf(),
+        detail,
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(mismatch(format!("cannot read {}: {e}", path.display()))),
+    };
+    let bad = || {
+        mismatch(format!(
+            "{} is not a head signed by this key",
+            path.display()
+        ))
+    };
+    let mut v: Value = serde_json::from_str(text.trim_end()).map_err(|_| bad())?;
+    let sig = v
+        .as_object_mut()
+        .and_then(|m| m.remove("signature"))
+        .and_then(|s| s.as_str().and_then(|s| hex::decode(s).ok()))
+        .and_then(|b| Signature::from_slice(&b).ok())
+        .ok_or_else(bad)?;
+    vk.verify(canonical_json(&v).as_bytes(), &sig)
+        .map_err(|_| bad())?;
+    let count = v["count"].as_u64().ok_or_else(bad)?;
+    let last = v["last"].as_str().ok_or_else(bad)?.to_string();
+    Ok(Some(Head { count, last }))
+}
+
+/// The sha256 hex of each line's exact bytes (without its `\n`).
+fn line_hash(line: &str) -> String {
+    crate::fsutil::sha256_hex(line.as_bytes())
+}
+
+/// Split ledger text into numbered lines, refusing a torn last line.
+fn split_lines<'a>(path: &Path, text: &'a str) -> Result<Vec<(usize, &'a str)>, FleetError> {
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let body = match text.strip_suffix('\n') {
+        Some(b) => b,
+        None => {
+            let keep = text.rfind('\n').map(|i| i + 1).unwrap_or(0);
+            return Err(FleetError::LedgerTorn {
+                path: path.to_path_buf(),
+                line: text.matches('\n').count() + 1,
+                keep: keep as u64,
+            });
+        }
+    };
+    Ok(body
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .collect())
+}
+
+/// Check the chain (each row's `seq` and `prev`) and the head.
+fn check_chain_and_head(
+    path: &Path,
+    lines: &[(usize, &str)],
+    links: &[(u64, String)],
+    head: Option<&Head>,
+) -> Result<(), FleetError> {
+    let mut prev = ZERO_HASH.to_string();
+    for ((n, l), (seq, p)) in lines.iter().zip(links) {
+        let broken = |detail: String| FleetError::LedgerChainBroken {
+            path: path.to_path_buf(),
+            line: *n,
+            detail,
+        };
+        if *seq != *n as u64 {
+            return Err(broken(format!(
+                "the row says seq {seq} but stands at line {n}"
+            )));
+        }
+        if *p != prev {
+            return Err(broken(
+                "its `prev` is not the hash of the line before it".into(),
+            ));
+        }
+        prev = line_hash(l);
+    }
+    check_head_only(path, lines, head)
+}
+
+/// Check the ledger's lines against its signed head: at least as many lines,
+/// and line `count` hashes to the head's `last`.
+fn check_head_only(
+    path: &Path,
+    lines: &[(usize, &str)],
+    head: Option<&Head>,
+) -> Result<(), FleetError> {
+    let head_file = head_path(path);
+    match head {
+        None if lines.is_empty() => Ok(()),
+        None => Err(FleetError::LedgerHeadMismatch {
+            path: path.to_path_buf(),
+            detail: format!(
+                "the ledger holds {} rows but its head {} is missing",
+                lines.len(),
+                head_file.display()
+            ),
+        }),
+        Some(h) => {
+            let count = h.count as usize;
+            if lines.len() < count {
+                return Err(FleetError::LedgerHeadMismatch {
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "the ledger holds {} rows but its signed head {} says {count}",
+                        lines.len(),
+                        head_file.display()
+                    ),
+                });
+            }
+            let at = if count == 0 {
+                ZERO_HASH.to_string()
+            } else {
+                line_hash(lines[count - 1].1)
+            };
+            if at != h.last {
+                return Err(FleetError::LedgerHeadMismatch {
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "line {count} is not the row its signed head {} names",
+                        head_file.display()
+                    ),
+                });
+            }
+            // Rows beyond the head are a crash between an append and its
+            // head write: they are signed and chained, so they stand.
+            Ok(())
+        }
+    }
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> crate::error::Error {
+    let path = path.to_path_buf();
+    move |source| {
+        crate::error::IoError::Io {
+            action,
+            path,
+            source,
+        }
+        .into()
+    }
+}
+
+/// Read `path` whole through an open handle.
+fn read_all(f: &mut std::fs::File, path: &Path) -> crate::error::Result<String> {
+    use std::io::{Read, Seek};
+    let mut buf = Vec::new();
+    f.seek(std::io::SeekFrom::Start(0))
+        .and_then(|_| f.read_to_end(&mut buf))
+        .map_err(io_err("read", path))?;
+    String::from_utf8(buf).map_err(|_| {
+        FleetError::LedgerMalformed {
+            path: path.to_path_buf(),
+            line: 0,
+            detail: "the file is not UTF-8".into(),
+        }
+        .into()
+    })
 }
 
 /// The ledger, read and verified.
 pub struct Ledger {
     path: PathBuf,
-    key: SigningKey,
+    key_path: PathBuf,
+    key: Mutex<Option<SigningKey>>,
     rows: Mutex<Vec<Row>>,
 }
 
@@ -279,33 +525,47 @@ impl std::fmt::Debug for Ledger {
 }
 
 impl Ledger {
-    /// Open `home`'s ledger: load (or create) the signing key, read every
-    /// row and verify its signature. A missing ledger is empty.
+    /// Open `home`'s ledger for reading and appending: read every row and
+    /// verify its signature, the hash chain and the signed head. Never
+    /// creates the key (the first [`Ledger::append`] does). A missing ledger
+    /// is empty.
     ///
     /// Errors: `ledger-row-tampered` (a signature fails), `ledger-row-malformed`
-    /// (a line is not a row), `signing-key-unusable`, `io`.
+    /// (a line is not a row), `ledger-chain-broken`, `ledger-head-mismatch`,
+    /// `ledger-row-torn`, `row-signing-key-exposed`, `row-signing-key-missing`,
+    /// `signing-key-unusable`, `io`.
     pub fn open(home: &Home) -> crate::error::Result<Ledger> {
-        let key = load_or_create_key(&home.signing_key())?;
         let path = home.ledger();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(crate::error::IoError::Io {
-                    action: "read",
-                    path,
-                    source,
-                }
-                .into());
+        let key_path = home.signing_key();
+        let key = load_key(&key_path)?;
+        // The shared lock is held until the head is read too, so an append
+        // in between cannot make the two disagree.
+        let (text, _guard) = match std::fs::File::open(&path) {
+            Ok(mut f) => {
+                f.lock_shared().map_err(io_err("lock", &path))?;
+                (read_all(&mut f, &path)?, Some(f))
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        let lines = split_lines(&path, &text)?;
+        let Some(key) = key else {
+            if lines.is_empty() && !head_path(&path).exists() {
+                return Ok(Ledger {
+                    path,
+                    key_path,
+                    key: Mutex::new(None),
+                    rows: Mutex::new(Vec::new()),
+                });
+            }
+            return Err(FleetError::SigningKeyMissing {
+                path: key_path,
+                ledger: path,
+            }
+            .into());
         };
         let vk = key.verifying_key();
-        let lines: Vec<(usize, &str)> = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| (i + 1, l))
-            .collect();
+        let head = read_head(&path, &vk)?;
         // Verification is the cost of every ledger read: spread it over the
         // cores, then keep file order (and report the first bad line).
         let threads = std::thread::available_parallelism()
@@ -313,7 +573,8 @@ impl Ledger {
             .unwrap_or(1)
             .min(lines.len() / 256 + 1);
         let chunk = lines.len().div_ceil(threads.max(1)).max(1);
-        let verified: Vec<Result<Vec<Row>, FleetError>> = std::thread::scope(|s| {
+        type Verified = Result<Vec<(Row, u64, String)>, FleetError>;
+        let verified: Vec<Verified> = std::thread::scope(|s| {
             let handles: Vec<_> = lines
                 .chunks(chunk)
                 .map(|part| {
@@ -321,7 +582,7 @@ impl Ledger {
                     s.spawn(move || {
                         part.iter()
                             .map(|(n, l)| verify_line(path, *n, l, vk))
-                            .collect::<Result<Vec<Row>, FleetError>>()
+                            .collect::<Verified>()
                     })
                 })
                 .collect();
@@ -331,12 +592,18 @@ impl Ledger {
                 .collect()
         });
         let mut rows = Vec::with_capacity(lines.len());
+        let mut links = Vec::with_capacity(lines.len());
         for part in verified {
-            rows.extend(part?);
+            for (r, seq, prev) in part? {
+                rows.push(r);
+                links.push((seq, prev));
+            }
         }
+        check_chain_and_head(&path, &lines, &links, head.as_ref())?;
         Ok(Ledger {
             path,
-            key,
+            key_path,
+            key: Mutex::new(Some(key)),
             rows: Mutex::new(rows),
         })
     }
@@ -346,15 +613,67 @@ impl Ledger {
         &self.path
     }
 
-    /// Sign and append a row.
+    /// Sign and append a row, continuing the chain and rewriting the head.
+    ///
+    /// Under an exclusive lock on the ledger file: read the ledger again
+    /// (another process may have appended since [`Ledger::open`]), check its
+    /// last line (not torn, signed, at its `seq`) against the signed head,
+    /// append the row with the next `seq` and `prev`, write the head.
     pub fn append(&self, row: Row) -> crate::error::Result<()> {
-        let line = sign_row(&self.key, &row);
+        use std::io::Write;
+        let key = {
+            let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
+            if k.is_none() {
+                *k = Some(load_or_create_key(&self.key_path)?);
+            }
+            k.clone().expect("key loaded")
+        };
         let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-        crate::fsutil::append_line(&self.path, &line)?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&self.path)
+            .map_err(io_err("open for append", &self.path))?;
+        f.lock().map_err(io_err("lock", &self.path))?;
+        let text = read_all(&mut f, &self.path)?;
+        let lines = split_lines(&self.path, &text)?;
+        let vk = key.verifying_key();
+        let head = read_head(&self.path, &vk)?;
+        if let Some((n, l)) = lines.last() {
+            let (_, seq, _) = verify_line(&self.path, *n, l, &vk)?;
+            if seq != *n as u64 {
+                return Err(FleetError::LedgerChainBroken {
+                    path: self.path.clone(),
+                    line: *n,
+                    detail: format!("the row says seq {seq} but stands at line {n}"),
+                }
+                .into());
+            }
+        }
+        check_head_only(&self.path, &lines, head.as_ref())?;
+        let (seq, prev) = match lines.last() {
+            None => (1, ZERO_HASH.to_string()),
+            Some((n, l)) => (*n as u64 + 1, line_hash(l)),
+        };
+        let line = sign_row(&key, &row, seq, &prev);
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        f.write_all(&buf)
+            .and_then(|_| f.sync_data())
+            .map_err(io_err("append to", &self.path))?;
+        let head = Head {
+            count: seq,
+            last: line_hash(&line),
+        };
+        crate::fsutil::atomic_write(&head_path(&self.path), sign_head(&key, &head).as_bytes())?;
         rows.push(row);
         Ok(())
     }
-
     /// Sign and append a machine's facts.
     pub fn append_facts(&self, facts: MachineFacts) -> crate::error::Result<()> {
         self.append(Row::Machine(facts))
@@ -405,10 +724,12 @@ impl Ledger {
     }
 }
 
-fn sign_row(key: &SigningKey, row: &Row) -> String {
+fn sign_row(key: &SigningKey, row: &Row, seq: u64, prev: &str) -> String {
     let mut v = serde_json::to_value(row).expect("ledger rows serialize");
     if let Value::Object(m) = &mut v {
         m.insert("v".into(), Value::from(ROW_VERSION));
+        m.insert("seq".into(), Value::from(seq));
+        m.insert("prev".into(), Value::String(prev.to_string()));
     }
     let canon = canonical_json(&v);
     let sig: Signature = key.sign(canon.as_bytes());
@@ -421,7 +742,12 @@ fn sign_row(key: &SigningKey, row: &Row) -> String {
     canonical_json(&v)
 }
 
-fn verify_line(path: &Path, line: usize, text: &str, vk: &VerifyingKey) -> Result<Row, FleetError> {
+fn verify_line(
+    path: &Path,
+    line: usize,
+    text: &str,
+    vk: &VerifyingKey,
+) -> Result<(Row, u64, String), FleetError> {
     let malformed = |detail: String| FleetError::LedgerMalformed {
         path: path.to_path_buf(),
         line,
@@ -432,6 +758,9 @@ fn verify_line(path: &Path, line: usize, text: &str, vk: &VerifyingKey) -> Resul
         line,
         detail: detail.to_string(),
     };
+    if text.trim().is_empty() {
+        return Err(malformed("the line is empty".into()));
+    }
     let mut v: Value =
         serde_json::from_str(text).map_err(|e| malformed(format!("not JSON ({e})")))?;
     let Value::Object(m) = &mut v else {
@@ -453,10 +782,24 @@ fn verify_line(path: &Path, line: usize, text: &str, vk: &VerifyingKey) -> Resul
     };
     match m.remove("v") {
         Some(x) if x.as_u64() == Some(ROW_VERSION) => {}
+        Some(x) if x.as_u64() == Some(1) => {
+            return Err(malformed(
+                "a version-1 row, written by an older saphan without the hash chain (no `seq`/`prev`); it is not migrated".into(),
+            ));
+        }
         other => return Err(malformed(format!("unknown row version {other:?}"))),
     }
-    serde_json::from_value(v)
-        .map_err(|e| malformed(format!("not a machine or capability row ({e})")))
+    let seq = match m.remove("seq").and_then(|x| x.as_u64()) {
+        Some(n) if n >= 1 => n,
+        _ => return Err(malformed("the row carries no `seq`".into())),
+    };
+    let prev = match m.remove("prev") {
+        Some(Value::String(p)) if p.len() == 64 => p,
+        _ => return Err(malformed("the row carries no `prev` hash".into())),
+    };
+    let row = serde_json::from_value(v)
+        .map_err(|e| malformed(format!("not a machine or capability row ({e})")))?;
+    Ok((row, seq, prev))
 }
 
 /// Is a facts row fresh: measured within `window` before `now`?
@@ -524,6 +867,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path());
         let l = Ledger::open(&home).unwrap();
+        assert!(!home.signing_key().exists(), "open never creates the key");
+        l.append_facts(facts("m0")).unwrap();
+        l.append_facts(facts("m1")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(home.signing_key())
             .unwrap()
@@ -531,8 +877,6 @@ mod tests {
             .mode()
             & 0o777;
         assert_eq!(mode, 0o600);
-        l.append_facts(facts("m0")).unwrap();
-        l.append_facts(facts("m1")).unwrap();
         let l = Ledger::open(&home).unwrap();
         assert_eq!(l.latest_facts("m1").unwrap().cpus, Some(2));
         assert!(l.latest_facts("m9").is_none());

@@ -59,6 +59,43 @@ pub enum FleetError {
         "signing key {path}: {detail} — restore the key, or move it and the ledger aside to start a new ledger"
     )]
     SigningKey { path: PathBuf, detail: String },
+    /// The signing key (or its directory) can be read or replaced by others.
+    #[error(
+        "signing key {path}: {detail}; anyone who can read it can forge ledger rows, and nothing signed with it is trusted — run `{fix}`, then (if others may have read it) move the key and the ledger aside and re-measure"
+    )]
+    SigningKeyExposed {
+        path: PathBuf,
+        detail: String,
+        fix: String,
+    },
+    /// The ledger holds rows but the key that signed them is gone.
+    #[error(
+        "signing key {path} is missing while {ledger} holds signed rows, so none of them can be verified — restore the key from a backup, or move the ledger (and fleet/ledger.head) aside and re-measure"
+    )]
+    SigningKeyMissing { path: PathBuf, ledger: PathBuf },
+    /// A ledger line whose `seq`/`prev` does not continue the line before it.
+    #[error(
+        "{path} line {line}: {detail} — lines were reordered, removed or duplicated; saphan trusts none of the ledger while it holds it: move the ledger and fleet/ledger.head aside and re-measure"
+    )]
+    LedgerChainBroken {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+    /// The ledger does not match its signed head (`fleet/ledger.head`).
+    #[error(
+        "{path}: {detail} — lines were removed or the file was replaced; saphan trusts none of the ledger while it holds it: move the ledger and fleet/ledger.head aside and re-measure"
+    )]
+    LedgerHeadMismatch { path: PathBuf, detail: String },
+    /// The ledger's last line has no newline: an append was cut short.
+    #[error(
+        "{path} line {line} has no final newline: an append was cut short (a crash or a full disk) — nothing more is appended onto it; remove the partial line with `truncate -s {keep} {path}` and run the command again"
+    )]
+    LedgerTorn {
+        path: PathBuf,
+        line: usize,
+        keep: u64,
+    },
     /// `--declared-path` was not absolute.
     #[error(
         "--declared-path `{path}` is not an absolute path — declare the program by its absolute path on the machine (e.g. /usr/bin/go)"
@@ -103,6 +140,11 @@ impl Refusal for FleetError {
             FleetError::LedgerTampered { .. } => "ledger-row-tampered",
             FleetError::LedgerMalformed { .. } => "ledger-row-malformed",
             FleetError::SigningKey { .. } => "signing-key-unusable",
+            FleetError::SigningKeyExposed { .. } => "row-signing-key-exposed",
+            FleetError::SigningKeyMissing { .. } => "row-signing-key-missing",
+            FleetError::LedgerChainBroken { .. } => "ledger-chain-broken",
+            FleetError::LedgerHeadMismatch { .. } => "ledger-head-mismatch",
+            FleetError::LedgerTorn { .. } => "ledger-row-torn",
             FleetError::DeclaredPathNotAbsolute { .. } => "declared-path-not-absolute",
             FleetError::WorkhomeNotAbsolute { .. } => "workhome-not-absolute",
             FleetError::Transport { source, .. } => source.name(),
