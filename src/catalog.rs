@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 /// The row-specific keys a capability row may carry besides the common ones.
 pub const EXTRA_KEYS: &[&str] = &["image", "socket"];
 
+/// The capability kinds.
+pub const KINDS: &[&str] = &["toolchain", "container", "sandbox"];
+
+/// Is `name` probed by the toolchain probe (everything but docker-oci and
+/// sandbox-userns, which have their own)?
+pub fn is_toolchain_probe(name: &str) -> bool {
+    name != "docker-oci" && name != "sandbox-userns"
+}
+
 /// The catalog shipped inside the binary.
 pub const EMBEDDED: &str = include_str!("../catalog/capabilities.toml");
 
@@ -115,6 +124,40 @@ impl Catalog {
             detail: e.message().to_string(),
         })?;
         for (name, row) in &f.capability {
+            let bad = |detail: String| CatalogError::Malformed {
+                origin: origin.to_string(),
+                detail,
+            };
+            if !KINDS.contains(&row.kind.as_str()) {
+                return Err(bad(format!(
+                    "capability `{name}` has kind `{}`; a kind is one of {}",
+                    row.kind,
+                    KINDS.join(", ")
+                )));
+            }
+            // The probe is chosen by the capability's name, never by its
+            // kind; a name that carries another kind is refused so the file
+            // cannot claim one probe while getting another.
+            let must = match name.as_str() {
+                "docker-oci" => Some("container"),
+                "sandbox-userns" => Some("sandbox"),
+                _ => None,
+            };
+            match must {
+                Some(k) if row.kind != k => {
+                    return Err(bad(format!(
+                        "capability `{name}` has kind `{}`, but `{name}` is always of kind `{k}`",
+                        row.kind
+                    )));
+                }
+                None if row.kind != "toolchain" => {
+                    return Err(bad(format!(
+                        "capability `{name}` has kind `{}`, which only docker-oci (container) and sandbox-userns (sandbox) carry; every other row is a toolchain",
+                        row.kind
+                    )));
+                }
+                _ => {}
+            }
             if let Some(k) = row.extra.keys().find(|k| !EXTRA_KEYS.contains(&k.as_str())) {
                 return Err(CatalogError::Malformed {
                     origin: origin.to_string(),

@@ -782,3 +782,45 @@ fn a_probe_past_its_budget_fails_by_name_and_removes_its_container() {
     assert_eq!(text(&o).0.trim(), "", "the cut-off container was removed");
     let _ = docker(&["rmi", "-f", "saphan-test/sleeper-probe:candidate"]);
 }
+
+/// A catalog cannot re-route docker-oci or sandbox-userns to the toolchain
+/// probe (which would skip the pin check and the image run) by its `kind`.
+#[test]
+fn catalog_kinds_cannot_reroute_the_docker_or_userns_probe() {
+    let env = local_env();
+    let shipped = std::fs::read_to_string(root().join("catalog/capabilities.toml")).unwrap();
+    let with_kind = |cap: &str, kind: &str| -> PathBuf {
+        let header = format!("[capability.{cap}]\nkind = ");
+        let at = shipped.find(&header).unwrap() + header.len();
+        let end = at + shipped[at..].find('\n').unwrap();
+        let text = format!("{}\"{kind}\"{}", &shipped[..at], &shipped[end..]);
+        let p = env.home().join(format!("kind-{cap}-{kind}.toml"));
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    for (cap, kind, declared) in [
+        ("docker-oci", "toolchain", "/bin/true"),
+        ("sandbox-userns", "toolchain", "/bin/true"),
+        ("docker-oci", "sandbox", "/bin/true"),
+        ("go", "container", "/usr/bin/go"),
+        ("git", "wizard", "/usr/bin/git"),
+    ] {
+        let cat = with_kind(cap, kind);
+        let before = ledger_lines(&env).len();
+        let mut args = vec!["--catalog", cat.to_str().unwrap()];
+        args.extend(probe_args(cap, declared));
+        let o = env.run(&args);
+        let (out, err) = text(&o);
+        assert_code(&o, 2);
+        assert!(
+            err.starts_with("saphan: catalog-malformed: "),
+            "{cap}/{kind}: {out}\n{err}"
+        );
+        assert!(err.contains(&format!("`{cap}`")), "{err}");
+        assert_eq!(
+            ledger_lines(&env).len(),
+            before,
+            "{cap}/{kind} recorded a row"
+        );
+    }
+}

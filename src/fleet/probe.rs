@@ -66,7 +66,7 @@ impl ProbeSettings {
                 }
                 .into());
             }
-            if it.entry.kind != "toolchain" {
+            if !crate::catalog::is_toolchain_probe(&it.capability) {
                 let origin = match &self.catalog_path {
                     Some(p) => p.display().to_string(),
                     None => "embedded".to_string(),
@@ -418,7 +418,7 @@ pub async fn probe_machine(
             .max(Duration::from_secs(1))
     };
     let tool_idx: Vec<usize> = (0..s.items.len())
-        .filter(|&i| s.items[i].entry.kind == "toolchain")
+        .filter(|&i| crate::catalog::is_toolchain_probe(&s.items[i].capability))
         .collect();
     let mut findings: Vec<Option<Result<Finding>>> = (0..s.items.len()).map(|_| None).collect();
     if !tool_idx.is_empty() {
