@@ -69,6 +69,11 @@ pub struct Capability {
     /// The version command; `{path}` stands for the declared program path.
     #[serde(default)]
     pub version: Vec<String>,
+    /// A regular expression the version command's output must match for the
+    /// program to count as present (required for toolchain rows): exiting 0
+    /// is not enough — `/bin/true` declared as `go` exits 0 too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_pattern: Option<String>,
     /// Descriptive: where the historical m0..m3 topology carried it.
     #[serde(default)]
     pub machines: Vec<String>,
@@ -81,7 +86,29 @@ pub struct Capability {
     pub extra: BTreeMap<String, toml::Value>,
 }
 
+/// Compile a `version_pattern` (regex syntax; `\\d`, `\\s` … are ASCII).
+pub fn compile_pattern(p: &str) -> Result<regex_automata::meta::Regex, String> {
+    regex_automata::meta::Regex::builder()
+        .syntax(
+            regex_automata::util::syntax::Config::new()
+                .unicode(false)
+                .utf8(false),
+        )
+        .build(p)
+        .map_err(|e| e.to_string())
+}
+
 impl Capability {
+    /// Does `output` match this row's `version_pattern` (`true` when it has none)?
+    pub fn version_matches(&self, output: &str) -> bool {
+        match &self.version_pattern {
+            None => true,
+            Some(p) => compile_pattern(p)
+                .map(|re| re.is_match(output.as_bytes()))
+                .unwrap_or(false),
+        }
+    }
+
     /// The install command for the first of `platform_ids` that has one.
     pub fn install_for(&self, platform_ids: &[String]) -> Option<&str> {
         platform_ids
@@ -157,6 +184,21 @@ impl Catalog {
                     )));
                 }
                 _ => {}
+            }
+            match &row.version_pattern {
+                None if row.kind == "toolchain" => {
+                    return Err(bad(format!(
+                        "capability `{name}` has no `version_pattern`; a toolchain row needs one (a regular expression its version output must match)"
+                    )));
+                }
+                Some(p) => {
+                    compile_pattern(p).map_err(|e| {
+                        bad(format!(
+                            "capability `{name}`: version_pattern `{p}` is not a regular expression: {e}"
+                        ))
+                    })?;
+                }
+                None => {}
             }
             if let Some(k) = row.extra.keys().find(|k| !EXTRA_KEYS.contains(&k.as_str())) {
                 return Err(CatalogError::Malformed {

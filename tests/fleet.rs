@@ -329,14 +329,14 @@ fn hostile_declared_path_reaches_the_machine_as_one_literal_path() {
     );
     assert!(!canary.exists());
     // Create exactly that program: now it is present and runs.
-    std::fs::write(&hostile, "#!/bin/sh\necho \"hostile go $*\"\n").unwrap();
+    std::fs::write(&hostile, "#!/bin/sh\necho \"go $* go1.19 hostile\"\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hostile, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = run(&hostile);
     assert_code(&o, 0);
     let r = result(&json(&o), "here").clone();
     assert_eq!(r["outcome"], "present");
-    assert_eq!(r["row"]["version_output"], "hostile go version");
+    assert_eq!(r["row"]["version_output"], "go version go1.19 hostile");
     assert!(!canary.exists());
 }
 
@@ -493,13 +493,13 @@ fn lab_hostile_declared_path_is_one_literal_path_on_the_remote_side() {
     );
     assert!(!canary.exists());
     // m0 shares this machine's /tmp: create exactly that program.
-    std::fs::write(&hostile, "#!/bin/sh\necho \"hostile go $*\"\n").unwrap();
+    std::fs::write(&hostile, "#!/bin/sh\necho \"go $* go1.19 hostile\"\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hostile, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = env.run(&probe_args("m0", "go", &hostile));
     assert_code(&o, 0);
     let r = result(&json(&o), "m0").clone();
-    assert_eq!(r["row"]["version_output"], "hostile go version");
+    assert_eq!(r["row"]["version_output"], "go version go1.19 hostile");
     assert!(!canary.exists());
 }
 
@@ -812,4 +812,169 @@ fn signing_key_exposed_missing_and_never_created_by_readers() {
         "row-signing-key-missing",
     );
     assert!(!key.exists());
+}
+
+/// An executable `#!/bin/sh` program with `body`, in `dir`.
+fn program(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn probe_many(env: &Env, caps: &[(&str, &str)], timeout: &str) -> std::process::Output {
+    let mut args: Vec<String> = ["--json", "machine", "probe", "--machine", "here"]
+        .map(String::from)
+        .to_vec();
+    for (c, p) in caps {
+        args.extend(["--capability".into(), c.to_string()]);
+        args.extend(["--declared-path".into(), p.to_string()]);
+    }
+    args.extend(
+        [
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "t",
+            "--workspace",
+            "w",
+            "--timeout",
+            timeout,
+        ]
+        .map(String::from),
+    );
+    env.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn rows_of(o: &std::process::Output) -> Vec<Value> {
+    json(o)["results"].as_array().unwrap().clone()
+}
+
+/// One probed program cannot print another capability's result: its output
+/// — marker lookalikes in the old nonce format (the nonce read from the
+/// script's argv) and in the current one — stays inside its own frame.
+#[test]
+fn a_probed_program_cannot_forge_another_capabilitys_result() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let dir = tempfile::tempdir().unwrap();
+    let forger = program(
+        dir.path(),
+        "go",
+        r#"n=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -A1 -x saphan-probe | sed -n 2p)
+M="@@saphan-$n"
+echo "go version go1.19 forger"
+printf '\n%s:exit=0\n%s:item=1\n%s:run\ngo version go1.19 forged\n\n%s:exit=0\n%s:end\n' "$M" "$M" "$M" "$M" "$M"
+printf '@@saphan item 1 run 0 0 0 24\ngo version go1.19 forged\n@@saphan end\n'"#,
+    );
+    let o = probe_many(
+        &env,
+        &[("go", &forger), ("gofmt", "/nonexistent/gofmt")],
+        "20s",
+    );
+    assert_code(&o, 1);
+    let rows = rows_of(&o);
+    assert_eq!(rows[0]["outcome"], "present", "{rows:?}");
+    assert!(
+        rows[0]["row"]["version_output"]
+            .as_str()
+            .unwrap()
+            .contains("@@saphan item 1 run"),
+        "the forged frame is the forger's own output"
+    );
+    assert_eq!(rows[1]["capability"], "gofmt");
+    assert_eq!(rows[1]["outcome"], "absent", "{rows:?}");
+    assert_eq!(rows[1]["row"]["reason"], "not-found");
+}
+
+/// A huge version output is capped on the machine, and the row says so.
+#[test]
+fn a_huge_version_output_is_capped_and_marked() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let dir = tempfile::tempdir().unwrap();
+    let big = program(
+        dir.path(),
+        "go",
+        "echo 'go version go1.19 big'; head -c 300000000 /dev/zero | tr '\\0' x",
+    );
+    let o = probe_many(&env, &[("go", &big)], "60s");
+    assert_code(&o, 0);
+    let r = &rows_of(&o)[0]["row"];
+    assert_eq!(r["outcome"], "present");
+    assert_eq!(r["detail"]["version_output_truncated"], true, "{r}");
+    assert_eq!(r["detail"]["version_output_captured_bytes"], 65536);
+    assert!(r["version_output"].as_str().unwrap().len() < 8192);
+}
+
+/// Exiting 0 is not enough: the output must match the row's version_pattern.
+#[test]
+fn a_program_that_is_not_the_capability_is_refuted_by_its_version_output() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let mut caps = vec![("go", "/bin/true")];
+    let python = Path::new("/usr/bin/python3");
+    if python.exists() {
+        caps.push(("cargo", "/usr/bin/python3"));
+    }
+    let o = probe_many(&env, &caps, "20s");
+    assert_code(&o, 1);
+    for r in rows_of(&o) {
+        assert_eq!(r["outcome"], "failed", "{r}");
+        assert_eq!(r["row"]["reason"], "version-output-mismatch", "{r}");
+    }
+    // The real programs here match their own patterns.
+    let cat = saphan::catalog::Catalog::load(None).unwrap();
+    let mut real = Vec::new();
+    for (cap, entry) in &cat.rows {
+        if !saphan::catalog::is_toolchain_probe(cap) {
+            continue;
+        }
+        for prog in &entry.programs {
+            for dir in ["/usr/bin", "/usr/local/bin", "/root/.cargo/bin"] {
+                let p = Path::new(dir).join(prog);
+                if p.exists() && !real.iter().any(|(c, _)| c == cap) {
+                    real.push((cap.clone(), p.to_string_lossy().into_owned()));
+                }
+            }
+        }
+    }
+    if !common::skip_unless(!real.is_empty(), "no catalog program installed here") {
+        return;
+    }
+    let pairs: Vec<(&str, &str)> = real.iter().map(|(c, p)| (c.as_str(), p.as_str())).collect();
+    let o = probe_many(&env, &pairs, "120s");
+    for r in rows_of(&o) {
+        assert_eq!(r["outcome"], "present", "{}: {r}", r["capability"]);
+    }
+    assert_code(&o, 0);
+}
+
+/// A version command that ignores SIGTERM is killed and named; a program
+/// that exits 124 by itself is not called a timeout.
+#[test]
+fn version_command_timeouts_are_named_and_killed() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = program(dir.path(), "go", "trap '' TERM; sleep 60");
+    let started = Instant::now();
+    let o = probe_many(&env, &[("go", &stubborn)], "8s");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_code(&o, 1);
+    let r = &rows_of(&o)[0];
+    assert_eq!(r["row"]["reason"], "version-command-timed-out", "{r}");
+    let own = program(dir.path(), "go124", "echo 'go version go1.19'; exit 124");
+    let o = probe_many(&env, &[("go", &own)], "8s");
+    assert_code(&o, 1);
+    let r = &rows_of(&o)[0];
+    assert_eq!(r["row"]["reason"], "version-command-failed", "{r}");
+    assert!(
+        r["row"]["reason_detail"]
+            .as_str()
+            .unwrap()
+            .contains("exited 124"),
+        "{r}"
+    );
 }

@@ -117,37 +117,61 @@ pub struct Finding {
     pub install: Option<String>,
 }
 
-/// The toolchain probe script. Positional arguments: `$1` a marker nonce,
-/// `$2` the version command's timeout in seconds, `$3` the workhome, then per
-/// capability: a count N, the declared path and the version argv (N words in
-/// all). Values are only ever referenced as `"${k}"`, never spliced into the
-/// script text; the nonce keeps a program's output from faking a marker.
-pub const SCRIPT: &str = r#"M="@@saphan-$1"; t="$2"; w="$3"; shift 3
-if [ -d "$w" ]; then echo "$M:workhome=present"; else echo "$M:workhome=absent"; fi
+/// The most version output the probe script captures per program, in bytes;
+/// the rest is read and discarded on the machine (`version_output_truncated`
+/// in the row's detail says so).
+pub const VERSION_CAPTURE_MAX: usize = 65536;
+
+/// The toolchain probe script. Positional arguments: `$1` the version
+/// command's timeout in seconds, `$2` the workhome, then per capability: a
+/// count N, the declared path and the version argv (N words in all). Values
+/// are only ever referenced as `"${k}"`, never spliced into the script text.
+///
+/// Framing: the script prints every marker line itself. A version command's
+/// output (stdout and stderr, at most [`VERSION_CAPTURE_MAX`] bytes kept, the
+/// rest drained) is captured into a shell variable; only after the program
+/// has ended does the shell print `@@saphan item K run RC SECS TRUNC LEN`
+/// followed by exactly LEN bytes and a newline. Whatever the program prints —
+/// marker lookalikes included — is inside its own length-counted body, so it
+/// cannot speak for another capability. Nothing secret is in argv.
+pub const SCRIPT: &str = r#"LC_ALL=C; export LC_ALL
+t="$1"; w="$2"; shift 2
+cap=65536
+nl='
+'
+if [ -d "$w" ]; then echo "@@saphan workhome present"; else echo "@@saphan workhome absent"; fi
+if command -v timeout >/dev/null 2>&1; then to=1; else to=0; fi
+run() {
+  if [ "$to" = 1 ]; then timeout -k 2 "$t" "$@"; else "$@"; fi
+}
 probe() {
-  p="$1"
+  k="$1"; p="$2"; shift 2
   if [ ! -e "$p" ]; then
-    if [ -L "$p" ]; then echo "$M:dangling"; else echo "$M:absent"; fi
+    if [ -L "$p" ]; then echo "@@saphan item $k dangling"; else echo "@@saphan item $k absent"; fi
     return 0
   fi
-  if [ -d "$p" ]; then echo "$M:directory"; return 0; fi
-  if [ ! -x "$p" ]; then echo "$M:not-executable"; return 0; fi
-  shift
-  echo "$M:run"
-  if command -v timeout >/dev/null 2>&1; then timeout "$t" "$@" </dev/null 2>&1; else "$@" </dev/null 2>&1; fi
-  printf '\n%s:exit=%s\n' "$M" "$?"
+  if [ -d "$p" ]; then echo "@@saphan item $k directory"; return 0; fi
+  if [ ! -x "$p" ]; then echo "@@saphan item $k not-executable"; return 0; fi
+  s=$(date +%s)
+  out=$(exec 4>&1; rc=$( { { run "$@" </dev/null 2>&1 3>&- 4>&-; echo "$?" >&3; } | { head -c $((cap + 1)); cat >/dev/null; } >&4 3>&- 4>&-; } 3>&1 ); printf '\n%s' "$rc")
+  e=$(date +%s)
+  rc=${out##*"$nl"}
+  out=${out%"$nl"*}
+  tr=0
+  if [ "${#out}" -gt "$cap" ]; then out=$(printf '%s' "$out" | head -c "$cap"); tr=1; fi
+  echo "@@saphan item $k run $rc $((e - s)) $tr ${#out}"
+  printf '%s\n' "$out"
 }
 k=0
 while [ "$#" -gt 0 ]; do
   n="$1"; shift
   refs=""; i=1
   while [ "$i" -le "$n" ]; do refs="$refs \"\${$i}\""; i=$((i+1)); done
-  echo "$M:item=$k"
-  eval "probe $refs"
+  eval "probe $k $refs"
   shift "$n"
   k=$((k+1))
 done
-echo "$M:end"
+echo "@@saphan end"
 "#;
 
 fn truncate(s: &str, max: usize) -> String {
@@ -161,152 +185,211 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-/// Read the probe script's whole output (marker prefix `m`, e.g.
-/// `@@saphan-<nonce>`) into one finding per item, in order.
+/// Reads the probe script's output frame by frame.
+struct Frames<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Frames<'a> {
+    fn line(&mut self) -> Option<&'a str> {
+        let rest = &self.buf[self.at..];
+        let n = rest.iter().position(|&b| b == b'\n')?;
+        self.at += n + 1;
+        std::str::from_utf8(&rest[..n]).ok()
+    }
+    fn body(&mut self, len: usize) -> Option<&'a [u8]> {
+        let rest = &self.buf[self.at..];
+        if rest.len() < len + 1 || rest[len] != b'\n' {
+            return None;
+        }
+        self.at += len + 1;
+        Some(&rest[..len])
+    }
+}
+
+/// One toolchain item as the output reader needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptItem<'a> {
+    /// The declared path.
+    pub path: &'a str,
+    /// The catalog entry (for `version_pattern`).
+    pub entry: &'a Capability,
+}
+
+/// Read the probe script's whole output into one finding per item, in order.
+/// Anything but exactly the expected frames (and nothing after the end
+/// marker) is refused as unreadable.
 pub fn read_script_output(
     machine: &str,
-    m: &str,
-    paths: &[&str],
-    out: &str,
+    items: &[ScriptItem<'_>],
+    out: &[u8],
     version_timeout: u64,
 ) -> Result<Vec<Finding>, FleetError> {
     let bad = |detail: String| FleetError::MeasureOutput {
         machine: machine.into(),
         detail,
     };
-    let mut lines = out.split('\n');
-    let workhome = match lines
-        .next()
-        .and_then(|l| l.strip_prefix(m))
-        .and_then(|l| l.strip_prefix(":workhome="))
-    {
-        Some(w) => w == "present",
-        None => return Err(bad("the probe script printed no workhome marker".into())),
+    let mut fr = Frames { buf: out, at: 0 };
+    let workhome = match fr.line() {
+        Some("@@saphan workhome present") => true,
+        Some("@@saphan workhome absent") => false,
+        _ => return Err(bad("the probe script printed no workhome marker".into())),
     };
-    let rest: Vec<&str> = lines.collect();
-    let item_prefix = format!("{m}:item=");
-    let end_marker = format!("{m}:end");
-    let mut sections: Vec<Vec<&str>> = Vec::new();
-    let mut ended = false;
-    for l in rest {
-        if l.starts_with(&item_prefix) {
-            sections.push(Vec::new());
-        } else if l == end_marker {
-            ended = true;
-            break;
-        } else if let Some(cur) = sections.last_mut() {
-            cur.push(l);
-        }
-    }
-    if !ended || sections.len() != paths.len() {
-        return Err(bad(format!(
-            "the probe script did not finish ({} of {} capabilities reported)",
-            sections.len(),
-            paths.len()
-        )));
-    }
-    let mut out = Vec::new();
-    for (sec, path) in sections.iter().zip(paths) {
-        let mut f = read_item(machine, m, path, sec, version_timeout)?;
+    let mut found = Vec::new();
+    for (k, it) in items.iter().enumerate() {
+        let prefix = format!("@@saphan item {k} ");
+        let Some(head) = fr.line().and_then(|l| l.strip_prefix(prefix.as_str())) else {
+            return Err(bad(format!(
+                "the probe script did not finish ({k} of {} capabilities reported)",
+                items.len()
+            )));
+        };
+        let mut f = read_item(machine, it, head, &mut fr, version_timeout)?;
         f.detail
             .insert("workhome_exists".into(), Value::Bool(workhome));
-        out.push(f);
+        found.push(f);
     }
-    Ok(out)
+    if fr.line() != Some("@@saphan end") || fr.at != out.len() {
+        return Err(bad(
+            "the probe script's output does not end where it should".into(),
+        ));
+    }
+    Ok(found)
 }
 
 fn read_item(
     machine: &str,
-    m: &str,
-    path: &str,
-    sec: &[&str],
+    it: &ScriptItem<'_>,
+    head: &str,
+    fr: &mut Frames<'_>,
     version_timeout: u64,
 ) -> Result<Finding, FleetError> {
+    let path = it.path;
     let mut f = Finding::default();
-    let marker = sec
-        .first()
-        .and_then(|l| l.strip_prefix(m))
-        .unwrap_or_default();
     let set = |f: &mut Finding, o: Outcome, r: &str, d: String| {
         f.outcome = Some(o);
         f.reason = Some(r.into());
         f.reason_detail = Some(d);
     };
-    match marker {
-        ":absent" => set(
+    let bad = |detail: String| FleetError::MeasureOutput {
+        machine: machine.into(),
+        detail,
+    };
+    match head {
+        "absent" => set(
             &mut f,
             Outcome::Absent,
             "not-found",
             format!("{path} does not exist on {machine}"),
         ),
-        ":dangling" => set(
+        "dangling" => set(
             &mut f,
             Outcome::Absent,
             "not-found",
             format!("{path} is a symbolic link to nothing on {machine}"),
         ),
-        ":directory" => set(
+        "directory" => set(
             &mut f,
             Outcome::Failed,
             "not-a-file",
             format!("{path} is a directory on {machine}"),
         ),
-        ":not-executable" => set(
+        "not-executable" => set(
             &mut f,
             Outcome::Failed,
             "not-executable",
             format!("{path} exists on {machine} but is not executable"),
         ),
-        ":run" => {
-            let body = sec[1..].join("\n");
-            let exit_marker = format!("\n{m}:exit=");
-            let Some(idx) = body.rfind(&exit_marker) else {
-                return Err(FleetError::MeasureOutput {
-                    machine: machine.into(),
-                    detail:
-                        "the version command's exit status is missing (the script did not finish)"
-                            .into(),
-                });
+        run if run.starts_with("run ") => {
+            let nums: Vec<i64> = run[4..]
+                .split(' ')
+                .map(|n| n.parse::<i64>().unwrap_or(-1))
+                .collect();
+            let [code, secs, truncated, len] = nums[..] else {
+                return Err(bad(format!(
+                    "unexpected probe frame `{}`",
+                    truncate(run, 80)
+                )));
             };
-            let code: i64 = body[idx + exit_marker.len()..].trim().parse().unwrap_or(-1);
-            let output = body[..idx].trim_end().to_string();
+            let body = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= VERSION_CAPTURE_MAX)
+                .and_then(|l| fr.body(l))
+                .ok_or_else(|| bad("a version output frame is cut short".into()))?;
+            let output = String::from_utf8_lossy(body).trim_end().to_string();
             f.version_output = Some(truncate(&output, VERSION_OUTPUT_MAX));
             f.detail
                 .insert("version_exit_code".into(), Value::from(code));
-            if code == 0 {
-                f.outcome = Some(Outcome::Present);
-            } else if code == 124 {
+            f.detail.insert("version_seconds".into(), Value::from(secs));
+            if truncated == 1 {
+                f.detail
+                    .insert("version_output_truncated".into(), Value::Bool(true));
+                f.detail.insert(
+                    "version_output_captured_bytes".into(),
+                    Value::from(VERSION_CAPTURE_MAX),
+                );
+            }
+            // GNU timeout exits 124 (TERM worked) or 137 (KILL after -k);
+            // only a run that also lasted the whole limit is a timeout — a
+            // program may exit 124 on its own.
+            let timed_out = matches!(code, 124 | 137) && secs >= version_timeout as i64;
+            if timed_out {
                 set(
                     &mut f,
                     Outcome::Failed,
                     "version-command-timed-out",
-                    format!("{path}'s version command ran past {version_timeout}s on {machine}"),
+                    format!(
+                        "{path}'s version command ran past {version_timeout}s on {machine} and was killed"
+                    ),
                 );
-            } else {
-                let head = output.lines().next().unwrap_or("").to_string();
+            } else if code != 0 {
+                let first = output.lines().next().unwrap_or("").to_string();
                 set(
                     &mut f,
                     Outcome::Failed,
                     "version-command-failed",
                     format!(
                         "{path}'s version command exited {code} on {machine}: {}",
-                        truncate(&head, 200)
+                        truncate(&first, 200)
                     ),
                 );
+            } else if !it.entry.version_matches(&output) {
+                let first = output.lines().next().unwrap_or("").to_string();
+                set(
+                    &mut f,
+                    Outcome::Failed,
+                    "version-output-mismatch",
+                    format!(
+                        "{path} ran on {machine} but its version output `{}` does not match the catalog's version_pattern `{}` — it is not this program",
+                        truncate(&first, 120),
+                        it.entry.version_pattern.as_deref().unwrap_or("")
+                    ),
+                );
+            } else {
+                f.outcome = Some(Outcome::Present);
             }
         }
         other => {
-            return Err(FleetError::MeasureOutput {
-                machine: machine.into(),
-                detail: format!("unexpected probe output `{}`", truncate(other, 80)),
-            });
+            return Err(bad(format!(
+                "unexpected probe output `{}`",
+                truncate(other, 80)
+            )));
         }
     }
     Ok(f)
 }
 
-/// Probe `kind = "toolchain"` capabilities on one machine: one exec of
-/// [`SCRIPT`] for all of them. `items` are (capability entry, inputs).
+/// The seconds each version command may run when `n` share `budget`: the
+/// budget less 3 s for the exchange, split evenly, less 2 s for the kill
+/// that follows an ignored TERM; at least 1.
+pub fn version_timeout(budget: Duration, n: usize) -> u64 {
+    let per = budget.as_secs().saturating_sub(3) / n.max(1) as u64;
+    per.saturating_sub(2).max(1)
+}
+
+/// Probe toolchain capabilities on one machine: one exec of [`SCRIPT`] for
+/// all of them. `items` are (capability entry, inputs).
 pub async fn probe_toolchains(
     home: &Home,
     machine: &MachineRow,
@@ -314,14 +397,7 @@ pub async fn probe_toolchains(
     t: &Transport,
     timeout: Duration,
 ) -> Result<Vec<Finding>, FleetError> {
-    let mut nonce = [0u8; 8];
-    let _ = getrandom::fill(&mut nonce);
-    let nonce = hex::encode(nonce);
-    // Leave the exchange a few seconds beyond the version commands' own limit.
-    let version_timeout = timeout
-        .saturating_sub(Duration::from_secs(3))
-        .max(Duration::from_secs(1))
-        .as_secs();
+    let version_timeout = version_timeout(timeout, items.len());
     let workhome = items
         .first()
         .map(|(_, i)| i.workhome.clone())
@@ -331,7 +407,6 @@ pub async fn probe_toolchains(
         "-c".into(),
         SCRIPT.into(),
         "saphan-probe".into(),
-        nonce.clone(),
         version_timeout.to_string(),
         workhome,
     ];
@@ -364,19 +439,15 @@ pub async fn probe_toolchains(
             ssh_config: super::remedy::ssh_config_display(home),
         });
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    tracing::debug!(machine = %machine.id, output = %text, "probe output");
-    let paths: Vec<&str> = items
+    tracing::debug!(machine = %machine.id, output = %String::from_utf8_lossy(&out.stdout), "probe output");
+    let script_items: Vec<ScriptItem<'_>> = items
         .iter()
-        .map(|(_, i)| i.declared_path.as_str())
+        .map(|(entry, i)| ScriptItem {
+            path: i.declared_path.as_str(),
+            entry,
+        })
         .collect();
-    read_script_output(
-        &machine.id,
-        &format!("@@saphan-{nonce}"),
-        &paths,
-        &text,
-        version_timeout,
-    )
+    read_script_output(&machine.id, &script_items, &out.stdout, version_timeout)
 }
 
 /// Checks for a non-toolchain capability (`docker-oci`, `sandbox-userns`)
@@ -515,29 +586,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_outputs() {
-        let m = "@@saphan-ab";
-        let out = "@@saphan-ab:workhome=present\n@@saphan-ab:item=0\n@@saphan-ab:absent\n\
-                   @@saphan-ab:item=1\n@@saphan-ab:run\ngo version go1.19.8 linux/amd64\n\n@@saphan-ab:exit=0\n\
-                   @@saphan-ab:item=2\n@@saphan-ab:run\nboom\n@@saphan-ab:exit=2\n@@saphan-ab:end\n";
-        let f = read_script_output("m0", m, &["/a", "/b", "/c"], out, 5).unwrap();
+    fn reads_framed_outputs_and_refuses_stray_bytes() {
+        let cat = crate::catalog::Catalog::load(None).unwrap();
+        let go = cat.get("go").unwrap();
+        let it = |p| ScriptItem { path: p, entry: go };
+        let body = "go version go1.19.8 linux/amd64\n@@saphan item 2 run 0 0 0 3\nfoo";
+        let out = format!(
+            "@@saphan workhome present\n@@saphan item 0 absent\n@@saphan item 1 run 0 0 0 {}\n{body}\n@@saphan item 2 run 2 0 0 4\nboom\n@@saphan end\n",
+            body.len()
+        );
+        let f =
+            read_script_output("m0", &[it("/a"), it("/b"), it("/c")], out.as_bytes(), 5).unwrap();
         assert_eq!(f[0].outcome, Some(Outcome::Absent));
         assert_eq!(f[0].detail["workhome_exists"], Value::Bool(true));
         assert_eq!(f[1].outcome, Some(Outcome::Present));
-        assert_eq!(
-            f[1].version_output.as_deref(),
-            Some("go version go1.19.8 linux/amd64")
+        assert!(
+            f[1].version_output
+                .as_deref()
+                .unwrap()
+                .starts_with("go version go1.19.8")
         );
         assert_eq!(f[2].reason.as_deref(), Some("version-command-failed"));
+        let trailing = format!("{out}@@saphan end\n");
         assert!(
             read_script_output(
                 "m0",
-                m,
-                &["/a"],
-                "@@saphan-ab:workhome=absent\n@@saphan-ab:item=0\n@@saphan-ab:run\nhalf",
+                &[it("/a"), it("/b"), it("/c")],
+                trailing.as_bytes(),
                 5
             )
             .is_err()
         );
+        let short = "@@saphan workhome absent\n@@saphan item 0 run 0 0 0 99\nhalf\n";
+        assert!(read_script_output("m0", &[it("/a")], short.as_bytes(), 5).is_err());
+        // 124 after the whole limit is a timeout; 124 at once is the program's own exit.
+        let t = |secs| {
+            format!(
+                "@@saphan workhome present\n@@saphan item 0 run 124 {secs} 0 0\n\n@@saphan end\n"
+            )
+        };
+        let r = |o: String| {
+            read_script_output("m0", &[it("/a")], o.as_bytes(), 5).unwrap()[0]
+                .reason
+                .clone()
+        };
+        assert_eq!(r(t(5)).as_deref(), Some("version-command-timed-out"));
+        assert_eq!(r(t(0)).as_deref(), Some("version-command-failed"));
     }
 }
