@@ -584,7 +584,11 @@ fn sandbox_userns_present_here() {
         row["detail"]["method"]
             .as_str()
             .unwrap()
-            .ends_with("--user --map-root-user true")
+            .ends_with("--user --map-root-user cat /proc/self/uid_map")
+    );
+    assert!(
+        row["detail"]["uid_map"].as_str().unwrap().starts_with("0 "),
+        "{row}"
     );
     assert!(row["detail"]["max_user_namespaces"].as_u64().unwrap() > 0);
 }
@@ -823,4 +827,30 @@ fn catalog_kinds_cannot_reroute_the_docker_or_userns_probe() {
             "{cap}/{kind} recorded a row"
         );
     }
+}
+
+/// Exiting 0 is not proof: sandbox-userns needs util-linux unshare and a
+/// uid_map that maps root to the connected user.
+#[test]
+fn sandbox_userns_needs_a_real_namespace_not_exit_zero() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = local_env();
+    let o = env.run(&probe_args("sandbox-userns", "/bin/true"));
+    assert_code(&o, 1);
+    let row = last_row(&env);
+    assert_eq!(row["outcome"], "failed", "{row}");
+    assert_eq!(row["reason"], "version-output-mismatch", "{row}");
+    // Says it is util-linux unshare, exits 0, but creates no namespace.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("unshare");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'unshare from util-linux 2.38.1'; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = env.run(&probe_args("sandbox-userns", fake.to_str().unwrap()));
+    assert_code(&o, 1);
+    let row = last_row(&env);
+    assert_eq!(row["reason"], "userns-not-created", "{row}");
 }

@@ -210,6 +210,7 @@ pub async fn probe(req: &ProbeRequest<'_>, t: &Transport) -> crate::error::Resul
                 declared_path: req.inputs.declared_path.clone(),
                 platform,
                 budget: req.timeout,
+                version_pattern: req.entry.version_pattern.clone(),
             };
             Ok(probe_sandbox_userns(t, &s, install.as_deref()).await)
         }

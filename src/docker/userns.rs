@@ -27,6 +27,8 @@ pub struct UsernsProbeSettings {
     pub platform: Platform,
     /// Budget for each command run on the machine.
     pub budget: Duration,
+    /// The catalog row's `version_pattern` (the `--version` output must match).
+    pub version_pattern: Option<String>,
 }
 
 /// The sysctls read beside the attempt (file path, key in the row's detail).
@@ -77,8 +79,20 @@ pub async fn probe_sandbox_userns(
     let mut detail = Map::new();
     detail.insert(
         "method".into(),
-        Value::from(format!("{} --user --map-root-user true", s.declared_path)),
+        Value::from(format!(
+            "{} --user --map-root-user cat /proc/self/uid_map",
+            s.declared_path
+        )),
     );
+    let uid = transport
+        .exec(&["id".to_string(), "-u".to_string()], s.budget)
+        .await
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| o.stdout_str().trim().parse::<u64>().ok());
+    if let Some(u) = uid {
+        detail.insert("uid".into(), Value::from(u));
+    }
     for (path, key) in SYSCTLS {
         let argv = vec!["cat".to_string(), path.to_string()];
         if let Ok(o) = transport.exec(&argv, s.budget).await
@@ -94,10 +108,16 @@ pub async fn probe_sandbox_userns(
         .ok()
         .filter(|o| o.status.success())
         .map(|o| o.stdout_str());
-    let argv: Vec<String> = [&s.declared_path, "--user", "--map-root-user", "true"]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+    let argv: Vec<String> = [
+        &s.declared_path,
+        "--user",
+        "--map-root-user",
+        "cat",
+        "/proc/self/uid_map",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
     let absent = |why: String| {
         let mut f = failed(
             Outcome::Absent,
@@ -124,12 +144,52 @@ pub async fn probe_sandbox_userns(
             s.declared_path,
             o.stderr_str()
         )),
-        Ok(o) if o.status.success() => Finding {
-            outcome: Some(Outcome::Present),
-            version_output: version,
-            detail,
-            ..Default::default()
-        },
+        Ok(o) if o.status.success() => {
+            let map = o.stdout_str();
+            detail.insert("uid_map".into(), Value::from(map.trim().to_string()));
+            let version_ok = version
+                .as_deref()
+                .is_some_and(|v| entry_matches(s.version_pattern.as_deref(), v));
+            let mapped = uid.is_some_and(|u| maps_root_to(&map, u));
+            let mut f = if !version_ok {
+                failed(
+                    Outcome::Failed,
+                    "version-output-mismatch",
+                    format!(
+                        "{} ran, but its version output {:?} does not match the catalog's version_pattern `{}` — it is not util-linux unshare",
+                        s.declared_path,
+                        version
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or(""),
+                        s.version_pattern.as_deref().unwrap_or("")
+                    ),
+                    install.map(str::to_string),
+                )
+            } else if !mapped {
+                failed(
+                    Outcome::Failed,
+                    "userns-not-created",
+                    format!(
+                        "{} exited 0 but no user namespace was shown: /proc/self/uid_map inside it should read `0 {} 1`, it read {:?}",
+                        s.declared_path,
+                        uid.map(|u| u.to_string()).unwrap_or_else(|| "<uid>".into()),
+                        truncate(map.trim(), 200)
+                    ),
+                    None,
+                )
+            } else {
+                Finding {
+                    outcome: Some(Outcome::Present),
+                    ..Default::default()
+                }
+            };
+            f.version_output = version;
+            f.detail = detail;
+            f
+        }
         Ok(o) => {
             let why = o.stderr_str();
             detail.insert("stderr".into(), Value::from(why.clone()));
@@ -150,9 +210,43 @@ pub async fn probe_sandbox_userns(
     }
 }
 
+/// Does `uid_map` (the file's text) map root in the namespace to `uid` outside,
+/// one id wide: a line `0 <uid> 1`?
+pub fn maps_root_to(uid_map: &str, uid: u64) -> bool {
+    uid_map.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 3 && f[0] == "0" && f[1].parse() == Ok(uid) && f[2] == "1"
+    })
+}
+
+fn entry_matches(pattern: Option<&str>, output: &str) -> bool {
+    match pattern {
+        None => true,
+        Some(p) => crate::catalog::compile_pattern(p)
+            .map(|re| re.is_match(output.as_bytes()))
+            .unwrap_or(false),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uid_map_must_map_root_to_the_user() {
+        assert!(maps_root_to("         0       1000          1\n", 1000));
+        assert!(!maps_root_to("         0          0 4294967295\n", 0));
+        assert!(!maps_root_to("", 0));
+        assert!(!maps_root_to("0 1000 1", 1001));
+    }
 
     #[test]
     fn denial_remedy_comes_from_measured_sysctls() {
