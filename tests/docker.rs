@@ -509,34 +509,49 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     let e = saphan::docker::require_container_capability(&home, &cat, "here", now()).unwrap_err();
     assert_eq!(e.name(), "container-docker-capability-absent");
     let line = e.line();
-    assert!(line.contains("it was never probed"), "{line}");
+    let lines: Vec<&str> = line.lines().collect();
     assert!(
-        line.contains("install: apt-get install -y docker.io") || !line.contains("debian"),
+        lines[0].starts_with("saphan: container-docker-capability-absent: machine `here` ")
+            && lines[0].contains("it was never probed")
+            && lines[0].contains(" — "),
         "{line}"
     );
+    let ids = saphan::platform::local_platform_ids();
+    if ids.iter().any(|i| i == "debian") {
+        assert_eq!(lines[1], "  apt-get install -y docker.io", "{line}");
+    }
+    let probe_line = format!(
+        "saphan --catalog {} machine probe --machine here --capability docker-oci --declared-path /usr/bin/docker",
+        cat_path.display()
+    );
     assert!(
-        line.contains("re-measure: ")
-            && line.contains("machine probe --machine here --capability docker-oci"),
+        lines.last().unwrap().starts_with("  SAPHAN_HOME=")
+            && lines.last().unwrap().contains(&probe_line),
         "{line}"
     );
 
-    // A failed probe: the refusal carries that row's own remedy.
+    // A failed probe: the refusal names it, and its remedy is built now
+    // from the facts and the catalog in use — not replayed from the row.
     let bad = catalog_with(&env, &v.id, Some("/nonexistent/docker.sock"));
     let (code, _, _) = probe_docker(&env, &bad, "/usr/bin/docker");
     assert_eq!(code, 1);
-    let bad_cat = Catalog::load(Some(&bad)).unwrap();
-    let e =
-        saphan::docker::require_container_capability(&home, &bad_cat, "here", now()).unwrap_err();
+    let row = last_row(&env);
     assert!(
-        e.line().contains("says failed: daemon-unreachable"),
-        "{}",
-        e.line()
+        row["remedy"][1]
+            .as_str()
+            .unwrap()
+            .contains(&bad.display().to_string()),
+        "{row}"
     );
+    let e = saphan::docker::require_container_capability(&home, &cat, "here", now()).unwrap_err();
+    let line = e.line();
+    assert!(line.contains("says failed: daemon-unreachable"), "{line}");
     assert!(
-        e.line().contains("install: systemctl enable --now docker"),
-        "{}",
-        e.line()
+        !line.contains(&bad.display().to_string()),
+        "replayed the stored remedy:\n{line}"
     );
+    assert!(line.lines().last().unwrap().contains(&probe_line), "{line}");
+    assert_eq!(line.lines().count(), 3, "{line}");
 
     // A real successful probe writes the fresh row; the gate passes.
     let (code, out, _) = probe_docker(&env, &cat_path, "/usr/bin/docker");

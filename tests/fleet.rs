@@ -978,3 +978,58 @@ fn version_command_timeouts_are_named_and_killed() {
         "{r}"
     );
 }
+
+#[test]
+fn empty_machine_lists_dot_ids_and_relative_catalogs() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    for args in [
+        probe_args(",", "go", "/usr/bin/go"),
+        vec!["machine", "measure", "--machine", ""],
+        vec!["machine", "measure", "--machine", ",,"],
+    ] {
+        let o = env.run(&args);
+        assert_code(&o, 2);
+        assert!(text(&o).1.starts_with("saphan: usage: "), "{}", text(&o).1);
+    }
+    assert!(!env.home().join("fleet/ledger.jsonl").exists());
+    // `.` and `..` are not machine ids.
+    for id in [".", ".."] {
+        std::fs::write(
+            env.home().join("fleet/machines.toml"),
+            format!("[machine.\"{id}\"]\ntransport = \"local\"\nworkhome = \"/tmp\"\n"),
+        )
+        .unwrap();
+        let o = env.run(&["machine", "list"]);
+        assert_code(&o, 2);
+        assert!(
+            text(&o).1.starts_with("saphan: machines-malformed: "),
+            "{}",
+            text(&o).1
+        );
+    }
+    // A relative --catalog is printed absolute in the remedy.
+    machines(&env, &[("here", "local")]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("cat.toml"), saphan::catalog::EMBEDDED).unwrap();
+    let mut args = vec!["--catalog", "cat.toml"];
+    args.extend(probe_args("here", "go", "/nonexistent/go"));
+    let o = env
+        .cmd()
+        .current_dir(dir.path())
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    let r = result(&json(&o), "here").clone();
+    let abs = dir.path().canonicalize().unwrap().join("cat.toml");
+    let remedy = r["remedy"].to_string();
+    assert!(
+        remedy.contains(&format!("--catalog {}", abs.display()))
+            || remedy.contains(&format!(
+                "--catalog {}",
+                dir.path().join("cat.toml").display()
+            )),
+        "{remedy}"
+    );
+}

@@ -248,7 +248,7 @@ fn error_json(e: &crate::error::Error) -> Value {
 
 async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
     let machines = Machines::load(&ctx.home)?;
-    let rows = machines.select(&ctx.home, ids)?;
+    let rows = select(&ctx.home, &machines, ids)?;
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let results = for_each_machine(&ctx.home, rows, timeout, "measuring", |row| {
@@ -288,6 +288,23 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
         out(&text);
     }
     Ok(exit)
+}
+
+/// The machines named by `--machine`; an empty list (`--machine ,`,
+/// `--machine ''`) is a usage error, never a silent success.
+fn select(
+    home: &crate::home::Home,
+    machines: &Machines,
+    ids: &[String],
+) -> Result<Vec<MachineRow>> {
+    let rows = machines.select(home, ids)?;
+    if rows.is_empty() {
+        return Err(crate::error::Usage(
+            "--machine names no machine — give one or more machine ids (`saphan machine list` shows them)".into(),
+        )
+        .into());
+    }
+    Ok(rows)
 }
 
 fn worse(a: Exit, b: Exit) -> Exit {
@@ -332,7 +349,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     };
     settings.validate()?;
     let machines = Machines::load(&ctx.home)?;
-    let rows = machines.select(&ctx.home, &a.machines)?;
+    let rows = select(&ctx.home, &machines, &a.machines)?;
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let settings = Arc::new(settings);

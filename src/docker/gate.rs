@@ -19,9 +19,11 @@ use std::path::Path;
 /// measured against `catalog`'s docker-oci entry exactly as it is (a new pin
 /// makes every older row stale).
 ///
-/// Errors: `container-docker-capability-absent` with the install line and the
-/// re-measure line (from the failed row's own remedy, else built from the
-/// machine's measured platform); `machine-unknown`; the ledger's own
+/// Errors: `container-docker-capability-absent`: one headline line, then the
+/// commands on indented lines — the install command for the machine's
+/// measured platform from `catalog` (or `NO INSTALL COMMAND` and the measure
+/// command) and the exact `saphan machine probe … --capability docker-oci`
+/// re-measure line, all built at the time of the refusal; `machine-unknown`; the ledger's own
 /// refusals (`ledger-row-tampered` …); `capability-unknown` when the catalog
 /// has no docker-oci row.
 pub fn require_container_capability(
@@ -57,47 +59,58 @@ pub fn require_container_capability(
             humantime::format_duration(window)
         ),
     };
+    // The remedy is built now, from the machine's latest measured facts and
+    // the catalog in use — never replayed from a stored row, whose commands
+    // may name another catalog, home or platform.
     let catalog_path = (catalog.origin != "embedded").then(|| Path::new(&catalog.origin));
-    let [install, remeasure] = match &latest {
-        Some(c) if c.outcome != Outcome::Present && c.remedy.len() == 2 => {
-            [c.remedy[0].clone(), c.remedy[1].clone()]
-        }
-        _ => {
-            let facts = ledger.latest_facts(machine_id);
-            let ids = facts.as_ref().map(MachineFacts::platform_ids);
-            let cmd = ids.as_deref().and_then(|ids| entry.install_for(ids));
-            let inputs = latest
-                .as_ref()
-                .map(|c| c.inputs.clone())
-                .unwrap_or_else(|| ProbeInputs {
-                    declared_path: "/usr/bin/docker".into(),
-                    workhome: row.workhome.clone(),
-                    probed_by: std::env::var("USER")
-                        .ok()
-                        .filter(|u| !u.is_empty())
-                        .unwrap_or_else(|| "operator".into()),
-                    workspace: std::env::current_dir()
-                        .ok()
-                        .and_then(|d| d.canonicalize().ok())
-                        .map(|d| d.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| "/".into()),
-                });
-            remedy::remedy(
-                home,
-                catalog_path,
-                &row,
-                DOCKER_OCI,
-                &inputs,
-                ids.as_deref(),
-                cmd,
-            )
-        }
+    let facts = ledger.latest_facts(machine_id);
+    let ids = facts.as_ref().map(MachineFacts::platform_ids);
+    let inputs = latest
+        .as_ref()
+        .map(|c| c.inputs.clone())
+        .unwrap_or_else(|| ProbeInputs {
+            declared_path: "/usr/bin/docker".into(),
+            workhome: row.workhome.clone(),
+            probed_by: std::env::var("USER")
+                .ok()
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| "operator".into()),
+            workspace: std::env::current_dir()
+                .ok()
+                .and_then(|d| d.canonicalize().ok())
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "/".into()),
+        });
+    let probe = remedy::probe_line(home, catalog_path, machine_id, DOCKER_OCI, &inputs);
+    let commands = match ids.as_deref() {
+        None => vec![
+            format!(
+                "{}: machine {machine_id} has no measured platform — measure it, then install Docker and probe",
+                remedy::NO_INSTALL_COMMAND
+            ),
+            remedy::measure_line(home, catalog_path, machine_id),
+            probe,
+        ],
+        Some(ids) => match entry.install_for(ids) {
+            Some(cmd) => vec![remedy::install_line(home, &row, cmd), probe],
+            None => vec![
+                format!(
+                    "{}: the catalog has no install command for docker-oci on the measured platform ({}) — install Docker by hand",
+                    remedy::NO_INSTALL_COMMAND,
+                    if ids.is_empty() {
+                        "unknown".to_string()
+                    } else {
+                        ids.join(", ")
+                    }
+                ),
+                probe,
+            ],
+        },
     };
     Err(DockerError::ContainerCapabilityAbsent {
         machine: machine_id.to_string(),
         why,
-        install,
-        remeasure,
+        commands: commands.join("\n  "),
     }
     .into())
 }

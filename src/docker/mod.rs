@@ -64,13 +64,13 @@ pub enum DockerError {
     /// The machine has no fresh, present docker-oci row: container-class
     /// work may not be dispatched to it.
     #[error(
-        "machine `{machine}` has no fresh docker-oci capability ({why}); container-class work needs proof that it runs the pinned saphan-probe image —\n  install: {install}\n  re-measure: {remeasure}"
+        "machine `{machine}` has no fresh docker-oci capability ({why}) — container-class work needs proof that it runs the pinned saphan-probe image; run:\n  {commands}"
     )]
     ContainerCapabilityAbsent {
         machine: String,
         why: String,
-        install: String,
-        remeasure: String,
+        /// The remedy commands, joined by a newline and two spaces.
+        commands: String,
     },
 }
 

@@ -75,6 +75,8 @@ pub struct Machines {
 
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
+        && id != "."
+        && id != ".."
         && !id.starts_with('-')
         && id
             .chars()
@@ -93,7 +95,7 @@ impl Machines {
         for (id, r) in raw.machine {
             if !valid_id(&id) {
                 return Err(bad(format!(
-                    "machine id `{id}` may only hold letters, digits, `.`, `_` and `-` (not leading)"
+                    "machine id `{id}` may only hold letters, digits, `.`, `_` and `-` (not leading), and is not `.` or `..`"
                 )));
             }
             if !r.workhome.starts_with('/') {

@@ -51,7 +51,7 @@ pub fn ssh_config_display(home: &Home) -> String {
 }
 
 /// `saphan`, or `SAPHAN_HOME=<path> saphan` for a non-default home, plus
-/// `--catalog <file>` when one was given.
+/// `--catalog <absolute file>` when one was given.
 pub fn saphan_prefix(home: &Home, catalog: Option<&Path>) -> String {
     let mut s = String::new();
     if !home_is_default(home) {
@@ -62,7 +62,9 @@ pub fn saphan_prefix(home: &Home, catalog: Option<&Path>) -> String {
     }
     s.push_str("saphan");
     if let Some(c) = catalog {
-        s.push_str(&format!(" --catalog {}", quote(&c.to_string_lossy())));
+        // Absolute, so the line works from any directory.
+        let abs = std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf());
+        s.push_str(&format!(" --catalog {}", quote(&abs.to_string_lossy())));
     }
     s
 }
