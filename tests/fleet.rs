@@ -1033,3 +1033,59 @@ fn empty_machine_lists_dot_ids_and_relative_catalogs() {
         "{remedy}"
     );
 }
+
+/// Ctrl-C during `machine probe` kills the version command it started
+/// (even one that ignores SIGTERM, in `timeout`'s own process group) and
+/// records nothing.
+#[test]
+fn ctrl_c_during_probe_kills_the_version_command_and_records_nothing() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let stubborn = program(
+        dir.path(),
+        "go",
+        &format!(
+            "echo $$ > {}.tmp && mv {0}.tmp {0}; trap '' TERM INT; sleep 120",
+            pidfile.display()
+        ),
+    );
+    let child = env
+        .cmd()
+        .args(probe_args("here", "go", &stubborn))
+        .args(["--timeout", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the version command to be running.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pidfile.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the version command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(result(&v, "here")["error"], "interrupted", "{v}");
+    // The version command is gone (a zombie until reaped counts as gone).
+    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false);
+    assert!(!alive, "version command {pid} survived Ctrl-C");
+    assert!(!env.home().join("fleet/ledger.jsonl").exists());
+}

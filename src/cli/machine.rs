@@ -353,6 +353,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let settings = Arc::new(settings);
+    crate::fleet::run::cancel_on_ctrl_c();
     let verb = format!("probing {}", caps.join(", "));
     // The per-machine budget is enforced inside probe_machine's steps; the
     // outer bound adds a little slack so the inner, better-named error wins.

@@ -233,9 +233,16 @@ pub async fn probe_docker_oci(
         .budget
         .saturating_sub(CLEANUP_RESERVE)
         .max(Duration::from_secs(1));
-    match tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name)).await {
-        Ok(f) => f,
-        Err(_) => {
+    let run = async {
+        tokio::select! {
+            r = tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name)) => r.ok(),
+            // Ctrl-C: stop where it is and remove the container, as below.
+            _ = crate::fleet::run::cancelled() => None,
+        }
+    };
+    match run.await {
+        Some(f) => f,
+        None => {
             // The run was cut off wherever it was: remove the container by
             // its name, over a fresh connection (absent if never created).
             let gone = async {

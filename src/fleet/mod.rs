@@ -125,6 +125,11 @@ pub enum FleetError {
         "{machine}: the measure script's output is not readable: {detail} — run `saphan machine measure --machine {machine}` again; if it persists the machine's shell is unusual (RUST_LOG=saphan=debug shows the output)"
     )]
     MeasureOutput { machine: String, detail: String },
+    /// The operator pressed Ctrl-C: what was started was stopped, nothing recorded.
+    #[error(
+        "{machine}: interrupted (Ctrl-C) — the probe's commands were stopped and its probe containers removed; nothing was recorded for this machine: run the probe again"
+    )]
+    Interrupted { machine: String },
     /// A capability kind whose probe is not built into this binary.
     #[error(
         "capability `{capability}` is of kind `{kind}`, whose probe is not available in this build — nothing was measured or recorded"
@@ -151,13 +156,15 @@ impl Refusal for FleetError {
             FleetError::Timeout { .. } => "machine-timeout",
             FleetError::MeasureOutput { .. } => "measure-output-unreadable",
             FleetError::ProbeUnavailable { .. } => "capability-probe-unavailable",
+            FleetError::Interrupted { .. } => "interrupted",
         }
     }
     fn exit(&self) -> Exit {
         match self {
             FleetError::Transport { .. }
             | FleetError::Timeout { .. }
-            | FleetError::MeasureOutput { .. } => Exit::MeasurementFailed,
+            | FleetError::MeasureOutput { .. }
+            | FleetError::Interrupted { .. } => Exit::MeasurementFailed,
             _ => Exit::Refusal,
         }
     }

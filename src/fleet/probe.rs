@@ -123,7 +123,9 @@ pub struct Finding {
 pub const VERSION_CAPTURE_MAX: usize = 65536;
 
 /// The toolchain probe script. Positional arguments: `$1` the version
-/// command's timeout in seconds, `$2` the workhome, then per capability: a
+/// command's timeout in seconds, `$2` the workhome, `$3` a directory where the
+/// script notes each running version command's `timeout` pid (its process
+/// group) so a local Ctrl-C can kill it (empty: none), then per capability: a
 /// count N, the declared path and the version argv (N words in all). Values
 /// are only ever referenced as `"${k}"`, never spliced into the script text.
 ///
@@ -135,14 +137,22 @@ pub const VERSION_CAPTURE_MAX: usize = 65536;
 /// marker lookalikes included — is inside its own length-counted body, so it
 /// cannot speak for another capability. Nothing secret is in argv.
 pub const SCRIPT: &str = r#"LC_ALL=C; export LC_ALL
-t="$1"; w="$2"; shift 2
+t="$1"; w="$2"; pd="$3"; shift 3
 cap=65536
 nl='
 '
 if [ -d "$w" ]; then echo "@@saphan workhome present"; else echo "@@saphan workhome absent"; fi
 if command -v timeout >/dev/null 2>&1; then to=1; else to=0; fi
 run() {
-  if [ "$to" = 1 ]; then timeout -k 2 "$t" "$@"; else "$@"; fi
+  if [ "$to" = 1 ]; then
+    timeout -k 2 "$t" "$@" &
+    tp=$!
+    if [ -n "$pd" ]; then echo "$tp" >"$pd/$tp"; fi
+    wait "$tp"; r=$?
+    if [ -n "$pd" ]; then rm -f "$pd/$tp"; fi
+    return "$r"
+  fi
+  "$@"
 }
 probe() {
   k="$1"; p="$2"; shift 2
@@ -388,6 +398,23 @@ pub fn version_timeout(budget: Duration, n: usize) -> u64 {
     per.saturating_sub(2).max(1)
 }
 
+/// SIGKILL every process group noted in `dir` (one file per `timeout` pid).
+fn kill_noted_groups(dir: &std::path::Path) {
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::Pid;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+            && pid > 1
+        {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// Probe toolchain capabilities on one machine: one exec of [`SCRIPT`] for
 /// all of them. `items` are (capability entry, inputs).
 pub async fn probe_toolchains(
@@ -398,6 +425,15 @@ pub async fn probe_toolchains(
     timeout: Duration,
 ) -> Result<Vec<Finding>, FleetError> {
     let version_timeout = version_timeout(timeout, items.len());
+    // On this machine, a private directory where the script notes the
+    // version commands' process groups (for Ctrl-C).
+    let pid_dir = match t {
+        Transport::Local(_) => tempfile::Builder::new()
+            .prefix("saphan-probe-pids-")
+            .tempdir()
+            .ok(),
+        Transport::Ssh(_) => None,
+    };
     let workhome = items
         .first()
         .map(|(_, i)| i.workhome.clone())
@@ -409,6 +445,10 @@ pub async fn probe_toolchains(
         "saphan-probe".into(),
         version_timeout.to_string(),
         workhome,
+        pid_dir
+            .as_ref()
+            .map(|d| d.path().to_string_lossy().into_owned())
+            .unwrap_or_default(),
     ];
     for (entry, inputs) in items {
         let path = &inputs.declared_path;
@@ -425,13 +465,20 @@ pub async fn probe_toolchains(
         argv.push(path.clone());
         argv.extend(version);
     }
-    let out = t
-        .exec(&argv, timeout)
-        .await
-        .map_err(|source| FleetError::Transport {
+    let out = tokio::select! {
+        r = t.exec(&argv, timeout) => r.map_err(|source| FleetError::Transport {
             machine: machine.id.clone(),
             source: Box::new(source),
-        })?;
+        })?,
+        _ = super::run::cancelled() => {
+            // Dropping the exec killed the script's process group; the
+            // version commands run under `timeout` in groups of their own.
+            if let Some(d) = &pid_dir {
+                kill_noted_groups(d.path());
+            }
+            return Err(FleetError::Interrupted { machine: machine.id.clone() });
+        }
+    };
     if out.status == crate::exec::Termination::TimedOut {
         return Err(FleetError::Timeout {
             machine: machine.id.clone(),
@@ -516,6 +563,12 @@ pub async fn probe_machine(
             timeout: remaining(),
         };
         findings[i] = Some(probe_other(&req, &t).await);
+    }
+    if super::run::is_cancelled() {
+        return Err(FleetError::Interrupted {
+            machine: row.id.clone(),
+        }
+        .into());
     }
     let mut out = Vec::new();
     for (it, f) in s.items.iter().zip(findings) {

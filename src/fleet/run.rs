@@ -10,7 +10,43 @@ use crate::home::Home;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::future::Future;
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::Duration;
+use tokio::sync::watch;
+
+fn cancel_channel() -> &'static watch::Sender<bool> {
+    static C: OnceLock<watch::Sender<bool>> = OnceLock::new();
+    C.get_or_init(|| watch::channel(false).0)
+}
+
+/// Ask every running fleet ceremony in this process to stop (the operator
+/// pressed Ctrl-C): probes stop waiting, kill what they started and remove
+/// their probe containers, and record nothing.
+pub fn cancel() {
+    cancel_channel().send_replace(true);
+}
+
+/// Has [`cancel`] been called?
+pub fn is_cancelled() -> bool {
+    *cancel_channel().borrow()
+}
+
+/// Resolves once [`cancel`] is called (at once if it was).
+pub async fn cancelled() {
+    let mut rx = cancel_channel().subscribe();
+    let _ = rx.wait_for(|c| *c).await;
+}
+
+/// Turn the first Ctrl-C into [`cancel`] (replacing the default "die at
+/// once", which would leave probe containers and version commands behind).
+pub fn cancel_on_ctrl_c() {
+    let mut i = crate::measure::interrupt_watch();
+    tokio::spawn(async move {
+        if i.changed().await.is_ok() {
+            cancel();
+        }
+    });
+}
 
 /// Run `f` on every machine concurrently. Each run is bounded by `budget`;
 /// past it the machine's result is `machine-timeout` (and its task, with its
