@@ -552,6 +552,11 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     );
     assert!(line.lines().last().unwrap().contains(&probe_line), "{line}");
     assert_eq!(line.lines().count(), 3, "{line}");
+    assert_eq!(
+        line.lines().nth(1).unwrap(),
+        "  systemctl enable --now docker",
+        "{line}"
+    );
 
     // A real successful probe writes the fresh row; the gate passes.
     let (code, out, _) = probe_docker(&env, &cat_path, "/usr/bin/docker");

@@ -91,21 +91,23 @@ pub fn require_container_capability(
             remedy::measure_line(home, catalog_path, machine_id),
             probe,
         ],
-        Some(ids) => match entry.install_for(ids) {
-            Some(cmd) => vec![remedy::install_line(home, &row, cmd), probe],
-            None => vec![
-                format!(
-                    "{}: the catalog has no install command for docker-oci on the measured platform ({}) — install Docker by hand",
-                    remedy::NO_INSTALL_COMMAND,
-                    if ids.is_empty() {
-                        "unknown".to_string()
-                    } else {
-                        ids.join(", ")
-                    }
-                ),
-                probe,
-            ],
-        },
+        Some(ids) => {
+            match first_command(latest.as_ref(), entry, &catalog.origin, facts.as_ref(), ids) {
+                Some(cmd) => vec![remedy::install_line(home, &row, &cmd), probe],
+                None => vec![
+                    format!(
+                        "{}: the catalog has no install command for docker-oci on the measured platform ({}) — install Docker by hand",
+                        remedy::NO_INSTALL_COMMAND,
+                        if ids.is_empty() {
+                            "unknown".to_string()
+                        } else {
+                            ids.join(", ")
+                        }
+                    ),
+                    probe,
+                ],
+            }
+        }
     };
     Err(DockerError::ContainerCapabilityAbsent {
         machine: machine_id.to_string(),
@@ -113,4 +115,32 @@ pub fn require_container_capability(
         commands: commands.join("\n  "),
     }
     .into())
+}
+
+/// Remedy line 1, from the measured facts and the current catalog: for a
+/// failed docker-oci row, the fix its reason calls for on this platform
+/// (e.g. `systemctl enable --now docker` for `daemon-unreachable`, the pinned
+/// image's load command for `probe-image-absent`); otherwise, or when the
+/// reason has none, the catalog's install command for the platform.
+fn first_command(
+    latest: Option<&crate::fleet::ledger::CapabilityRow>,
+    entry: &crate::catalog::Capability,
+    origin: &str,
+    facts: Option<&MachineFacts>,
+    ids: &[String],
+) -> Option<String> {
+    let install = entry.install_for(ids);
+    let by_reason = latest
+        .filter(|c| c.outcome != Outcome::Present)
+        .and_then(|c| c.reason.as_deref())
+        .and_then(|r| {
+            let pin = super::pin_of(entry, origin).ok();
+            super::engine::fix_for(
+                r,
+                pin.as_ref(),
+                install,
+                &super::Platform::from_facts(facts),
+            )
+        });
+    by_reason.or_else(|| install.map(str::to_string))
 }

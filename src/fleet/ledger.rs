@@ -8,16 +8,28 @@
 //!   ([`CapabilityRow`]), written by `machine probe` (and the docker-oci /
 //!   sandbox-userns probes).
 //!
-//! **Signatures.** Every row carries `v` (format version, 1) and
-//! `signature`: lowercase hex of the 64-byte ed25519 signature over the row's
-//! *canonical bytes* — the row as JSON with the `signature` member removed,
-//! object keys sorted by byte order at every depth, no insignificant
+//! **Signatures.** Every row carries `v` (format version, 2), `seq`, `prev`
+//! and `signature`: lowercase hex of the 64-byte ed25519 signature over the
+//! row's *canonical bytes* — the row as JSON with the `signature` member
+//! removed, object keys sorted by byte order at every depth, no insignificant
 //! whitespace, strings escaped the way serde_json escapes them
 //! ([`canonical_json`]). The key is `SAPHAN_HOME/keys/row-signing`: the 32
 //! raw bytes of an ed25519 secret key, created from `getrandom` with mode
-//! 0600 on first use. Every read verifies every row; a row that fails is
-//! refused as `ledger-row-tampered`, naming the line — the ledger is then
-//! trusted for nothing until the operator moves it aside.
+//! 0600 (directory 0700) on the first append — never by a read. A key others
+//! can read (or a key directory others can write) is refused
+//! (`row-signing-key-exposed`); a missing key beside a non-empty ledger is
+//! `row-signing-key-missing`. Every read verifies every row; a row that fails
+//! is refused as `ledger-row-tampered`, naming the line.
+//!
+//! **Chain and head.** `seq` is the 1-based line number and `prev` the sha256
+//! hex of the previous line's exact bytes ([`ZERO_HASH`] for the first), both
+//! signed: reordering, deleting or duplicating lines is `ledger-chain-broken`.
+//! `fleet/ledger.head` ([`head_path`]) holds the signed count and last-line
+//! hash, rewritten atomically after each append; a ledger shorter than the
+//! head or with another line at the head's position is `ledger-head-mismatch`.
+//! A last line without its newline is `ledger-row-torn` and is never
+//! appended onto. Appends hold an exclusive `flock` on the ledger file around
+//! re-read + append + head write; reads hold a shared one.
 //!
 //! **Freshness.** A row is fresh while it is younger than the window
 //! (`[fleet] freshness`, default 24h) and — for capability rows — was
