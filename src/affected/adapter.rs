@@ -51,6 +51,14 @@ pub struct Plan {
 /// non-zero, or prints something that is not `go list -json` output.
 pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, AffectedError> {
     let t0 = Instant::now();
+    if !root.join("go.mod").is_file() && !root.join("go.work").is_file() {
+        return Err(AffectedError::GoList {
+            detail: format!(
+                "{} has no go.mod or go.work at its root, so go-affected has no module to map (it reads Go modules only)",
+                root.display()
+            ),
+        });
+    }
     let out = Command::new(go)
         .args(["list", "-e", "-json", "./..."])
         .current_dir(root)
