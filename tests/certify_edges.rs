@@ -1,0 +1,110 @@
+//! certify at its edges: hostile trees, odd report files, symlinked config,
+//! hostile durations and usage errors. The real binary on real git repos.
+
+mod common;
+
+use common::{Env, Repo, assert_code, git, text};
+
+fn records(repo: &Repo) -> Vec<serde_json::Value> {
+    let p = repo.path().join(".git/saphan/attempts.jsonl");
+    match std::fs::read_to_string(p) {
+        Ok(t) => t
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    let (out, err) = text(o);
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\n{err}"))
+}
+
+#[track_caller]
+fn assert_only_main_worktree(repo: &Repo) {
+    let wts = repo.worktrees();
+    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
+}
+
+/// A repository whose tree commits `docs -> <outside>`, `notes.txt ->
+/// <outside>/notes.txt` and a tracked `a.txt`.
+fn repo_with_links(outside: &std::path::Path) -> Repo {
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n"), ("a.txt", "tracked\n")]);
+    std::os::unix::fs::symlink(outside, repo.path().join("docs")).unwrap();
+    std::os::unix::fs::symlink(outside.join("notes.txt"), repo.path().join("notes.txt")).unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "links"]);
+    repo
+}
+
+#[test]
+fn provision_dest_through_a_committed_symlink_or_onto_a_tracked_file_is_refused() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("notes.txt"), "mine\n").unwrap();
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = src_dir.path().join("contract.yaml");
+    std::fs::write(&src, "openapi: 3.1.0\n").unwrap();
+    let repo = repo_with_links(outside.path());
+    for dest in ["docs/contract.yaml", "notes.txt", "a.txt", "a.txt/deeper"] {
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.c]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"{dest}\"\n",
+            repo.path().display(),
+            src.display()
+        ));
+        let o = env.run(&["certify", "--repo", &repo.path_str()]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: provision-dest-conflict: ") && err.contains(dest),
+            "{dest}: {err}"
+        );
+        assert_only_main_worktree(&repo);
+        assert!(records(&repo).is_empty(), "no record for {dest}");
+    }
+    // Nothing was written outside the tree or over the link target.
+    assert!(!outside.path().join("contract.yaml").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+    // A fresh dest still works in the same repository.
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.c]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"fresh/contract.yaml\"\n",
+        repo.path().display(),
+        src.display()
+    ));
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["provisions"][0]["dest"], "fresh/contract.yaml");
+    assert_eq!(records(&repo).len(), 1);
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn config_set_through_a_symlinked_config_writes_the_target_and_keeps_the_link() {
+    let env = Env::new();
+    let dots = tempfile::tempdir().unwrap();
+    let target = dots.path().join("saphan.toml");
+    std::fs::write(&target, "[verify.full]\nargv = \"./suite.sh\"\n").unwrap();
+    let link = env.home().join("config");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = env.run(&["config", "set", "verify.full.argv", "go,test,./..."]);
+    assert_code(&o, 0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the config link was replaced by a regular file"
+    );
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.contains("go"), "target not updated: {text}");
+    assert_eq!(
+        std::fs::read_dir(dots.path()).unwrap().count(),
+        1,
+        "temp left"
+    );
+}
