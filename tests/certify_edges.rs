@@ -108,3 +108,34 @@ fn config_set_through_a_symlinked_config_writes_the_target_and_keeps_the_link() 
         "temp left"
     );
 }
+
+#[test]
+fn a_fifo_matched_by_the_junit_glob_is_a_measurement_failure_not_a_hang() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"reports/*.xml\"\n",
+    );
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nmkdir -p reports\necho '<testsuite tests=\"1\"/>' > reports/a.xml\nmkfifo reports/b.xml\nexit 0\n",
+    )]);
+    // `timeout` guards the test itself: a hang is killed (exit 124), and fails below.
+    let o = std::process::Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_saphan")])
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .env("SAPHAN_HOME", env.home())
+        .output()
+        .unwrap();
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "measurement-failed");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("report-not-regular: reports/b.xml is a FIFO"),
+        "{notes}"
+    );
+    let recs = records(&repo);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["verdict"], "measurement-failed");
+    assert_only_main_worktree(&repo);
+}
