@@ -139,3 +139,112 @@ fn a_fifo_matched_by_the_junit_glob_is_a_measurement_failure_not_a_hang() {
     assert_eq!(recs[0]["verdict"], "measurement-failed");
     assert_only_main_worktree(&repo);
 }
+
+#[test]
+fn budgets_outside_one_second_to_thirty_days_are_refused_by_flag_and_by_config() {
+    let env = Env::new();
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    for bad in ["0s", "1ns", "500ms", "500000000000h", "31d"] {
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--timeout", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: usage: ") && err.contains("between 1s and 30d"),
+            "--timeout {bad}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(records(&repo).is_empty());
+
+        let o = env.run(&["config", "set", "verify.full.timeout", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(err.contains("between 1s and 30d"), "config {bad}: {err}");
+
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\ntimeout = \"{bad}\"\n"
+        ));
+        let o = env.run(&["certify", "--repo", &repo.path_str()]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(err.contains("between 1s and 30d"), "file {bad}: {err}");
+        assert!(records(&repo).is_empty());
+        env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    }
+    // The edges of the range are accepted both ways.
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--timeout",
+        "1s",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["budget_seconds"], 1.0);
+    assert_code(
+        &env.run(&["config", "set", "verify.full.timeout", "30d"]),
+        0,
+    );
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["budget_seconds"], 30.0 * 24.0 * 3600.0);
+}
+
+#[test]
+fn provision_dest_must_name_a_file_outside_any_case_of_dot_git() {
+    let env = Env::new();
+    assert_code(
+        &env.run(&["config", "set", "verify.provision.c.repo", "/srv/repo"]),
+        0,
+    );
+    for bad in [".", "./", "x/", "x/.", ".GIT/x", ".Git/hooks/pre-commit"] {
+        let o = env.run(&["config", "set", "verify.provision.c.dest", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: provision-dest-hostile: "),
+            "{bad}: {err}"
+        );
+        let cfg = std::fs::read_to_string(env.home().join("config")).unwrap();
+        assert!(!cfg.contains("dest"), "{bad} was written: {cfg}");
+    }
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.provision.c.dest",
+            ".provision/x.yaml",
+        ]),
+        0,
+    );
+}
+
+#[test]
+fn usage_errors_are_one_prefixed_line_and_json_under_json() {
+    let env = Env::new();
+    let o = env.run(&["certify", "--bogus"]);
+    assert_code(&o, 2);
+    let (out, err) = text(&o);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "saphan: usage: unexpected argument '--bogus' found — see `saphan certify --help`\n"
+    );
+    let o = env.run(&["--json", "certify", "--bogus"]);
+    assert_code(&o, 2);
+    let v = json(&o);
+    assert_eq!(v["error"], "usage");
+    assert_eq!(v["exit_code"], 2);
+    assert!(v["message"].as_str().unwrap().contains("'--bogus'"), "{v}");
+    let o = env.run(&["frobnicate", "--json"]);
+    assert_code(&o, 2);
+    assert_eq!(json(&o)["error"], "usage");
+    // Help and --version stay as clap prints them, exit 0.
+    let o = env.run(&["certify", "--help"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("Usage: saphan certify"));
+    let o = env.run(&["--version"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.starts_with("saphan "));
+}
