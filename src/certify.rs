@@ -47,6 +47,9 @@ pub struct Settings {
     pub machines: Vec<String>,
     /// `--class`.
     pub class: Class,
+    /// `--trunk`: the ref the verified pointer follows (default: see
+    /// [`record::trunk_ref`]).
+    pub trunk: Option<String>,
 }
 
 /// Refusals of certify itself.
@@ -110,7 +113,12 @@ pub async fn certify(
 ) -> Result<Outcome> {
     let repo = Repo::open(&settings.repo).await?;
     let cfg = Config::load(home)?;
-    let suite = crate::suite::resolve_full(&cfg, &repo.top)?;
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let tree_files = repo.tree_files(&sha).await?;
+    let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
+    let suite = crate::suite::resolve_full(&cfg, &repo.top, in_tree)?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
@@ -139,14 +147,11 @@ pub async fn certify(
         }
         .into());
     }
-    let sha = repo
-        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
-        .await?;
-    let tree_files = repo.tree_files(&sha).await?;
-    crate::suite::preflight_local(&suite, catalog, |p| tree_files.iter().any(|f| f == p))?;
+    crate::suite::preflight_local(&suite, catalog, in_tree)?;
+    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo).await?;
+    let _lock = record::Lock::acquire(&repo, interrupt).await?;
     // Under the lock one certification of this repository runs at a time,
     // so its scratch worktree can live at one stable path: a fresh detached
     // checkout every attempt, but at the same directory, which keeps
@@ -183,10 +188,14 @@ pub async fn certify(
         &budget,
         &run,
     );
+    let mut record = record;
+    record
+        .extra
+        .insert("trunk".into(), serde_json::json!(trunk));
     let attempts = record::attempts_path(&repo);
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha).await?)
+        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
     } else {
         None
     };
@@ -198,8 +207,8 @@ pub async fn certify(
     })
 }
 
-/// The records of the repository containing `repo`, in append order.
-pub async fn records(repo: &Path) -> Result<(PathBuf, Vec<Record>)> {
+/// The records of the repository containing `repo`, and where they live.
+pub async fn records(repo: &Path) -> Result<(PathBuf, record::Attempts)> {
     let repo = Repo::open(repo).await?;
     let path = record::attempts_path(&repo);
     let all = record::read_all(&path)?;

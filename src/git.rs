@@ -18,6 +18,11 @@ pub enum GitError {
     /// The path is not inside a git repository.
     #[error("{path} is not a git repository ({detail}) — pass --repo with a repository's path")]
     NotARepo { path: PathBuf, detail: String },
+    /// The path is a bare repository: nothing to check out from.
+    #[error(
+        "{path} is a bare repository — saphan measures a repository with a working tree; pass the path of a clone"
+    )]
+    Bare { path: PathBuf },
     /// A revision did not resolve to a commit.
     #[error(
         "{rev} does not name a commit in {repo} — check the revision with `git -C {repo} rev-parse {rev}`"
@@ -35,6 +40,7 @@ impl Refusal for GitError {
     fn name(&self) -> &'static str {
         match self {
             GitError::NotARepo { .. } => "not-a-repository",
+            GitError::Bare { .. } => "bare-repository",
             GitError::BadRevision { .. } => "bad-revision",
             GitError::Failed { .. } => "git-failed",
             GitError::Spawn(_) => "git-absent",
@@ -114,6 +120,11 @@ impl Repo {
         )
         .await
         .map_err(|e| match e {
+            GitError::Failed { stderr, .. } if stderr.contains("must be run in a work tree") => {
+                GitError::Bare {
+                    path: path.to_path_buf(),
+                }
+            }
             GitError::Failed { stderr, .. } => not(stderr),
             other => other,
         })?;
@@ -204,13 +215,15 @@ impl Repo {
     /// that hold the repository lock: a stable path lets build caches keyed
     /// by directory (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
+        let p = path.to_string_lossy().into_owned();
         if path.exists() {
-            let p = path.to_string_lossy().into_owned();
             let _ = git(&self.top, &["worktree", "remove", "--force", "--force", &p]).await;
-            let _ = std::fs::remove_dir_all(path);
         }
-        let _ = git(&self.top, &["worktree", "prune"]).await;
+        // The parent belongs to this scratch alone: clear whatever the last
+        // attempt (or a suite writing to `..`) left, so nothing leaks into
+        // the next attempt.
         if let Some(parent) = path.parent() {
+            let _ = std::fs::remove_dir_all(parent);
             std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
                 cmd: format!("create {}", parent.display()),
                 stderr: e.to_string(),
@@ -265,7 +278,7 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Remove the worktree (forced: it is scratch) and prune its admin entry.
+    /// Remove the worktree (forced: it is scratch) and its admin entry.
     pub async fn remove(mut self) -> Result<(), GitError> {
         let p = self.path.to_string_lossy().into_owned();
         let res = git(
@@ -274,11 +287,25 @@ impl Scratch {
         )
         .await;
         if res.is_err() {
-            let _ = std::fs::remove_dir_all(&self.path);
-            let _ = git(&self.repo_top, &["worktree", "prune"]).await;
+            self.remove_by_hand();
         }
         self.armed = false;
         Ok(())
+    }
+
+    /// When `git worktree remove` could not: delete the tree and exactly this
+    /// worktree's admin entry — never a repository-wide `git worktree
+    /// prune`, which would also drop the operator's own moved worktrees.
+    fn remove_by_hand(&self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        let is_admin_entry = self
+            .git_dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "worktrees");
+        if is_admin_entry {
+            let _ = std::fs::remove_dir_all(&self.git_dir);
+        }
     }
 }
 
@@ -287,19 +314,17 @@ impl Drop for Scratch {
         if !self.armed {
             return;
         }
-        let _ = std::process::Command::new("git")
+        let removed = std::process::Command::new("git")
             .arg("-C")
             .arg(&self.repo_top)
             .args(["worktree", "remove", "--force", "--force"])
             .arg(&self.path)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&self.path);
-        let _ = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&self.repo_top)
-            .args(["worktree", "prune"])
-            .status();
+            .status()
+            .is_ok_and(|s| s.success());
+        if !removed {
+            self.remove_by_hand();
+        }
     }
 }

@@ -70,6 +70,16 @@ pub fn interrupt_watch() -> Interrupt {
     rx
 }
 
+/// Resolves once Ctrl-C was pressed (at once if it already was); never if
+/// the watch is gone without a press.
+pub async fn wait_interrupt(i: &mut Interrupt) {
+    while !*i.borrow_and_update() {
+        if i.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// True once Ctrl-C was pressed.
 pub fn interrupted(i: &Interrupt) -> bool {
     *i.borrow()
@@ -165,7 +175,7 @@ pub async fn run_suite(
     let mut intr = interrupt.clone();
     let outcome = tokio::select! {
         r = exec::run(cmd) => Some(r),
-        _ = async { while !*intr.borrow_and_update() { if intr.changed().await.is_err() { std::future::pending::<()>().await } } } => None,
+        _ = wait_interrupt(&mut intr) => None,
     };
     let elapsed = t0.elapsed();
     let (termination, measurement, stderr_tail) = match outcome {

@@ -223,10 +223,11 @@ pub async fn verify_union(
 ) -> Result<Outcome> {
     let repo = Repo::open(&s.repo).await?;
     let cfg = Config::load(home)?;
-    let suite = crate::suite::resolve_full(&cfg, &repo.top)?;
+    let base = repo.resolve(&s.base).await?;
+    let base_files = repo.tree_files(&base).await?;
+    let suite = crate::suite::resolve_full(&cfg, &repo.top, |p| base_files.iter().any(|f| f == p))?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
-    let base = repo.resolve(&s.base).await?;
     let mut heads = Vec::with_capacity(s.streams.len());
     for name in &s.streams {
         heads.push(StreamHead {

@@ -575,3 +575,222 @@ fn default_go_certifies_a_real_go_module() {
     assert_eq!(r["named_tests"], serde_json::json!([]));
     assert_only_main_worktree(&repo);
 }
+
+// ---- regressions from the break-it review ----
+
+#[test]
+fn a_cut_off_go_test_json_stream_is_never_green() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"sh,-c,cat ev.json\"\nreport = \"go-test-json\"\n");
+    let repo = Repo::new(&[(
+        "ev.json",
+        "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestA\"}\n{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"TestA\",\"Output\":\"panic: boom\\n\"}\n",
+    )]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "measurement-failed");
+    assert_eq!(r["failure"], "stream-ended-early");
+    assert_eq!(verified(&repo), None);
+}
+
+#[test]
+fn the_pointer_follows_trunk_only() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_eq!(verified(&repo).as_deref(), Some(first.as_str()));
+    // A green on a feature branch is recorded, but trunk (main) keeps the pointer.
+    common::git(repo.path(), &["checkout", "-q", "-b", "feature"]);
+    let feature = repo.commit(&[("f.txt", "f")], "feature work");
+    common::git(repo.path(), &["checkout", "-q", "main"]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &feature,
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["trunk"], "refs/heads/main");
+    assert!(
+        r["verified_pointer"]
+            .as_str()
+            .unwrap()
+            .contains("is not on trunk refs/heads/main"),
+        "{r}"
+    );
+    assert_eq!(verified(&repo).as_deref(), Some(first.as_str()));
+    // Trunk moves on and its next green moves the pointer.
+    let second = repo.commit(&[("m.txt", "m")], "trunk work");
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    assert!(
+        text(&o)
+            .0
+            .contains(&format!("refs/saphan/verified -> {second} (moved)")),
+        "{}",
+        text(&o).0
+    );
+    assert_eq!(verified(&repo).as_deref(), Some(second.as_str()));
+    // Naming another trunk is the operator's explicit choice.
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &feature,
+        "--trunk",
+        "feature",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    assert!(
+        json(&o)["verified_pointer"]
+            .as_str()
+            .unwrap()
+            .contains("newer on trunk")
+            || verified(&repo).as_deref() == Some(feature.as_str())
+    );
+}
+
+#[test]
+fn the_suite_is_chosen_from_the_certified_commit_not_the_working_tree() {
+    let env = Env::new();
+    let repo = Repo::new(&[("README", "not go")]);
+    std::fs::write(repo.path().join("go.mod"), "module x\n\ngo 1.19\n").unwrap();
+    let o = env.run(&["certify", "--repo", &repo.path_str()]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: trunkcert: "),
+        "{}",
+        text(&o).1
+    );
+    assert!(
+        !repo.path().join(".git/saphan/attempts.jsonl").exists(),
+        "no record for a refusal"
+    );
+}
+
+#[test]
+fn ctrl_c_while_waiting_for_the_lock_measures_nothing() {
+    if skip_unless(have("flock"), "util-linux flock is not installed") {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let state = repo.path().join(".git/saphan");
+    std::fs::create_dir_all(&state).unwrap();
+    let held = state.join("held");
+    let mut holder = std::process::Command::new("flock")
+        .arg(state.join("lock"))
+        .args([
+            "sh",
+            "-c",
+            &format!("touch '{}'; exec sleep 60", held.display()),
+        ])
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !held.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        std::thread::yield_now();
+    }
+    let child = env
+        .cmd()
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it a moment to block on the lock, then interrupt.
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_code(&o, 2);
+    assert_eq!(json(&o)["error"], "interrupted");
+    assert!(
+        !state.join("attempts.jsonl").exists(),
+        "nothing was measured, nothing recorded"
+    );
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn certify_never_prunes_the_operators_own_worktrees() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let wt = dir.path().join("mine");
+    common::git(
+        repo.path(),
+        &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+    );
+    let away = dir.path().join("moved-away");
+    std::fs::rename(&wt, &away).unwrap();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    std::fs::rename(&away, &wt).unwrap();
+    common::git(&wt, &["status", "--short"]);
+}
+
+#[test]
+fn nothing_leaks_from_one_attempt_into_the_next() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"sh,-c,test ! -e ../leak && echo x > ../leak\"\n");
+    let repo = Repo::new(&[("a.txt", "a")]);
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+}
+
+#[test]
+fn a_bare_repository_is_refused_by_name() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    common::git(dir.path(), &["init", "-q", "--bare", "r.git"]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &dir.path().join("r.git").display().to_string(),
+    ]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: bare-repository: "),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn records_lists_whole_records_around_a_torn_line() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let path = repo.path().join(".git/saphan/attempts.jsonl");
+    let mut text_before = std::fs::read_to_string(&path).unwrap();
+    text_before.push_str("{\"half\":\n");
+    std::fs::write(&path, text_before).unwrap();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let o = env.run(&["records", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["records"].as_array().unwrap().len(), 2);
+    assert_eq!(v["corrupt_lines"], serde_json::json!([2]));
+    assert!(
+        text(&o).1.contains("saphan: record-corrupt: "),
+        "{}",
+        text(&o).1
+    );
+}

@@ -36,6 +36,11 @@ pub struct CertifyArgs {
     /// Run directly on the machine (host) or in a container on its Docker engine.
     #[arg(long, value_enum, default_value = "host")]
     pub class: Class,
+    /// The trunk the verified pointer follows (default: origin/HEAD's branch,
+    /// else the branch checked out in the main worktree). A green SHA that is
+    /// not on trunk is recorded but never moves the pointer.
+    #[arg(long, value_name = "REF")]
+    pub trunk: Option<String>,
 }
 
 /// List the attempt records of a repository, or show one.
@@ -82,6 +87,7 @@ impl Watch for Spinner {
 
 fn count_str(r: &Record) -> String {
     match &r.count {
+        Avail::Value(1) => "1 test".into(),
         Avail::Value(n) => format!("{n} tests"),
         Avail::Unavailable => "count: unavailable".into(),
     }
@@ -96,6 +102,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         timeout: a.timeout,
         machines: a.machine,
         class: a.class,
+        trunk: a.trunk,
     };
     let spinner = if !ctx.json && std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new_spinner();
@@ -147,11 +154,16 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         }
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
-        match &o.pointer {
-            Some(p) => s.push_str(&format!(
-                "verified: {} -> {} ({p})\n",
+        match o.pointer.as_deref() {
+            Some("moved") => s.push_str(&format!(
+                "verified: {} -> {} (moved)\n",
                 crate::record::VERIFIED_REF,
                 r.sha
+            )),
+            Some(why) => s.push_str(&format!(
+                "verified: {} not moved ({})\n",
+                crate::record::VERIFIED_REF,
+                why.trim_start_matches("unchanged: ")
             )),
             None => s.push_str(&format!(
                 "verified: {} not moved ({} is not green)\n",
@@ -176,7 +188,14 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
 
 /// Run `records`.
 pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
-    let (path, all) = certify::records(&a.repo).await?;
+    let (path, attempts) = certify::records(&a.repo).await?;
+    for (line, why) in &attempts.corrupt {
+        eprintln!(
+            "saphan: record-corrupt: {}:{line} is not a record ({why}) — skipped; the file is append-only, so move that line aside by hand",
+            path.display()
+        );
+    }
+    let all = attempts.records;
     match a.cmd {
         Some(RecordsCmd::Show { id }) => {
             let r = all
@@ -195,7 +214,10 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
         }
         None => {
             if ctx.json {
-                out_json(&serde_json::json!({ "attempts": path, "records": all }));
+                let corrupt: Vec<usize> = attempts.corrupt.iter().map(|(l, _)| *l).collect();
+                out_json(
+                    &serde_json::json!({ "attempts": path, "records": all, "corrupt_lines": corrupt }),
+                );
             } else {
                 let mut s = String::new();
                 for r in &all {

@@ -201,7 +201,11 @@ pub fn main() -> ExitCode {
         }
     };
     let json = ctx.json;
-    match rt.block_on(dispatch(ctx, cli.command)) {
+    let result = rt.block_on(dispatch(ctx, cli.command));
+    // A blocking task may still wait on something we gave up on (a lock
+    // after Ctrl-C): exit now rather than wait for it.
+    rt.shutdown_background();
+    match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
             if json {

@@ -123,15 +123,11 @@ pub struct Record {
 /// Errors of the record store.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// A line of attempts.jsonl is not a record.
+    /// Ctrl-C while waiting for the repository lock.
     #[error(
-        "{path}:{line} is not a valid record: {detail} — the file is append-only; move the damaged line aside by hand"
+        "interrupted while waiting for {lock} (another certification of this repository holds it) — nothing was measured; re-run when it is done"
     )]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        detail: String,
-    },
+    Interrupted { lock: PathBuf },
     /// No record with that id.
     #[error("no record with id {id} in {path} — `saphan records` lists the ids")]
     NotFound { id: String, path: PathBuf },
@@ -140,8 +136,8 @@ pub enum RecordError {
 impl Refusal for RecordError {
     fn name(&self) -> &'static str {
         match self {
-            RecordError::Corrupt { .. } => "record-corrupt",
             RecordError::NotFound { .. } => "record-not-found",
+            RecordError::Interrupted { .. } => "interrupted",
         }
     }
 }
@@ -173,11 +169,24 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), IoError> {
     crate::fsutil::append_line(path, &line)
 }
 
-/// Every record in `path`, in append order (a missing file is empty).
-pub fn read_all(path: &Path) -> Result<Vec<Record>, crate::error::Error> {
+/// What `attempts.jsonl` holds: the whole records in append order, and the
+/// 1-based numbers of lines that are not records (a torn write, a hand
+/// edit) — kept apart so one bad line never hides every good one.
+#[derive(Debug, Default)]
+pub struct Attempts {
+    /// Whole records, in append order.
+    pub records: Vec<Record>,
+    /// Lines that did not parse, with why.
+    pub corrupt: Vec<(usize, String)>,
+}
+
+/// Read `path` (a missing file is empty).
+///
+/// Errors: only when the file cannot be read at all.
+pub fn read_all(path: &Path) -> Result<Attempts, crate::error::Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Attempts::default()),
         Err(source) => {
             return Err(IoError::Io {
                 action: "read",
@@ -187,17 +196,15 @@ pub fn read_all(path: &Path) -> Result<Vec<Record>, crate::error::Error> {
             .into());
         }
     };
-    let mut out = Vec::new();
+    let mut out = Attempts::default();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(l).map_err(|e| RecordError::Corrupt {
-            path: path.to_path_buf(),
-            line: i + 1,
-            detail: e.to_string(),
-        })?;
-        out.push(r);
+        match serde_json::from_str::<Record>(l) {
+            Ok(r) => out.records.push(r),
+            Err(e) => out.corrupt.push((i + 1, e.to_string())),
+        }
     }
     Ok(out)
 }
@@ -210,9 +217,15 @@ pub struct Lock {
 
 impl Lock {
     /// Take the lock, waiting for any other holder (off the async runtime).
-    pub async fn acquire(repo: &Repo) -> Result<Lock, IoError> {
+    /// Ctrl-C while waiting gives up: [`RecordError::Interrupted`], nothing
+    /// measured, nothing written.
+    pub async fn acquire(
+        repo: &Repo,
+        interrupt: &crate::measure::Interrupt,
+    ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
-        tokio::task::spawn_blocking(move || {
+        let shown = path.clone();
+        let wait = tokio::task::spawn_blocking(move || {
             if let Some(d) = path.parent() {
                 std::fs::create_dir_all(d).map_err(|source| IoError::Io {
                     action: "create directory",
@@ -235,34 +248,82 @@ impl Lock {
                 path: path.clone(),
                 source,
             })?;
-            Ok(Lock { _file: f })
-        })
-        .await
-        .expect("lock task does not panic")
+            Ok::<_, IoError>(Lock { _file: f })
+        });
+        let mut intr = interrupt.clone();
+        tokio::select! {
+            got = wait => Ok(got.expect("lock task does not panic")?),
+            _ = crate::measure::wait_interrupt(&mut intr) => Err(RecordError::Interrupted { lock: shown }.into()),
+        }
     }
 }
 
-/// Move `refs/saphan/verified` to `sha` if it is unset or an ancestor of
-/// `sha` (the pointer only moves forward along history). Returns what
-/// happened, for the record.
-pub async fn advance_verified(repo: &Repo, sha: &str) -> Result<String, crate::git::GitError> {
-    match repo.read_ref(VERIFIED_REF).await? {
-        Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
-        Some(cur) => {
-            let fwd = crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &cur, sha])
-                .await
-                .is_ok();
-            if fwd {
-                repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
-                    .await?;
-                Ok("moved".into())
-            } else {
-                Ok(format!(
-                    "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA"
-                ))
+/// The trunk the verified pointer follows: `explicit` (a ref or branch the
+/// operator named with `--trunk`), else the branch `refs/remotes/origin/HEAD`
+/// points at, else the branch checked out in the main worktree. `None`
+/// when none of these exists (a detached main worktree, no origin).
+///
+/// Errors: [`crate::git::GitError::BadRevision`] when `explicit` names no
+/// commit.
+pub async fn trunk_ref(
+    repo: &Repo,
+    explicit: Option<&str>,
+) -> Result<Option<String>, crate::git::GitError> {
+    if let Some(r) = explicit {
+        repo.resolve(r).await?;
+        return Ok(Some(r.to_string()));
+    }
+    let gd = format!("--git-dir={}", repo.common_dir.display());
+    for args in [
+        vec![
+            gd.as_str(),
+            "symbolic-ref",
+            "-q",
+            "refs/remotes/origin/HEAD",
+        ],
+        vec![gd.as_str(), "symbolic-ref", "-q", "HEAD"],
+    ] {
+        if let Ok(o) = crate::git::git(&repo.top, &args).await {
+            let r = o.stdout_str();
+            if !r.is_empty() && repo.read_ref(&r).await?.is_some() {
+                return Ok(Some(r));
             }
         }
-        None => {
+    }
+    Ok(None)
+}
+
+/// Move `refs/saphan/verified` to the green `sha` — only along `trunk`:
+/// `sha` must be on trunk (an ancestor of, or equal to, its tip), and the
+/// pointer only moves forward (it must be unset or an ancestor of `sha`).
+/// Returns what happened, for the operator: `moved`, or `unchanged: why`.
+pub async fn advance_verified(
+    repo: &Repo,
+    sha: &str,
+    trunk: Option<&str>,
+) -> Result<String, crate::git::GitError> {
+    let is_ancestor = |a: String, b: String| async move {
+        crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &a, &b])
+            .await
+            .is_ok()
+    };
+    let Some(trunk) = trunk else {
+        return Ok("unchanged: no trunk is known (no origin/HEAD and the main worktree is detached) — pass --trunk REF".into());
+    };
+    let Some(tip) = repo.read_ref(trunk).await? else {
+        return Ok(format!("unchanged: trunk {trunk} does not exist"));
+    };
+    if !is_ancestor(sha.to_string(), tip.clone()).await {
+        return Ok(format!(
+            "unchanged: {sha} is not on trunk {trunk} (tip {tip})"
+        ));
+    }
+    match repo.read_ref(VERIFIED_REF).await? {
+        Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
+        Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => Ok(format!(
+            "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA (it only moves forward)"
+        )),
+        _ => {
             repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
                 .await?;
             Ok("moved".into())

@@ -341,6 +341,8 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
 /// * exit 0 with named failures and a count of 0 (the suite-initialization
 ///   shape `tests="0" errors="1"`) is refused as contradictory;
 /// * a non-zero exit with nothing named is a crash: measurement failed;
+/// * a go test -json stream that ends with tests still running and nothing
+///   named is measurement-failed (`stream-ended-early`), whatever the exit;
 /// * exit 0 with nothing named is green.
 ///
 /// Timeouts and signals never reach here ([`measure`] handles them).
@@ -348,7 +350,18 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
     let code = termination.code();
     let mut notes = p.notes;
     let named = !p.names.is_empty();
+    // A go test -json stream that stops while tests are still running (the
+    // suite was cut off, or piped through `head`) proves nothing about the
+    // tests it never finished: without a named failure it is never green.
+    let cut_off = notes
+        .iter()
+        .position(|n| n.starts_with("stream-ended-early"));
     let verdict = match (named, code) {
+        (false, _) if cut_off.is_some() => {
+            let note = notes.remove(cut_off.unwrap_or_default());
+            notes.push(note);
+            Verdict::MeasurementFailed
+        }
         (true, Some(c)) if c != 0 => Verdict::Red,
         (true, _) if p.count == 0 => {
             notes.push(format!(

@@ -97,14 +97,22 @@ pub fn default_go_program() -> String {
     }
 }
 
-/// Resolve the full-tier suite for the repository whose tree root is `top`.
+/// Resolve the full-tier suite for the repository whose tree root is `top`,
+/// looking at the commit that will be measured: `in_tree(path)` says whether
+/// that commit's tree carries a file at the root (`go.mod`, the stack
+/// markers) — never the working tree, whose untracked files are not what
+/// gets measured.
 ///
 /// Errors: [`SuiteError::NoSuite`] with the spec's refusal text.
-pub fn resolve_full(cfg: &Config, top: &Path) -> Result<ResolvedSuite, SuiteError> {
+pub fn resolve_full(
+    cfg: &Config,
+    top: &Path,
+    in_tree: impl Fn(&str) -> bool,
+) -> Result<ResolvedSuite, SuiteError> {
     if let Some(s) = &cfg.full {
         return Ok(ResolvedSuite::declared(s, "verify.full"));
     }
-    if top.join("go.mod").is_file() {
+    if in_tree("go.mod") {
         return Ok(ResolvedSuite {
             argv: vec![
                 default_go_program(),
@@ -119,15 +127,18 @@ pub fn resolve_full(cfg: &Config, top: &Path) -> Result<ResolvedSuite, SuiteErro
             source: SuiteSource::DefaultGo,
         });
     }
-    Err(SuiteError::NoSuite(no_suite_text(top)))
+    Err(SuiteError::NoSuite(no_suite_text(
+        top,
+        stack::detect_with(in_tree),
+    )))
 }
 
-fn no_suite_text(top: &Path) -> String {
+fn no_suite_text(top: &Path, detected: Option<stack::Proposal>) -> String {
     let p = top.display();
     let head = format!(
         "refusing to certify {p}: verify: {p} carries no go.mod and config-v1 declares no [verify.full] suite, so there is NO suite to run here — refusing to measure rather than running Go's own test command in a repository it knows nothing about and reporting a verdict about the result"
     );
-    match stack::detect(top) {
+    match detected {
         Some(prop) => format!(
             "{head} (detected: {} project ({})). Declare the suite, then re-run:\n  saphan config set verify.full.argv \"{}\"\n  saphan config set verify.full.report {}\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared.",
             prop.article_stack(),

@@ -81,8 +81,11 @@ pub const MARKERS: &[Proposal] = &[
 
 /// The first marker present at `dir`, in [`MARKERS`] order.
 pub fn detect(dir: &Path) -> Option<Proposal> {
-    MARKERS
-        .iter()
-        .find(|p| dir.join(p.marker).is_file())
-        .cloned()
+    detect_with(|m| dir.join(m).is_file())
+}
+
+/// The first marker for which `has(marker)` holds, in [`MARKERS`] order —
+/// e.g. asked of the files of one commit's tree rather than a directory.
+pub fn detect_with(has: impl Fn(&str) -> bool) -> Option<Proposal> {
+    MARKERS.iter().find(|p| has(p.marker)).cloned()
 }
