@@ -439,10 +439,16 @@ mod tests {
             eprintln!("SKIPPED: setsid absent");
             return;
         }
+        // The daemon says it is out of the group (through a FIFO) before the
+        // leader exits, so the group kill cannot reach it first.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ready");
+        let script = format!(
+            "mkfifo '{f}'; setsid sh -c \"echo up > '{f}'; exec sleep 20\" & read x < '{f}'; echo hi; echo oops >&2",
+            f = fifo.display()
+        );
         let t0 = Instant::now();
-        let o = run(Cmd::new("sh").args(["-c", "setsid sleep 20 & echo hi; echo oops >&2"]))
-            .await
-            .unwrap();
+        let o = run(Cmd::new("sh").args(["-c", &script])).await.unwrap();
         let total = t0.elapsed();
         assert_eq!(o.status, Termination::Exited(0));
         assert_eq!(o.stdout_str(), "hi");
