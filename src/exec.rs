@@ -6,6 +6,11 @@
 //! drained (a grandchild that holds a pipe open cannot hang the caller: the
 //! drain itself is bounded after the kill). If the future running a child is
 //! dropped (Ctrl-C, a `select!` that lost), the group is killed as well.
+//!
+//! Once the child is reaped and its group killed, both pipes get one shared
+//! [`DRAIN_BOUND`] to reach end-of-file; a process that escaped the group
+//! (`setsid`) and still holds a pipe is then left behind, not waited for.
+//! Captured stderr keeps only its last [`STDERR_TAIL`] bytes.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -15,6 +20,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// How long a timed-out group has between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
+
+/// How long the pipes may stay open once the child is reaped and its group
+/// is dead (both pipes together).
+pub const DRAIN_BOUND: Duration = Duration::from_secs(1);
+
+/// How much of a child's stderr is kept: the last 1 MiB.
+pub const STDERR_TAIL: usize = 1024 * 1024;
 
 /// Where a child's stdout goes.
 #[derive(Debug, Clone)]
@@ -150,9 +162,10 @@ pub struct Output {
     pub status: Termination,
     /// Captured stdout ([`Sink::Capture`] only).
     pub stdout: Vec<u8>,
-    /// Captured stderr, always.
+    /// Captured stderr, always — only its last [`STDERR_TAIL`] bytes (1 MiB):
+    /// a tail buffer, so a suite that floods stderr cannot exhaust memory.
     pub stderr: Vec<u8>,
-    /// Wall time from spawn to reaped.
+    /// Wall time from spawn to reaped (not including the pipe drain).
     pub elapsed: Duration,
 }
 
@@ -186,21 +199,47 @@ impl Drop for GroupGuard {
     }
 }
 
-async fn drain<R: AsyncRead + Unpin>(mut r: R, mut file: Option<tokio::fs::File>) -> Vec<u8> {
+/// Read `r` to end-of-file or until `stop` flips, into `file` or the
+/// returned buffer. With `tail = Some(n)` only the last `n` bytes are kept.
+/// After the loop the file is flushed and synced (not bounded by `stop`:
+/// that is local disk, not a pipe someone else holds).
+async fn drain<R: AsyncRead + Unpin>(
+    mut r: R,
+    mut file: Option<tokio::fs::File>,
+    tail: Option<usize>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => match file.as_mut() {
-                Some(f) => {
-                    if f.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-                None => out.extend_from_slice(&buf[..n]),
+        let n = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            res = r.read(&mut buf) => match res {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
             },
+        };
+        match file.as_mut() {
+            Some(f) => {
+                if f.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+            None => {
+                out.extend_from_slice(&buf[..n]);
+                if let Some(cap) = tail
+                    && out.len() > 2 * cap
+                {
+                    out.drain(..out.len() - cap);
+                }
+            }
         }
+    }
+    if let Some(cap) = tail
+        && out.len() > cap
+    {
+        out.drain(..out.len() - cap);
     }
     if let Some(mut f) = file {
         let _ = f.flush().await;
@@ -209,15 +248,34 @@ async fn drain<R: AsyncRead + Unpin>(mut r: R, mut file: Option<tokio::fs::File>
     out
 }
 
-/// Wait for a drain task, bounded: once the group is dead its pipes close at
-/// once, unless something outside the group inherited them.
-async fn collect(task: Option<tokio::task::JoinHandle<Vec<u8>>>) -> Vec<u8> {
-    let Some(t) = task else { return Vec::new() };
-    tokio::time::timeout(Duration::from_secs(5), t)
-        .await
-        .ok()
-        .and_then(|r| r.ok())
-        .unwrap_or_default()
+/// Wait for both drain tasks together; if the pipes are still open
+/// [`DRAIN_BOUND`] after the group died (something outside the group
+/// inherited them), tell the drains to stop and take what they read.
+async fn collect(
+    out_task: Option<tokio::task::JoinHandle<Vec<u8>>>,
+    err_task: Option<tokio::task::JoinHandle<Vec<u8>>>,
+    stop: tokio::sync::watch::Sender<bool>,
+) -> (Vec<u8>, Vec<u8>) {
+    let joined = async {
+        let o = match out_task {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let e = match err_task {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        (o, e)
+    };
+    tokio::pin!(joined);
+    tokio::select! {
+        r = &mut joined => r,
+        _ = tokio::time::sleep(DRAIN_BOUND) => {
+            tracing::debug!("pipes still open after the group died; a process escaped it");
+            let _ = stop.send(true);
+            joined.await
+        }
+    }
 }
 
 /// Run `cmd` to completion (or to its budget).
@@ -266,8 +324,15 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
             let _ = stdin.shutdown().await;
         });
     }
-    let out_task = child.stdout.take().map(|s| tokio::spawn(drain(s, file)));
-    let err_task = child.stderr.take().map(|s| tokio::spawn(drain(s, None)));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let out_task = child
+        .stdout
+        .take()
+        .map(|s| tokio::spawn(drain(s, file, None, stop_rx.clone())));
+    let err_task = child
+        .stderr
+        .take()
+        .map(|s| tokio::spawn(drain(s, None, Some(STDERR_TAIL), stop_rx)));
 
     let waited = match cmd.timeout {
         Some(t) => tokio::time::timeout(t, child.wait()).await.ok(),
@@ -293,18 +358,18 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
             Termination::TimedOut
         }
     };
+    let elapsed = started.elapsed();
     // The leader is gone; whatever is left of its group goes too, so a
     // grandchild cannot keep our pipes open.
     guard.signal(nix::sys::signal::Signal::SIGKILL);
     guard.pgid = None;
 
-    let stdout = collect(out_task).await;
-    let stderr = collect(err_task).await;
+    let (stdout, stderr) = collect(out_task, err_task, stop_tx).await;
     Ok(Output {
         status,
         stdout,
         stderr,
-        elapsed: started.elapsed(),
+        elapsed,
     })
 }
 
@@ -352,6 +417,49 @@ mod tests {
         assert_eq!(o.status, Termination::TimedOut);
         assert_eq!(o.stdout_str(), "started");
         assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_stderr_flood_keeps_only_the_last_mebibyte() {
+        let o = run(Cmd::new("sh").args([
+            "-c",
+            "head -c 52428800 /dev/zero | tr '\\0' x >&2; echo the-end >&2",
+        ]))
+        .await
+        .unwrap();
+        assert_eq!(o.status, Termination::Exited(0));
+        assert!(o.stderr.len() <= STDERR_TAIL, "{}", o.stderr.len());
+        assert!(o.stderr.len() > STDERR_TAIL / 2, "{}", o.stderr.len());
+        assert!(o.stderr.ends_with(b"xxxthe-end\n"));
+    }
+
+    #[tokio::test]
+    async fn an_escaped_daemon_holding_the_pipes_costs_at_most_the_drain_bound() {
+        if !std::path::Path::new("/usr/bin/setsid").exists() {
+            eprintln!("SKIPPED: setsid absent");
+            return;
+        }
+        // The daemon says it is out of the group (through a FIFO) before the
+        // leader exits, so the group kill cannot reach it first.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ready");
+        let script = format!(
+            "mkfifo '{f}'; setsid sh -c \"echo up > '{f}'; exec sleep 20\" & read x < '{f}'; echo hi; echo oops >&2",
+            f = fifo.display()
+        );
+        let t0 = Instant::now();
+        let o = run(Cmd::new("sh").args(["-c", &script])).await.unwrap();
+        let total = t0.elapsed();
+        assert_eq!(o.status, Termination::Exited(0));
+        assert_eq!(o.stdout_str(), "hi");
+        assert_eq!(o.stderr_str(), "oops");
+        assert!(
+            o.elapsed < Duration::from_secs(1),
+            "elapsed {:?}",
+            o.elapsed
+        );
+        assert!(total < Duration::from_secs(3), "returned after {total:?}");
+        assert!(total >= DRAIN_BOUND, "the pipes were open: {total:?}");
     }
 
     #[tokio::test]

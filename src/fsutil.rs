@@ -16,9 +16,14 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
 
 /// Replace `path` with `bytes` atomically: write a temp file beside it,
 /// fsync, rename over, fsync the directory. Creates parent directories.
+/// When `path` is a symlink, the write goes to the file it resolves to (temp
+/// file in the target's directory, renamed over the target), so the link
+/// itself stays — a config kept in a dotfiles repository stays linked.
 ///
 /// Errors: [`IoError::Io`] naming the path.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    let resolved = resolve_link(path);
+    let path = resolved.as_path();
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io("create directory", dir))?;
     let mut tmp = tempfile::Builder::new()
@@ -41,10 +46,35 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     Ok(())
 }
 
+/// Follow `path` through symlinks (up to 40 hops) to the path a write should
+/// replace. A dangling link resolves to its (missing) target; a non-link is
+/// returned unchanged.
+fn resolve_link(path: &Path) -> std::path::PathBuf {
+    let mut cur = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => match fs::read_link(&cur) {
+                Ok(target) => {
+                    cur = if target.is_absolute() {
+                        target
+                    } else {
+                        cur.parent().unwrap_or(Path::new(".")).join(target)
+                    };
+                }
+                Err(_) => return cur,
+            },
+            _ => return cur,
+        }
+    }
+    cur
+}
+
 /// Append one whole line (a `\n` is added) with `O_APPEND` in a single
 /// `write`, then fsync. Concurrent appenders never interleave inside a line
 /// as long as each line is written by one call (Linux guarantees this for
-/// regular files opened with `O_APPEND`).
+/// regular files opened with `O_APPEND`). If the file does not end in `\n`
+/// (a torn last line from a crash), a `\n` is written first in the same
+/// write, so the torn line never swallows the new record.
 ///
 /// Errors: [`IoError::Io`] naming the path.
 pub fn append_line(path: &Path, line: &str) -> Result<(), IoError> {
@@ -54,15 +84,33 @@ pub fn append_line(path: &Path, line: &str) -> Result<(), IoError> {
     }
     let mut f = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)
         .map_err(io("open for append", path))?;
-    let mut buf = Vec::with_capacity(line.len() + 1);
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    if ends_torn(&f) {
+        buf.push(b'\n');
+    }
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
     f.write_all(&buf).map_err(io("append to", path))?;
     f.sync_data().map_err(io("sync", path))?;
     Ok(())
+}
+
+/// Whether the open file is non-empty and its last byte is not `\n`.
+fn ends_torn(f: &File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let len = match f.metadata() {
+        Ok(m) => m.len(),
+        Err(_) => return false,
+    };
+    if len == 0 {
+        return false;
+    }
+    let mut last = [0u8; 1];
+    matches!(f.read_at(&mut last, len - 1), Ok(1)) && last[0] != b'\n'
 }
 
 /// Lowercase hex sha256 of `bytes`.
@@ -78,4 +126,56 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h)?;
     Ok(hex::encode(h.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_after_torn_line_starts_a_new_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("attempts.jsonl");
+        fs::write(&p, b"{\"a\":1}\n{\"torn\":").unwrap();
+        append_line(&p, "{\"b\":2}").unwrap();
+        append_line(&p, "{\"c\":3}").unwrap();
+        let text = fs::read_to_string(&p).unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"torn\":\n{\"b\":2}\n{\"c\":3}\n");
+    }
+
+    #[test]
+    fn append_to_empty_and_missing_file_adds_no_blank_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.jsonl");
+        append_line(&p, "x").unwrap();
+        let q = dir.path().join("empty.jsonl");
+        fs::write(&q, b"").unwrap();
+        append_line(&q, "y").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x\n");
+        assert_eq!(fs::read_to_string(&q).unwrap(), "y\n");
+    }
+
+    #[test]
+    fn atomic_write_through_symlink_keeps_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let dots = dir.path().join("dotfiles");
+        fs::create_dir(&dots).unwrap();
+        let target = dots.join("saphan.toml");
+        fs::write(&target, b"old").unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir(&home).unwrap();
+        let link = home.join("config");
+        std::os::unix::fs::symlink("../dotfiles/saphan.toml", &link).unwrap();
+        atomic_write(&link, b"new").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        // No temp file left in either directory.
+        assert_eq!(fs::read_dir(&home).unwrap().count(), 1);
+        assert_eq!(fs::read_dir(&dots).unwrap().count(), 1);
+    }
 }

@@ -45,6 +45,17 @@ pub enum ProvisionError {
         "verify.provision.{alias}.source {source_path} is zero bytes — a measurement against an empty document is refused; restore its content, then re-run"
     )]
     SourceEmpty { alias: String, source_path: PathBuf },
+    /// `dest` names a path the checked-out tree already has, or a path
+    /// through a committed symlink: writing would overwrite a tracked file
+    /// or land outside the tree. Nothing was written.
+    #[error(
+        "verify.provision.{alias}.dest {dest} {why} at this revision — nothing was placed; choose a dest the repository does not carry (provisioned documents must not be in the tree), then re-run"
+    )]
+    DestConflict {
+        alias: String,
+        dest: String,
+        why: String,
+    },
     /// Placing the bytes failed.
     #[error(
         "placing verify.provision.{alias} at {dest}: {detail} — check free space in the temp directory"
@@ -62,6 +73,7 @@ impl Refusal for ProvisionError {
             ProvisionError::SourceMissing { .. } => "provision-source-missing",
             ProvisionError::SourceUnreadable { .. } => "provision-source-unreadable",
             ProvisionError::SourceEmpty { .. } => "provision-source-empty",
+            ProvisionError::DestConflict { .. } => "provision-dest-conflict",
             ProvisionError::Place { .. } => "provision-failed",
         }
     }
@@ -135,13 +147,32 @@ pub fn preflight(entries: &[&Provision]) -> Result<(), ProvisionError> {
 /// the exclude file at `exclude` listing every dest (anchored). Returns the
 /// placed entries in declaration order.
 ///
-/// Errors: the source refusals again (a source can change between preflight
-/// and placement), or [`ProvisionError::Place`].
+/// Every dest is checked before anything is written (see [`check_dest`]):
+/// no component may be a symlink and the final path must not exist, so a
+/// committed `docs -> /elsewhere` or a tracked file at `dest` is refused
+/// with nothing placed.
+///
+/// Errors: [`ProvisionError::DestConflict`], the source refusals again (a
+/// source can change between preflight and placement), or
+/// [`ProvisionError::Place`].
 pub fn place(
     entries: &[&Provision],
     tree: &Path,
     exclude: &Path,
 ) -> Result<Vec<Placed>, ProvisionError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in entries {
+        let conflict = |why: String| ProvisionError::DestConflict {
+            alias: p.alias.clone(),
+            dest: p.dest.clone(),
+            why,
+        };
+        if seen.contains(&p.dest.as_str()) {
+            return Err(conflict("is named by another provision entry too".into()));
+        }
+        seen.push(&p.dest);
+        check_dest(tree, &p.dest).map_err(conflict)?;
+    }
     let mut placed = Vec::new();
     let mut lines = String::from("# saphan: provisioned files placed in this scratch worktree\n");
     for p in entries {
@@ -171,7 +202,17 @@ pub fn place(
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| fail(e.to_string()))?;
         }
-        std::fs::write(&target, &bytes).map_err(|e| fail(e.to_string()))?;
+        // create_new: O_EXCL, which also never follows a symlink at the
+        // final component (checked above; this closes the race).
+        {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&target)
+                .map_err(|e| fail(e.to_string()))?;
+            f.write_all(&bytes).map_err(|e| fail(e.to_string()))?;
+        }
         let as_placed = std::fs::read(&target).map_err(|e| fail(e.to_string()))?;
         placed.push(Placed {
             dest: p.dest.clone(),
@@ -187,6 +228,40 @@ pub fn place(
         detail: e.to_string(),
     })?;
     Ok(placed)
+}
+
+/// Check that `dest` (relative, already validated to stay inside the tree)
+/// can be created under `tree` without following a symlink or replacing
+/// anything: every existing intermediate component is a real directory and
+/// the final path does not exist. Returns why not, as a phrase.
+pub fn check_dest(tree: &Path, dest: &str) -> Result<(), String> {
+    let comps: Vec<_> = Path::new(dest).components().collect();
+    let mut cur = tree.to_path_buf();
+    for (i, c) in comps.iter().enumerate() {
+        cur.push(c.as_os_str());
+        let shown = Path::new(dest)
+            .components()
+            .take(i + 1)
+            .collect::<PathBuf>()
+            .display()
+            .to_string();
+        let last = i + 1 == comps.len();
+        match std::fs::symlink_metadata(&cur) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("cannot be checked ({shown}: {e})")),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(format!(
+                    "passes through {shown}, a symlink committed in the tree"
+                ));
+            }
+            Ok(_) if last => return Err("is a path the tree already carries".into()),
+            Ok(m) if !m.is_dir() => {
+                return Err(format!("passes through {shown}, which is not a directory"));
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Environment that points the suite's git at `exclude` as
@@ -205,4 +280,39 @@ pub fn exclude_env(exclude: &Path) -> Vec<(String, String)> {
             exclude.display().to_string(),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn check_dest_refuses_symlinks_and_existing_paths() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let tree = t.path();
+        std::fs::create_dir(tree.join("real")).unwrap();
+        std::fs::write(tree.join("a.txt"), b"tracked").unwrap();
+        symlink(outside.path(), tree.join("docs")).unwrap();
+        symlink(outside.path().join("n"), tree.join("notes.txt")).unwrap();
+        assert!(
+            check_dest(tree, "docs/contract.yaml")
+                .unwrap_err()
+                .contains("symlink")
+        );
+        assert!(
+            check_dest(tree, "notes.txt")
+                .unwrap_err()
+                .contains("symlink")
+        );
+        assert!(check_dest(tree, "a.txt").unwrap_err().contains("already"));
+        assert!(
+            check_dest(tree, "a.txt/x")
+                .unwrap_err()
+                .contains("not a directory")
+        );
+        assert!(check_dest(tree, "real/new.yaml").is_ok());
+        assert!(check_dest(tree, "fresh/dir/new.yaml").is_ok());
+    }
 }

@@ -11,9 +11,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `--timeout`: the same budget rule as `verify.<suite>.timeout`
+/// ([`crate::config::schema::parse_budget`]: 1s to 30d).
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration like 90s, 20m or 1h30m: {e}"))
+    crate::config::schema::parse_budget(s)
 }
 
 /// Certify an exact SHA: run the declared suite in a fresh detached worktree,

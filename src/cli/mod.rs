@@ -118,6 +118,63 @@ async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
     }
 }
 
+/// Print a clap parse failure. Help and `--version` (and the help clap shows
+/// for a bare `saphan`) print as clap prints them; any other parse error is
+/// one line, `saphan: usage: <what> — see `saphan <verb> --help``, exit 2,
+/// and under `--json` also `{"error":"usage",…}` on stdout.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if !e.use_stderr() || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (line, json) = usage_line(&e, &args);
+    if json {
+        out_json(&serde_json::json!({
+            "error": "usage",
+            "message": line.strip_prefix("saphan: usage: ").unwrap_or(&line),
+            "exit_code": Exit::Refusal as u8,
+        }));
+    }
+    eprintln!("{line}");
+    ExitCode::from(Exit::Refusal as u8)
+}
+
+/// The one usage line for a parse error of `args` (without the program
+/// name), and whether `--json` was among them.
+fn usage_line(e: &clap::Error, args: &[String]) -> (String, bool) {
+    use clap::CommandFactory;
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("the arguments could not be parsed");
+    let what = first.strip_prefix("error: ").unwrap_or(first);
+    let until_dashdash = args.iter().take_while(|a| a.as_str() != "--");
+    let json = until_dashdash.clone().any(|a| a == "--json");
+    // The verb path: each argument that names a subcommand of the last one.
+    let mut cmd = Cli::command();
+    let mut verbs: Vec<String> = Vec::new();
+    for a in until_dashdash {
+        let next = cmd
+            .get_subcommands()
+            .find(|c| c.get_name() == a || c.get_all_aliases().any(|x| x == a))
+            .cloned();
+        if let Some(c) = next {
+            verbs.push(c.get_name().to_string());
+            cmd = c;
+        }
+    }
+    let mut help = String::from("saphan");
+    for v in &verbs {
+        help.push(' ');
+        help.push_str(v);
+    }
+    (format!("saphan: usage: {what} — see `{help} --help`"), json)
+}
+
 /// Parse the command line, run the verb, print any error, return the exit code.
 pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -126,11 +183,7 @@ pub fn main() -> ExitCode {
         .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(e) => return usage_error(e),
     };
     let ctx = Ctx {
         json: cli.json,

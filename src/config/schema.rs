@@ -260,6 +260,28 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The shortest suite budget accepted: one second.
+pub const BUDGET_MIN: Duration = Duration::from_secs(1);
+/// The longest suite budget accepted: 30 days.
+pub const BUDGET_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Parse a suite budget — `verify.<suite>.timeout` and `certify --timeout`
+/// both go through here — as [`parse_duration`] does, then require it to lie
+/// between [`BUDGET_MIN`] (1 s) and [`BUDGET_MAX`] (30 days). The error names
+/// the range.
+pub fn parse_budget(s: &str) -> Result<Duration, String> {
+    let range = "a budget must be between 1s and 30d";
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("`{}` is not a duration ({e}); {range}", s.trim()))?;
+    if d < BUDGET_MIN {
+        return Err(format!("`{}` is too short; {range}", s.trim()));
+    }
+    if d > BUDGET_MAX {
+        return Err(format!("`{}` is too long; {range}", s.trim()));
+    }
+    Ok(d)
+}
+
 /// Print a duration the way an operator writes one: `24h`, `1h30m`,
 /// `20m`, `1m30s`, `1.5s` (readable back by [`parse_duration`]).
 pub fn format_duration(d: Duration) -> String {
@@ -285,7 +307,8 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// A path relative to the tree root that cannot escape it: not absolute, no
-/// `..`, not inside `.git`.
+/// `..`, not inside `.git` (compared case-insensitively: on a
+/// case-insensitive filesystem `.GIT` is the same directory).
 fn check_relative(s: &str) -> Result<(), String> {
     if s.trim().is_empty() {
         return Err("it is empty".into());
@@ -299,9 +322,28 @@ fn check_relative(s: &str) -> Result<(), String> {
             Component::ParentDir => {
                 return Err("it must not climb out of the tree with `..`".into());
             }
-            Component::Normal(n) if n == ".git" => return Err("it must not point into .git".into()),
+            Component::Normal(n) if n.eq_ignore_ascii_case(".git") => {
+                return Err("it must not point into .git".into());
+            }
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// A provision `dest`: [`check_relative`], and it must name a file — its
+/// last component is a plain file name (not `.`), with no trailing slash.
+fn check_dest(s: &str) -> Result<(), String> {
+    check_relative(s)?;
+    if s.ends_with('/') {
+        return Err("it must name a file, not end in `/`".into());
+    }
+    match Path::new(s).components().next_back() {
+        Some(Component::Normal(_)) => {}
+        _ => return Err("it must end in a file name".into()),
+    }
+    if s.rsplit('/').next().is_some_and(|last| last == ".") {
+        return Err("it must end in a file name, not `.`".into());
     }
     Ok(())
 }
@@ -354,7 +396,16 @@ pub fn check_value(
                 )
             })
         }
-        (Some(_), "timeout") | (None, "freshness") => {
+        (Some(_), "timeout") => {
+            let s = s.ok_or_else(need_string)?;
+            parse_budget(s).map(|_| ()).map_err(|e| {
+                (
+                    e,
+                    "write a duration from 1s to 30d, like 20m, 90s or 1h30m".into(),
+                )
+            })
+        }
+        (None, "freshness") => {
             let s = s.ok_or_else(need_string)?;
             parse_duration(s)
                 .map(|_| ())
@@ -372,7 +423,7 @@ pub fn check_value(
         }
         (Some(_), "dest") => {
             let s = s.ok_or_else(need_string)?;
-            check_relative(s).map_err(|e| {
+            check_dest(s).map_err(|e| {
                 (
                     e,
                     "give a path inside the tree, like .provision/openapi.yaml".into(),
@@ -479,6 +530,44 @@ mod tests {
         );
         let v: toml_edit::Value = "3".parse().unwrap();
         assert!(argv_from_value(&v).is_err());
+    }
+
+    #[test]
+    fn budgets_lie_between_one_second_and_thirty_days() {
+        assert_eq!(parse_budget("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_budget("20m").unwrap(), Duration::from_secs(1200));
+        assert_eq!(parse_budget("30d").unwrap(), BUDGET_MAX);
+        for bad in ["0s", "1ns", "999ms", "30d 1s", "500000000000h", "soon", ""] {
+            let e = parse_budget(bad).unwrap_err();
+            assert!(e.contains("between 1s and 30d"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn dest_must_name_a_file_outside_dot_git_in_any_case() {
+        for ok in [
+            "x",
+            "./x",
+            ".provision/openapi.yaml",
+            "a/b/c.txt",
+            ".gitignore2",
+        ] {
+            assert!(check_dest(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            ".",
+            "./",
+            "x/",
+            "x/.",
+            ".GIT/x",
+            ".Git/config",
+            "a/.git/b",
+            "..",
+            "/x",
+            "",
+        ] {
+            assert!(check_dest(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

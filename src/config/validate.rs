@@ -262,7 +262,7 @@ fn read_suite(
             .map(str::to_string),
         timeout: get("timeout")
             .and_then(|v| v.as_str())
-            .and_then(|s| schema::parse_duration(s).ok()),
+            .and_then(|s| schema::parse_budget(s).ok()),
     };
     if suite.report == Some(ReportKind::JunitXml)
         && suite.report_path.is_none()

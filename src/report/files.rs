@@ -31,7 +31,9 @@ fn is_literal(component: &str) -> bool {
 /// Errors: [`ReportError::BadPattern`] for an absolute pattern, a `..`
 /// component or a glob that does not compile; [`ReportError::SymlinkEscape`]
 /// for a match that resolves outside `root`; [`ReportError::NoMatch`] when
-/// nothing matched; [`ReportError::Unreadable`] when the root cannot be
+/// nothing matched; [`ReportError::NotRegular`] for a match (after
+/// resolving symlinks) that is a FIFO, socket or device — never opened;
+/// [`ReportError::Unreadable`] when the root cannot be
 /// resolved or a matched symlink dangles.
 pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> {
     let bad = |why: &str| ReportError::BadPattern {
@@ -148,8 +150,28 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
                 target: resolved,
             });
         }
-        if resolved.is_dir() {
+        let meta = resolved
+            .metadata()
+            .map_err(|source| ReportError::Unreadable {
+                file: rel.clone(),
+                source,
+            })?;
+        if meta.is_dir() {
             continue;
+        }
+        if !meta.is_file() {
+            use std::os::unix::fs::FileTypeExt;
+            let ft = meta.file_type();
+            let kind = if ft.is_fifo() {
+                "a FIFO"
+            } else if ft.is_socket() {
+                "a socket"
+            } else if ft.is_block_device() || ft.is_char_device() {
+                "a device"
+            } else {
+                "not a file"
+            };
+            return Err(ReportError::NotRegular { file: rel, kind });
         }
         out.push(Selected {
             rel,
@@ -187,6 +209,26 @@ mod tests {
 
     fn rels(v: &[Selected]) -> Vec<&str> {
         v.iter().map(|s| s.rel.as_str()).collect()
+    }
+
+    #[test]
+    fn a_fifo_match_is_refused_without_opening_it() {
+        let d = tree();
+        let fifo = d.path().join("reports/pipe.xml");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("pipe.xml", d.path().join("reports/link.xml")).unwrap();
+        match select(d.path(), "reports/*.xml") {
+            Err(ReportError::NotRegular { file, kind }) => {
+                assert_eq!(file, "reports/link.xml");
+                assert_eq!(kind, "a FIFO");
+            }
+            other => panic!("want NotRegular, got {other:?}"),
+        }
+        assert!(matches!(
+            select(d.path(), "reports/pipe.xml"),
+            Err(ReportError::NotRegular { .. })
+        ));
     }
 
     #[test]

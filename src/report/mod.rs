@@ -202,6 +202,17 @@ pub enum ReportError {
         /// Where it resolves.
         target: PathBuf,
     },
+    /// A matched path is not a regular file (a FIFO, socket or device):
+    /// it is never opened, since reading it could block forever.
+    #[error(
+        "{file} is {kind}, not a regular file — it was not opened; make the suite write its report as a regular file, or narrow report_path"
+    )]
+    NotRegular {
+        /// The matched path, relative.
+        file: String,
+        /// What it is (`a FIFO`, `a socket`, `a device`).
+        kind: &'static str,
+    },
     /// The file could not be opened or read.
     #[error("cannot read {file}: {source} — check that the suite wrote it and it is readable")]
     Unreadable {
@@ -253,6 +264,7 @@ impl Refusal for ReportError {
             ReportError::NoMatch { .. } => "report-no-match",
             ReportError::BadPattern { .. } | ReportError::NoPattern => "report-path-invalid",
             ReportError::SymlinkEscape { .. } => "report-symlink-escape",
+            ReportError::NotRegular { .. } => "report-not-regular",
             ReportError::Unreadable { .. } => "report-unreadable",
             ReportError::Empty { .. } => "report-empty",
             ReportError::Malformed { .. } => "report-malformed",

@@ -1,0 +1,250 @@
+//! certify at its edges: hostile trees, odd report files, symlinked config,
+//! hostile durations and usage errors. The real binary on real git repos.
+
+mod common;
+
+use common::{Env, Repo, assert_code, git, text};
+
+fn records(repo: &Repo) -> Vec<serde_json::Value> {
+    let p = repo.path().join(".git/saphan/attempts.jsonl");
+    match std::fs::read_to_string(p) {
+        Ok(t) => t
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    let (out, err) = text(o);
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\n{err}"))
+}
+
+#[track_caller]
+fn assert_only_main_worktree(repo: &Repo) {
+    let wts = repo.worktrees();
+    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
+}
+
+/// A repository whose tree commits `docs -> <outside>`, `notes.txt ->
+/// <outside>/notes.txt` and a tracked `a.txt`.
+fn repo_with_links(outside: &std::path::Path) -> Repo {
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n"), ("a.txt", "tracked\n")]);
+    std::os::unix::fs::symlink(outside, repo.path().join("docs")).unwrap();
+    std::os::unix::fs::symlink(outside.join("notes.txt"), repo.path().join("notes.txt")).unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "links"]);
+    repo
+}
+
+#[test]
+fn provision_dest_through_a_committed_symlink_or_onto_a_tracked_file_is_refused() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("notes.txt"), "mine\n").unwrap();
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = src_dir.path().join("contract.yaml");
+    std::fs::write(&src, "openapi: 3.1.0\n").unwrap();
+    let repo = repo_with_links(outside.path());
+    for dest in ["docs/contract.yaml", "notes.txt", "a.txt", "a.txt/deeper"] {
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.c]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"{dest}\"\n",
+            repo.path().display(),
+            src.display()
+        ));
+        let o = env.run(&["certify", "--repo", &repo.path_str()]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: provision-dest-conflict: ") && err.contains(dest),
+            "{dest}: {err}"
+        );
+        assert_only_main_worktree(&repo);
+        assert!(records(&repo).is_empty(), "no record for {dest}");
+    }
+    // Nothing was written outside the tree or over the link target.
+    assert!(!outside.path().join("contract.yaml").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+    // A fresh dest still works in the same repository.
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.c]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"fresh/contract.yaml\"\n",
+        repo.path().display(),
+        src.display()
+    ));
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["provisions"][0]["dest"], "fresh/contract.yaml");
+    assert_eq!(records(&repo).len(), 1);
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn config_set_through_a_symlinked_config_writes_the_target_and_keeps_the_link() {
+    let env = Env::new();
+    let dots = tempfile::tempdir().unwrap();
+    let target = dots.path().join("saphan.toml");
+    std::fs::write(&target, "[verify.full]\nargv = \"./suite.sh\"\n").unwrap();
+    let link = env.home().join("config");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = env.run(&["config", "set", "verify.full.argv", "go,test,./..."]);
+    assert_code(&o, 0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the config link was replaced by a regular file"
+    );
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.contains("go"), "target not updated: {text}");
+    assert_eq!(
+        std::fs::read_dir(dots.path()).unwrap().count(),
+        1,
+        "temp left"
+    );
+}
+
+#[test]
+fn a_fifo_matched_by_the_junit_glob_is_a_measurement_failure_not_a_hang() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"reports/*.xml\"\n",
+    );
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nmkdir -p reports\necho '<testsuite tests=\"1\"/>' > reports/a.xml\nmkfifo reports/b.xml\nexit 0\n",
+    )]);
+    // `timeout` guards the test itself: a hang is killed (exit 124), and fails below.
+    let o = std::process::Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_saphan")])
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .env("SAPHAN_HOME", env.home())
+        .output()
+        .unwrap();
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "measurement-failed");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("report-not-regular: reports/b.xml is a FIFO"),
+        "{notes}"
+    );
+    let recs = records(&repo);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["verdict"], "measurement-failed");
+    assert_only_main_worktree(&repo);
+}
+
+#[test]
+fn budgets_outside_one_second_to_thirty_days_are_refused_by_flag_and_by_config() {
+    let env = Env::new();
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    for bad in ["0s", "1ns", "500ms", "500000000000h", "31d"] {
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--timeout", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: usage: ") && err.contains("between 1s and 30d"),
+            "--timeout {bad}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(records(&repo).is_empty());
+
+        let o = env.run(&["config", "set", "verify.full.timeout", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(err.contains("between 1s and 30d"), "config {bad}: {err}");
+
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\ntimeout = \"{bad}\"\n"
+        ));
+        let o = env.run(&["certify", "--repo", &repo.path_str()]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(err.contains("between 1s and 30d"), "file {bad}: {err}");
+        assert!(records(&repo).is_empty());
+        env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    }
+    // The edges of the range are accepted both ways.
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--timeout",
+        "1s",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["budget_seconds"], 1.0);
+    assert_code(
+        &env.run(&["config", "set", "verify.full.timeout", "30d"]),
+        0,
+    );
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["budget_seconds"], 30.0 * 24.0 * 3600.0);
+}
+
+#[test]
+fn provision_dest_must_name_a_file_outside_any_case_of_dot_git() {
+    let env = Env::new();
+    assert_code(
+        &env.run(&["config", "set", "verify.provision.c.repo", "/srv/repo"]),
+        0,
+    );
+    for bad in [".", "./", "x/", "x/.", ".GIT/x", ".Git/hooks/pre-commit"] {
+        let o = env.run(&["config", "set", "verify.provision.c.dest", bad]);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.starts_with("saphan: provision-dest-hostile: "),
+            "{bad}: {err}"
+        );
+        let cfg = std::fs::read_to_string(env.home().join("config")).unwrap();
+        assert!(!cfg.contains("dest"), "{bad} was written: {cfg}");
+    }
+    assert_code(
+        &env.run(&[
+            "config",
+            "set",
+            "verify.provision.c.dest",
+            ".provision/x.yaml",
+        ]),
+        0,
+    );
+}
+
+#[test]
+fn usage_errors_are_one_prefixed_line_and_json_under_json() {
+    let env = Env::new();
+    let o = env.run(&["certify", "--bogus"]);
+    assert_code(&o, 2);
+    let (out, err) = text(&o);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "saphan: usage: unexpected argument '--bogus' found — see `saphan certify --help`\n"
+    );
+    let o = env.run(&["--json", "certify", "--bogus"]);
+    assert_code(&o, 2);
+    let v = json(&o);
+    assert_eq!(v["error"], "usage");
+    assert_eq!(v["exit_code"], 2);
+    assert!(v["message"].as_str().unwrap().contains("'--bogus'"), "{v}");
+    let o = env.run(&["frobnicate", "--json"]);
+    assert_code(&o, 2);
+    assert_eq!(json(&o)["error"], "usage");
+    // Help and --version stay as clap prints them, exit 0.
+    let o = env.run(&["certify", "--help"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("Usage: saphan certify"));
+    let o = env.run(&["--version"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.starts_with("saphan "));
+}
