@@ -118,7 +118,7 @@ pub async fn certify(
         .await?;
     let tree_files = repo.tree_files(&sha).await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, in_tree)?;
+    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();

@@ -225,7 +225,9 @@ pub async fn verify_union(
     let cfg = Config::load(home)?;
     let base = repo.resolve(&s.base).await?;
     let base_files = repo.tree_files(&base).await?;
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, |p| base_files.iter().any(|f| f == p))?;
+    let suite = crate::suite::resolve_full(&cfg, &repo.top, "measure a union in", |p| {
+        base_files.iter().any(|f| f == p)
+    })?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let mut heads = Vec::with_capacity(s.streams.len());

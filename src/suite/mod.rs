@@ -103,10 +103,15 @@ pub fn default_go_program() -> String {
 /// markers) — never the working tree, whose untracked files are not what
 /// gets measured.
 ///
+/// `verb` names the measurement in the refusal: `certify` gives the spec's
+/// text verbatim ("refusing to certify …"); verify-union passes
+/// `measure a union in`.
+///
 /// Errors: [`SuiteError::NoSuite`] with the spec's refusal text.
 pub fn resolve_full(
     cfg: &Config,
     top: &Path,
+    verb: &str,
     in_tree: impl Fn(&str) -> bool,
 ) -> Result<ResolvedSuite, SuiteError> {
     if let Some(s) = &cfg.full {
@@ -129,14 +134,15 @@ pub fn resolve_full(
     }
     Err(SuiteError::NoSuite(no_suite_text(
         top,
+        verb,
         stack::detect_with(in_tree),
     )))
 }
 
-fn no_suite_text(top: &Path, detected: Option<stack::Proposal>) -> String {
+fn no_suite_text(top: &Path, verb: &str, detected: Option<stack::Proposal>) -> String {
     let p = top.display();
     let head = format!(
-        "refusing to certify {p}: verify: {p} carries no go.mod and config-v1 declares no [verify.full] suite, so there is NO suite to run here — refusing to measure rather than running Go's own test command in a repository it knows nothing about and reporting a verdict about the result"
+        "refusing to {verb} {p}: verify: {p} carries no go.mod and config-v1 declares no [verify.full] suite, so there is NO suite to run here — refusing to measure rather than running Go's own test command in a repository it knows nothing about and reporting a verdict about the result"
     );
     match detected {
         Some(prop) => format!(
