@@ -511,3 +511,81 @@ fn the_affected_budget_kills_the_go_test_binaries_too() {
         pid.trim()
     );
 }
+
+/// A package's test reads `changes.json` from its own directory: a name that
+/// looks like documentation is still that package's fixture.
+#[test]
+fn a_doc_looking_fixture_in_a_package_dir_selects_its_package() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(GO_ADAPTER);
+    let r = module();
+    r.commit(
+        &[
+            ("td/td.go", "package td\n"),
+            (
+                "td/td_test.go",
+                "package td\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestChanges(t *testing.T) {\n\tb, err := os.ReadFile(\"changes.json\")\n\tif err != nil || string(b) != \"ok\\n\" {\n\t\tt.Fatalf(\"changes.json: %q %v\", b, err)\n\t}\n}\n",
+            ),
+            ("td/changes.json", "ok\n"),
+        ],
+        "td",
+    );
+    git(r.path(), &["branch", "-f", "base"]);
+    r.commit(&[("td/changes.json", "broken\n")], "break the fixture");
+    let (o, v) = affected(&env, &r);
+    assert_eq!(strs(&v["changed_packages"]), pkgs(&["td"]), "{v:#}");
+    assert!(
+        v["no_package_paths"].as_array().unwrap().is_empty(),
+        "{v:#}"
+    );
+    assert_eq!(v["result"], "red", "{v:#}");
+    assert_code(&o, 1);
+    let named = strs(&v["measurement"]["named_tests"]);
+    assert!(named.iter().any(|t| t.contains("TestChanges")), "{named:?}");
+}
+
+/// lib/ is its own module (replaced into the root): `go list ./...` at the
+/// root never lists it, so a change there must never be green by omission.
+#[test]
+fn a_change_in_a_nested_module_is_refused_never_green() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(GO_ADAPTER);
+    let r = module();
+    r.commit(
+        &[
+            (
+                "go.mod",
+                &format!("module {MODULE}\n\ngo 1.19\n\nreplace ex.com/lib => ./lib\n"),
+            ),
+            ("lib/go.mod", "module ex.com/lib\n\ngo 1.19\n"),
+            ("lib/lib.go", "package lib\n\n// L is one.\nfunc L() int { return 1 }\n"),
+            (
+                "lib/lib_test.go",
+                "package lib\n\nimport \"testing\"\n\nfunc TestLib(t *testing.T) { t.Fatal(\"lib is broken\") }\n",
+            ),
+        ],
+        "nested lib",
+    );
+    git(r.path(), &["branch", "-f", "base"]);
+    r.commit(
+        &[(
+            "lib/lib.go",
+            "package lib\n\n// L is two.\nfunc L() int { return 2 }\n",
+        )],
+        "lib: 2",
+    );
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    assert_eq!(v["error"], "affected-scope-missing", "{v:#}");
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("affected-nested-module"), "{msg}");
+    assert!(msg.contains("lib/lib.go"), "{msg}");
+    assert!(msg.contains("lib/go.mod"), "{msg}");
+    assert_eq!(r.worktrees().len(), 1, "scratch worktree left behind");
+}

@@ -79,9 +79,46 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
     let pkgs = golist::parse(&out.stdout).map_err(|e| AffectedError::GoList {
         detail: format!("its output is not go list -json objects: {e}"),
     })?;
+    // An object go could not place (no directory): a malformed import path
+    // such as a directory with a space, or a pattern matching no module
+    // (`./...` at a go.work root that does not `use .`). Quote go.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr.trim();
+    if let Some(bad) = pkgs.iter().find(|p| p.dir.is_empty()) {
+        let err = bad
+            .error
+            .as_ref()
+            .map(|e| e.err.trim().to_string())
+            .unwrap_or_else(|| "no directory and no error given".into());
+        return Err(AffectedError::GoList {
+            detail: format!(
+                "`{go} list -e -json ./...` could not place `{}`: {err}{}",
+                bad.import_path,
+                if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!("; go's stderr: {stderr}")
+                }
+            ),
+        });
+    }
     let sel = golist::select(&pkgs, root, &manifest.changed_paths, &|p| {
         root.join(p).symlink_metadata().is_ok()
     });
+    if !sel.nested_modules.is_empty() {
+        let detail = sel
+            .nested_modules
+            .iter()
+            .map(|(d, paths)| {
+                format!(
+                    "{} changed in the nested module {d}/ (its own {d}/go.mod)",
+                    paths.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(AffectedError::NestedModule { detail });
+    }
     let widened = !sel.widened_by.is_empty();
     let suite_argv: Vec<String> = if sel.selected_packages.is_empty() {
         Vec::new()
@@ -228,10 +265,28 @@ pub fn go_affected() -> Result<Exit> {
         .current_dir(&root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| AffectedError::GoList {
             detail: format!("could not start `{}`: {e}", scope.suite_argv[0]),
         })?;
+    // go's stderr is forwarded as it comes, and its tail kept: go test -json
+    // (1.19) writes a build or setup failure only there.
+    let err_thread = child.stderr.take().map(|pipe| {
+        std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            let mut tail: std::collections::VecDeque<String> = Default::default();
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let _ = writeln!(std::io::stderr(), "{line}");
+                tail.push_back(line);
+                if tail.len() > 8 {
+                    tail.pop_front();
+                }
+            }
+            tail.into_iter().collect::<Vec<_>>().join(" | ")
+        })
+    });
     let timed = match child.stdout.take() {
         Some(pipe) => forward_and_time(pipe, std::io::stdout().lock()),
         None => Default::default(),
@@ -239,6 +294,17 @@ pub fn go_affected() -> Result<Exit> {
     let status = child.wait().map_err(|e| AffectedError::GoList {
         detail: format!("waiting for `{}`: {e}", scope.suite_argv[0]),
     })?;
+    let go_tail = err_thread.and_then(|t| t.join().ok()).unwrap_or_default();
+    if !status.success() && timed.is_empty() {
+        eprintln!(
+            "{ADAPTER_NAME}: build failed: `go test` ended ({status}) before any selected package reported a result{}",
+            if go_tail.is_empty() {
+                String::new()
+            } else {
+                format!("; go said: {go_tail}")
+            }
+        );
+    }
     if !timed.is_empty() {
         let mut scope = scope;
         scope.package_seconds = timed;

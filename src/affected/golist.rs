@@ -45,8 +45,14 @@ use std::path::Path;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct GoPackage {
-    /// Absolute directory holding the package.
+    /// Absolute directory holding the package. Empty on an error object
+    /// that names no directory (a malformed import path, a pattern that
+    /// matched no module), which the adapter refuses rather than guess at.
+    #[serde(default)]
     pub dir: String,
+    /// The error go attached to this object, when it could not load it.
+    #[serde(default)]
+    pub error: Option<GoListError>,
     /// The import path.
     pub import_path: String,
     /// The module the package belongs to.
@@ -70,6 +76,15 @@ pub struct GoPackage {
     /// Files embedded by its external tests, relative to `dir`.
     #[serde(default)]
     pub x_test_embed_files: Vec<String>,
+}
+
+/// `Error` of a `go list -json` object.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct GoListError {
+    /// go's own words.
+    #[serde(default)]
+    pub err: String,
 }
 
 /// `Module` of a `go list -json` object.
@@ -108,6 +123,11 @@ pub struct Selection {
     pub omitted_packages: Vec<String>,
     /// Paths that widened the run (empty when it did not widen).
     pub widened_by: Vec<WideningPath>,
+    /// Changed paths inside a nested module — a directory below the root
+    /// holding its own `go.mod` that `go list ./...` at the root does not
+    /// list — by the module's directory. Non-empty means the change cannot
+    /// be measured from the root, and the adapter refuses.
+    pub nested_modules: Vec<(String, Vec<String>)>,
 }
 
 /// Build-control files that change every package's build.
@@ -303,7 +323,70 @@ pub fn select<'a>(
             "a deleted package outside every module go list reported",
         ),
     };
+    // Nested modules: the deepest directory below the root, outside any
+    // testdata/ or vendor/, that holds a go.mod at head (or whose go.mod the
+    // change touched) and that is not a module go list reported.
+    let module_dirs: HashSet<&str> = modules.iter().map(|(d, _)| d.as_str()).collect();
+    let nested_of = |p: &str| -> Option<String> {
+        let dir = parent(p);
+        if dir
+            .split('/')
+            .any(|c| c == "testdata" || c == "vendor" || c.starts_with('_') || c.starts_with('.'))
+        {
+            return None;
+        }
+        if p.rsplit('/').next() == Some("go.mod") && !dir.is_empty() && !module_dirs.contains(dir) {
+            return Some(dir.to_string());
+        }
+        let mut d = dir;
+        while !d.is_empty() {
+            if !module_dirs.contains(d) && !by_dir.contains_key(d) && exists(&join(d, "go.mod")) {
+                return Some(d.to_string());
+            }
+            d = parent(d);
+        }
+        None
+    };
+    let nested_dirs: BTreeSet<String> = changed.iter().filter_map(|p| nested_of(p)).collect();
+    // A path under a nested module's directory belongs to it (the deepest),
+    // even when the module's go.mod went with it.
+    let nested_dir_of = |p: &str| -> Option<&String> {
+        nested_dirs
+            .iter()
+            .filter(|d| {
+                p.strip_prefix(d.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            })
+            .max_by_key(|d| d.len())
+    };
+    let mut nested: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for p in changed {
+        if let Some(d) = nested_dir_of(p) {
+            nested.entry(d.clone()).or_default().push(p.clone());
+        }
+    }
+    let in_nested = |p: &str| nested_dir_of(p).is_some();
+    // The package (or deleted package) whose directory tree holds `p`: the
+    // nearest enclosing one.
+    let enclosing = |p: &str| -> Option<Result<usize, String>> {
+        let mut d = parent(p);
+        loop {
+            if let Some(&i) = by_dir.get(d) {
+                return Some(Ok(i));
+            }
+            if deleted_dirs.contains(d) && !exists(p) {
+                return Some(Err(d.to_string()));
+            }
+            if d.is_empty() {
+                return None;
+            }
+            d = parent(d);
+        }
+    };
+    for p in changed {
+        if in_nested(p) {
+            continue;
+        }
         let base = p.rsplit('/').next().unwrap_or(p);
         if BUILD_CONTROL.contains(&base) {
             widen(
@@ -328,22 +411,31 @@ pub fn select<'a>(
             }
             continue;
         }
-        if is_documentation(p) {
-            sel.no_package_paths.push(NoPackagePath {
-                path: p.clone(),
-                reason: "documentation".into(),
-            });
-            continue;
-        }
+        // Directly in a package's directory: that package's, whatever its
+        // name — a test may read CHANGES.json or README.md as a fixture.
         if let Some(&i) = by_dir.get(parent(p)) {
             changed_idx.insert(i);
             continue;
         }
-        if let Some(why) = repository_metadata(p) {
-            sel.no_package_paths.push(NoPackagePath {
-                path: p.clone(),
-                reason: why.into(),
-            });
+        let no_package = if is_documentation(p) {
+            Some("documentation")
+        } else {
+            repository_metadata(p)
+        };
+        if let Some(why) = no_package {
+            // Only outside every package's directory tree does a document
+            // select nothing; inside one, it belongs to the nearest
+            // enclosing package (over-selection is safe, omission is not).
+            match enclosing(p) {
+                Some(Ok(i)) => {
+                    changed_idx.insert(i);
+                }
+                Some(Err(d)) => deleted_dir(&mut sel, p, &d),
+                None => sel.no_package_paths.push(NoPackagePath {
+                    path: p.clone(),
+                    reason: why.into(),
+                }),
+            }
             continue;
         }
         if !exists(p)
@@ -369,6 +461,7 @@ pub fn select<'a>(
         .into_iter()
         .collect();
     sel.deleted_packages = deleted.into_iter().collect();
+    sel.nested_modules = nested.into_iter().collect();
 
     let all: BTreeSet<&str> = pkgs.iter().map(|p| p.import_path.as_str()).collect();
     if !sel.widened_by.is_empty() {
@@ -475,6 +568,11 @@ mod tests {
         ]
     }
 
+    /// Every path exists at head except a go.mod below the root.
+    fn present(p: &str) -> bool {
+        !p.ends_with("/go.mod")
+    }
+
     fn sel(paths: &[&str], exists: &dyn Fn(&str) -> bool) -> Selection {
         let changed: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
         select(&graph(), Path::new("/r"), &changed, exists)
@@ -482,7 +580,7 @@ mod tests {
 
     #[test]
     fn leaf_selects_its_reverse_closure_and_test_importers_only() {
-        let s = sel(&["leaf/leaf.go"], &|_| true);
+        let s = sel(&["leaf/leaf.go"], &present);
         assert_eq!(s.changed_packages, ["m/leaf"]);
         assert_eq!(s.selected_packages, ["m", "m/b", "m/c", "m/leaf", "m/t"]);
         assert_eq!(s.omitted_packages, ["m/lone", "m/u", "m/web"]);
@@ -491,13 +589,28 @@ mod tests {
 
     #[test]
     fn docs_select_nothing_and_go_mod_widens() {
-        let s = sel(
-            &["README.md", "leaf/NOTES.md", "docs/img/a.png", "LICENSE"],
-            &|_| true,
-        );
-        assert!(s.selected_packages.is_empty());
+        // Outside every package's directory (no package at the root here).
+        let no_root: Vec<GoPackage> = graph().into_iter().skip(1).collect();
+        let changed: Vec<String> = ["README.md", "docs/img/a.png", "LICENSE", ".github/ci.yml"]
+            .map(String::from)
+            .to_vec();
+        let s = select(&no_root, Path::new("/r"), &changed, &present);
+        assert!(s.selected_packages.is_empty(), "{s:?}");
         assert_eq!(s.no_package_paths.len(), 4);
-        let s = sel(&["go.mod", "README.md"], &|_| true);
+        // With a package at the root, every path is inside its directory
+        // tree: the root package is selected, never nothing.
+        let s = sel(&["README.md", "docs/img/a.png"], &present);
+        assert_eq!(s.changed_packages, ["m"]);
+        assert!(s.no_package_paths.is_empty());
+        // Inside a package's directory a "document" is that package's: its
+        // tests may read it.
+        let s = sel(&["leaf/NOTES.md", "b/CHANGES.json"], &present);
+        assert_eq!(s.changed_packages, ["m/b", "m/leaf"]);
+        assert!(s.no_package_paths.is_empty());
+        // Deeper inside a package's tree: the nearest enclosing package.
+        let s = sel(&["b/fixtures/AUTHORS.txt"], &present);
+        assert_eq!(s.changed_packages, ["m/b"]);
+        let s = sel(&["go.mod", "README.md"], &present);
         assert_eq!(s.widened_by[0].path, "go.mod");
         assert_eq!(s.selected_packages.len(), graph().len());
         assert!(s.omitted_packages.is_empty());
@@ -505,11 +618,11 @@ mod tests {
 
     #[test]
     fn embedded_and_testdata_belong_to_their_package() {
-        let s = sel(&["web/static/site.css"], &|_| true);
+        let s = sel(&["web/static/site.css"], &present);
         assert_eq!(s.changed_packages, ["m/web"]);
-        let s = sel(&["b/testdata/golden/x.md"], &|_| true);
+        let s = sel(&["b/testdata/golden/x.md"], &present);
         assert_eq!(s.changed_packages, ["m/b"]);
-        let s = sel(&["nowhere/testdata/x"], &|_| true);
+        let s = sel(&["nowhere/testdata/x"], &present);
         assert_eq!(s.widened_by.len(), 1);
     }
 
@@ -528,10 +641,30 @@ mod tests {
     }
 
     #[test]
+    fn nested_module_paths_are_set_apart() {
+        // lib/ holds its own go.mod; go list at the root never lists it.
+        let s = sel(&["lib/lib.go", "lib/README.md", "leaf/leaf.go"], &|p| {
+            p == "lib/go.mod" || p.starts_with("lib/")
+        });
+        assert_eq!(
+            s.nested_modules,
+            [(
+                "lib".to_string(),
+                vec!["lib/lib.go".to_string(), "lib/README.md".to_string()]
+            )]
+        );
+        assert_eq!(s.changed_packages, ["m/leaf"]);
+        // A deleted nested go.mod names its module too; a testdata go.mod does not.
+        let s = sel(&["x/go.mod", "b/testdata/mod/go.mod"], &|_| false);
+        assert_eq!(s.nested_modules.len(), 1, "{s:?}");
+        assert_eq!(s.nested_modules[0].0, "x");
+    }
+
+    #[test]
     fn unmappable_paths_widen_with_a_reason() {
-        let s = sel(&["scripts/gen.sh"], &|_| true);
+        let s = sel(&["scripts/gen.sh"], &present);
         assert_eq!(s.widened_by[0].path, "scripts/gen.sh");
-        let s = sel(&["vendor/x/y.go"], &|_| true);
+        let s = sel(&["vendor/x/y.go"], &present);
         assert!(s.widened_by[0].reason.contains("vendored"));
     }
 

@@ -47,6 +47,11 @@ pub enum AffectedError {
         "{detail} — fix the module so `go list -e -json ./...` succeeds at the head, then re-run"
     )]
     GoList { detail: String },
+    /// A changed path lies in a nested module the root's `go list` never lists.
+    #[error(
+        "{detail} — go-affected lists and tests only the module at the repository root (`go list ./...` stops at a directory holding its own go.mod, even under go.work), so these changes would go unmeasured; test that module yourself (`cd <dir> && go test ./...`) or declare a [verify.affected] adapter that covers every module; no scope was written and nothing ran"
+    )]
+    NestedModule { detail: String },
     /// `[verify.affected]` is present but declares no argv.
     #[error(
         "[verify.affected] is declared but names no argv — run `saphan config set verify.affected.argv \"saphan,adapter,go-affected\"` (or your stack's adapter)"
@@ -107,6 +112,7 @@ impl Refusal for AffectedError {
             AffectedError::Manifest { .. } => "affected-manifest-invalid",
             AffectedError::NotAtHead { .. } => "affected-not-at-head",
             AffectedError::GoList { .. } => "go-list-failed",
+            AffectedError::NestedModule { .. } => "affected-nested-module",
             AffectedError::NoArgv => "affected-argv-missing",
             AffectedError::Diff { .. } => "affected-diff-failed",
             AffectedError::ScopeMissing { .. } => "affected-scope-missing",
