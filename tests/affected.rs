@@ -251,8 +251,13 @@ fn deleted_package_is_not_its_parents_and_its_importers_are_selected() {
         strs(&v["selected_packages"]),
         pkgs(&["mid", "testonly", "top"])
     );
-    assert_ne!(v["result"], "green", "{v:#}");
-    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(v["result"], "measurement-failed", "{v:#}");
+    assert_code(&o, 3);
+    // go test -json (1.19) says why only on stderr: the result quotes it.
+    let why = v["reason"].as_str().unwrap();
+    assert!(why.starts_with("build failed"), "{why}");
+    assert!(why.contains("leaf"), "{why}");
+    assert!(!why.contains("declare another report kind"), "{why}");
 }
 
 #[test]
@@ -588,4 +593,132 @@ fn a_change_in_a_nested_module_is_refused_never_green() {
     assert!(msg.contains("lib/lib.go"), "{msg}");
     assert!(msg.contains("lib/go.mod"), "{msg}");
     assert_eq!(r.worktrees().len(), 1, "scratch worktree left behind");
+}
+
+/// A shell adapter that writes `scope` (the fields after `version` and
+/// `adapter`) and then prints `stream` on stdout as its go test -json events.
+fn scope_adapter(scope: &str, stream: &str) -> String {
+    format!(
+        "#!/bin/sh\ncat > \"$SAPHAN_AFFECTED_SCOPE_OUT\" <<'S'\n{{\"version\":1,\"adapter\":\"sh\",{scope}}}\nS\ncat <<'E'\n{stream}\nE\n"
+    )
+}
+
+const PASS_S: &str = "{\"Action\":\"run\",\"Package\":\"s\",\"Test\":\"TestS\"}\n{\"Action\":\"pass\",\"Package\":\"s\",\"Test\":\"TestS\",\"Elapsed\":0}\n{\"Action\":\"pass\",\"Package\":\"s\",\"Elapsed\":0}";
+
+fn sh_repo(env: &Env, script: &str) -> Repo {
+    env.write_config("[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"go-test-json\"\n");
+    let r = Repo::new(&[("adapter.sh", script)]);
+    git(r.path(), &["branch", "base"]);
+    r.commit(&[("x.txt", "x\n")], "x");
+    r
+}
+
+#[test]
+fn a_changed_package_left_unselected_is_contradicted() {
+    let env = Env::new();
+    let r = sh_repo(
+        &env,
+        &scope_adapter(
+            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["t"],"omitted_packages":["s"],"widened":false,"widened_by":[]"#,
+            "",
+        ),
+    );
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    assert_eq!(v["error"], "affected-scope-contradicted", "{v:#}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("neither selected nor deleted"),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn a_changed_path_nothing_accounts_for_is_contradicted() {
+    let env = Env::new();
+    let r = sh_repo(
+        &env,
+        &scope_adapter(
+            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":[],"selected_packages":["s"],"omitted_packages":[],"widened":false,"widened_by":[]"#,
+            PASS_S,
+        ),
+    );
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    assert_eq!(v["error"], "affected-scope-contradicted", "{v:#}");
+    assert!(v["message"].as_str().unwrap().contains("x.txt"), "{v:#}");
+}
+
+#[test]
+fn a_selected_package_missing_from_the_event_stream_is_never_green() {
+    let env = Env::new();
+    let r = sh_repo(
+        &env,
+        &scope_adapter(
+            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["s","t"],"omitted_packages":[],"widened":false,"widened_by":[]"#,
+            PASS_S,
+        ),
+    );
+    let (o, v) = affected(&env, &r);
+    assert_eq!(v["result"], "measurement-failed", "{v:#}");
+    assert_code(&o, 3);
+    let why = v["reason"].as_str().unwrap();
+    assert!(
+        why.contains("unmeasured-packages") && why.contains(" t "),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_missing_junit_report_names_the_affected_key() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"junit-xml\"\nreport_path = \"out/*.xml\"\n",
+    );
+    let r = Repo::new(&[("adapter.sh", &junit_adapter("\"x.txt\"", false))]);
+    git(r.path(), &["branch", "base"]);
+    r.commit(&[("x.txt", "x\n")], "x");
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    assert_eq!(v["error"], "affected-report-missing", "{v:#}");
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("verify.affected.report_path"), "{msg}");
+    assert!(!msg.contains("verify.full"), "{msg}");
+}
+
+#[test]
+fn go_list_objects_without_a_directory_are_quoted() {
+    if no_go() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config(GO_ADAPTER);
+    // A package directory with a space: go cannot form its import path.
+    let r = module();
+    r.commit(&[("b c/b.go", "package b\n")], "spaced");
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.contains("go-list-failed") && msg.contains("invalid char"),
+        "{msg}"
+    );
+    assert!(!msg.contains("missing field"), "{msg}");
+    // A go.work at the root that does not `use .`: ./... matches nothing.
+    let r = module();
+    r.commit(
+        &[
+            ("go.work", "go 1.19\n\nuse ./lib\n"),
+            ("lib/go.mod", "module ex.com/lib\n\ngo 1.19\n"),
+            ("lib/lib.go", "package lib\n"),
+        ],
+        "work",
+    );
+    let (o, v) = affected(&env, &r);
+    assert_code(&o, 3);
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("go.work"), "{msg}");
+    assert!(!msg.contains("missing field"), "{msg}");
 }

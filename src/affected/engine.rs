@@ -342,7 +342,8 @@ async fn run_adapter(
     .collect();
 
     let scratch = repo.scratch_worktree(&res.head).await?;
-    let run = measure::run_then_remove(
+    let stream_path = private.path().join("stdout");
+    let run = measure::run_then_remove_keeping(
         scratch,
         measure::Plan {
             suite: &suite,
@@ -352,16 +353,42 @@ async fn run_adapter(
             report_root: Some(&report_dir),
         },
         interrupt,
+        &stream_path,
     )
     .await;
     let run = run?;
-    let judged = judge(&run, &shown, &budget, &suite, &manifest, &scope_path, res);
+    let judged = judge(
+        &run,
+        &shown,
+        &budget,
+        &suite,
+        &manifest,
+        &scope_path,
+        &stream_path,
+        res,
+    );
     drop(private);
     judged
 }
 
+/// The packages a go test -json stream names in any event.
+fn stream_packages(stream: &Path) -> std::collections::HashSet<String> {
+    #[derive(serde::Deserialize)]
+    struct Event {
+        #[serde(rename = "Package", default)]
+        package: Option<String>,
+    }
+    let bytes = std::fs::read(stream).unwrap_or_default();
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Event>(l).ok())
+        .filter_map(|e| e.package)
+        .collect()
+}
+
 /// Read the scope an adapter left and the measurement of its report, and
 /// fill `res`.
+#[allow(clippy::too_many_arguments)]
 fn judge(
     run: &SuiteRun,
     shown: &str,
@@ -369,6 +396,7 @@ fn judge(
     suite: &ResolvedSuite,
     manifest: &Manifest,
     scope_path: &Path,
+    stream_path: &Path,
     res: &mut AffectedResult,
 ) -> Result<()> {
     res.adapter_seconds = Some((run.elapsed.as_secs_f64() * 1000.0).round() / 1000.0);
@@ -394,6 +422,13 @@ fn judge(
             }
             .into());
         }
+        Err(ProtocolIssue::Contradicted(issue)) => {
+            return Err(AffectedError::ScopeContradicted {
+                argv: shown.to_string(),
+                issue,
+            }
+            .into());
+        }
         Err(issue) => {
             return Err(AffectedError::ScopeInvalid {
                 argv: shown.to_string(),
@@ -409,8 +444,9 @@ fn judge(
             issue: issue.to_string(),
         })?;
     let nothing = scope.selected_packages.is_empty();
+    let selected = scope.selected_packages.clone();
     res.take_scope(scope);
-    let m = run.measurement.clone();
+    let mut m = run.measurement.clone();
     if nothing {
         let what = match run.termination {
             Some(t) if t.success() => match m.count {
@@ -434,6 +470,14 @@ fn judge(
             Some("the change maps to no package, so nothing ran — this is not a green".into());
         return Ok(());
     }
+    // The measuring core speaks of the full tier's key; here the key is
+    // verify.affected.report_path, relative to the report directory.
+    for n in &mut m.notes {
+        *n = n.replace(
+            "verify.full.report_path",
+            "verify.affected.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)",
+        );
+    }
     if suite.report == ReportKind::JunitXml && m.report_files.is_empty() {
         return Err(AffectedError::ReportMissing {
             argv: shown.to_string(),
@@ -448,8 +492,46 @@ fn judge(
         Verdict::Red => Outcome::Red,
         Verdict::MeasurementFailed => Outcome::MeasurementFailed,
     };
+    let exited = match run.termination {
+        Some(Termination::Exited(c)) => Some(c),
+        _ => None,
+    };
     if res.result == Outcome::MeasurementFailed {
-        res.reason = Some(m.notes.join("; "));
+        res.reason = Some(
+            if m.failure().as_deref() == Some("report-no-events") && exited.is_some_and(|c| c != 0)
+            {
+                format!(
+                    "build failed: the adapter exited with status {} before its suite wrote a single go test -json event, so no selected test ran{}",
+                    exited.unwrap_or_default(),
+                    tail(&run.stderr_tail)
+                )
+            } else {
+                format!("{}{}", m.notes.join("; "), tail(&run.stderr_tail))
+            },
+        );
+    } else if suite.report == ReportKind::GoTestJson {
+        // go test -json names every package it was given, even one without
+        // test files; a selected package the stream never names did not run.
+        let seen = stream_packages(stream_path);
+        let unseen: Vec<&str> = selected
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !seen.contains(*p))
+            .collect();
+        if !unseen.is_empty() {
+            let note = format!(
+                "unmeasured-packages: the scope selected {} but the go test -json stream names no event for {} — a selected package that never ran is never green",
+                selected.len(),
+                unseen.join(", ")
+            );
+            m.notes.push(note.clone());
+            if res.result == Outcome::Green {
+                res.result = Outcome::MeasurementFailed;
+                m.verdict = Verdict::MeasurementFailed;
+                m.named_tests = None;
+            }
+            res.reason = Some(note);
+        }
     }
     res.measurement = Some(m);
     Ok(())

@@ -96,6 +96,10 @@ pub enum AffectedError {
         "the adapter `{argv}` selected no package but {what} — a run of nothing must end quietly with status 0; no verdict was taken"
     )]
     EmptyButActive { argv: String, what: String },
+    /// The scope leaves something the change touched unrun, or the suite's
+    /// stream does not cover what the scope selected.
+    #[error("the adapter `{argv}`: {issue} — fix the adapter; no verdict was taken")]
+    ScopeContradicted { argv: String, issue: String },
     /// The adapter program could not be started.
     #[error("could not start the adapter `{argv}`: {source} — check [verify.affected].argv")]
     Spawn {
@@ -119,6 +123,7 @@ impl Refusal for AffectedError {
             AffectedError::ScopeInvalid { .. } => "affected-scope-invalid",
             AffectedError::ReportMissing { .. } => "affected-report-missing",
             AffectedError::EmptyButActive { .. } => "affected-scope-contradicted",
+            AffectedError::ScopeContradicted { .. } => "affected-scope-contradicted",
             AffectedError::Spawn { .. } => "affected-adapter-unstartable",
         }
     }
@@ -127,7 +132,8 @@ impl Refusal for AffectedError {
             AffectedError::ScopeMissing { .. }
             | AffectedError::ScopeInvalid { .. }
             | AffectedError::ReportMissing { .. }
-            | AffectedError::EmptyButActive { .. } => Exit::MeasurementFailed,
+            | AffectedError::EmptyButActive { .. }
+            | AffectedError::ScopeContradicted { .. } => Exit::MeasurementFailed,
             _ => Exit::Refusal,
         }
     }

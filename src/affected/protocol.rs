@@ -133,6 +133,10 @@ pub enum ProtocolIssue {
     Version(u32),
     /// Well-formed but self-contradictory (e.g. widened with no reason).
     Inconsistent(String),
+    /// The scope leaves part of the question unanswered: a changed package
+    /// that is not run, or a changed path no package, no-package reason or
+    /// widening accounts for.
+    Contradicted(String),
 }
 
 impl std::fmt::Display for ProtocolIssue {
@@ -148,6 +152,7 @@ impl std::fmt::Display for ProtocolIssue {
                 )
             }
             ProtocolIssue::Inconsistent(e) => write!(f, "the record contradicts itself: {e}"),
+            ProtocolIssue::Contradicted(e) => write!(f, "{e}"),
         }
     }
 }
@@ -215,6 +220,45 @@ impl Scope {
             return Err(ProtocolIssue::Inconsistent(format!(
                 "{p} is both selected and omitted"
             )));
+        }
+        self.check_accounted()
+    }
+
+    /// Nothing the change touched goes unrun by silence: every changed
+    /// package is selected (or listed deleted), and a changed path that is
+    /// neither a no-package path nor a widening one leaves at least one
+    /// changed or deleted package behind it.
+    pub fn check_accounted(&self) -> Result<(), ProtocolIssue> {
+        let selected: std::collections::HashSet<&str> =
+            self.selected_packages.iter().map(String::as_str).collect();
+        let unrun: Vec<&str> = self
+            .changed_packages
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !selected.contains(p) && !self.deleted_packages.iter().any(|d| d == p))
+            .collect();
+        if !unrun.is_empty() {
+            return Err(ProtocolIssue::Contradicted(format!(
+                "the changed package(s) {} are neither selected nor deleted — a changed package is always run",
+                unrun.join(", ")
+            )));
+        }
+        if self.changed_packages.is_empty() && self.deleted_packages.is_empty() {
+            let unaccounted: Vec<&str> = self
+                .changed_paths
+                .iter()
+                .map(String::as_str)
+                .filter(|p| {
+                    !self.no_package_paths.iter().any(|n| n.path == *p)
+                        && !self.widened_by.iter().any(|w| w.path == *p)
+                })
+                .collect();
+            if !unaccounted.is_empty() {
+                return Err(ProtocolIssue::Contradicted(format!(
+                    "the changed path(s) {} map to no changed or deleted package, yet are neither no_package_paths nor widened_by — every changed path must be accounted for",
+                    unaccounted.join(", ")
+                )));
+            }
         }
         Ok(())
     }
@@ -318,6 +362,23 @@ mod tests {
         assert!(matches!(s.check(), Err(ProtocolIssue::Inconsistent(_))));
         std::fs::write(&p, "{\"version\":1}").unwrap();
         assert!(matches!(Scope::read(&p), Err(ProtocolIssue::Malformed(_))));
+    }
+
+    #[test]
+    fn scope_must_run_every_changed_package_and_account_for_every_path() {
+        let mut s = scope();
+        s.selected_packages = vec!["m/b".into()];
+        assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(_))));
+        s.deleted_packages = vec!["m/a".into()];
+        assert!(s.check().is_ok());
+        let mut s = scope();
+        s.changed_packages.clear();
+        assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(_))));
+        s.no_package_paths = vec![NoPackagePath {
+            path: "a/a.go".into(),
+            reason: "r".into(),
+        }];
+        assert!(s.check().is_ok());
     }
 
     #[test]
