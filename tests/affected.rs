@@ -592,6 +592,7 @@ fn a_change_in_a_nested_module_is_refused_never_green() {
     assert!(msg.contains("affected-nested-module"), "{msg}");
     assert!(msg.contains("lib/lib.go"), "{msg}");
     assert!(msg.contains("lib/go.mod"), "{msg}");
+    assert!(msg.contains("cd lib && go test ./..."), "{msg}");
     assert_eq!(r.worktrees().len(), 1, "scratch worktree left behind");
 }
 

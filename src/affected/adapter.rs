@@ -111,7 +111,7 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
             .iter()
             .map(|(d, paths)| {
                 format!(
-                    "{} changed in the nested module {d}/ (its own {d}/go.mod)",
+                    "{} changed in the nested module {d}/ (its own {d}/go.mod; test it with `cd {d} && go test ./...`)",
                     paths.join(", ")
                 )
             })
@@ -299,9 +299,9 @@ pub fn go_affected() -> Result<Exit> {
         eprintln!(
             "{ADAPTER_NAME}: build failed: `go test` ended ({status}) before any selected package reported a result{}",
             if go_tail.is_empty() {
-                String::new()
+                "; go printed nothing on stderr".to_string()
             } else {
-                format!("; go said: {go_tail}")
+                " (go's own words are just above)".to_string()
             }
         );
     }

@@ -6,17 +6,25 @@
 //!
 //! # Mapping a changed path (first rule that matches wins)
 //!
-//! 1. `go.mod`, `go.sum`, `go.work`, `go.work.sum` (at any depth) widen to
+//! 1. A path inside a **nested module** — below a directory (not the root,
+//!    not under `testdata/`, `vendor/`, `_x/`, `.x/`) holding its own
+//!    `go.mod` that go list did not report as a module — is set apart in
+//!    [`Selection::nested_modules`]; the adapter refuses, because the
+//!    root's `go list ./...` never lists (or tests) that module.
+//! 2. `go.mod`, `go.sum`, `go.work`, `go.work.sum` (anywhere else) widen to
 //!    every package: they change how every package builds.
-//! 2. A file a package embeds (`EmbedFiles`, `TestEmbedFiles`,
+//! 3. A file a package embeds (`EmbedFiles`, `TestEmbedFiles`,
 //!    `XTestEmbedFiles`) belongs to that package, whatever its name.
-//! 3. A path under `D/testdata/` belongs to the package in `D` (or to the
+//! 4. A path under `D/testdata/` belongs to the package in `D` (or to the
 //!    deleted package `D` was). A `testdata` with no owner widens.
-//! 4. A documentation file — see [`is_documentation`] — maps to no package.
-//! 5. Any other file directly in a package's directory belongs to it
-//!    (sources, build-constrained sources, fixtures its tests open).
-//! 6. Repository metadata — a top-level `docs/`/`doc/` tree, `.github/`,
-//!    `.gitignore`, `.editorconfig` — maps to no package.
+//! 5. Any file directly in a package's directory belongs to it, whatever
+//!    its name (sources, build-constrained sources, fixtures its tests
+//!    open — `CHANGES.json` and `README.md` included).
+//! 6. A documentation file ([`is_documentation`]) or repository metadata (a
+//!    top-level `docs/`/`doc/` tree, `.github/`, `.gitignore`,
+//!    `.editorconfig`) maps to no package — only outside every package's
+//!    directory tree; inside one it belongs to the nearest enclosing
+//!    package (or deleted package).
 //! 7. A path gone at head whose directory held a Go file the change deleted
 //!    and holds no package at head is part of a **deleted package**: its
 //!    import path is never its parent directory's package. Whatever at head

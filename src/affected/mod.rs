@@ -49,7 +49,7 @@ pub enum AffectedError {
     GoList { detail: String },
     /// A changed path lies in a nested module the root's `go list` never lists.
     #[error(
-        "{detail} — go-affected lists and tests only the module at the repository root (`go list ./...` stops at a directory holding its own go.mod, even under go.work), so these changes would go unmeasured; test that module yourself (`cd <dir> && go test ./...`) or declare a [verify.affected] adapter that covers every module; no scope was written and nothing ran"
+        "{detail} — go-affected lists and tests only the module at the repository root (`go list ./...` stops at a directory holding its own go.mod, even under go.work), so these changes would go unmeasured — test the nested module yourself (the command above) or declare a [verify.affected] adapter that covers every module; no scope was written and nothing ran"
     )]
     NestedModule { detail: String },
     /// `[verify.affected]` is present but declares no argv.
