@@ -194,7 +194,10 @@ pub async fn certify(
         .insert("trunk".into(), serde_json::json!(trunk));
     let attempts = record::attempts_path(&repo);
     record::append(&attempts, &record)?;
-    let pointer = if record.verdict == Verdict::Green {
+    let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
+        // Measured truthfully, but a suite that ran nothing verified nothing.
+        Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
+    } else if record.verdict == Verdict::Green {
         Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
     } else {
         None

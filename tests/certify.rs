@@ -795,3 +795,36 @@ fn records_lists_whole_records_around_a_torn_line() {
         text(&o).1
     );
 }
+
+#[test]
+fn a_green_that_ran_zero_tests_does_not_move_the_pointer() {
+    if skip_unless(
+        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
+        "no go toolchain",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let repo = Repo::new(&[
+        ("go.mod", "module example.com/none\n\ngo 1.19\n"),
+        ("none.go", "package none\n\nfunc F() int { return 1 }\n"),
+    ]);
+    let o = env
+        .cmd()
+        .env("GOTOOLCHAIN", "local")
+        .args(["certify", "--repo", &repo.path_str(), "--json"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "green");
+    assert_eq!(r["count"], 0);
+    assert!(
+        r["verified_pointer"]
+            .as_str()
+            .unwrap()
+            .contains("ran 0 tests"),
+        "{r}"
+    );
+    assert_eq!(verified(&repo), None);
+}

@@ -670,3 +670,270 @@ fn start_refuses_a_repository_that_tracks_dot_saphan_and_leaves_nothing() {
     assert_eq!(repo.worktrees().len(), 1);
     assert!(git(repo.path(), &["branch", "--list", "stream/t"]).is_empty());
 }
+
+/// `--skip-worktree` / `--assume-unchanged` hide an edit from `git status`;
+/// the gate must still see it, or teardown's `--force` destroys it.
+#[test]
+fn edits_hidden_by_skip_worktree_or_assume_unchanged_fail_the_gate() {
+    let f = Fixture::new("hidden");
+    // Flagged but unchanged: nothing to lose, the gate passes.
+    git(&f.wt(), &["update-index", "--assume-unchanged", "main.go"]);
+    git(&f.wt(), &["update-index", "--skip-worktree", "README.md"]);
+    assert_code(&f.gate(), 0);
+    // Now edit both; git status stays silent about them.
+    f.write("README.md", "hello\nx\n");
+    f.write("main.go", "package main\n// edited\n");
+    assert_eq!(git(&f.wt(), &["status", "--porcelain"]), "");
+    let (code, v) = f.gate_json();
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(
+        strs(&v["returns_complete"]["lost"]),
+        vec!["README.md", "main.go"]
+    );
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: returns-complete:") && text(&o).1.contains("README.md"),
+        "{}",
+        text(&o).1
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.wt().join("README.md")).unwrap(),
+        "hello\nx\n"
+    );
+    // Declared, they are archived and teardown goes through.
+    f.declare(&["README.md", "main.go"]);
+    assert_code(&f.stream(&["teardown"], &[]), 0);
+}
+
+/// Ignored files are not authored (build outputs), but the gate and teardown
+/// say which ones teardown deletes, in text and JSON.
+#[test]
+fn ignored_files_teardown_deletes_are_listed() {
+    let f = Fixture::new("ign");
+    f.write(".gitignore", "results/\n");
+    git(&f.wt(), &["add", ".gitignore"]);
+    git(&f.wt(), &["commit", "-q", "-m", "ignore results"]);
+    f.write("results/out.txt", "precious\n");
+    f.write(".saphan/notes.txt", "my notes\n");
+    f.declare(&[".gitignore"]);
+    let (code, v) = f.gate_json();
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        strs(&v["ignored_deleted"]),
+        vec![".saphan/notes.txt", "results/out.txt"]
+    );
+    let o = f.gate();
+    assert_code(&o, 0);
+    let out = text(&o).0;
+    assert!(
+        out.contains("warning: 2 ignored file(s)") && out.contains("    results/out.txt\n"),
+        "{out}"
+    );
+    let o = f.stream(&["teardown"], &["--json"]);
+    assert_code(&o, 0);
+    let t: Value = serde_json::from_str(text(&o).0.trim()).unwrap();
+    assert_eq!(
+        strs(&t["manifest"]["ignored_deleted"]),
+        vec![".saphan/notes.txt", "results/out.txt"]
+    );
+    let archive = PathBuf::from(t["archive"].as_str().unwrap());
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(archive.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(strs(&m["ignored_deleted"]).len(), 2);
+}
+
+/// A second teardown while one runs is refused as `stream-busy` before it
+/// does anything; two racing teardowns leave exactly one archive.
+#[test]
+fn concurrent_teardowns_take_a_per_stream_lock() {
+    let f = Fixture::new("race");
+    f.write("out.txt", "x\n");
+    f.declare(&["out.txt"]);
+    // Another process (this test) holds the lock: both verbs refuse.
+    let lock = f.repo().join(".git/saphan/streams/race.lock");
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .unwrap();
+    held.try_lock().unwrap();
+    for o in [f.stream(&["teardown"], &[]), f.gate()] {
+        assert_code(&o, 2);
+        assert!(
+            text(&o).1.starts_with("saphan: stream-busy:"),
+            "{}",
+            text(&o).1
+        );
+    }
+    assert!(f.wt().exists());
+    assert!(!f.env.home().join("archive/race").exists());
+    held.unlock().unwrap();
+    drop(held);
+    // Two real teardown processes at once.
+    let repo = f.repo_str();
+    let spawn = || {
+        f.env
+            .cmd()
+            .args(["stream", "teardown", "race", "--repo", &repo])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let ok = outs.iter().filter(|o| o.status.code() == Some(0)).count();
+    assert_eq!(ok, 1, "{:?}", outs.iter().map(text).collect::<Vec<_>>());
+    for o in outs.iter().filter(|o| o.status.code() != Some(0)) {
+        assert_code(o, 2);
+        let err = text(o).1;
+        assert!(
+            err.starts_with("saphan: stream-busy:") || err.starts_with("saphan: stream-torn-down:"),
+            "{err}"
+        );
+    }
+    let archives: Vec<_> = std::fs::read_dir(f.env.home().join("archive/race"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(archives.len(), 1, "{archives:?}");
+}
+
+/// A commit made inside a submodule of the stream's worktree lives only in
+/// `.git/worktrees/<wt>/modules/`; teardown must not destroy it unwaived.
+#[test]
+fn submodule_commits_only_the_worktree_holds_block_teardown() {
+    let f = Fixture::new("subm");
+    let sub = f.tmp.path().join("subrepo");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    std::fs::write(sub.join("lib.txt"), "v1\n").unwrap();
+    git(&sub, &["add", "-A"]);
+    git(&sub, &["commit", "-q", "-m", "v1"]);
+    let sub_url = sub.to_string_lossy().into_owned();
+    git(
+        &f.wt(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &sub_url,
+            "lib",
+        ],
+    );
+    git(&f.wt(), &["commit", "-q", "-m", "add lib"]);
+    // A new commit inside the submodule, recorded by the stream's branch.
+    std::fs::write(f.wt().join("lib/lib.txt"), "v2 only here\n").unwrap();
+    git(&f.wt().join("lib"), &["commit", "-q", "-am", "v2"]);
+    git(&f.wt(), &["commit", "-q", "-am", "bump lib"]);
+    f.declare(&[".gitmodules"]);
+    let (code, v) = f.gate_json();
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(strs(&v["returns_complete"]["submodules_lost"]), vec!["lib"]);
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: submodule-commit-lost:") && text(&o).1.contains("lib"),
+        "{}",
+        text(&o).1
+    );
+    assert!(f.wt().join("lib/lib.txt").exists());
+    // Waived by name, teardown goes through and records the decision.
+    let o = f.stream(&["teardown"], &["--waive", "lib=pushed upstream by hand"]);
+    assert_code(&o, 0);
+}
+
+/// A base rewritten away and garbage-collected is refused by name, and the
+/// documented way out (the merge-base as the new `- base:`) works.
+#[test]
+fn a_missing_base_is_refused_by_name_and_a_merge_base_fixes_it() {
+    let f = Fixture::new("rebased");
+    f.write("work.txt", "w\n");
+    git(&f.wt(), &["add", "work.txt"]);
+    git(&f.wt(), &["commit", "-q", "-m", "work"]);
+    let old_base = f.base();
+    // Rewrite trunk's only commit, rebase the stream onto it, collect.
+    git(&f.repo(), &["commit", "-q", "--amend", "-m", "rewritten"]);
+    git(&f.wt(), &["rebase", "-q", "--onto", "main", &old_base]);
+    git(&f.repo(), &["reflog", "expire", "--expire=now", "--all"]);
+    git(&f.repo(), &["gc", "-q", "--prune=now"]);
+    assert!(
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(f.repo())
+            .args(["cat-file", "-e", &format!("{old_base}^{{commit}}")])
+            .status()
+            .unwrap()
+            .code()
+            != Some(0)
+    );
+    for o in [f.gate(), f.stream(&["teardown"], &[])] {
+        assert_code(&o, 2);
+        let err = text(&o).1;
+        assert!(
+            err.starts_with("saphan: stream-base-missing:") && err.contains("git merge-base"),
+            "{err}"
+        );
+    }
+    // A base that is not an ancestor of the branch is refused too.
+    let mb = git(&f.repo(), &["merge-base", "main", "stream/rebased"]);
+    git(&f.repo(), &["commit", "-q", "--allow-empty", "-m", "later"]);
+    let later = git(&f.repo(), &["rev-parse", "main"]);
+    let s = f.status_text().replace(&old_base, &later);
+    f.set_status(&s);
+    let o = f.gate();
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: stream-base-not-ancestor:"),
+        "{}",
+        text(&o).1
+    );
+    f.set_status(&s.replace(&later, &mb));
+    let (code, v) = f.gate_json();
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        strs(&v["returns_complete"]["committed_undeclared"]),
+        vec!["work.txt"]
+    );
+}
+
+#[test]
+fn unused_waivers_are_refused_and_odd_paths_are_printed_escaped() {
+    let f = Fixture::new("odd");
+    f.write("a\nb.txt", "x\n");
+    let o = f.gate();
+    assert_code(&o, 1);
+    let out = text(&o).0;
+    assert!(out.contains("    \"a\\nb.txt\"\n"), "{out}");
+    assert!(!out.lines().any(|l| l == "b.txt"), "{out}");
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 2);
+    assert!(text(&o).1.contains("\"a\\nb.txt\""), "{}", text(&o).1);
+    // A waiver for a path nothing would lose is refused, nothing is done.
+    let o = f.stream(
+        &["teardown"],
+        &[
+            "--waive",
+            "a\nb.txt=scratch",
+            "--waive",
+            "README.md=not mine",
+        ],
+    );
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: waive-unused:") && text(&o).1.contains("README.md"),
+        "{}",
+        text(&o).1
+    );
+    assert!(f.wt().exists());
+    // A status file saved with a UTF-8 byte-order mark is read as usual.
+    let s = format!("\u{feff}{}", f.status_text());
+    f.set_status(&s);
+    let o = f.stream(&["teardown"], &["--waive", "a\nb.txt=scratch"]);
+    assert_code(&o, 0);
+}

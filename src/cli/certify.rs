@@ -31,6 +31,8 @@ pub struct CertifyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Run on these fleet machines instead of this one (comma-separated ids).
+    /// Dispatch is not in this version: the run is refused after the local
+    /// preflight (and, for --class container, after the docker-oci gate).
     #[arg(long, value_name = "ID[,ID…]", value_delimiter = ',')]
     pub machine: Vec<String>,
     /// Run directly on the machine (host) or in a container on its Docker engine.

@@ -38,19 +38,6 @@ pub struct Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The closed capability catalog.
-    Catalog {
-        #[command(subcommand)]
-        cmd: catalog::CatalogCmd,
-    },
-    /// Machine rows, and the measure and probe ceremonies.
-    Machine {
-        #[command(subcommand)]
-        cmd: machine::MachineCmd,
-    },
-    /// Work streams and their returns: start, status, gate stop-2, teardown.
-    #[command(subcommand)]
-    Stream(stream::StreamCmd),
     /// Certify an exact SHA: run the declared suite in a fresh detached worktree.
     Certify(certify::CertifyArgs),
     /// List a repository's attempt records, or show one.
@@ -60,13 +47,26 @@ pub enum Command {
     /// Propose a [verify.full] block for the repository's stack.
     Init(init::InitArgs),
     // Help text: the doc comment of the Args type.
-    VerifyAffected(affected::VerifyAffectedArgs),
-    // Help text: the doc comment of the Args type.
-    Adapter(affected::AdapterArgs),
-    // Help text: the doc comment of the Args type.
     VerifyUnion(union::VerifyUnionArgs),
     // Help text: the doc comment of the Args type.
     VerifyStream(union::VerifyStreamArgs),
+    // Help text: the doc comment of the Args type.
+    VerifyAffected(affected::VerifyAffectedArgs),
+    /// Work streams and their returns: start, status, gate stop-2, teardown.
+    #[command(subcommand)]
+    Stream(stream::StreamCmd),
+    /// Machine rows, and the measure and probe ceremonies.
+    Machine {
+        #[command(subcommand)]
+        cmd: machine::MachineCmd,
+    },
+    /// The closed capability catalog.
+    Catalog {
+        #[command(subcommand)]
+        cmd: catalog::CatalogCmd,
+    },
+    // Help text: the doc comment of the Args type.
+    Adapter(affected::AdapterArgs),
 }
 
 /// What every verb gets besides its own arguments.

@@ -127,7 +127,12 @@ impl Shown {
                         Some(p) if suite.report == Some(ReportKind::JunitXml) => {
                             let _ = writeln!(
                                 s,
-                                "  report_path  {p} (a glob relative to the repository root)"
+                                "  report_path  {p} (a glob relative to {})",
+                                if name == "verify.affected" {
+                                    "the adapter's fresh SAPHAN_AFFECTED_REPORT_DIR"
+                                } else {
+                                    "the repository root"
+                                }
                             );
                         }
                         Some(p) => {

@@ -14,7 +14,7 @@
 //! listed as a warning.
 
 use super::status::{self, STATUS_DIR, StatusFile, Waiver, check_path, covers};
-use super::{Entry, StreamError};
+use super::{Entry, StreamError, shown};
 use crate::git;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -153,6 +153,11 @@ pub async fn authored(root: &Path, base: &str, branch: &str) -> Result<Vec<Autho
         }
         uncommitted.push(path);
     }
+    for p in hidden_edits(root).await? {
+        if !uncommitted.contains(&p) {
+            uncommitted.push(p);
+        }
+    }
     let mut out: Vec<Authored> = Vec::new();
     for p in &uncommitted {
         out.push(Authored {
@@ -176,6 +181,195 @@ pub async fn authored(root: &Path, base: &str, branch: &str) -> Result<Vec<Autho
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out.dedup();
     Ok(out)
+}
+
+/// Tracked files whose edits `git status` does not show: flagged
+/// assume-unchanged (lowercase tag in `git ls-files -v`) or skip-worktree
+/// (`S`, also what sparse checkout sets), present on disk, and whose content
+/// differs from the index. Teardown's `--force` would destroy such an edit.
+pub async fn hidden_edits(root: &Path) -> Result<Vec<String>, StreamError> {
+    let lsv = git::git(root, &["ls-files", "-v", "-z"]).await?;
+    let mut flagged: Vec<String> = Vec::new();
+    for rec in lsv.stdout.split(|b| *b == 0) {
+        if rec.len() < 3 {
+            continue;
+        }
+        let tag = rec[0];
+        if !(tag.is_ascii_lowercase() || tag == b'S') {
+            continue;
+        }
+        let path = String::from_utf8_lossy(&rec[2..]).into_owned();
+        if std::fs::symlink_metadata(root.join(&path)).is_ok() {
+            flagged.push(path);
+        }
+    }
+    if flagged.is_empty() {
+        return Ok(flagged);
+    }
+    // The index's blob for each flagged path.
+    let lss = git::git(root, &["ls-files", "-s", "-z"]).await?;
+    let mut index: std::collections::HashMap<String, String> = Default::default();
+    for rec in lss.stdout.split(|b| *b == 0) {
+        let r = String::from_utf8_lossy(rec);
+        if let Some((meta, path)) = r.split_once('\t')
+            && let Some(sha) = meta.split(' ').nth(1)
+        {
+            index.insert(path.to_string(), sha.to_string());
+        }
+    }
+    // Hash the working-tree files the way `git add` would (filters included).
+    // A path git cannot take on one line, or a symlink, counts as changed.
+    let (plain, odd): (Vec<String>, Vec<String>) = flagged.into_iter().partition(|p| {
+        !p.contains('\n')
+            && std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.file_type().is_file())
+    });
+    let mut out = odd;
+    if !plain.is_empty() {
+        let mut input = plain.join("\n").into_bytes();
+        input.push(b'\n');
+        let o = crate::exec::run(
+            crate::exec::Cmd::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["hash-object", "--stdin-paths"])
+                .stdin(input)
+                .timeout(git::GIT_TIMEOUT),
+        )
+        .await
+        .map_err(git::GitError::Spawn)?;
+        let shas: Vec<String> = o.stdout_str().lines().map(str::to_string).collect();
+        for (i, p) in plain.into_iter().enumerate() {
+            if !o.status.success() || shas.get(i) != index.get(&p) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Ignored files teardown will delete with the worktree (gitignored build
+/// outputs, `results/` a stream chose to ignore, anything in `.saphan/`
+/// besides the status file and its `.gitignore`), minus what a declared
+/// return archives or a waiver covers. Not authored — listed as a warning.
+pub async fn ignored_deleted(
+    root: &Path,
+    declared: &[String],
+    waivers: &[Waiver],
+) -> Result<Vec<String>, StreamError> {
+    let o = git::git(
+        root,
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        ],
+    )
+    .await?;
+    let mut out: Vec<String> = Vec::new();
+    for rec in o.stdout.split(|b| *b == 0) {
+        if rec.is_empty() {
+            continue;
+        }
+        let p = String::from_utf8_lossy(rec).into_owned();
+        if p == status::STATUS_FILE || p == status::STATUS_GITIGNORE {
+            continue;
+        }
+        if declared.iter().any(|d| covers(d, &p)) || waivers.iter().any(|w| covers(&w.path, &p)) {
+            continue;
+        }
+        out.push(p);
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Initialized submodules of the stream's worktree whose checked-out commit
+/// is in neither the main checkout's copy of the submodule nor the
+/// superproject's `modules/` store: removing the worktree (and its
+/// `.git/worktrees/<wt>/modules/`) would destroy that commit.
+pub async fn submodules_lost(root: &Path) -> Result<Vec<String>, StreamError> {
+    let ls = git::git(root, &["ls-files", "-s", "-z"]).await?;
+    let mut subs: Vec<String> = Vec::new();
+    for rec in ls.stdout.split(|b| *b == 0) {
+        let r = String::from_utf8_lossy(rec);
+        if let Some((meta, path)) = r.split_once('\t')
+            && meta.starts_with("160000 ")
+        {
+            subs.push(path.to_string());
+        }
+    }
+    if subs.is_empty() {
+        return Ok(subs);
+    }
+    let repo = git::Repo::open(root).await?;
+    let main = super::worktrees(&repo)
+        .await?
+        .into_iter()
+        .next()
+        .map(|w| w.path)
+        .unwrap_or_else(|| repo.top.clone());
+    let mut out = Vec::new();
+    for sub in subs {
+        let dir = root.join(&sub);
+        if std::fs::symlink_metadata(dir.join(".git")).is_err() {
+            continue; // not initialized: nothing of its own to lose
+        }
+        let Ok(head) = git::git(&dir, &["rev-parse", "--verify", "HEAD^{commit}"]).await else {
+            continue;
+        };
+        let obj = format!("{}^{{commit}}", head.stdout_str());
+        let mut found = false;
+        let main_sub = main.join(&sub);
+        if std::fs::canonicalize(&main_sub).ok() != std::fs::canonicalize(&dir).ok()
+            && std::fs::symlink_metadata(main_sub.join(".git")).is_ok()
+            && git::git(&main_sub, &["cat-file", "-e", &obj]).await.is_ok()
+        {
+            found = true;
+        }
+        let store = repo.common_dir.join("modules").join(&sub);
+        if !found && store.is_dir() {
+            let gd = format!("--git-dir={}", store.display());
+            found = git::git(&repo.common_dir, &[&gd, "cat-file", "-e", &obj])
+                .await
+                .is_ok();
+        }
+        if !found {
+            out.push(sub);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuse a base git no longer has, and a base that differs from the one
+/// the stream was started from unless it is an ancestor of the branch.
+pub async fn check_base(root: &Path, entry: &Entry, base: &str) -> Result<(), StreamError> {
+    let file = root.join(status::STATUS_FILE);
+    let obj = format!("{base}^{{commit}}");
+    if git::git(root, &["cat-file", "-e", &obj]).await.is_err() {
+        return Err(StreamError::BaseMissing {
+            name: entry.name.clone(),
+            base: base.to_string(),
+            branch: entry.branch.clone(),
+            file,
+        });
+    }
+    if !base.eq_ignore_ascii_case(&entry.base) {
+        let br = format!("refs/heads/{}", entry.branch);
+        if git::git(root, &["merge-base", "--is-ancestor", base, &br])
+            .await
+            .is_err()
+        {
+            return Err(StreamError::BaseNotAncestor {
+                name: entry.name.clone(),
+                base: base.to_string(),
+                branch: entry.branch.clone(),
+                file,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One thing to archive under a declared return.
@@ -305,6 +499,9 @@ pub struct ReturnsComplete {
     pub declared: Vec<String>,
     /// Authored paths covered by a waiver.
     pub waived: Vec<Waived>,
+    /// Initialized submodules whose checked-out commit only the stream's
+    /// worktree holds, not waived. Any entry fails the check.
+    pub submodules_lost: Vec<String>,
     /// The whole authored set.
     pub authored: Vec<Authored>,
 }
@@ -328,6 +525,9 @@ pub struct Gate {
     pub returns_exist: ReturnsExist,
     /// The second check.
     pub returns_complete: ReturnsComplete,
+    /// Ignored files (not authored) that teardown deletes with the worktree:
+    /// a warning, never a failure.
+    pub ignored_deleted: Vec<String>,
 }
 
 /// Evaluate both checks against a loaded manifest.
@@ -338,6 +538,7 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
         .filter(|p| std::fs::metadata(root.join(p)).is_err())
         .cloned()
         .collect();
+    check_base(root, entry, &m.base).await?;
     let authored = authored(root, &m.base, &entry.branch).await?;
     let mut rc = ReturnsComplete {
         name: "returns-complete",
@@ -346,6 +547,7 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
         committed_undeclared: Vec::new(),
         declared: Vec::new(),
         waived: Vec::new(),
+        submodules_lost: Vec::new(),
         authored: authored.clone(),
     };
     for a in &authored {
@@ -364,9 +566,24 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
             rc.committed_undeclared.push(a.path.clone());
         }
     }
-    if !rc.lost.is_empty() {
+    for sub in submodules_lost(root).await? {
+        if let Some(w) = m.waivers.iter().find(|w| covers(&w.path, &sub)) {
+            if !rc.waived.iter().any(|x| x.path == sub) {
+                rc.waived.push(Waived {
+                    path: sub.clone(),
+                    waiver: w.path.clone(),
+                    reason: w.reason.clone(),
+                    source: w.source,
+                });
+            }
+        } else {
+            rc.submodules_lost.push(sub);
+        }
+    }
+    if !rc.lost.is_empty() || !rc.submodules_lost.is_empty() {
         rc.result = Outcome::Fail;
     }
+    let ignored = ignored_deleted(root, &declared, &m.waivers).await?;
     let re = ReturnsExist {
         name: "returns-exist",
         result: if absent.is_empty() {
@@ -392,12 +609,23 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
         worktree: root.to_path_buf(),
         returns_exist: re,
         returns_complete: rc,
+        ignored_deleted: ignored,
     })
 }
 
 /// `saphan stream gate stop-2 NAME`: find the stream, load and check its
 /// manifest, evaluate both checks.
 pub async fn stop2(repo_dir: &Path, name: &str) -> Result<Gate, StreamError> {
+    super::check_name(name)?;
+    let repo = git::Repo::open(repo_dir).await?;
+    let _lock = if super::registry_dir(&repo)
+        .join(format!("{name}.json"))
+        .exists()
+    {
+        Some(super::lock(&repo, name, false)?)
+    } else {
+        None
+    };
     let (_repo, entry, root) = super::find_active(repo_dir, name).await?;
     let m = manifest(&root, &entry, &[])?;
     evaluate(&root, &entry, &m).await
@@ -433,7 +661,7 @@ impl Gate {
                 re.declared.len()
             );
             for p in &re.absent {
-                s += &format!("    {p}\n");
+                s += &format!("    {}\n", shown(p));
             }
         }
         let rc = &self.returns_complete;
@@ -448,7 +676,13 @@ impl Gate {
         if !rc.lost.is_empty() {
             s += "  undeclared and uncommitted — teardown would destroy these:\n";
             for p in &rc.lost {
-                s += &format!("    {p}\n");
+                s += &format!("    {}\n", shown(p));
+            }
+        }
+        if !rc.submodules_lost.is_empty() {
+            s += "  submodule commits only this worktree holds — teardown would destroy them:\n";
+            for p in &rc.submodules_lost {
+                s += &format!("    {}\n", shown(p));
             }
         }
         if !rc.committed_undeclared.is_empty() {
@@ -457,21 +691,46 @@ impl Gate {
                 self.branch
             );
             for p in &rc.committed_undeclared {
-                s += &format!("    {p}\n");
+                s += &format!("    {}\n", shown(p));
             }
         }
         if !rc.waived.is_empty() {
             s += "  waived:\n";
             for w in &rc.waived {
-                s += &format!("    {} — {}\n", w.path, w.reason);
+                s += &format!("    {} — {}\n", shown(&w.path), w.reason);
             }
         }
+        s += &render_ignored(&self.ignored_deleted);
         if re.result == Outcome::Fail {
             s += "to fix returns-exist: create each absent path, or drop it from `- return:` in .saphan/status\n";
         }
-        if rc.result == Outcome::Fail {
+        if !rc.lost.is_empty() {
             s += "to fix returns-complete: declare each path under `- return:` in .saphan/status, or waive it with `- waive: PATH — reason`\n";
+        }
+        if !rc.submodules_lost.is_empty() {
+            s += "to fix the submodules: push each commit to the submodule's remote and fetch it into the main checkout's submodule, or waive the submodule path\n";
         }
         s
     }
+}
+
+/// How many ignored paths a report prints before "… and N more".
+pub const IGNORED_SHOWN: usize = 20;
+
+/// The warning about ignored files teardown deletes ("" when none).
+pub fn render_ignored(paths: &[String]) -> String {
+    if paths.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "  warning: {} ignored file(s) are not authored and are not archived — teardown deletes them with the worktree (declare or copy any you need):\n",
+        paths.len()
+    );
+    for p in paths.iter().take(IGNORED_SHOWN) {
+        s += &format!("    {}\n", shown(p));
+    }
+    if paths.len() > IGNORED_SHOWN {
+        s += &format!("    … and {} more\n", paths.len() - IGNORED_SHOWN);
+    }
+    s
 }

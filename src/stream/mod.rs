@@ -126,10 +126,41 @@ pub enum StreamError {
     #[error("declared returns are not on disk: {} — create them, or remove them from `- return:`, then re-run", .absent.join(", "))]
     ReturnsExist { absent: Vec<String> },
     /// Teardown: authored paths would be destroyed.
-    #[error("teardown would destroy undeclared work: {} — declare each under `- return:`, or waive it with `--waive PATH=REASON` (or `- waive: PATH — reason`)", .lost.join(", "))]
+    #[error("teardown would destroy undeclared work: {} — declare each under `- return:`, or waive it with `--waive PATH=REASON` (or `- waive: PATH — reason`)", shown_list(.lost))]
     ReturnsComplete { lost: Vec<String> },
+    /// Teardown: a submodule's checked-out commit exists only in the stream worktree.
+    #[error("submodule commit(s) exist only in the stream's worktree and teardown would destroy them: {} — push each to the submodule's remote and fetch it into the main checkout's submodule, or waive the submodule path with `--waive PATH=REASON`", shown_list(.subs))]
+    SubmoduleCommitLost { subs: Vec<String> },
+    /// `--waive` names a path teardown would not lose.
+    #[error("--waive {} covers no undeclared authored path — nothing there would be lost; drop the --waive (waivers are recorded in the archive, so they must be true)", shown(.path))]
+    WaiveUnused { path: String },
+    /// Another gate or teardown of the same stream is running.
+    #[error(
+        "another saphan gate or teardown of stream `{name}` holds {lock} — wait for it to finish, then re-run; nothing was done"
+    )]
+    Busy { name: String, lock: PathBuf },
+    /// The status file's base commit is not in the repository (rewritten and collected).
+    #[error(
+        "the base {base} of stream `{name}` is not a commit in this repository (history rewritten and garbage-collected?) — set `- base:` in {file} to the output of `git merge-base <trunk> {branch}`, then re-run"
+    )]
+    BaseMissing {
+        name: String,
+        base: String,
+        branch: String,
+        file: PathBuf,
+    },
+    /// The status file's base differs from the registered one and is not an ancestor of the branch.
+    #[error(
+        "`- base: {base}` in {file} differs from the base stream `{name}` started from and is not an ancestor of {branch} — use `git merge-base <trunk> {branch}`"
+    )]
+    BaseNotAncestor {
+        name: String,
+        base: String,
+        branch: String,
+        file: PathBuf,
+    },
     /// The worktree changed between the gate and the removal.
-    #[error("the worktree changed during teardown: {} appeared — the archive is kept in {archive}; re-run teardown", .paths.join(", "))]
+    #[error("the worktree changed during teardown: {} appeared — the archive is kept in {archive}; re-run teardown", shown_list(.paths))]
     WorktreeChanged {
         paths: Vec<String>,
         archive: PathBuf,
@@ -174,11 +205,66 @@ impl Refusal for StreamError {
             ReturnPathHostile { .. } => "return-path-hostile",
             ReturnsExist { .. } => "returns-exist",
             ReturnsComplete { .. } => "returns-complete",
+            SubmoduleCommitLost { .. } => "submodule-commit-lost",
+            WaiveUnused { .. } => "waive-unused",
+            Busy { .. } => "stream-busy",
+            BaseMissing { .. } => "stream-base-missing",
+            BaseNotAncestor { .. } => "stream-base-not-ancestor",
             WorktreeChanged { .. } => "stream-worktree-changed",
             ArchiveVerifyFailed { .. } => "archive-verify-failed",
             Git(e) => e.name(),
             Io(e) => e.name(),
         }
+    }
+}
+
+/// A path as printed to a person: as-is when plain, Rust-escaped and quoted
+/// when it holds a control character (a newline) or leading/trailing spaces,
+/// so a hostile name cannot forge extra report lines.
+pub fn shown(p: &str) -> String {
+    if p.chars().any(char::is_control) || p.starts_with(' ') || p.ends_with(' ') {
+        format!("{p:?}")
+    } else {
+        p.to_string()
+    }
+}
+
+fn shown_list(v: &[String]) -> String {
+    v.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+}
+
+/// `<registry>/NAME.lock`: the per-stream lock file next to the entry.
+pub fn lock_file(repo: &Repo, name: &str) -> PathBuf {
+    registry_dir(repo).join(format!("{name}.lock"))
+}
+
+/// Take the per-stream lock without waiting: exclusive for teardown, shared
+/// for the gate. The lock lives as long as the returned file.
+///
+/// Errors: [`StreamError::Busy`] when another process holds it.
+pub fn lock(repo: &Repo, name: &str, exclusive: bool) -> Result<std::fs::File, StreamError> {
+    let p = lock_file(repo, name);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(io("create directory", d))?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .map_err(io("open", &p))?;
+    let r = if exclusive {
+        f.try_lock()
+    } else {
+        f.try_lock_shared()
+    };
+    match r {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StreamError::Busy {
+            name: name.to_string(),
+            lock: p,
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &p)(e)),
     }
 }
 

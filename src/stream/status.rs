@@ -83,6 +83,9 @@ impl StatusFile {
     /// Errors: [`StreamError::StatusMalformed`] (unknown or repeated field,
     /// stray line outside `- return:`), [`StreamError::WaiverWithoutReason`].
     pub fn parse(text: &str, file: &Path) -> Result<StatusFile, StreamError> {
+        // Editors on some systems start UTF-8 files with a byte-order mark;
+        // it is not part of the first field.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let bad = |line: usize, detail: String| StreamError::StatusMalformed {
             file: file.to_path_buf(),
             line,
@@ -383,6 +386,13 @@ mod tests {
             );
         }
         assert_eq!(check_path(root, "./a//b/", true).unwrap(), "a/b");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_ignored() {
+        let sf = p("\u{feff}- stream: s\n- return:\n  a\n").unwrap();
+        assert_eq!(sf.stream.as_deref(), Some("s"));
+        assert_eq!(sf.returns.unwrap(), vec!["a"]);
     }
 
     #[test]

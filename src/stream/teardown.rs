@@ -20,7 +20,7 @@
 
 use super::gate::{self, Outcome, ReturnEntry, Waived, Where};
 use super::status::{STATUS_FILE, Waiver, covers};
-use super::{State, StreamError, io};
+use super::{State, StreamError, io, shown};
 use crate::fsutil::sha256_file;
 use crate::git;
 use crate::home::Home;
@@ -89,6 +89,9 @@ pub struct ArchiveManifest {
     pub waived: Vec<Waived>,
     /// Committed but undeclared paths: on the kept branch, not archived.
     pub committed_undeclared: Vec<String>,
+    /// Ignored files (not authored, not archived) deleted with the worktree.
+    #[serde(default)]
+    pub ignored_deleted: Vec<String>,
 }
 
 /// The outcome of a teardown.
@@ -138,6 +141,18 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .iter()
         .map(|a| parse_waive(a))
         .collect::<Result<Vec<_>, _>>()?;
+    // One teardown (or gate) per stream at a time: a second one is refused
+    // before it reads, copies or removes anything.
+    super::check_name(&s.name)?;
+    let opened = git::Repo::open(&s.repo).await?;
+    let _lock = if super::registry_dir(&opened)
+        .join(format!("{}.json", s.name))
+        .exists()
+    {
+        Some(super::lock(&opened, &s.name, true)?)
+    } else {
+        None
+    };
     let (repo, mut entry, root) = super::find_active(&s.repo, &s.name).await?;
     let listed = super::worktrees(&repo).await?;
     let is_root =
@@ -155,10 +170,30 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
             absent: g.returns_exist.absent,
         });
     }
-    if g.returns_complete.result == Outcome::Fail {
+    if !g.returns_complete.lost.is_empty() {
         return Err(StreamError::ReturnsComplete {
             lost: g.returns_complete.lost,
         });
+    }
+    if !g.returns_complete.submodules_lost.is_empty() {
+        return Err(StreamError::SubmoduleCommitLost {
+            subs: g.returns_complete.submodules_lost,
+        });
+    }
+    // A command-line waiver must drop something real: it is recorded in the
+    // archive as a decision, so one that covers nothing is refused.
+    for w in &extra {
+        let p = super::status::check_path(&root, &w.path, false)?;
+        if !g
+            .returns_complete
+            .waived
+            .iter()
+            .any(|x| covers(&p, &x.path))
+        {
+            return Err(StreamError::WaiveUnused {
+                path: w.path.clone(),
+            });
+        }
     }
     let declared = m.returns.clone().unwrap_or_default();
     let entries = gate::return_entries(&root, &declared)?;
@@ -197,6 +232,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         symlinks: Vec::new(),
         waived: g.returns_complete.waived.clone(),
         committed_undeclared: g.returns_complete.committed_undeclared.clone(),
+        ignored_deleted: g.ignored_deleted.clone(),
     };
     let mut sources: Vec<(PathBuf, String)> = Vec::new();
     for e in &entries {
@@ -355,11 +391,18 @@ impl Teardown {
             s += "  the status file had no `- return:` field: nothing was declared\n";
         }
         for w in &m.waived {
-            s += &format!("  dropped (waived): {} — {}\n", w.path, w.reason);
+            s += &format!("  dropped (waived): {} — {}\n", shown(&w.path), w.reason);
         }
         for p in &m.committed_undeclared {
-            s += &format!("  on the branch only (undeclared, committed): {p}\n");
+            s += &format!(
+                "  on the branch only (undeclared, committed): {}\n",
+                shown(p)
+            );
         }
+        s += &gate::render_ignored(&m.ignored_deleted).replace(
+            "teardown deletes them with the worktree (declare or copy any you need)",
+            "deleted with the worktree",
+        );
         s += &format!(
             "  removed worktree {}\n  kept branch {} at {} — delete it with `git branch -D {}` once it is merged or no longer needed\n",
             self.worktree_removed.display(),
