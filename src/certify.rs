@@ -169,6 +169,7 @@ pub async fn certify(
             provisions: &provisions,
             extra_env: &[],
             report_root: None,
+            keep_stdout: None,
         },
         interrupt,
     )

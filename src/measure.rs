@@ -117,6 +117,9 @@ pub struct Plan<'a> {
     pub extra_env: &'a [(String, String)],
     /// What `report_path` is relative to; `None` = the tree.
     pub report_root: Option<&'a Path>,
+    /// Also copy the suite's stdout here (the affected tier reads which
+    /// packages the go test -json stream named); `None` = keep nothing.
+    pub keep_stdout: Option<&'a Path>,
 }
 
 /// Run the suite of `plan` in `scratch`, then remove the scratch worktree —
@@ -145,32 +148,6 @@ pub async fn run_suite(
     scratch: &Scratch,
     plan: Plan<'_>,
     interrupt: &Interrupt,
-) -> Result<SuiteRun> {
-    run_suite_keeping(scratch, plan, interrupt, None).await
-}
-
-/// [`run_then_remove`], also copying the suite's stdout to `keep_stdout`
-/// (the affected tier reads which packages the go test -json stream named).
-///
-/// Errors: those of [`run_then_remove`].
-pub async fn run_then_remove_keeping(
-    scratch: Scratch,
-    plan: Plan<'_>,
-    interrupt: &Interrupt,
-    keep_stdout: &Path,
-) -> Result<SuiteRun> {
-    let run = run_suite_keeping(&scratch, plan, interrupt, Some(keep_stdout)).await;
-    let removed = scratch.remove().await;
-    let run = run?;
-    removed?;
-    Ok(run)
-}
-
-async fn run_suite_keeping(
-    scratch: &Scratch,
-    plan: Plan<'_>,
-    interrupt: &Interrupt,
-    keep_stdout: Option<&Path>,
 ) -> Result<SuiteRun> {
     let started_at = crate::record::now_rfc3339();
     let exclude = scratch.git_dir.join("saphan-exclude");
@@ -232,7 +209,7 @@ async fn run_suite_keeping(
                 report_path: plan.suite.report_path.as_deref(),
             };
             let m = report::measure(&ev);
-            if let Some(keep) = keep_stdout {
+            if let Some(keep) = plan.keep_stdout {
                 let _ = std::fs::copy(&stdout_path, keep);
             }
             let tail_start = out.stderr.len().saturating_sub(4096);

@@ -238,6 +238,7 @@ pub async fn verify_stream(
                 provisions: &provisions,
                 extra_env: &[],
                 report_root: None,
+                keep_stdout: None,
             },
             interrupt,
         )

@@ -251,6 +251,7 @@ pub async fn verify_union(
             provisions: &provisions,
             extra_env: &[],
             report_root: None,
+            keep_stdout: None,
         },
         interrupt,
     )

@@ -343,7 +343,7 @@ async fn run_adapter(
 
     let scratch = repo.scratch_worktree(&res.head).await?;
     let stream_path = private.path().join("stdout");
-    let run = measure::run_then_remove_keeping(
+    let run = measure::run_then_remove(
         scratch,
         measure::Plan {
             suite: &suite,
@@ -351,9 +351,9 @@ async fn run_adapter(
             provisions: &provisions,
             extra_env: &env,
             report_root: Some(&report_dir),
+            keep_stdout: Some(&stream_path),
         },
         interrupt,
-        &stream_path,
     )
     .await;
     let run = run?;
