@@ -2,45 +2,10 @@
 
 mod common;
 
-use common::{Env, Repo, assert_code, have, skip_unless, text};
+use common::{Env, Repo, assert_code, assert_only_main_worktree, have, json, skip_unless, text};
 use std::time::{Duration, Instant};
 
 const SUITE_CONFIG: &str = "[verify.full]\nargv = \"./suite.sh\"\n";
-
-fn records(repo: &Repo) -> Vec<serde_json::Value> {
-    let p = repo.path().join(".git/saphan/attempts.jsonl");
-    match std::fs::read_to_string(p) {
-        Ok(t) => t
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
-            .collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
-fn json(o: &std::process::Output) -> serde_json::Value {
-    let (out, err) = text(o);
-    serde_json::from_str(out.trim())
-        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\n{err}"))
-}
-
-#[track_caller]
-fn assert_only_main_worktree(repo: &Repo) {
-    let wts = repo.worktrees();
-    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
-}
-
-fn verified(repo: &Repo) -> Option<String> {
-    let o = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["rev-parse", "--verify", "--quiet", "refs/saphan/verified"])
-        .output()
-        .unwrap();
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
 
 #[test]
 fn green_exitcode_suite_moves_pointer_and_records_unavailable_count() {
@@ -74,8 +39,8 @@ fn green_exitcode_suite_moves_pointer_and_records_unavailable_count() {
     ] {
         assert!(r.get(k).is_some(), "record lacks {k}: {r}");
     }
-    assert_eq!(verified(&repo).as_deref(), Some(repo.head().as_str()));
-    let recs = records(&repo);
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    let recs = repo.records();
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["id"], r["id"]);
     assert_only_main_worktree(&repo);
@@ -100,9 +65,9 @@ fn red_suite_records_exit_code_and_leaves_pointer() {
     assert_eq!(r["verdict"], "red");
     assert_eq!(r["suite_exit_code"], 4);
     assert_eq!(r["count"], "unavailable");
-    assert_eq!(verified(&repo), None);
+    assert_eq!(repo.verified(), None);
     assert_only_main_worktree(&repo);
-    assert_eq!(records(&repo).len(), 1);
+    assert_eq!(repo.records().len(), 1);
 }
 
 #[test]
@@ -116,13 +81,13 @@ fn pointer_only_moves_forward() {
         &env.run(&["certify", "--repo", &repo.path_str(), "--sha", &second]),
         0,
     );
-    assert_eq!(verified(&repo).as_deref(), Some(second.as_str()));
+    assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
     assert_code(
         &env.run(&["certify", "--repo", &repo.path_str(), "--sha", &first]),
         0,
     );
     assert_eq!(
-        verified(&repo).as_deref(),
+        repo.verified().as_deref(),
         Some(second.as_str()),
         "an older green must not move the pointer back"
     );
@@ -401,7 +366,7 @@ fn timeout_kills_the_whole_group_including_a_grandchild_holding_stdout() {
         String::from_utf8_lossy(&ps.stdout)
     );
     assert_only_main_worktree(&repo);
-    assert_eq!(verified(&repo), None);
+    assert_eq!(repo.verified(), None);
 }
 
 #[test]
@@ -475,7 +440,7 @@ fn eight_concurrent_certify_runs_give_eight_whole_records() {
         let o = c.wait_with_output().unwrap();
         assert_code(&o, 0);
     }
-    let recs = records(&repo);
+    let recs = repo.records();
     assert_eq!(recs.len(), 8);
     let mut ids: Vec<_> = recs
         .iter()
@@ -591,7 +556,7 @@ fn a_cut_off_go_test_json_stream_is_never_green() {
     let r = json(&o);
     assert_eq!(r["verdict"], "measurement-failed");
     assert_eq!(r["failure"], "stream-ended-early");
-    assert_eq!(verified(&repo), None);
+    assert_eq!(repo.verified(), None);
 }
 
 #[test]
@@ -601,7 +566,7 @@ fn the_pointer_follows_trunk_only() {
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
-    assert_eq!(verified(&repo).as_deref(), Some(first.as_str()));
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
     // A green on a feature branch is recorded, but trunk (main) keeps the pointer.
     common::git(repo.path(), &["checkout", "-q", "-b", "feature"]);
     let feature = repo.commit(&[("f.txt", "f")], "feature work");
@@ -624,7 +589,7 @@ fn the_pointer_follows_trunk_only() {
             .contains("is not on trunk refs/heads/main"),
         "{r}"
     );
-    assert_eq!(verified(&repo).as_deref(), Some(first.as_str()));
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
     // Trunk moves on and its next green moves the pointer.
     let second = repo.commit(&[("m.txt", "m")], "trunk work");
     let o = env.run(&["certify", "--repo", &repo.path_str()]);
@@ -636,7 +601,7 @@ fn the_pointer_follows_trunk_only() {
         "{}",
         text(&o).0
     );
-    assert_eq!(verified(&repo).as_deref(), Some(second.as_str()));
+    assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
     // Naming another trunk is the operator's explicit choice.
     let o = env.run(&[
         "certify",
@@ -656,7 +621,7 @@ fn the_pointer_follows_trunk_only() {
         why.contains("which is not an ancestor of this SHA"),
         "{why}"
     );
-    assert_eq!(verified(&repo).as_deref(), Some(second.as_str()));
+    assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
 }
 
 #[test]
@@ -826,5 +791,5 @@ fn a_green_that_ran_zero_tests_does_not_move_the_pointer() {
             .contains("ran 0 tests"),
         "{r}"
     );
-    assert_eq!(verified(&repo), None);
+    assert_eq!(repo.verified(), None);
 }

@@ -3,30 +3,7 @@
 
 mod common;
 
-use common::{Env, Repo, assert_code, git, text};
-
-fn records(repo: &Repo) -> Vec<serde_json::Value> {
-    let p = repo.path().join(".git/saphan/attempts.jsonl");
-    match std::fs::read_to_string(p) {
-        Ok(t) => t
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
-            .collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
-fn json(o: &std::process::Output) -> serde_json::Value {
-    let (out, err) = text(o);
-    serde_json::from_str(out.trim())
-        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\n{err}"))
-}
-
-#[track_caller]
-fn assert_only_main_worktree(repo: &Repo) {
-    let wts = repo.worktrees();
-    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
-}
+use common::{Env, Repo, assert_code, assert_only_main_worktree, git, json, text};
 
 /// A repository whose tree commits `docs -> <outside>`, `notes.txt ->
 /// <outside>/notes.txt` and a tracked `a.txt`.
@@ -62,7 +39,7 @@ fn provision_dest_through_a_committed_symlink_or_onto_a_tracked_file_is_refused(
             "{dest}: {err}"
         );
         assert_only_main_worktree(&repo);
-        assert!(records(&repo).is_empty(), "no record for {dest}");
+        assert!(repo.records().is_empty(), "no record for {dest}");
     }
     // Nothing was written outside the tree or over the link target.
     assert!(!outside.path().join("contract.yaml").exists());
@@ -79,7 +56,7 @@ fn provision_dest_through_a_committed_symlink_or_onto_a_tracked_file_is_refused(
     let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
     assert_code(&o, 0);
     assert_eq!(json(&o)["provisions"][0]["dest"], "fresh/contract.yaml");
-    assert_eq!(records(&repo).len(), 1);
+    assert_eq!(repo.records().len(), 1);
     assert_only_main_worktree(&repo);
 }
 
@@ -134,7 +111,7 @@ fn a_fifo_matched_by_the_junit_glob_is_a_measurement_failure_not_a_hang() {
         notes.contains("report-not-regular: reports/b.xml is a FIFO"),
         "{notes}"
     );
-    let recs = records(&repo);
+    let recs = repo.records();
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["verdict"], "measurement-failed");
     assert_only_main_worktree(&repo);
@@ -154,7 +131,7 @@ fn budgets_outside_one_second_to_thirty_days_are_refused_by_flag_and_by_config()
             "--timeout {bad}: {err}"
         );
         assert_eq!(err.lines().count(), 1, "one line: {err}");
-        assert!(records(&repo).is_empty());
+        assert!(repo.records().is_empty());
 
         let o = env.run(&["config", "set", "verify.full.timeout", bad]);
         assert_code(&o, 2);
@@ -168,7 +145,7 @@ fn budgets_outside_one_second_to_thirty_days_are_refused_by_flag_and_by_config()
         assert_code(&o, 2);
         let (_, err) = text(&o);
         assert!(err.contains("between 1s and 30d"), "file {bad}: {err}");
-        assert!(records(&repo).is_empty());
+        assert!(repo.records().is_empty());
         env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
     }
     // The edges of the range are accepted both ways.

@@ -4,16 +4,10 @@
 
 mod common;
 
-use common::{Env, assert_code, lab::Lab, text};
+use common::{Env, assert_code, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn json(o: &std::process::Output) -> Value {
-    let (out, err) = text(o);
-    serde_json::from_str(out.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}\nstderr:\n{err}"))
-}
 
 /// Write SAPHAN_HOME/fleet/machines.toml: (id, transport) rows.
 fn machines(env: &Env, rows: &[(&str, &str)]) {

@@ -4,9 +4,7 @@
 mod common;
 
 use common::gomod;
-use common::{Env, Repo, assert_code, git, skip_unless, text};
-use serde_json::Value;
-use std::path::Path;
+use common::{Env, Repo, assert_code, git, json, skip_unless, text};
 
 fn no_go() -> bool {
     skip_unless(gomod::have_go(), "no `go` toolchain on PATH")
@@ -16,25 +14,6 @@ fn saphan(env: &Env, args: &[&str]) -> std::process::Output {
     let mut c = env.cmd();
     gomod::go_env(&mut c);
     c.args(args).output().unwrap()
-}
-
-fn json(o: &std::process::Output) -> Value {
-    let (out, err) = text(o);
-    serde_json::from_str(out.trim())
-        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\nstderr:\n{err}"))
-}
-
-fn records(r: &Repo) -> Vec<Value> {
-    let p = Path::new(&git(
-        r.path(),
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    ))
-    .join("saphan/attempts.jsonl");
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A module whose one test says "at most two names registered". Each
@@ -150,8 +129,8 @@ fn two_streams_green_alone_are_red_together_and_the_record_says_union() {
     assert_eq!(again["sha"], sha);
     // Advisory: four records (two single streams, two unions),
     // no pointer, no scratch worktree left, the working tree untouched.
-    assert_eq!(records(&r).len(), 4);
-    assert!(records(&r).iter().all(|x| x["verb"] == "verify-union"));
+    assert_eq!(r.records().len(), 4);
+    assert!(r.records().iter().all(|x| x["verb"] == "verify-union"));
     assert!(git(r.path(), &["for-each-ref", "refs/saphan/"]).is_empty());
     assert_eq!(r.worktrees().len(), 1);
     assert_eq!(git(r.path(), &["status", "--porcelain"]), "");
@@ -192,7 +171,7 @@ fn a_conflicting_union_names_the_stream_and_paths_and_saves_no_record() {
     );
     assert!(err.contains("in NOTES.txt"), "{err}");
     assert!(err.contains("no record was saved"), "{err}");
-    assert!(records(&r).is_empty());
+    assert!(r.records().is_empty());
     assert_eq!(r.worktrees().len(), 1);
     // The same with --json: the refusal object, still no record.
     let o = saphan(
@@ -210,7 +189,7 @@ fn a_conflicting_union_names_the_stream_and_paths_and_saves_no_record() {
         ],
     );
     assert_eq!(json(&o)["error"], "union-merge-conflict");
-    assert!(records(&r).is_empty());
+    assert!(r.records().is_empty());
 }
 
 #[test]
@@ -242,7 +221,7 @@ fn a_union_that_obtains_no_measurement_is_an_error_with_no_record() {
         "{err}"
     );
     assert!(err.contains("timeout"), "{err}");
-    assert!(records(&r).is_empty());
+    assert!(r.records().is_empty());
     assert_eq!(r.worktrees().len(), 1);
 }
 
@@ -282,7 +261,7 @@ fn verify_stream_prints_its_default_budget_on_green() {
         );
     }
     assert!(out.contains("result: green"), "{out}");
-    let rec = &records(&r)[0];
+    let rec = &r.records()[0];
     assert_eq!(rec["verb"], "verify-stream");
     assert_eq!(rec["verdict"], "green");
     assert_eq!(rec["step_budget"], "10m");
@@ -318,7 +297,7 @@ fn verify_stream_prints_its_configured_budget_on_red_and_gofmt_lists_fail() {
     assert!(out.contains("gofmt lists 1 unformatted file(s)"), "{out}");
     assert!(out.contains("a/ugly.go"), "{out}");
     assert!(out.contains("result: red"), "{out}");
-    let rec = &records(&r)[0];
+    let rec = &r.records()[0];
     assert_eq!(rec["verdict"], "red");
     assert_eq!(rec["step_budget"], "20m");
     assert_eq!(rec["step_budget_source"], "config:verify.full.timeout");
@@ -379,7 +358,7 @@ fn verify_stream_refuses_a_tree_without_go_mod() {
     let o = saphan(&env, &["verify-stream", "--repo", &r.path_str()]);
     assert_code(&o, 2);
     assert!(text(&o).1.starts_with("saphan: verify-stream-not-go: "));
-    assert!(records(&r).is_empty());
+    assert!(r.records().is_empty());
 }
 
 #[test]
@@ -420,5 +399,5 @@ fn verify_stream_in_a_stream_worktree_names_the_stream_and_ignores_its_status_fi
     assert_eq!(v["verdict"], "green");
     assert_eq!(v["sha"], git(&wt, &["rev-parse", "HEAD"]));
     // The record lives with the repository, seen from every worktree.
-    assert_eq!(records(&r).len(), 1);
+    assert_eq!(r.records().len(), 1);
 }

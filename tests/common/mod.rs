@@ -60,6 +60,22 @@ pub fn assert_code(o: &Output, code: i32) {
     );
 }
 
+/// stdout parsed as the one JSON object `--json` promises (panics with both
+/// streams when it is not).
+pub fn json(o: &Output) -> serde_json::Value {
+    let (out, err) = text(o);
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{out}\nstderr:\n{err}"))
+}
+
+/// Assert that only the repository's own worktree is registered: no scratch
+/// worktree was left behind.
+#[track_caller]
+pub fn assert_only_main_worktree(repo: &Repo) {
+    let wts = repo.worktrees();
+    assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
+}
+
 /// Run git in `dir`; panic with its stderr on failure. Returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
@@ -121,6 +137,31 @@ impl Repo {
     }
     pub fn head(&self) -> String {
         git(self.path(), &["rev-parse", "HEAD"])
+    }
+    /// Every line of `<git-common-dir>/saphan/attempts.jsonl`, each of which
+    /// must be one whole JSON record (empty when there is no file).
+    pub fn records(&self) -> Vec<serde_json::Value> {
+        let common = git(
+            self.path(),
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        std::fs::read_to_string(Path::new(&common).join("saphan/attempts.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("whole JSON line"))
+            .collect()
+    }
+    /// `refs/saphan/verified`, when it exists.
+    pub fn verified(&self) -> Option<String> {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(["rev-parse", "--verify", "--quiet", "refs/saphan/verified"])
+            .output()
+            .unwrap();
+        o.status
+            .success()
+            .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
     }
     /// `git worktree list --porcelain` lines that name a worktree.
     pub fn worktrees(&self) -> Vec<PathBuf> {
