@@ -937,3 +937,30 @@ fn unused_waivers_are_refused_and_odd_paths_are_printed_escaped() {
     let o = f.stream(&["teardown"], &["--waive", "a\nb.txt=scratch"]);
     assert_code(&o, 0);
 }
+
+#[test]
+fn a_stream_whose_worktree_was_removed_by_hand_can_be_forgotten_not_torn_down() {
+    let f = Fixture::new("gone");
+    // While the worktree exists, forget refuses: teardown archives first.
+    let o = f.stream(&["forget"], &[]);
+    assert_code(&o, 2);
+    assert!(
+        text(&o).1.starts_with("saphan: stream-worktree-present:"),
+        "{}",
+        text(&o).1
+    );
+    std::fs::remove_dir_all(f.wt()).unwrap();
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 2);
+    let (_, err) = text(&o);
+    assert!(err.starts_with("saphan: stream-worktree-missing:"), "{err}");
+    assert!(err.contains("saphan stream forget gone"), "{err}");
+    let o = f.stream(&["forget"], &["--json"]);
+    assert_code(&o, 0);
+    assert_eq!(common::json(&o)["state"], "torn-down");
+    // Now it is torn down like any other, and its branch is kept.
+    let o = f.stream(&["status"], &[]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("torn down"), "{}", text(&o).0);
+    git(&f.repo(), &["rev-parse", "--verify", "stream/gone"]);
+}

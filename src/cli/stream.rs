@@ -25,6 +25,9 @@ pub enum StreamCmd {
     /// Archive the declared returns (sha256 per file), verify the copy, then
     /// remove the worktree. The branch is kept.
     Teardown(TeardownArgs),
+    /// Record that a stream's worktree was already removed by hand (nothing
+    /// can be archived any more); refused while the worktree exists.
+    Forget(NameArgs),
 }
 
 /// Where the repository is.
@@ -134,6 +137,20 @@ pub async fn run(ctx: &Ctx, cmd: StreamCmd) -> Result<Exit> {
                 out_json(&json(&v));
             } else {
                 out(&v.render());
+            }
+            Ok(Exit::Ok)
+        }
+        StreamCmd::Forget(a) => {
+            let e = stream::forget(&a.repo.dir(), &a.name).await?;
+            if ctx.json {
+                out_json(&json(&e));
+            } else {
+                out(&format!(
+                    "stream {}: forgotten (its worktree {} was already gone; nothing archived); branch {} kept\n",
+                    e.name,
+                    e.worktree.display(),
+                    e.branch
+                ));
             }
             Ok(Exit::Ok)
         }

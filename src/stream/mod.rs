@@ -72,13 +72,18 @@ pub enum StreamError {
     },
     /// The registry names a worktree git no longer knows.
     #[error(
-        "the worktree of stream `{name}` ({path}) is gone or no longer on {branch} — see `git worktree list`; nothing was changed"
+        "the worktree of stream `{name}` ({path}) is gone or no longer on {branch} — see `git worktree list`; nothing was changed. If it was removed on purpose, `saphan stream forget {name}` records that (nothing can be archived any more; the branch is kept)"
     )]
     WorktreeMissing {
         name: String,
         path: PathBuf,
         branch: String,
     },
+    /// `stream forget` on a stream whose worktree is still there.
+    #[error(
+        "the worktree of stream `{name}` ({path}) is still there — use `saphan stream teardown {name}`, which archives the returns first"
+    )]
+    WorktreePresent { name: String, path: PathBuf },
     /// The registry file is unreadable.
     #[error("{file} is not a stream registry entry: {detail} — fix or remove the file by hand")]
     RegistryMalformed { file: PathBuf, detail: String },
@@ -196,6 +201,7 @@ impl Refusal for StreamError {
             Unknown { .. } => "stream-unknown",
             TornDown { .. } => "stream-torn-down",
             WorktreeMissing { .. } => "stream-worktree-missing",
+            WorktreePresent { .. } => "stream-worktree-present",
             RegistryMalformed { .. } => "stream-registry-malformed",
             StatusMissing { .. } => "status-file-missing",
             StatusMalformed { .. } => "status-file-malformed",
@@ -439,6 +445,33 @@ pub async fn find_active(
         return Err(missing());
     }
     Ok((repo, entry, canon))
+}
+
+/// Record that the worktree of stream `name` is already gone (removed by
+/// hand): the entry becomes torn down with no archive, so the stream stops
+/// blocking its name. Nothing is deleted; the branch is kept.
+///
+/// Errors: [`StreamError::WorktreePresent`] while the worktree is still a
+/// worktree of the repository on its branch (teardown archives it first);
+/// [`StreamError::TornDown`] when it already is.
+pub async fn forget(repo_dir: &Path, name: &str) -> Result<Entry, StreamError> {
+    check_name(name)?;
+    match find_active(repo_dir, name).await {
+        Ok((_, entry, root)) => Err(StreamError::WorktreePresent {
+            name: entry.name,
+            path: root,
+        }),
+        Err(StreamError::WorktreeMissing { .. }) => {
+            let (repo, mut entry) = find(repo_dir, name).await?;
+            let _lock = lock(&repo, name, true)?;
+            entry.state = State::TornDown;
+            entry.archive = None;
+            entry.torn_down_at = Some(now_rfc3339());
+            save(&repo, &entry)?;
+            Ok(entry)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// One line of `git worktree list --porcelain`.
