@@ -457,10 +457,88 @@ fn same_value(a: &Value, b: &Value) -> bool {
 /// emptied block itself: an empty `[verify.full]` would declare a suite with
 /// no argv. An explicit header the operator wrote (`[verify]`, `[fleet]`)
 /// stays unless it only ever held what was removed.
+/// The lines above a removed table's header that are not its own heading:
+/// everything up to the last blank line of its prefix. toml_edit stores all
+/// of them in the table's prefix, so without this a file-level comment
+/// above a block would vanish with the block.
+fn detached_prefix(t: &Table) -> String {
+    let prefix = t
+        .decor()
+        .prefix()
+        .and_then(|r| r.as_str())
+        .unwrap_or_default();
+    match prefix.rfind("\n\n").or_else(|| prefix.rfind("\n\r\n")) {
+        Some(i) => prefix[..=i].to_string(),
+        None => String::new(),
+    }
+}
+
+/// The key path of the table with the smallest position greater than
+/// `after` (the one that follows in the file), searching below `item`.
+fn next_table(
+    item: &Item,
+    path: &mut Vec<String>,
+    after: isize,
+    best: &mut Option<(isize, Vec<String>)>,
+) {
+    let Some(t) = item.as_table() else { return };
+    if let Some(p) = t.position()
+        && p > after
+        && best.as_ref().is_none_or(|(b, _)| p < *b)
+    {
+        *best = Some((p, path.clone()));
+    }
+    for (k, child) in t.iter() {
+        path.push(k.to_string());
+        next_table(child, path, after, best);
+        path.pop();
+    }
+}
+
+/// Give `text` to the table that follows position `after` in the file (as
+/// the start of its prefix), or to the end of the document when none does.
+fn reattach(doc: &mut DocumentMut, after: isize, text: String) {
+    if text.is_empty() {
+        return;
+    }
+    let mut best = None;
+    next_table(doc.as_item(), &mut Vec::new(), after, &mut best);
+    let path: Vec<String> = best.map(|(_, p)| p).unwrap_or_default();
+    let segs: Vec<&str> = path.iter().map(String::as_str).collect();
+    let next = if segs.is_empty() {
+        None
+    } else {
+        item_at_mut(doc, &segs).and_then(Item::as_table_mut)
+    };
+    match next {
+        Some(t) => {
+            let old = t
+                .decor()
+                .prefix()
+                .and_then(|r| r.as_str())
+                .unwrap_or_default();
+            let joined = format!("{text}{old}");
+            t.decor_mut().set_prefix(joined);
+        }
+        None => {
+            let joined = format!("{}{text}", doc.trailing().as_str().unwrap_or_default());
+            doc.set_trailing(joined);
+        }
+    }
+}
+
 fn remove_and_prune(doc: &mut DocumentMut, segs: &[&str]) {
     let (last, parent) = segs.split_last().expect("a non-empty path");
-    if let Some(t) = item_at_mut(doc, parent).and_then(Item::as_table_like_mut) {
-        t.remove(last);
+    let mut keep = None;
+    if let Some(t) = item_at_mut(doc, parent).and_then(Item::as_table_like_mut)
+        && let Some(removed) = t.remove(last)
+        && let Item::Table(rt) = &removed
+        && let Some(pos) = rt.position()
+    {
+        keep = Some((pos, detached_prefix(rt)));
+    }
+    if let Some((pos, text)) = keep {
+        reattach(doc, pos, text);
     }
     for depth in (1..segs.len()).rev() {
         let path = &segs[..depth];
@@ -498,6 +576,14 @@ mod tests {
     }
     fn unset(text: &str, k: &str) -> String {
         unset_text(text, &p(), k).unwrap().unwrap()
+    }
+
+    #[test]
+    fn unsetting_a_block_keeps_the_comments_above_its_own_heading() {
+        let text = "# top\n\n# the full suite\n[verify.full]\nargv = \"x\"\n\n[other]\na = 1\n";
+        assert_eq!(unset(text, "verify.full"), "# top\n\n[other]\na = 1\n");
+        let text = "[a]\nb = 1\n\n# sep\n\n[verify.full]\nargv = \"x\"\n";
+        assert_eq!(unset(text, "verify.full"), "[a]\nb = 1\n\n# sep\n");
     }
 
     const HAND: &str = "# my saphan config\n\n[someone.else]\nx = 1 # theirs\n\n[verify.full]\nargv    = \"npm,test\"   # the suite\ntimeout = \"20m\"\n\n# fleet below\n[fleet]\nfreshness = \"12h\"\n";
