@@ -111,7 +111,15 @@ fn check(dir: &Path, row: &Row) -> Vec<String> {
                     row.names, m.named_tests
                 ));
             }
-            let want = if named { Verdict::Red } else { Verdict::Green };
+            // A report whose suites declare failures/errors yet name no
+            // failing testcase (no_cases_but_tests_attr.xml) is never green,
+            // under either exit status.
+            let unnamed = !named && claims_failures(&dir.join(&row.file));
+            let want = match (named, unnamed) {
+                (true, _) => Verdict::Red,
+                (false, true) => Verdict::MeasurementFailed,
+                (false, false) => Verdict::Green,
+            };
             if m.verdict != want {
                 bad.push(format!(
                     "verdict: expected {want:?}, got {:?} ({:?})",
@@ -123,6 +131,7 @@ fn check(dir: &Path, row: &Row) -> Vec<String> {
             let (want, word) = match (named, count) {
                 (true, 0) => (Verdict::MeasurementFailed, "contradictory:"),
                 (true, _) => (Verdict::Red, "exit-code-disagreed:"),
+                (false, _) if unnamed => (Verdict::MeasurementFailed, "unnamed-failures:"),
                 (false, _) => (Verdict::MeasurementFailed, "crash:"),
             };
             if m.verdict != want || !m.notes.iter().any(|n| n.starts_with(word)) {
@@ -212,4 +221,20 @@ fn a_glob_over_two_reports_sums_them() {
         "{:?}",
         m.notes
     );
+}
+
+/// Does a JUnit file's own suite attributes claim a failure or error (a
+/// plain text check, independent of the parser under test)?
+fn claims_failures(path: &std::path::Path) -> bool {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    ["failures=\"", "errors=\"", "failures='", "errors='"]
+        .iter()
+        .any(|attr| {
+            text.match_indices(attr).any(|(i, _)| {
+                let rest = &text[i + attr.len()..];
+                rest.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit() && c != '0')
+            })
+        })
 }

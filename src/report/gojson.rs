@@ -62,21 +62,28 @@ pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, Repor
         failed_set: HashSet::new(),
         pending_builds: Vec::new(),
         text_build_failed: Vec::new(),
+        open_pkgs: HashSet::new(),
+        torn_tail: false,
     };
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
-        let (more, complete) = read_line_capped(&mut r, &mut line, MAX_LINE).map_err(|source| {
-            ReportError::Unreadable {
-                file: display.to_string(),
-                source,
-            }
-        })?;
+        let (more, complete, terminated) =
+            read_line_capped(&mut r, &mut line, MAX_LINE).map_err(|source| {
+                ReportError::Unreadable {
+                    file: display.to_string(),
+                    source,
+                }
+            })?;
         if !more {
             break;
         }
         if complete {
+            let before = st.nonjson;
             st.line(&line);
+            if !terminated && st.nonjson > before && line.trim_ascii_start().starts_with(b"{") {
+                st.torn_tail = true;
+            }
         } else {
             st.nonjson += 1;
         }
@@ -93,12 +100,12 @@ pub fn parse_bytes(bytes: &[u8], display: &str) -> Result<Parsed, ReportError> {
 }
 
 /// Read one line (without its `\n`) into `out`, keeping at most `cap` bytes.
-/// Returns (a line was read, it fit under `cap`).
+/// Returns (a line was read, it fit under `cap`, it ended with `\n`).
 fn read_line_capped<R: BufRead>(
     r: &mut R,
     out: &mut Vec<u8>,
     cap: usize,
-) -> std::io::Result<(bool, bool)> {
+) -> std::io::Result<(bool, bool, bool)> {
     let mut any = false;
     let mut fits = true;
     loop {
@@ -108,7 +115,7 @@ fn read_line_capped<R: BufRead>(
             Err(e) => return Err(e),
         };
         if buf.is_empty() {
-            return Ok((any, fits));
+            return Ok((any, fits, false));
         }
         any = true;
         let (chunk, used, done) = match memchr::memchr(b'\n', buf) {
@@ -125,7 +132,7 @@ fn read_line_capped<R: BufRead>(
         }
         r.consume(used);
         if done {
-            return Ok((true, fits));
+            return Ok((true, fits, true));
         }
     }
 }
@@ -189,6 +196,11 @@ struct Stream {
     pending_builds: Vec<(String, String)>,
     /// Packages a plain-text line said failed to build (kept for the error hint).
     text_build_failed: Vec<String>,
+    /// Packages with events but no package-level pass/fail/skip yet.
+    open_pkgs: HashSet<String>,
+    /// The stream's last line ends without a newline and is not JSON: the
+    /// writer was cut off mid-event.
+    torn_tail: bool,
 }
 
 fn top_level(test: &str) -> bool {
@@ -256,6 +268,18 @@ impl Stream {
         self.events += 1;
         self.seq += 1;
         let seq = self.seq;
+        if let Some(pkg) = ev.package.as_deref() {
+            match (&*action, ev.test.as_deref()) {
+                ("pass" | "skip" | "fail", None) => {
+                    self.open_pkgs.remove(pkg);
+                }
+                _ => {
+                    if !self.open_pkgs.contains(pkg) {
+                        self.open_pkgs.insert(pkg.to_string());
+                    }
+                }
+            }
+        }
         match (&*action, ev.package.as_deref(), ev.test.as_deref()) {
             ("start", Some(pkg), None) => {
                 // A new run of the package (Go 1.20+): a previous run that
@@ -402,12 +426,27 @@ impl Stream {
                 unfinished_pkgs.join(", ")
             ));
         }
+        let mut never_ended: Vec<String> = self
+            .open_pkgs
+            .iter()
+            .filter(|p| !unfinished_pkgs.contains(p) && !self.failed_set.contains(*p))
+            .cloned()
+            .collect();
+        if !never_ended.is_empty() {
+            never_ended.sort();
+            notes.push(format!(
+                "stream-ended-early: the stream ends before {} reported pass, fail or skip",
+                never_ended.join(", ")
+            ));
+        }
+        if self.torn_tail {
+            notes.push("stream-ended-early: the stream's last line is cut off mid-event".into());
+        }
         Ok(Parsed {
             count: self.count,
-            count_derived: false,
             names,
-            files: Vec::new(),
             notes,
+            ..Parsed::default()
         })
     }
 }

@@ -46,6 +46,7 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
         let p = parse_file(&s.path, &s.rel)?;
         total.count = total.count.saturating_add(p.count);
         total.count_derived |= p.count_derived;
+        total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
         total.names.extend(p.names);
         total.notes.extend(p.notes);
     }
@@ -377,6 +378,14 @@ impl State {
                 }
                 "skipped" if outermost => {
                     skipped = Some(count_attr(&value(&a, offset)?, "skipped", offset)?)
+                }
+                "failures" | "errors" if outermost => {
+                    // Only a claim to weigh against the named testcases;
+                    // a value that is not a count is not a claim.
+                    if let Ok(n) = value(&a, offset)?.trim().parse::<u64>() {
+                        self.parsed.declared_failures =
+                            self.parsed.declared_failures.saturating_add(n);
+                    }
                 }
                 _ => {}
             }

@@ -165,6 +165,10 @@ pub struct Parsed {
     pub files: Vec<String>,
     /// Observations worth keeping in the record (not failures).
     pub notes: Vec<String>,
+    /// Σ `failures` + `errors` attributes over outermost `<testsuite>`s
+    /// (junit-xml): what the report claims failed, named or not. Used only
+    /// to refuse a green when failures are claimed but none is named.
+    pub declared_failures: u64,
 }
 
 /// Why a report could not be read. Every variant names the file (relative to
@@ -341,6 +345,8 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
 /// * exit 0 with named failures and a count of 0 (the suite-initialization
 ///   shape `tests="0" errors="1"`) is refused as contradictory;
 /// * a non-zero exit with nothing named is a crash: measurement failed;
+/// * `failures`/`errors` declared on an outermost `<testsuite>` with no
+///   failing testcase named is measurement-failed (`unnamed-failures`);
 /// * a go test -json stream that ends with tests still running and nothing
 ///   named is measurement-failed (`stream-ended-early`), whatever the exit;
 /// * exit 0 with nothing named is green.
@@ -357,6 +363,15 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         .iter()
         .position(|n| n.starts_with("stream-ended-early"));
     let verdict = match (named, code) {
+        // The report says something failed but names nothing: whatever the
+        // exit status, that is no green (and no honest red either).
+        (false, _) if p.declared_failures > 0 => {
+            notes.push(format!(
+                "unnamed-failures: the report's <testsuite> attributes declare {} failure(s)/error(s) but no <testcase> carries a <failure> or <error> — the report contradicts itself",
+                p.declared_failures
+            ));
+            Verdict::MeasurementFailed
+        }
         (false, _) if cut_off.is_some() => {
             let note = notes.remove(cut_off.unwrap_or_default());
             notes.push(note);
