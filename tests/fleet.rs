@@ -808,6 +808,89 @@ fn signing_key_exposed_missing_and_never_created_by_readers() {
     assert!(!key.exists());
 }
 
+#[test]
+fn saphan_home_fleet_or_keys_writable_by_others_or_foreign_owned_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let ledger = measure_here(&env, 1);
+    let before = std::fs::read(&ledger).unwrap();
+    let show = ["machine", "show", "here"];
+    let measure = ["machine", "measure", "--machine", "here"];
+    let home = env.home().to_path_buf();
+    let fleet = home.join("fleet");
+    for dir in [&home, &fleet] {
+        let orig = std::fs::metadata(dir).unwrap().permissions().mode() & 0o7777;
+        for (mode, needle) in [
+            (0o777, "mode 0777"),
+            (0o775, "mode 0775"),
+            (0o1777, "sticky"),
+        ] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            for args in [&show[..], &measure[..]] {
+                let err = refused_as(&env, args, "saphan-home-exposed");
+                assert!(err.contains(needle), "{mode:o}: {err}");
+                assert!(
+                    err.contains(&format!("chmod go-w {}", dir.display())),
+                    "{err}"
+                );
+            }
+            assert_eq!(std::fs::read(&ledger).unwrap(), before, "nothing appended");
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(orig)).unwrap();
+        assert_code(&env.run(&show), 0);
+    }
+    // Another user's directory, even with a safe mode.
+    if !nix::unistd::geteuid().is_root() {
+        println!("SKIPPED: ownership part needs root to chown");
+        return;
+    }
+    let keys = home.join("keys");
+    for dir in [&home, &fleet, &keys] {
+        std::os::unix::fs::chown(dir, Some(65534), None).unwrap();
+        for args in [&show[..], &measure[..]] {
+            let err = refused_as(&env, args, "saphan-home-exposed");
+            assert!(err.contains("owned by uid 65534"), "{err}");
+            assert!(err.contains(&format!("chown 0 {}", dir.display())), "{err}");
+        }
+        std::os::unix::fs::chown(dir, Some(0), None).unwrap();
+    }
+    assert_eq!(std::fs::read(&ledger).unwrap(), before);
+    assert_code(&env.run(&measure), 0);
+}
+
+#[test]
+fn rows_past_an_old_signed_head_are_accepted_with_a_warning_then_re_signed() {
+    let env = Env::new();
+    machines(&env, &[("here", "local")]);
+    let ledger = measure_here(&env, 2);
+    let head = env.home().join("fleet/ledger.head");
+    let head2 = std::fs::read(&head).unwrap();
+    measure_here(&env, 2);
+    let o = env.run(&["machine", "show", "here"]);
+    assert_code(&o, 0);
+    assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
+    // An older head (a crash between append and head write looks the same).
+    std::fs::write(&head, &head2).unwrap();
+    let o = env.run(&["machine", "show", "here"]);
+    assert_code(&o, 0);
+    let err = text(&o).1;
+    let warn: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warn.len(), 1, "{err}");
+    assert!(
+        warn[0].starts_with("saphan: warning: 2 row(s) of ")
+            && warn[0].contains("past its signed head (line 2)")
+            && warn[0].contains("crash"),
+        "{err}"
+    );
+    // The next append verifies rows 3-4 from the head's hash and re-signs.
+    assert_code(&env.run(&["machine", "measure", "--machine", "here"]), 0);
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap().lines().count(), 5);
+    let o = env.run(&["machine", "show", "here"]);
+    assert_code(&o, 0);
+    assert!(!text(&o).1.contains("warning"), "{}", text(&o).1);
+}
+
 /// An executable `#!/bin/sh` program with `body`, in `dir`.
 fn program(dir: &Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;

@@ -18,7 +18,11 @@
 //! 0600 (directory 0700) on the first append — never by a read. A key others
 //! can read (or a key directory others can write) is refused
 //! (`row-signing-key-exposed`); a missing key beside a non-empty ledger is
-//! `row-signing-key-missing`. Every read verifies every row; a row that fails
+//! `row-signing-key-missing`. SAPHAN_HOME, `fleet/` and `keys/` must be
+//! owned by the current user and not group- or world-writable (sticky or
+//! not): otherwise `saphan-home-exposed` ([`check_home_dirs`]), since whoever
+//! can write them can swap the key directory, the ledger or its head. Every
+//! read verifies every row; a row that fails
 //! is refused as `ledger-row-tampered`, naming the line.
 //!
 //! **Chain and head.** `seq` is the 1-based line number and `prev` the sha256
@@ -27,6 +31,11 @@
 //! `fleet/ledger.head` ([`head_path`]) holds the signed count and last-line
 //! hash, rewritten atomically after each append; a ledger shorter than the
 //! head or with another line at the head's position is `ledger-head-mismatch`.
+//! Rows past the head (the crash window between append and head write) are
+//! accepted with a one-line stderr warning; the next append re-verifies them,
+//! chained from the head's hash, before signing a head that covers them. An
+//! old head restored with a matching truncation looks the same: only the
+//! warning shows it (docs/fleet.md, "What the signatures protect against").
 //! A last line without its newline is `ledger-row-torn` and is never
 //! appended onto. Appends hold an exclusive `flock` on the ledger file around
 //! re-read + append + head write; reads hold a shared one.
@@ -257,6 +266,61 @@ pub fn check_key_mode(path: &Path) -> Result<(), FleetError> {
         }
     }
     Ok(())
+}
+
+/// Refuse a directory among `dirs` (SAPHAN_HOME, `fleet/`, `keys/`) that is
+/// group- or world-writable (a sticky bit does not help: it guards names
+/// against other users, not the directory's contents against replacement by
+/// its owner's peers), or that is not owned by the current user. A directory
+/// that does not exist yet is skipped.
+///
+/// Errors: [`FleetError::HomeExposed`] (`saphan-home-exposed`) with the fix.
+pub fn check_home_dirs(dirs: &[&Path]) -> Result<(), FleetError> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    for dir in dirs {
+        let Ok(m) = std::fs::metadata(dir) else {
+            continue;
+        };
+        let q = super::remedy::quote(&dir.to_string_lossy());
+        if m.uid() != me {
+            return Err(FleetError::HomeExposed {
+                dir: dir.to_path_buf(),
+                detail: format!("it is owned by uid {}, not by you (uid {me})", m.uid()),
+                fix: format!("chown {me} {q} && chmod go-w {q}"),
+            });
+        }
+        let mode = m.mode() & 0o7777;
+        if mode & 0o022 != 0 {
+            let sticky = if mode & 0o1000 != 0 {
+                "; a sticky bit does not make it safe"
+            } else {
+                ""
+            };
+            return Err(FleetError::HomeExposed {
+                dir: dir.to_path_buf(),
+                detail: format!("it is writable by others (mode {mode:04o}{sticky})"),
+                fix: format!("chmod go-w {q}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// SAPHAN_HOME and `fleet/` for a ledger at `SAPHAN_HOME/fleet/ledger.jsonl`.
+fn ledger_dirs(ledger: &Path) -> Vec<&Path> {
+    let mut v = Vec::new();
+    if let Some(fleet) = ledger.parent() {
+        if let Some(root) = fleet.parent() {
+            v.push(if root.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                root
+            });
+        }
+        v.push(fleet);
+    }
+    v
 }
 
 /// Load the signing key at `path` (its mode checked first); `None` when it
@@ -549,7 +613,9 @@ impl Ledger {
     pub fn open(home: &Home) -> crate::error::Result<Ledger> {
         let path = home.ledger();
         let key_path = home.signing_key();
+        check_home_dirs(&ledger_dirs(&path))?;
         let key = load_key(&key_path)?;
+        check_home_dirs(&[key_path.parent().unwrap_or(Path::new("."))])?;
         // The shared lock is held until the head is read too, so an append
         // in between cannot make the two disagree.
         let (text, _guard) = match std::fs::File::open(&path) {
@@ -612,6 +678,16 @@ impl Ledger {
             }
         }
         check_chain_and_head(&path, &lines, &links, head.as_ref())?;
+        if let Some(h) = &head {
+            let past = lines.len() as u64 - h.count;
+            if past > 0 {
+                eprintln!(
+                    "saphan: warning: {past} row(s) of {} stand past its signed head (line {}), accepted as a crash between an append and its head write; the next append re-signs the head",
+                    path.display(),
+                    h.count
+                );
+            }
+        }
         Ok(Ledger {
             path,
             key_path,
@@ -633,6 +709,7 @@ impl Ledger {
     /// append the row with the next `seq` and `prev`, write the head.
     pub fn append(&self, row: Row) -> crate::error::Result<()> {
         use std::io::Write;
+        check_home_dirs(&ledger_dirs(&self.path))?;
         let key = {
             let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
             if k.is_none() {
@@ -654,19 +731,35 @@ impl Ledger {
         let text = read_all(&mut f, &self.path)?;
         let lines = split_lines(&self.path, &text)?;
         let vk = key.verifying_key();
+        check_home_dirs(&[self.key_path.parent().unwrap_or(Path::new("."))])?;
         let head = read_head(&self.path, &vk)?;
-        if let Some((n, l)) = lines.last() {
-            let (_, seq, _) = verify_line(&self.path, *n, l, &vk)?;
-            if seq != *n as u64 {
-                return Err(FleetError::LedgerChainBroken {
-                    path: self.path.clone(),
-                    line: *n,
-                    detail: format!("the row says seq {seq} but stands at line {n}"),
-                }
-                .into());
-            }
-        }
+        // The head must name a prefix of the ledger; every row past it (a
+        // crash window) is verified again, chained from the head's hash,
+        // before the new head re-signs them.
         check_head_only(&self.path, &lines, head.as_ref())?;
+        let (from, mut prev) = match &head {
+            Some(h) => (h.count as usize, h.last.clone()),
+            None => (0, ZERO_HASH.to_string()),
+        };
+        for (n, l) in lines.iter().skip(from) {
+            let (_, seq, p) = verify_line(&self.path, *n, l, &vk)?;
+            let broken = |detail: String| FleetError::LedgerChainBroken {
+                path: self.path.clone(),
+                line: *n,
+                detail,
+            };
+            if seq != *n as u64 {
+                return Err(
+                    broken(format!("the row says seq {seq} but stands at line {n}")).into(),
+                );
+            }
+            if p != prev {
+                return Err(
+                    broken("its `prev` is not the hash of the line before it".into()).into(),
+                );
+            }
+            prev = line_hash(l);
+        }
         let (seq, prev) = match lines.last() {
             None => (1, ZERO_HASH.to_string()),
             Some((n, l)) => (*n as u64 + 1, line_hash(l)),
@@ -897,6 +990,35 @@ mod tests {
         let e = Ledger::open(&home).unwrap_err();
         assert_eq!(e.name(), "ledger-row-tampered");
         assert!(e.line().contains("line 1"), "{}", e.line());
+    }
+
+    #[test]
+    fn append_reverifies_rows_past_the_head_under_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let l = Ledger::open(&home).unwrap();
+        l.append_facts(facts("m0")).unwrap();
+        let head1 = std::fs::read(head_path(&home.ledger())).unwrap();
+        l.append_facts(facts("m1")).unwrap();
+        l.append_facts(facts("m2")).unwrap();
+        std::fs::write(head_path(&home.ledger()), &head1).unwrap();
+        let l = Ledger::open(&home).unwrap();
+        // After open: line 3 replaced by a copy of line 2 (validly signed,
+        // wrong place). The append must catch it, not re-sign over it.
+        let text = std::fs::read_to_string(home.ledger()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let swapped = format!("{}\n{}\n{}\n", lines[0], lines[1], lines[1]);
+        std::fs::write(home.ledger(), &swapped).unwrap();
+        let e = l.append_facts(facts("m3")).unwrap_err();
+        assert_eq!(e.name(), "ledger-chain-broken");
+        assert!(e.line().contains("line 3"), "{}", e.line());
+        assert_eq!(std::fs::read_to_string(home.ledger()).unwrap(), swapped);
+        assert_eq!(std::fs::read(head_path(&home.ledger())).unwrap(), head1);
+        // Intact rows past the head are re-signed into the new head.
+        std::fs::write(home.ledger(), &text).unwrap();
+        l.append_facts(facts("m3")).unwrap();
+        let l = Ledger::open(&home).unwrap();
+        assert_eq!(l.rows().len(), 4);
     }
 
     #[test]

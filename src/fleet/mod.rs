@@ -68,6 +68,17 @@ pub enum FleetError {
         detail: String,
         fix: String,
     },
+    /// SAPHAN_HOME, `fleet/` or `keys/` can be written by others or is owned
+    /// by another user: whoever can write it can swap the ledger, its head
+    /// or the key directory.
+    #[error(
+        "{dir}: {detail}; whoever can write it can rename `keys/` or swap the ledger and its head, so nothing in it is trusted — run `{fix}`, then (if others may have used it) move the key and the ledger aside and re-measure"
+    )]
+    HomeExposed {
+        dir: PathBuf,
+        detail: String,
+        fix: String,
+    },
     /// The ledger holds rows but the key that signed them is gone.
     #[error(
         "signing key {path} is missing while {ledger} holds signed rows, so none of them can be verified — restore the key from a backup, or move the ledger (and fleet/ledger.head) aside and re-measure"
@@ -147,6 +158,7 @@ impl Refusal for FleetError {
             FleetError::SigningKey { .. } => "signing-key-unusable",
             FleetError::SigningKeyExposed { .. } => "row-signing-key-exposed",
             FleetError::SigningKeyMissing { .. } => "row-signing-key-missing",
+            FleetError::HomeExposed { .. } => "saphan-home-exposed",
             FleetError::LedgerChainBroken { .. } => "ledger-chain-broken",
             FleetError::LedgerHeadMismatch { .. } => "ledger-head-mismatch",
             FleetError::LedgerTorn { .. } => "ledger-row-torn",
