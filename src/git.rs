@@ -23,6 +23,11 @@ pub enum GitError {
         "{path} is a bare repository — saphan measures a repository with a working tree; pass the path of a clone"
     )]
     Bare { path: PathBuf },
+    /// `--trunk` named something that is not a branch.
+    #[error(
+        "--trunk {rev} is not a local or remote-tracking branch — name the trunk branch, e.g. --trunk main or --trunk origin/main (tags, HEAD and SHAs are refused)"
+    )]
+    NotABranch { rev: String },
     /// A revision did not resolve to a commit.
     #[error(
         "{rev} does not name a commit in {repo} — check the revision with `git -C {repo} rev-parse {rev}`"
@@ -41,6 +46,7 @@ impl Refusal for GitError {
         match self {
             GitError::NotARepo { .. } => "not-a-repository",
             GitError::Bare { .. } => "bare-repository",
+            GitError::NotABranch { .. } => "trunk-not-a-branch",
             GitError::BadRevision { .. } => "bad-revision",
             GitError::Failed { .. } => "git-failed",
             GitError::Spawn(_) => "git-absent",

@@ -793,3 +793,80 @@ fn a_green_that_ran_zero_tests_does_not_move_the_pointer() {
     );
     assert_eq!(repo.verified(), None);
 }
+
+#[test]
+fn trunk_must_be_a_branch_and_is_recorded_by_its_full_name() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    common::git(repo.path(), &["tag", "v1"]);
+    for bad in ["HEAD", "v1", &repo.head()] {
+        let o = env.run(&[
+            "certify",
+            "--repo",
+            &repo.path_str(),
+            "--trunk",
+            bad,
+            "--json",
+        ]);
+        assert_code(&o, 2);
+        assert_eq!(json(&o)["error"], "trunk-not-a-branch", "--trunk {bad}");
+    }
+    assert_eq!(repo.verified(), None, "a refusal moves nothing");
+    // A tag named like the branch does not shadow it.
+    common::git(repo.path(), &["checkout", "-q", "-b", "feature"]);
+    let feature = repo.commit(&[("f.txt", "f")], "feature");
+    common::git(repo.path(), &["tag", "main", &feature]);
+    common::git(repo.path(), &["checkout", "-q", "main"]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &feature,
+        "--trunk",
+        "main",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["trunk"], "refs/heads/main");
+    assert_eq!(
+        repo.verified(),
+        None,
+        "the feature commit is not on branch main"
+    );
+}
+
+#[test]
+fn a_junit_report_that_declares_failures_it_does_not_name_is_never_green() {
+    let env = Env::new();
+    env.write_config(
+        "[verify.full]\nargv = \"sh,-c,mkdir -p r && cp j.xml r/j.xml\"\nreport = \"junit-xml\"\nreport_path = \"r/j.xml\"\n",
+    );
+    let repo = Repo::new(&[(
+        "j.xml",
+        "<testsuite name=\"s\" tests=\"3\" failures=\"1\"/>\n",
+    )]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["failure"], "unnamed-failures");
+    assert_eq!(repo.verified(), None);
+}
+
+#[test]
+fn a_go_test_json_package_that_never_ends_or_a_torn_last_line_is_never_green() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"sh,-c,cat ev.json\"\nreport = \"go-test-json\"\n");
+    let ended_never = "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestA\"}\n";
+    let torn = "{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Pack";
+    for ev in [ended_never, torn] {
+        let repo = Repo::new(&[("ev.json", ev)]);
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+        assert_code(&o, 3);
+        let r = json(&o);
+        assert_eq!(r["failure"], "stream-ended-early", "{r}");
+        assert_eq!(repo.verified(), None);
+    }
+}

@@ -263,15 +263,29 @@ impl Lock {
 /// points at, else the branch checked out in the main worktree. `None`
 /// when none of these exists (a detached main worktree, no origin).
 ///
-/// Errors: [`crate::git::GitError::BadRevision`] when `explicit` names no
-/// commit.
+/// Errors: [`crate::git::GitError::NotABranch`] when `explicit` is not a
+/// local or remote-tracking branch. The full ref name is returned (and
+/// recorded), not what was typed.
 pub async fn trunk_ref(
     repo: &Repo,
     explicit: Option<&str>,
 ) -> Result<Option<String>, crate::git::GitError> {
     if let Some(r) = explicit {
-        repo.resolve(r).await?;
-        return Ok(Some(r.to_string()));
+        // A trunk is a branch: a local one or a remote-tracking one, named
+        // by its short or full name — never a tag, HEAD or a bare SHA, and
+        // a local branch wins over a same-named tag.
+        let candidates: Vec<String> =
+            if r.starts_with("refs/heads/") || r.starts_with("refs/remotes/") {
+                vec![r.to_string()]
+            } else {
+                vec![format!("refs/heads/{r}"), format!("refs/remotes/{r}")]
+            };
+        for c in candidates {
+            if repo.read_ref(&c).await?.is_some() {
+                return Ok(Some(c));
+            }
+        }
+        return Err(crate::git::GitError::NotABranch { rev: r.to_string() });
     }
     let gd = format!("--git-dir={}", repo.common_dir.display());
     for args in [
