@@ -345,12 +345,14 @@ exit 1"#
     } else {
         "exit 1"
     };
+    let package_of: Vec<String> = changed.split(',').map(|p| format!("{p}:\"s\"")).collect();
+    let package_of = package_of.join(",");
     format!(
         r#"#!/bin/sh
 set -e
 test -f "$SAPHAN_AFFECTED_MANIFEST"
 cat > "$SAPHAN_AFFECTED_SCOPE_OUT" <<'S'
-{{"version":1,"adapter":"sh","changed_paths":[{changed}],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["s"],"omitted_packages":["t"],"widened":false,"widened_by":[]}}
+{{"version":1,"adapter":"sh","changed_paths":[{changed}],"no_package_paths":[],"changed_packages":["s"],"package_of":{{{package_of}}},"selected_packages":["s"],"omitted_packages":["t"],"widened":false,"widened_by":[]}}
 S
 {report}
 "#
@@ -439,7 +441,7 @@ fn an_adapter_past_its_budget_is_measurement_failed_never_green() {
     env.write_config(
         "[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"exitcode\"\ntimeout = \"1s\"\n",
     );
-    let script = "#!/bin/sh\ncat > \"$SAPHAN_AFFECTED_SCOPE_OUT\" <<'S'\n{\"version\":1,\"adapter\":\"sh\",\"changed_paths\":[\"x.txt\"],\"no_package_paths\":[],\"changed_packages\":[\"s\"],\"selected_packages\":[\"s\"],\"omitted_packages\":[],\"widened\":false,\"widened_by\":[]}\nS\nexec sleep 60\n";
+    let script = "#!/bin/sh\ncat > \"$SAPHAN_AFFECTED_SCOPE_OUT\" <<'S'\n{\"version\":1,\"adapter\":\"sh\",\"changed_paths\":[\"x.txt\"],\"no_package_paths\":[],\"changed_packages\":[\"s\"],\"package_of\":{\"x.txt\":\"s\"},\"selected_packages\":[\"s\"],\"omitted_packages\":[],\"widened\":false,\"widened_by\":[]}\nS\nexec sleep 60\n";
     let r = Repo::new(&[("adapter.sh", script)]);
     git(r.path(), &["branch", "base"]);
     r.commit(&[("x.txt", "x\n")], "x");
@@ -620,7 +622,7 @@ fn a_changed_package_left_unselected_is_contradicted() {
     let r = sh_repo(
         &env,
         &scope_adapter(
-            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["t"],"omitted_packages":["s"],"widened":false,"widened_by":[]"#,
+            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"package_of":{"x.txt":"s"},"selected_packages":["t"],"omitted_packages":["s"],"widened":false,"widened_by":[]"#,
             "",
         ),
     );
@@ -658,7 +660,7 @@ fn a_selected_package_missing_from_the_event_stream_is_never_green() {
     let r = sh_repo(
         &env,
         &scope_adapter(
-            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"selected_packages":["s","t"],"omitted_packages":[],"widened":false,"widened_by":[]"#,
+            r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"package_of":{"x.txt":"s"},"selected_packages":["s","t"],"omitted_packages":[],"widened":false,"widened_by":[]"#,
             PASS_S,
         ),
     );
@@ -670,6 +672,109 @@ fn a_selected_package_missing_from_the_event_stream_is_never_green() {
         why.contains("unmeasured-packages") && why.contains(" t "),
         "{why}"
     );
+}
+
+#[test]
+fn a_changed_path_the_scope_is_silent_about_is_contradicted_even_beside_a_changed_package() {
+    let env = Env::new();
+    env.write_config("[verify.affected]\nargv = \"sh,adapter.sh\"\nreport = \"go-test-json\"\n");
+    let pass_a = "{\"Action\":\"run\",\"Package\":\"a\",\"Test\":\"TestA\"}\n{\"Action\":\"pass\",\"Package\":\"a\",\"Test\":\"TestA\",\"Elapsed\":0}\n{\"Action\":\"pass\",\"Package\":\"a\",\"Elapsed\":0}";
+    // The reviewer's scope: a/ and b/ changed, only a declared, b/b.go
+    // never mentioned — with and without a package_of for a/a.go.
+    for package_of in ["", r#""package_of":{"a/a.go":"a"},"#] {
+        let scope = format!(
+            r#""changed_paths":["a/a.go","b/b.go"],"no_package_paths":[],"changed_packages":["a"],{package_of}"selected_packages":["a"],"omitted_packages":["b"],"widened":false,"widened_by":[]"#
+        );
+        let r = Repo::new(&[("adapter.sh", &scope_adapter(&scope, pass_a))]);
+        git(r.path(), &["branch", "base"]);
+        r.commit(
+            &[("a/a.go", "package a\n"), ("b/b.go", "package b\n")],
+            "a and b",
+        );
+        let (o, v) = affected(&env, &r);
+        assert_code(&o, 3);
+        assert_eq!(v["error"], "affected-scope-contradicted", "{v:#}");
+        let msg = v["message"].as_str().unwrap();
+        assert!(msg.contains("b/b.go"), "{msg}");
+        assert_eq!(msg.contains("a/a.go"), package_of.is_empty(), "{msg}");
+    }
+    // Mapping b/b.go to a package that is not changed is refused as well;
+    // declaring b changed (and so selected) is accepted and measured.
+    let mapped = r#""changed_paths":["a/a.go","b/b.go"],"no_package_paths":[],"package_of":{"a/a.go":"a","b/b.go":"b"},"omitted_packages":[],"widened":false,"widened_by":[]"#;
+    let pass_ab = format!("{pass_a}\n{}", pass_a.replace("\"a\"", "\"b\""));
+    for (packages, ok) in [
+        (
+            r#""changed_packages":["a"],"selected_packages":["a","b"]"#,
+            false,
+        ),
+        (
+            r#""changed_packages":["a","b"],"selected_packages":["a","b"]"#,
+            true,
+        ),
+    ] {
+        let r = Repo::new(&[(
+            "adapter.sh",
+            &scope_adapter(&format!("{mapped},{packages}"), &pass_ab),
+        )]);
+        git(r.path(), &["branch", "base"]);
+        r.commit(
+            &[("a/a.go", "package a\n"), ("b/b.go", "package b\n")],
+            "a and b",
+        );
+        let (o, v) = affected(&env, &r);
+        if ok {
+            assert_eq!(v["result"], "green", "{v:#}");
+            assert_code(&o, 0);
+        } else {
+            assert_code(&o, 3);
+            assert_eq!(v["error"], "affected-scope-contradicted", "{v:#}");
+            let msg = v["message"].as_str().unwrap();
+            assert!(
+                msg.contains("b/b.go") && msg.contains("neither a changed nor a deleted"),
+                "{msg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_selected_package_with_only_a_start_or_output_event_is_unmeasured() {
+    let scope = r#""changed_paths":["x.txt"],"no_package_paths":[],"changed_packages":["s"],"package_of":{"x.txt":"s"},"selected_packages":["s","t"],"omitted_packages":[],"widened":false,"widened_by":[]"#;
+    for (t_events, green) in [
+        ("{\"Action\":\"start\",\"Package\":\"t\"}", false),
+        (
+            "{\"Action\":\"output\",\"Package\":\"t\",\"Output\":\"ok\\n\"}",
+            false,
+        ),
+        (
+            "{\"Action\":\"run\",\"Package\":\"t\",\"Test\":\"TestT\"}\n{\"Action\":\"pass\",\"Package\":\"t\",\"Test\":\"TestT\",\"Elapsed\":0}",
+            false,
+        ),
+        // What go test -json prints for a package with no test files.
+        (
+            "{\"Action\":\"output\",\"Package\":\"t\",\"Output\":\"?   \\tt\\t[no test files]\\n\"}\n{\"Action\":\"skip\",\"Package\":\"t\",\"Elapsed\":0}",
+            true,
+        ),
+    ] {
+        let env = Env::new();
+        let r = sh_repo(
+            &env,
+            &scope_adapter(scope, &format!("{PASS_S}\n{t_events}")),
+        );
+        let (o, v) = affected(&env, &r);
+        if green {
+            assert_eq!(v["result"], "green", "{t_events}: {v:#}");
+            assert_code(&o, 0);
+        } else {
+            assert_eq!(v["result"], "measurement-failed", "{t_events}: {v:#}");
+            assert_code(&o, 3);
+            let why = v["reason"].as_str().unwrap();
+            assert!(
+                why.contains("unmeasured-packages") && why.contains(" t "),
+                "{why}"
+            );
+        }
+    }
 }
 
 #[test]

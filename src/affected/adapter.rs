@@ -137,6 +137,7 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
         changed_paths: manifest.changed_paths.clone(),
         no_package_paths: sel.no_package_paths,
         changed_packages: sel.changed_packages,
+        package_of: sel.package_of,
         deleted_packages: sel.deleted_packages,
         selected_packages: sel.selected_packages,
         omitted_packages: sel.omitted_packages,

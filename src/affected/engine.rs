@@ -371,17 +371,28 @@ async fn run_adapter(
     judged
 }
 
-/// The packages a go test -json stream names in any event.
+/// The packages a go test -json stream finished: those with a terminal
+/// package-level event (`pass`, `fail` or `skip` with no `Test`), which go
+/// test -json emits for every package it was given — `skip` for one with no
+/// test files. A `start` or `output` event alone is not a measurement.
 fn stream_packages(stream: &Path) -> std::collections::HashSet<String> {
     #[derive(serde::Deserialize)]
     struct Event {
+        #[serde(rename = "Action", default)]
+        action: Option<String>,
         #[serde(rename = "Package", default)]
         package: Option<String>,
+        #[serde(rename = "Test", default)]
+        test: Option<String>,
     }
     let bytes = std::fs::read(stream).unwrap_or_default();
     bytes
         .split(|b| *b == b'\n')
         .filter_map(|l| serde_json::from_slice::<Event>(l).ok())
+        .filter(|e| {
+            e.test.as_deref().is_none_or(str::is_empty)
+                && matches!(e.action.as_deref(), Some("pass" | "fail" | "skip"))
+        })
         .filter_map(|e| e.package)
         .collect()
 }
@@ -510,8 +521,9 @@ fn judge(
             },
         );
     } else if suite.report == ReportKind::GoTestJson {
-        // go test -json names every package it was given, even one without
-        // test files; a selected package the stream never names did not run.
+        // go test -json ends every package it was given with a package-level
+        // pass/fail/skip, even one without test files; a selected package
+        // the stream never ends was not measured.
         let seen = stream_packages(stream_path);
         let unseen: Vec<&str> = selected
             .iter()
@@ -520,7 +532,7 @@ fn judge(
             .collect();
         if !unseen.is_empty() {
             let note = format!(
-                "unmeasured-packages: the scope selected {} but the go test -json stream names no event for {} — a selected package that never ran is never green",
+                "unmeasured-packages: the scope selected {} but the go test -json stream has no package-level pass, fail or skip for {} — a selected package that was never measured is never green",
                 selected.len(),
                 unseen.join(", ")
             );

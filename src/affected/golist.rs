@@ -125,6 +125,9 @@ pub struct Selection {
     pub changed_packages: Vec<String>,
     /// Import paths of packages the change deleted, sorted.
     pub deleted_packages: Vec<String>,
+    /// The changed or deleted package each changed path belongs to (every
+    /// path that is neither a no-package nor a widening path).
+    pub package_of: std::collections::BTreeMap<String, String>,
     /// Packages to run, sorted.
     pub selected_packages: Vec<String>,
     /// Packages not run, sorted.
@@ -323,6 +326,7 @@ pub fn select<'a>(
     };
     let mut deleted_dir = |sel: &mut Selection, p: &str, d: &str| match import_path_of_dir(d) {
         Some(ip) => {
+            sel.package_of.insert(p.to_string(), ip.clone());
             deleted.insert(ip);
         }
         None => widen(
@@ -406,12 +410,16 @@ pub fn select<'a>(
         }
         if let Some(owners) = embedded.get(p.as_str()) {
             changed_idx.extend(owners);
+            sel.package_of
+                .insert(p.clone(), pkgs[owners[0]].import_path.clone());
             continue;
         }
         if let Some(pos) = p.split('/').position(|c| c == "testdata") {
             let owner = p.split('/').take(pos).collect::<Vec<_>>().join("/");
             if let Some(&i) = by_dir.get(&owner) {
                 changed_idx.insert(i);
+                sel.package_of
+                    .insert(p.clone(), pkgs[i].import_path.clone());
             } else if deleted_dirs.contains(owner.as_str()) {
                 deleted_dir(&mut sel, p, &owner);
             } else {
@@ -423,6 +431,8 @@ pub fn select<'a>(
         // name — a test may read CHANGES.json or README.md as a fixture.
         if let Some(&i) = by_dir.get(parent(p)) {
             changed_idx.insert(i);
+            sel.package_of
+                .insert(p.clone(), pkgs[i].import_path.clone());
             continue;
         }
         let no_package = if is_documentation(p) {
@@ -437,6 +447,8 @@ pub fn select<'a>(
             match enclosing(p) {
                 Some(Ok(i)) => {
                     changed_idx.insert(i);
+                    sel.package_of
+                        .insert(p.clone(), pkgs[i].import_path.clone());
                 }
                 Some(Err(d)) => deleted_dir(&mut sel, p, &d),
                 None => sel.no_package_paths.push(NoPackagePath {
@@ -583,7 +595,22 @@ mod tests {
 
     fn sel(paths: &[&str], exists: &dyn Fn(&str) -> bool) -> Selection {
         let changed: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
-        select(&graph(), Path::new("/r"), &changed, exists)
+        let s = select(&graph(), Path::new("/r"), &changed, exists);
+        // Every path outside a nested module is accounted for exactly as the
+        // engine checks it: no-package, widening, or package_of a changed or
+        // deleted package.
+        for p in &changed {
+            if s.nested_modules.iter().any(|(_, ps)| ps.contains(p)) {
+                continue;
+            }
+            let ok = s.no_package_paths.iter().any(|n| n.path == *p)
+                || s.widened_by.iter().any(|w| w.path == *p)
+                || s.package_of.get(p).is_some_and(|k| {
+                    s.changed_packages.contains(k) || s.deleted_packages.contains(k)
+                });
+            assert!(ok, "{p} unaccounted in {s:?}");
+        }
+        s
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!
 //! Both files are JSON objects carrying `"version": 1`. A reader refuses a
 //! version it does not know rather than guessing at its fields; a format
-//! change bumps the version.
+//! change bumps the version. (`Scope::package_of` joined version 1 without
+//! a bump: it is optional to parse, and only a scope that already left a
+//! changed path unaccounted for — which version 1 always forbade — needs it.)
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -93,6 +95,12 @@ pub struct Scope {
     pub no_package_paths: Vec<NoPackagePath>,
     /// Packages a changed path belongs to (existing at head), sorted.
     pub changed_packages: Vec<String>,
+    /// Which package each changed path belongs to: every changed path that
+    /// is neither a no-package path nor a widening path is a key here, and
+    /// its value is one of `changed_packages` or `deleted_packages`. The
+    /// engine checks this, so no changed path goes unaccounted by silence.
+    #[serde(default)]
+    pub package_of: std::collections::BTreeMap<String, String>,
     /// Packages whose directory a change deleted: not runnable, but whatever
     /// still imports them is selected. Sorted; may be empty.
     #[serde(default)]
@@ -225,9 +233,9 @@ impl Scope {
     }
 
     /// Nothing the change touched goes unrun by silence: every changed
-    /// package is selected (or listed deleted), and a changed path that is
-    /// neither a no-package path nor a widening one leaves at least one
-    /// changed or deleted package behind it.
+    /// package is selected (or listed deleted), and every changed path is a
+    /// no-package path, a widening path, or mapped by `package_of` to a
+    /// changed or deleted package.
     pub fn check_accounted(&self) -> Result<(), ProtocolIssue> {
         let selected: std::collections::HashSet<&str> =
             self.selected_packages.iter().map(String::as_str).collect();
@@ -243,22 +251,41 @@ impl Scope {
                 unrun.join(", ")
             )));
         }
-        if self.changed_packages.is_empty() && self.deleted_packages.is_empty() {
-            let unaccounted: Vec<&str> = self
-                .changed_paths
-                .iter()
-                .map(String::as_str)
-                .filter(|p| {
-                    !self.no_package_paths.iter().any(|n| n.path == *p)
-                        && !self.widened_by.iter().any(|w| w.path == *p)
-                })
-                .collect();
-            if !unaccounted.is_empty() {
-                return Err(ProtocolIssue::Contradicted(format!(
-                    "the changed path(s) {} map to no changed or deleted package, yet are neither no_package_paths nor widened_by — every changed path must be accounted for",
-                    unaccounted.join(", ")
-                )));
-            }
+        let owners: std::collections::HashSet<&str> = self
+            .changed_packages
+            .iter()
+            .chain(&self.deleted_packages)
+            .map(String::as_str)
+            .collect();
+        if let Some((p, _)) = self
+            .package_of
+            .iter()
+            .find(|(p, _)| !self.changed_paths.iter().any(|c| c == *p))
+        {
+            return Err(ProtocolIssue::Inconsistent(format!(
+                "package_of names {p}, which is not a changed path"
+            )));
+        }
+        let unaccounted: Vec<String> = self
+            .changed_paths
+            .iter()
+            .filter(|p| {
+                !self.no_package_paths.iter().any(|n| n.path == **p)
+                    && !self.widened_by.iter().any(|w| w.path == **p)
+            })
+            .filter_map(|p| match self.package_of.get(p) {
+                Some(pkg) if owners.contains(pkg.as_str()) => None,
+                Some(pkg) => Some(format!(
+                    "{p} (package_of names {pkg}, which is neither a changed nor a deleted package)"
+                )),
+                None => Some(p.clone()),
+            })
+            .collect();
+        if !unaccounted.is_empty() {
+            return Err(ProtocolIssue::Contradicted(format!(
+                "the changed path(s) {} are accounted for nowhere — every changed path must be a no_package_paths or widened_by entry, or a package_of key whose package is changed or deleted",
+                unaccounted.join(", ")
+            )));
         }
         Ok(())
     }
@@ -320,6 +347,7 @@ mod tests {
             changed_paths: vec!["a/a.go".into()],
             no_package_paths: vec![],
             changed_packages: vec!["m/a".into()],
+            package_of: [("a/a.go".to_string(), "m/a".to_string())].into(),
             deleted_packages: vec![],
             selected_packages: vec!["m/a".into(), "m/b".into()],
             omitted_packages: vec!["m/c".into()],
@@ -371,8 +399,24 @@ mod tests {
         assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(_))));
         s.deleted_packages = vec!["m/a".into()];
         assert!(s.check().is_ok());
+        // A second changed path the scope is silent about is refused even
+        // though a changed package is named (the reviewer's a/ + b/ case).
+        let mut s = scope();
+        s.changed_paths.push("b/b.go".into());
+        assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(e)) if e.contains("b/b.go")));
+        // Mapping it to a package that is not changed is refused too.
+        s.package_of.insert("b/b.go".into(), "m/b".into());
+        assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(e)) if e.contains("m/b")));
+        s.changed_packages.push("m/b".into());
+        s.selected_packages.push("m/b".into());
+        assert!(s.check().is_ok());
+        // package_of may only name changed paths.
+        s.package_of.insert("c/c.go".into(), "m/a".into());
+        assert!(matches!(s.check(), Err(ProtocolIssue::Inconsistent(_))));
         let mut s = scope();
         s.changed_packages.clear();
+        assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(_))));
+        s.package_of.clear();
         assert!(matches!(s.check(), Err(ProtocolIssue::Contradicted(_))));
         s.no_package_paths = vec![NoPackagePath {
             path: "a/a.go".into(),
