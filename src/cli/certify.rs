@@ -38,7 +38,7 @@ pub struct CertifyArgs {
     /// Run directly on the machine (host) or in a container on its Docker engine.
     #[arg(long, value_enum, default_value = "host")]
     pub class: Class,
-    /// The trunk the verified pointer follows (default: origin/HEAD's branch,
+    /// The trunk branch the verified pointer follows (default: origin/HEAD's branch,
     /// else the branch checked out in the main worktree). A green SHA that is
     /// not on trunk is recorded but never moves the pointer.
     #[arg(long, value_name = "REF")]
