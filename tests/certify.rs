@@ -870,3 +870,29 @@ fn a_go_test_json_package_that_never_ends_or_a_torn_last_line_is_never_green() {
         assert_eq!(repo.verified(), None);
     }
 }
+
+#[test]
+fn a_pointer_left_behind_by_a_rewritten_trunk_says_so_and_how_to_recover() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    repo.commit(&[("b.txt", "b")], "b");
+    let c3 = repo.commit(&[("c.txt", "c")], "c");
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_eq!(repo.verified().as_deref(), Some(c3.as_str()));
+    common::git(repo.path(), &["reset", "-q", "--hard", "HEAD~2"]);
+    let x = repo.commit(&[("x.txt", "x")], "x");
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let why = json(&o)["verified_pointer"].as_str().unwrap().to_string();
+    assert!(why.contains("no longer on trunk refs/heads/main"), "{why}");
+    assert!(
+        why.contains(&format!("git update-ref refs/saphan/verified {x}")),
+        "{why}"
+    );
+    assert_eq!(
+        repo.verified().as_deref(),
+        Some(c3.as_str()),
+        "never moved by itself"
+    );
+}

@@ -334,9 +334,17 @@ pub async fn advance_verified(
     }
     match repo.read_ref(VERIFIED_REF).await? {
         Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
-        Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => Ok(format!(
-            "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA (it only moves forward)"
-        )),
+        Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => {
+            if is_ancestor(cur.clone(), tip.clone()).await {
+                Ok(format!(
+                    "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA (it only moves forward)"
+                ))
+            } else {
+                Ok(format!(
+                    "unchanged: the pointer is at {cur}, which is no longer on trunk {trunk} (its history was rewritten) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
+                ))
+            }
+        }
         _ => {
             repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
                 .await?;
