@@ -341,7 +341,7 @@ pub async fn advance_verified(
                 ))
             } else {
                 Ok(format!(
-                    "unchanged: the pointer is at {cur}, which is no longer on trunk {trunk} (its history was rewritten) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
+                    "unchanged: the pointer is at {cur}, which is not on trunk {trunk} (trunk's history was rewritten, or another trunk is named now) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
                 ))
             }
         }
