@@ -768,9 +768,13 @@ fn a_selected_package_with_only_a_start_or_output_event_is_unmeasured() {
         } else {
             assert_eq!(v["result"], "measurement-failed", "{t_events}: {v:#}");
             assert_code(&o, 3);
+            // Either guard may speak first: the engine's (a selected
+            // package the stream never finished) or the report parser's (a
+            // package whose events stop before its pass/fail/skip).
             let why = v["reason"].as_str().unwrap();
             assert!(
-                why.contains("unmeasured-packages") && why.contains(" t "),
+                (why.contains("unmeasured-packages") && why.contains(" t "))
+                    || why.contains("stream-ended-early: the stream ends before t reported"),
                 "{why}"
             );
         }
