@@ -8,6 +8,7 @@ pub mod affected;
 pub mod catalog;
 pub mod certify;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod docker;
 pub mod error;

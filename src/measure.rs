@@ -149,7 +149,7 @@ pub async fn run_suite(
     plan: Plan<'_>,
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
-    let started_at = crate::record::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let exclude = scratch.git_dir.join("saphan-exclude");
     let placed = provision::place(plan.provisions, &scratch.path, &exclude)?;
     let mut env: Vec<(String, String)> = Vec::new();
@@ -222,7 +222,7 @@ pub async fn run_suite(
     };
     Ok(SuiteRun {
         started_at,
-        finished_at: crate::record::now_rfc3339(),
+        finished_at: crate::clock::now_rfc3339(),
         termination,
         measurement,
         placed,

@@ -313,8 +313,8 @@ pub async fn verify_stream(
         Some(run) => run,
         None => {
             interrupted_run = measure::SuiteRun {
-                started_at: record::now_rfc3339(),
-                finished_at: record::now_rfc3339(),
+                started_at: crate::clock::now_rfc3339(),
+                finished_at: crate::clock::now_rfc3339(),
                 termination: None,
                 measurement: crate::report::Measurement::failed(
                     "interrupted: the operator pressed Ctrl-C before go test ran",

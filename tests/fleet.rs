@@ -586,7 +586,7 @@ fn freshness_window_comes_from_config() {
     assert_eq!(v["freshness_window"], "1day");
     assert_eq!(v["facts"]["fresh"], true);
     // A 1 ms window: once the clock is past measured_at + 1 ms, stale.
-    let at = saphan::fleet::parse_rfc3339(v["facts"]["measured_at"].as_str().unwrap()).unwrap();
+    let at = saphan::clock::parse_rfc3339(v["facts"]["measured_at"].as_str().unwrap()).unwrap();
     while time::OffsetDateTime::now_utc() - at <= time::Duration::milliseconds(2) {
         std::thread::yield_now();
     }

@@ -926,7 +926,7 @@ pub fn is_fresh(
 }
 
 fn young(measured_at: &str, now: time::OffsetDateTime, window: Duration) -> bool {
-    let Some(t) = super::parse_rfc3339(measured_at) else {
+    let Some(t) = crate::clock::parse_rfc3339(measured_at) else {
         return false;
     };
     let age = now - t;
@@ -941,7 +941,7 @@ mod tests {
     fn facts(m: &str) -> MachineFacts {
         MachineFacts {
             machine: m.into(),
-            measured_at: super::super::now_rfc3339(),
+            measured_at: crate::clock::now_rfc3339_seconds(),
             os: "Linux".into(),
             arch: "x86_64".into(),
             kernel: "6.1".into(),
@@ -1044,7 +1044,7 @@ mod tests {
             catalog_digest: go.digest("go"),
             remedy: vec![],
         };
-        let t = |s: &str| super::super::parse_rfc3339(s).unwrap();
+        let t = |s: &str| crate::clock::parse_rfc3339(s).unwrap();
         let day = Duration::from_secs(86400);
         assert!(is_fresh(&row, t("2026-01-01T23:59:00Z"), day, go));
         assert!(!is_fresh(&row, t("2026-01-02T00:00:01Z"), day, go));

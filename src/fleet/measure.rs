@@ -154,7 +154,7 @@ pub async fn measure(
             detail: format!("the script ran past {}s", timeout.as_secs_f64()),
         });
     }
-    parse(machine, &super::now_rfc3339(), &text)
+    parse(machine, &crate::clock::now_rfc3339_seconds(), &text)
 }
 
 #[cfg(test)]

@@ -182,20 +182,6 @@ impl Refusal for FleetError {
     }
 }
 
-/// Now, as RFC 3339 UTC with seconds (e.g. `2026-11-29T15:30:00Z`).
-pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.replace_nanosecond(0)
-        .unwrap_or(now)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-/// Parse an RFC 3339 timestamp.
-pub fn parse_rfc3339(s: &str) -> Option<time::OffsetDateTime> {
-    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-}
-
 /// The freshness window: `[fleet] freshness` in config-v1, default 24 hours.
 pub fn freshness_window(home: &crate::home::Home) -> crate::error::Result<Duration> {
     Ok(crate::config::Config::load(home)?

@@ -628,7 +628,7 @@ pub fn build_row(
         version_output: finding.version_output,
         detail: finding.detail,
         facts,
-        measured_at: super::now_rfc3339(),
+        measured_at: crate::clock::now_rfc3339_seconds(),
         catalog_digest: it.entry.digest(&it.capability),
         remedy,
     }

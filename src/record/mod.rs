@@ -151,16 +151,7 @@ pub fn attempts_path(repo: &Repo) -> PathBuf {
 pub fn new_id() -> String {
     let mut b = [0u8; 4];
     let _ = getrandom::fill(&mut b);
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    format!("{}-{}", now.format(fmt).unwrap_or_default(), hex::encode(b))
-}
-
-/// Now, RFC 3339 UTC.
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    format!("{}-{}", crate::clock::now_compact(), hex::encode(b))
 }
 
 /// Append one record as one line.

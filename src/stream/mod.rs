@@ -373,15 +373,6 @@ pub fn save(repo: &Repo, e: &Entry) -> Result<(), StreamError> {
     Ok(())
 }
 
-/// Now, RFC 3339 UTC, whole seconds.
-pub(crate) fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
-    now.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 /// Open the repository at `repo_dir` and read stream `name`'s entry.
 ///
 /// Errors: [`StreamError::NameInvalid`], [`StreamError::Unknown`],
@@ -466,7 +457,7 @@ pub async fn forget(repo_dir: &Path, name: &str) -> Result<Entry, StreamError> {
             let _lock = lock(&repo, name, true)?;
             entry.state = State::TornDown;
             entry.archive = None;
-            entry.torn_down_at = Some(now_rfc3339());
+            entry.torn_down_at = Some(crate::clock::now_rfc3339_seconds());
             save(&repo, &entry)?;
             Ok(entry)
         }
@@ -598,7 +589,7 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
         branch: branch.clone(),
         worktree: std::fs::canonicalize(&worktree).unwrap_or(worktree.clone()),
         base: base.clone(),
-        started_at: now_rfc3339(),
+        started_at: crate::clock::now_rfc3339_seconds(),
         state: State::Active,
         archive: None,
         torn_down_at: None,

@@ -123,13 +123,6 @@ pub fn parse_waive(arg: &str) -> Result<Waiver, StreamError> {
     }
 }
 
-fn timestamp() -> String {
-    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    time::OffsetDateTime::now_utc()
-        .format(&f)
-        .unwrap_or_else(|_| "now".into())
-}
-
 /// Archive, verify, remove. See the module docs for the order.
 ///
 /// Errors: [`StreamError::ReturnsExist`], [`StreamError::ReturnsComplete`],
@@ -224,7 +217,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         base: m.base.clone(),
         head,
         worktree: root.clone(),
-        archived_at: super::now_rfc3339(),
+        archived_at: crate::clock::now_rfc3339_seconds(),
         return_field: m.returns.is_some(),
         declared: declared.clone(),
         files: Vec::new(),
@@ -301,7 +294,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
             });
         }
     }
-    let ts = timestamp();
+    let ts = crate::clock::now_compact();
     let mut final_dir = stream_dir.join(&ts);
     let mut n = 2;
     while final_dir.exists() {
@@ -363,7 +356,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
 
     entry.state = State::TornDown;
     entry.archive = Some(final_dir.clone());
-    entry.torn_down_at = Some(super::now_rfc3339());
+    entry.torn_down_at = Some(crate::clock::now_rfc3339_seconds());
     super::save(&repo, &entry)?;
     Ok(Teardown {
         stream: entry.name.clone(),

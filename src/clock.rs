@@ -1,0 +1,33 @@
+//! Timestamps, in the few forms saphan writes: RFC 3339 UTC for records
+//! and rows, and a compact `20261129T153000Z` for ids and directory names.
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Now, RFC 3339 UTC with the clock's full precision (attempt records).
+pub fn now_rfc3339() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Now, RFC 3339 UTC in whole seconds (`2026-11-29T15:30:00Z`): ledger
+/// rows and stream registry entries.
+pub fn now_rfc3339_seconds() -> String {
+    let now = OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Parse an RFC 3339 timestamp.
+pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// Now, compact UTC (`20261129T153000Z`): record ids, archive directories.
+pub fn now_compact() -> String {
+    let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    OffsetDateTime::now_utc().format(&f).unwrap_or_default()
+}
