@@ -17,15 +17,18 @@
 use super::ledger::ProbeInputs;
 use super::machines::{MachineRow, TransportKind};
 use crate::home::Home;
-use std::borrow::Cow;
 use std::path::Path;
 
 /// The first word of the unmeasured remedy.
 pub const NO_INSTALL_COMMAND: &str = "NO INSTALL COMMAND";
 
-/// Quote `s` for a POSIX shell only when it needs it.
+/// Quote `s` for a POSIX shell only when it needs it — the transport's own
+/// quoting ([`crate::transport::quote::quote`]), so a remedy an operator
+/// pastes quotes exactly as saphan's remote command lines do. (Command-line
+/// arguments cannot hold a NUL; should one appear, it is spelled out
+/// visibly rather than dropped.)
 pub fn quote(s: &str) -> String {
-    shell_escape::unix::escape(Cow::Borrowed(s)).into_owned()
+    crate::transport::quote::quote(s).unwrap_or_else(|| single_quote(&s.replace('\0', "\\0")))
 }
 
 /// Always single-quote `s` for a POSIX shell (`'` becomes `'\''`).
