@@ -292,15 +292,7 @@ impl Transport {
     /// Copy a local file to `remote` (an absolute path on the machine).
     pub async fn put(&self, local: &Path, remote: &str) -> Result<(), TransportError> {
         match self {
-            Transport::Local(_) => {
-                tokio::fs::copy(local, remote)
-                    .await
-                    .map(|_| ())
-                    .map_err(|source| TransportError::Copy {
-                        what: format!("{} to {remote}", local.display()),
-                        source,
-                    })
-            }
+            Transport::Local(_) => local_copy(local, Path::new(remote)).await,
             Transport::Ssh(s) => s.put(local, remote).await,
         }
     }
@@ -308,16 +300,20 @@ impl Transport {
     /// Copy `remote` (an absolute path on the machine) to a local file.
     pub async fn get(&self, remote: &str, local: &Path) -> Result<(), TransportError> {
         match self {
-            Transport::Local(_) => {
-                tokio::fs::copy(remote, local)
-                    .await
-                    .map(|_| ())
-                    .map_err(|source| TransportError::Copy {
-                        what: format!("{remote} to {}", local.display()),
-                        source,
-                    })
-            }
+            Transport::Local(_) => local_copy(Path::new(remote), local).await,
             Transport::Ssh(s) => s.get(remote, local).await,
         }
     }
+}
+
+/// The local machine's copy, for both directions of [`Transport::put`] and
+/// [`Transport::get`].
+async fn local_copy(from: &Path, to: &Path) -> Result<(), TransportError> {
+    tokio::fs::copy(from, to)
+        .await
+        .map(|_| ())
+        .map_err(|source| TransportError::Copy {
+            what: format!("{} to {}", from.display(), to.display()),
+            source,
+        })
 }

@@ -823,6 +823,18 @@ fn keyscan(s: &HostSettings) -> String {
     )
 }
 
+/// The hash an RSA key signs with: the best the server supports (SHA-2 when
+/// it says so); `None` for other key types.
+async fn rsa_hash(
+    handle: &mut Handle<Client>,
+    is_rsa: bool,
+) -> Result<Option<HashAlg>, russh::Error> {
+    if !is_rsa {
+        return Ok(None);
+    }
+    Ok(handle.best_supported_rsa_hash().await?.flatten())
+}
+
 /// Key authentication: each `IdentityFile` in order, then the agent's keys
 /// (only those matching an identity file when `IdentitiesOnly yes`).
 async fn authenticate(handle: &mut Handle<Client>, s: &HostSettings) -> Result<(), TransportError> {
@@ -850,15 +862,9 @@ async fn authenticate(handle: &mut Handle<Client>, s: &HostSettings) -> Result<(
             }
         };
         file_pubkeys.push(key.public_key().clone());
-        let hash = if key.algorithm().is_rsa() {
-            handle
-                .best_supported_rsa_hash()
-                .await
-                .map_err(proto)?
-                .flatten()
-        } else {
-            None
-        };
+        let hash = rsa_hash(handle, key.algorithm().is_rsa())
+            .await
+            .map_err(proto)?;
         let res = handle
             .authenticate_publickey(&s.user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
             .await
@@ -886,15 +892,9 @@ async fn authenticate(handle: &mut Handle<Client>, s: &HostSettings) -> Result<(
                         continue;
                     }
                     n += 1;
-                    let hash = if key.algorithm().is_rsa() {
-                        handle
-                            .best_supported_rsa_hash()
-                            .await
-                            .map_err(proto)?
-                            .flatten()
-                    } else {
-                        None
-                    };
+                    let hash = rsa_hash(handle, key.algorithm().is_rsa())
+                        .await
+                        .map_err(proto)?;
                     if let Ok(r) = handle
                         .authenticate_publickey_with(&s.user, key, hash, &mut agent)
                         .await
