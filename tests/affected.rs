@@ -4,7 +4,7 @@
 mod common;
 
 use common::gomod::{self, MODULE};
-use common::{Env, Repo, assert_code, git, skip_unless, text};
+use common::{Env, Repo, assert_code, git, text};
 use serde_json::Value;
 
 const GO_ADAPTER: &str =
@@ -78,9 +78,7 @@ fn affected(env: &Env, r: &Repo) -> (std::process::Output, Value) {
     )
 }
 
-fn no_go() -> bool {
-    skip_unless(gomod::have_go(), "no `go` toolchain on PATH")
-}
+use common::gomod::no_go;
 
 #[test]
 fn leaf_change_selects_only_its_reverse_closure_including_a_test_importer() {

@@ -500,10 +500,7 @@ fn records_lists_and_shows() {
 
 #[test]
 fn default_go_certifies_a_real_go_module() {
-    if skip_unless(
-        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
-        "no go toolchain",
-    ) {
+    if common::gomod::no_go() {
         return;
     }
     let env = Env::new();
@@ -530,11 +527,7 @@ fn default_go_certifies_a_real_go_module() {
     assert_eq!(r["suite_source"], "default-go");
     assert_eq!(r["report"], "go-test-json");
     let argv: Vec<String> = serde_json::from_value(r["suite_argv"].clone()).unwrap();
-    let go = if std::path::Path::new("/usr/local/go/bin/go").exists() {
-        "/usr/local/go/bin/go"
-    } else {
-        "go"
-    };
+    let go = common::gomod::default_go();
     assert_eq!(argv, vec![go, "test", "-count=1", "-json", "./..."]);
     assert_eq!(r["count"], 2);
     assert_eq!(r["named_tests"], serde_json::json!([]));
@@ -760,10 +753,7 @@ fn records_lists_whole_records_around_a_torn_line() {
 
 #[test]
 fn a_green_that_ran_zero_tests_does_not_move_the_pointer() {
-    if skip_unless(
-        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
-        "no go toolchain",
-    ) {
+    if common::gomod::no_go() {
         return;
     }
     let env = Env::new();

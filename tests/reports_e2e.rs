@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Env, Repo, assert_code, have, skip_unless, text};
+use common::{Env, Repo, assert_code, text};
 use serde_json::{Value, json};
 
 /// The last record in the repository's attempts.jsonl.
@@ -118,10 +118,7 @@ func TestNeverBuilds(t *testing.T) { undefinedFunction() }
 
 #[test]
 fn default_go_names_every_kind_of_failure() {
-    if skip_unless(
-        have("go") || std::path::Path::new("/usr/local/go/bin/go").exists(),
-        "no go toolchain",
-    ) {
+    if common::gomod::no_go() {
         return;
     }
     let env = Env::new();

@@ -4,11 +4,9 @@
 mod common;
 
 use common::gomod;
-use common::{Env, Repo, assert_code, git, json, skip_unless, text};
+use common::{Env, Repo, assert_code, git, json, text};
 
-fn no_go() -> bool {
-    skip_unless(gomod::have_go(), "no `go` toolchain on PATH")
-}
+use common::gomod::no_go;
 
 fn saphan(env: &Env, args: &[&str]) -> std::process::Output {
     let mut c = env.cmd();

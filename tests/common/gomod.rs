@@ -38,14 +38,33 @@ pub fn package(dir: &str, imports: &[&str], value: i32) -> Vec<(String, String)>
     ]
 }
 
-/// Is a usable `go` here (and Go-ready environment for the child)?
+/// The `go` default-go runs, by the engine's documented rule (written out
+/// here independently, so tests can check the engine against it):
+/// `/usr/local/go/bin/go` when it exists, else a bare `go`.
+pub fn default_go() -> &'static str {
+    if std::path::Path::new("/usr/local/go/bin/go").exists() {
+        "/usr/local/go/bin/go"
+    } else {
+        "go"
+    }
+}
+
+/// Is a usable `go` here (the one default-go would run)?
 pub fn have_go() -> bool {
-    Command::new("go")
+    Command::new(default_go())
         .arg("version")
         .env("GOTOOLCHAIN", "local")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
+}
+
+/// True (after printing `SKIPPED: …`) when there is no usable `go`.
+pub fn no_go() -> bool {
+    super::skip_unless(
+        have_go(),
+        "no usable `go` toolchain (default-go's /usr/local/go/bin/go or PATH's go)",
+    )
 }
 
 /// Set the Go environment a test module needs on a command: no toolchain
