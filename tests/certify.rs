@@ -2,7 +2,10 @@
 
 mod common;
 
-use common::{Env, Repo, assert_code, assert_only_main_worktree, have, json, skip_unless, text};
+use common::{
+    Env, Repo, assert_code, assert_only_main_worktree, assert_refused, have, json, skip_unless,
+    text,
+};
 use std::time::{Duration, Instant};
 
 const SUITE_CONFIG: &str = "[verify.full]\nargv = \"./suite.sh\"\n";
@@ -464,20 +467,10 @@ fn bad_revision_and_not_a_repository_are_refused() {
         "--sha",
         "no-such-rev",
     ]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: bad-revision: "),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "bad-revision");
     let dir = tempfile::tempdir().unwrap();
     let o = env.run(&["certify", "--repo", &dir.path().display().to_string()]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: not-a-repository: "),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "not-a-repository");
 }
 
 #[test]
@@ -620,12 +613,7 @@ fn the_suite_is_chosen_from_the_certified_commit_not_the_working_tree() {
     let repo = Repo::new(&[("README", "not go")]);
     std::fs::write(repo.path().join("go.mod"), "module x\n\ngo 1.19\n").unwrap();
     let o = env.run(&["certify", "--repo", &repo.path_str()]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: trunkcert: "),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "trunkcert");
     assert!(
         !repo.path().join(".git/saphan/attempts.jsonl").exists(),
         "no record for a refusal"
@@ -720,12 +708,7 @@ fn a_bare_repository_is_refused_by_name() {
         "--repo",
         &dir.path().join("r.git").display().to_string(),
     ]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: bare-repository: "),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "bare-repository");
 }
 
 #[test]

@@ -35,17 +35,7 @@ name = "x"
 "#;
 
 fn refused(o: &Output, name: &str) -> String {
-    let (out, err) = text(o);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "expected refusal {name}\nstdout:\n{out}\nstderr:\n{err}"
-    );
-    let prefix = format!("saphan: {name}: ");
-    assert!(
-        err.starts_with(&prefix),
-        "expected `{prefix}…`, got:\n{err}"
-    );
+    let err = common::assert_refused(o, name);
     assert_eq!(err.lines().count(), 1, "a refusal is one line:\n{err}");
     err
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Env, assert_code, text};
+use common::{Env, assert_code, assert_refused, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -341,12 +341,7 @@ fn unpinned_catalog_refuses_and_records_nothing() {
     let mut args = vec!["--catalog", cat.to_str().unwrap()];
     args.extend(probe_args("docker-oci", "/usr/bin/docker"));
     let o = env.run(&args);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: docker-probe-image-tag: "),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "docker-probe-image-tag");
     assert_eq!(ledger_lines(&env).len(), before);
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Env, assert_code, json, lab::Lab, text};
+use common::{Env, assert_code, assert_refused, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -611,14 +611,7 @@ fn measure_here(env: &Env, times: usize) -> std::path::PathBuf {
 }
 
 fn refused_as(env: &Env, args: &[&str], name: &str) -> String {
-    let o = env.run(args);
-    assert_code(&o, 2);
-    let err = text(&o).1;
-    assert!(
-        err.starts_with(&format!("saphan: {name}: ")),
-        "expected {name}:\n{err}"
-    );
-    err
+    common::assert_refused(&env.run(args), name)
 }
 
 #[test]
@@ -1066,8 +1059,7 @@ fn empty_machine_lists_dot_ids_and_relative_catalogs() {
         vec!["machine", "measure", "--machine", ",,"],
     ] {
         let o = env.run(&args);
-        assert_code(&o, 2);
-        assert!(text(&o).1.starts_with("saphan: usage: "), "{}", text(&o).1);
+        assert_refused(&o, "usage");
     }
     assert!(!env.home().join("fleet/ledger.jsonl").exists());
     // `.` and `..` are not machine ids.
@@ -1078,12 +1070,7 @@ fn empty_machine_lists_dot_ids_and_relative_catalogs() {
         )
         .unwrap();
         let o = env.run(&["machine", "list"]);
-        assert_code(&o, 2);
-        assert!(
-            text(&o).1.starts_with("saphan: machines-malformed: "),
-            "{}",
-            text(&o).1
-        );
+        assert_refused(&o, "machines-malformed");
     }
     // A relative --catalog is printed absolute in the remedy.
     machines(&env, &[("here", "local")]);

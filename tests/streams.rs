@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Env, assert_code, git, text};
+use common::{Env, assert_code, assert_refused, git, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -150,20 +150,10 @@ fn start_makes_branch_worktree_and_an_ignored_status_file() {
     assert!(f.repo().join(".git/saphan/streams/alpha.json").is_file());
     // A second start of the same name is refused by name.
     let o = f.saphan(&["stream", "start", "alpha", "--repo", &f.repo_str()]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-exists:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-exists");
     // A name that cannot be a branch component is refused before anything is made.
     let o = f.saphan(&["stream", "start", "../evil", "--repo", &f.repo_str()]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-name-invalid:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-name-invalid");
 }
 
 #[test]
@@ -389,12 +379,7 @@ fn teardown_archives_with_verifiable_sha256_and_removes_the_worktree() {
     assert_eq!(s["state"], "torn-down");
     assert_eq!(s["archive"], archive.to_string_lossy().as_ref());
     let o = f.gate();
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-torn-down:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-torn-down");
 }
 
 #[test]
@@ -433,12 +418,7 @@ fn teardown_refuses_undeclared_untracked_work_until_it_is_waived() {
     );
     // A waiver without a reason is refused.
     let o = f.stream(&["teardown"], &["--waive", "tmp.out"]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: waive-malformed:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "waive-malformed");
     // One waiver in the status file, one on the command line: teardown runs.
     let mut s = f.status_text();
     s.push_str("- waive: tmp.out — a temporary file of the tool\n");
@@ -508,19 +488,9 @@ fn hostile_paths_are_refused_by_name() {
     // A hostile waiver is refused the same way.
     f.set_status(&format!("{base}- waive: ../../x — because\n"));
     let o = f.gate();
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: return-path-hostile:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "return-path-hostile");
     let o = f.stream(&["teardown"], &["--waive", "/etc=nothing"]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: return-path-hostile:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "return-path-hostile");
     // Nothing was touched: the worktree and the outside file remain.
     assert!(f.wt().is_dir());
     assert!(outside.join("secret").is_file());
@@ -572,12 +542,7 @@ fn malformed_status_files_are_refused_by_name() {
     }
     std::fs::remove_file(f.wt().join(".saphan/status")).unwrap();
     let o = f.gate();
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: status-file-missing:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "status-file-missing");
 }
 
 #[test]
@@ -631,12 +596,7 @@ fn teardown_refuses_a_locked_worktree_before_archiving() {
     f.declare(&["out.txt"]);
     git(&f.repo(), &["worktree", "lock", &f.wt().to_string_lossy()]);
     let o = f.stream(&["teardown"], &[]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-worktree-locked:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-worktree-locked");
     assert!(!f.env.home().join("archive").exists());
     assert!(f.wt().join("out.txt").is_file());
     git(
@@ -660,12 +620,7 @@ fn start_refuses_a_repository_that_tracks_dot_saphan_and_leaves_nothing() {
         "--worktree",
         &wt.to_string_lossy(),
     ]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-status-tracked:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-status-tracked");
     assert!(!wt.exists());
     assert_eq!(repo.worktrees().len(), 1);
     assert!(git(repo.path(), &["branch", "--list", "stream/t"]).is_empty());
@@ -761,12 +716,7 @@ fn concurrent_teardowns_take_a_per_stream_lock() {
         .unwrap();
     held.try_lock().unwrap();
     for o in [f.stream(&["teardown"], &[]), f.gate()] {
-        assert_code(&o, 2);
-        assert!(
-            text(&o).1.starts_with("saphan: stream-busy:"),
-            "{}",
-            text(&o).1
-        );
+        assert_refused(&o, "stream-busy");
     }
     assert!(f.wt().exists());
     assert!(!f.env.home().join("archive/race").exists());
@@ -887,12 +837,7 @@ fn a_missing_base_is_refused_by_name_and_a_merge_base_fixes_it() {
     let s = f.status_text().replace(&old_base, &later);
     f.set_status(&s);
     let o = f.gate();
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-base-not-ancestor:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-base-not-ancestor");
     f.set_status(&s.replace(&later, &mb));
     let (code, v) = f.gate_json();
     assert_eq!(code, Some(0), "{v}");
@@ -943,12 +888,7 @@ fn a_stream_whose_worktree_was_removed_by_hand_can_be_forgotten_not_torn_down() 
     let f = Fixture::new("gone");
     // While the worktree exists, forget refuses: teardown archives first.
     let o = f.stream(&["forget"], &[]);
-    assert_code(&o, 2);
-    assert!(
-        text(&o).1.starts_with("saphan: stream-worktree-present:"),
-        "{}",
-        text(&o).1
-    );
+    assert_refused(&o, "stream-worktree-present");
     std::fs::remove_dir_all(f.wt()).unwrap();
     let o = f.stream(&["teardown"], &[]);
     assert_code(&o, 2);

@@ -60,6 +60,19 @@ pub fn assert_code(o: &Output, code: i32) {
     );
 }
 
+/// Assert a refusal: exit 2 and stderr opening with `saphan: <name>: `.
+/// Returns stderr for further checks.
+#[track_caller]
+pub fn assert_refused(o: &Output, name: &str) -> String {
+    assert_code(o, 2);
+    let err = text(o).1;
+    assert!(
+        err.starts_with(&format!("saphan: {name}: ")),
+        "expected `saphan: {name}: …`, got:\n{err}"
+    );
+    err
+}
+
 /// stdout parsed as the one JSON object `--json` promises (panics with both
 /// streams when it is not).
 pub fn json(o: &Output) -> serde_json::Value {
