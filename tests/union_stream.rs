@@ -14,6 +14,21 @@ fn saphan(env: &Env, args: &[&str]) -> std::process::Output {
     c.args(args).output().unwrap()
 }
 
+/// `saphan verify-union --repo R --base BASE --stream S… [extra…]`.
+fn union(
+    env: &Env,
+    r: &Repo,
+    base: &str,
+    streams: &[&str],
+    extra: &[&str],
+) -> std::process::Output {
+    let repo = r.path_str();
+    let mut a = vec!["verify-union", "--repo", &repo, "--base", base, "--stream"];
+    a.extend_from_slice(streams);
+    a.extend_from_slice(extra);
+    saphan(env, &a)
+}
+
 /// A module whose one test says "at most two names registered". Each
 /// stream registers one more name in a file of its own: each passes alone,
 /// together they register three.
@@ -148,19 +163,7 @@ fn a_conflicting_union_names_the_stream_and_paths_and_saves_no_record() {
         r.commit(&[("NOTES.txt", line)], b);
     }
     git(r.path(), &["checkout", "-q", "main"]);
-    let o = saphan(
-        &env,
-        &[
-            "verify-union",
-            "--repo",
-            &r.path_str(),
-            "--base",
-            "main",
-            "--stream",
-            "s1",
-            "s2",
-        ],
-    );
+    let o = union(&env, &r, "main", &["s1", "s2"], &[]);
     assert_code(&o, 2);
     let (_, err) = text(&o);
     assert!(
@@ -172,20 +175,7 @@ fn a_conflicting_union_names_the_stream_and_paths_and_saves_no_record() {
     assert!(r.records().is_empty());
     assert_eq!(r.worktrees().len(), 1);
     // The same with --json: the refusal object, still no record.
-    let o = saphan(
-        &env,
-        &[
-            "verify-union",
-            "--repo",
-            &r.path_str(),
-            "--base",
-            "main",
-            "--stream",
-            "s1",
-            "s2",
-            "--json",
-        ],
-    );
+    let o = union(&env, &r, "main", &["s1", "s2"], &["--json"]);
     assert_eq!(json(&o)["error"], "union-merge-conflict");
     assert!(r.records().is_empty());
 }
@@ -200,18 +190,7 @@ fn a_union_that_obtains_no_measurement_is_an_error_with_no_record() {
     git(r.path(), &["checkout", "-q", "-b", "s1"]);
     r.commit(&[("b.txt", "b\n")], "b");
     git(r.path(), &["checkout", "-q", "main"]);
-    let o = saphan(
-        &env,
-        &[
-            "verify-union",
-            "--repo",
-            &r.path_str(),
-            "--base",
-            "main",
-            "--stream",
-            "s1",
-        ],
-    );
+    let o = union(&env, &r, "main", &["s1"], &[]);
     assert_code(&o, 3);
     let (_, err) = text(&o);
     assert!(
