@@ -461,7 +461,7 @@ fn judge(
     if nothing {
         let what = match run.termination {
             Some(t) if t.success() => match m.count {
-                Some(n) if n > 0 => Some(format!("{n} tests ran")),
+                Some(n) if n > 0 => Some(format!("{} ran", crate::report::count_words(Some(n)))),
                 _ => None,
             },
             Some(Termination::Exited(c)) => Some(format!("it exited with status {c}")),
@@ -660,10 +660,7 @@ pub fn render(r: &AffectedResult) -> String {
     }
     let detail = match (&r.measurement, r.result) {
         (Some(m), Outcome::Green | Outcome::Red) => {
-            let count = m
-                .count
-                .map(|c| format!("{c} tests"))
-                .unwrap_or_else(|| "count: unavailable".into());
+            let count = crate::report::count_words(m.count);
             let failing = match &m.named_tests {
                 Some(v) if v.is_empty() => String::new(),
                 Some(v) => format!("; failing: {}", v.join(", ")),

@@ -4,7 +4,7 @@ use super::{Ctx, out, out_json};
 use crate::certify::{self, Class, Settings, Watch};
 use crate::error::{Exit, Result};
 use crate::measure::Budget;
-use crate::record::{Avail, Record};
+use crate::record::Avail;
 use crate::report::Verdict;
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
@@ -87,14 +87,6 @@ impl Watch for Spinner {
     }
 }
 
-fn count_str(r: &Record) -> String {
-    match &r.count {
-        Avail::Value(1) => "1 test".into(),
-        Avail::Value(n) => format!("{n} tests"),
-        Avail::Unavailable => "count: unavailable".into(),
-    }
-}
-
 /// Run `certify`.
 pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
@@ -128,12 +120,8 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
             r.sha,
             r.machine,
-            match r.verdict {
-                Verdict::Green => "green",
-                Verdict::Red => "red",
-                Verdict::MeasurementFailed => "measurement-failed",
-            },
-            count_str(r),
+            r.verdict.as_str(),
+            r.count_words(),
             r.report.as_str(),
             r.suite_source,
             r.suite_seconds,
@@ -181,11 +169,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             );
         }
     }
-    Ok(match r.verdict {
-        Verdict::Green => Exit::Ok,
-        Verdict::Red => Exit::Red,
-        Verdict::MeasurementFailed => Exit::MeasurementFailed,
-    })
+    Ok(r.verdict.exit())
 }
 
 /// Run `records`.
@@ -233,7 +217,7 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
                             .unwrap_or(""),
                         &r.sha[..12.min(r.sha.len())],
                         r.machine,
-                        count_str(r)
+                        r.count_words()
                     ));
                 }
                 if all.is_empty() {

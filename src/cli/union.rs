@@ -3,8 +3,7 @@
 
 use super::{Ctx, out, out_json};
 use crate::error::{Exit, Result};
-use crate::record::{Avail, Record};
-use crate::report::Verdict;
+use crate::record::Avail;
 use crate::stepgo::{self, StepOutcome};
 use crate::union;
 use clap::Args;
@@ -48,29 +47,6 @@ pub struct VerifyStreamArgs {
     pub rev: String,
 }
 
-fn verdict_str(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Green => "green",
-        Verdict::Red => "red",
-        Verdict::MeasurementFailed => "measurement-failed",
-    }
-}
-
-fn exit_of(v: Verdict) -> Exit {
-    match v {
-        Verdict::Green => Exit::Ok,
-        Verdict::Red => Exit::Red,
-        Verdict::MeasurementFailed => Exit::MeasurementFailed,
-    }
-}
-
-fn count_str(r: &Record) -> String {
-    match &r.count {
-        Avail::Value(n) => format!("{n} tests"),
-        Avail::Unavailable => "count: unavailable".into(),
-    }
-}
-
 /// Run `verify-union`.
 pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
@@ -84,13 +60,13 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     let r = &o.record;
     if ctx.json {
         out_json(&serde_json::to_value(r).expect("records serialize"));
-        return Ok(exit_of(r.verdict));
+        return Ok(r.verdict.exit());
     }
     let mut t = format!(
         "verify-union {} (advisory): {} — {} ({}, {}), {:.1}s\n",
         r.sha,
-        verdict_str(r.verdict),
-        count_str(r),
+        r.verdict.as_str(),
+        r.count_words(),
         r.report.as_str(),
         r.suite_source,
         r.suite_seconds
@@ -122,7 +98,7 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     t.push_str("verified pointer: unchanged (verify-union never moves it)\n");
     out(&t);
-    Ok(exit_of(r.verdict))
+    Ok(r.verdict.exit())
 }
 
 struct Progress(bool);
@@ -149,7 +125,7 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     let r = &o.record;
     if ctx.json {
         out_json(&serde_json::to_value(r).expect("records serialize"));
-        return Ok(exit_of(r.verdict));
+        return Ok(r.verdict.exit());
     }
     let budget = format!(
         "step budget: {} per step ({})",
@@ -165,7 +141,7 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
             StepOutcome::MeasurementFailed => "NO VERDICT",
         };
         let extra = match (st.name, st.count) {
-            ("test", Some(n)) => format!(" ({n} tests)"),
+            ("test", Some(n)) => format!(" ({})", crate::report::count_words(Some(n))),
             _ => String::new(),
         };
         t.push_str(&format!(
@@ -197,8 +173,8 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     if let Some(d) = &o.dirty {
         t.push_str(&format!("note: {d}\n"));
     }
-    t.push_str(&format!("result: {}\n", verdict_str(r.verdict)));
+    t.push_str(&format!("result: {}\n", r.verdict.as_str()));
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     out(&t);
-    Ok(exit_of(r.verdict))
+    Ok(r.verdict.exit())
 }

@@ -27,6 +27,16 @@ pub enum Avail<T> {
     Unavailable,
 }
 
+impl<T: Copy> Avail<T> {
+    /// The measured value, if any.
+    pub fn value(&self) -> Option<T> {
+        match self {
+            Avail::Value(v) => Some(*v),
+            Avail::Unavailable => None,
+        }
+    }
+}
+
 impl<T> From<Option<T>> for Avail<T> {
     fn from(o: Option<T>) -> Self {
         o.map_or(Avail::Unavailable, Avail::Value)
@@ -118,6 +128,13 @@ pub struct Record {
     /// Verb-specific fields.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Record {
+    /// The count as a person reads it (`1 test`, `count: unavailable`).
+    pub fn count_words(&self) -> String {
+        crate::report::count_words(self.count.value())
+    }
 }
 
 /// Errors of the record store.

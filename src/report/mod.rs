@@ -134,6 +134,16 @@ impl Measurement {
     }
 }
 
+/// How a count reads to a person: `1 test`, `12 tests`, or
+/// `count: unavailable` when nothing was measured (never a made-up 0).
+pub fn count_words(count: Option<u64>) -> String {
+    match count {
+        Some(1) => "1 test".into(),
+        Some(n) => format!("{n} tests"),
+        None => "count: unavailable".into(),
+    }
+}
+
 /// The evidence of one finished suite run.
 #[derive(Debug, Clone, Copy)]
 pub struct Evidence<'a> {
