@@ -201,12 +201,21 @@ pub async fn run_suite(
             if !stdout_path.exists() {
                 let _ = std::fs::write(&stdout_path, b"");
             }
+            let scope = match &plan.suite.source {
+                crate::suite::SuiteSource::Config(scope) => scope,
+                crate::suite::SuiteSource::DefaultGo => "verify.full",
+            };
+            let key = match plan.report_root {
+                Some(_) => format!("{scope}.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)"),
+                None => format!("{scope}.report_path"),
+            };
             let ev = Evidence {
                 kind: plan.suite.report,
                 termination: out.status,
                 stdout: &stdout_path,
                 report_root: plan.report_root.unwrap_or(&scratch.path),
                 report_path: plan.suite.report_path.as_deref(),
+                report_path_key: &key,
             };
             let m = report::measure(&ev);
             if let Some(keep) = plan.keep_stdout {

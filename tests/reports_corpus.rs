@@ -64,6 +64,7 @@ fn run(dir: &Path, file: &str, exit: i32) -> Measurement {
         stdout: &path,
         report_root: &root,
         report_path: (kind == ReportKind::JunitXml).then_some(rel.as_str()),
+        report_path_key: "verify.full.report_path",
     };
     measure(&ev)
 }
@@ -193,6 +194,7 @@ fn a_glob_over_two_reports_sums_them() {
         stdout: Path::new("/nonexistent"),
         report_root: &dir,
         report_path: Some("junit/{surefire_stringutils,nextest_basic}.xml"),
+        report_path_key: "verify.full.report_path",
     };
     let m = measure(&ev);
     assert_eq!(m.verdict, Verdict::Red);

@@ -481,14 +481,6 @@ fn judge(
             Some("the change maps to no package, so nothing ran — this is not a green".into());
         return Ok(());
     }
-    // The measuring core speaks of the full tier's key; here the key is
-    // verify.affected.report_path, relative to the report directory.
-    for n in &mut m.notes {
-        *n = n.replace(
-            "verify.full.report_path",
-            "verify.affected.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)",
-        );
-    }
     if suite.report == ReportKind::JunitXml && m.report_files.is_empty() {
         return Err(AffectedError::ReportMissing {
             argv: shown.to_string(),

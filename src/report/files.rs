@@ -181,6 +181,7 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
     if out.is_empty() {
         return Err(ReportError::NoMatch {
             pattern: pattern.to_string(),
+            key: "report_path".to_string(),
         });
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));

@@ -158,6 +158,9 @@ pub struct Evidence<'a> {
     pub report_root: &'a Path,
     /// `report_path` as declared (junit-xml only).
     pub report_path: Option<&'a str>,
+    /// The config key that declared `report_path`, as messages should name
+    /// it (`verify.full.report_path`, or the affected tier's key and root).
+    pub report_path_key: &'a str,
 }
 
 /// What a parser derived from a report, before the exit status is weighed.
@@ -187,11 +190,13 @@ pub struct Parsed {
 pub enum ReportError {
     /// A junit-xml glob selected nothing.
     #[error(
-        "report_path `{pattern}` matched no files — make the suite write its report there, or fix verify.full.report_path"
+        "report_path `{pattern}` matched no files — make the suite write its report there, or fix {key}"
     )]
     NoMatch {
         /// The glob as declared.
         pattern: String,
+        /// The config key that declared it (see [`Evidence::report_path_key`]).
+        key: String,
     },
     /// `report_path` is not a usable relative glob.
     #[error(
@@ -204,8 +209,11 @@ pub enum ReportError {
         why: String,
     },
     /// No `report_path` was declared for junit-xml.
-    #[error("junit-xml needs report_path and none was declared — set verify.full.report_path")]
-    NoPattern,
+    #[error("junit-xml needs report_path and none was declared — set {key}")]
+    NoPattern {
+        /// The config key to set (see [`Evidence::report_path_key`]).
+        key: String,
+    },
     /// A matched path is a symlink (or sits under one) that leads outside the tree.
     #[error(
         "{file} leads outside the tree (to {target}) — the suite must write its report inside the worktree"
@@ -276,7 +284,7 @@ impl Refusal for ReportError {
     fn name(&self) -> &'static str {
         match self {
             ReportError::NoMatch { .. } => "report-no-match",
-            ReportError::BadPattern { .. } | ReportError::NoPattern => "report-path-invalid",
+            ReportError::BadPattern { .. } | ReportError::NoPattern { .. } => "report-path-invalid",
             ReportError::SymlinkEscape { .. } => "report-symlink-escape",
             ReportError::NotRegular { .. } => "report-not-regular",
             ReportError::Unreadable { .. } => "report-unreadable",
@@ -305,8 +313,14 @@ pub fn parse(ev: &Evidence<'_>) -> Result<Parsed, ReportError> {
         ReportKind::Exitcode => Ok(Parsed::default()),
         ReportKind::GoTestJson => gojson::parse_file(ev.stdout, "the suite's stdout"),
         ReportKind::JunitXml => {
-            let pattern = ev.report_path.ok_or(ReportError::NoPattern)?;
-            junit::parse_glob(ev.report_root, pattern)
+            let key = ev.report_path_key.to_string();
+            let pattern = ev
+                .report_path
+                .ok_or_else(|| ReportError::NoPattern { key: key.clone() })?;
+            junit::parse_glob(ev.report_root, pattern).map_err(|e| match e {
+                ReportError::NoMatch { pattern, .. } => ReportError::NoMatch { pattern, key },
+                e => e,
+            })
         }
     }
 }
