@@ -6,12 +6,14 @@
 
 use crate::catalog::Catalog;
 use crate::config::Config;
+use crate::docker::container::{self, ContainerError};
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
 use crate::report::Verdict;
+use crate::transport::Transport;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,6 +52,12 @@ pub struct Settings {
     /// `--trunk`: the ref the verified pointer follows (default: see
     /// [`record::trunk_ref`]).
     pub trunk: Option<String>,
+    /// `--image`: the suite image pin for `--class container`
+    /// (`sha256:<image id>` or `NAME@sha256:<registry digest>`).
+    pub image: Option<String>,
+    /// `--network`: give a container-class suite the engine's default
+    /// network (off otherwise).
+    pub network: bool,
 }
 
 /// Refusals of certify itself.
@@ -118,11 +126,20 @@ pub async fn certify(
         .await?;
     let tree_files = repo.tree_files(&sha).await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
+    let mut suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
+    if settings.class == Class::Container && suite.source == crate::suite::SuiteSource::DefaultGo {
+        // In a container, default-go's `go` is the image's, on its PATH.
+        suite.argv[0] = "go".into();
+    }
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
-    if settings.class == Class::Container {
+    let container = if settings.class == Class::Container {
+        // The suite image pin is operator input: refused before anything.
+        let pin = match settings.image.as_deref() {
+            None => return Err(ContainerError::ImageMissing.into()),
+            Some(i) => container::parse_image(i)?,
+        };
         // Container-class runs need proof that each machine can run the
         // pinned probe image, before anything else happens there.
         let now = time::OffsetDateTime::now_utc();
@@ -134,20 +151,32 @@ pub async fn certify(
         for m in targets {
             crate::docker::require_container_capability(home, catalog, m, now)?;
         }
-        return Err(CertifyError::DispatchUnavailable {
-            machines: settings.machines.join(","),
-            class: settings.class.as_str(),
+        if !remote.is_empty() {
+            return Err(CertifyError::DispatchUnavailable {
+                machines: settings.machines.join(","),
+                class: settings.class.as_str(),
+            }
+            .into());
         }
-        .into());
-    }
-    if !remote.is_empty() {
-        return Err(CertifyError::DispatchUnavailable {
-            machines: settings.machines.join(","),
-            class: settings.class.as_str(),
+        // The suite image must be on the engine already: nothing is pulled,
+        // and an absent image is refused before any worktree exists.
+        let socket = crate::docker::socket_of(catalog.get(crate::docker::DOCKER_OCI)?);
+        let transport = Transport::Local(crate::transport::Local);
+        let load = container::load_route(&pin, None);
+        let image = container::resolve_image(&transport, "local", &socket, &pin, load).await?;
+        Some((transport, socket, image))
+    } else {
+        if !remote.is_empty() {
+            return Err(CertifyError::DispatchUnavailable {
+                machines: settings.machines.join(","),
+                class: settings.class.as_str(),
+            }
+            .into());
         }
-        .into());
-    }
-    crate::suite::preflight_local(&suite, catalog, in_tree)?;
+        // The suite runs on this host: its toolchain must be here.
+        crate::suite::preflight_local(&suite, catalog, in_tree)?;
+        None
+    };
     let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
@@ -160,20 +189,46 @@ pub async fn certify(
     let scratch = repo
         .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
         .await?;
+    let attempt = record::new_id();
+    let target = container.map(|(transport, socket, image)| {
+        let labels = [
+            (container::LABEL_ATTEMPT, attempt.clone()),
+            (container::LABEL_REPO, repo.top.display().to_string()),
+            (container::LABEL_SHA, sha.clone()),
+        ];
+        container::Target {
+            transport,
+            socket,
+            image,
+            network: settings.network,
+            user: Some(format!(
+                "{}:{}",
+                nix::unistd::getuid(),
+                nix::unistd::getgid()
+            )),
+            labels: labels
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            name: format!("saphan-suite-{attempt}"),
+        }
+    });
+    let executor = match &target {
+        Some(t) => measure::Executor::Container(t),
+        None => measure::Executor::Host,
+    };
     watch.running(&sha, &suite.argv, &budget);
-    let run = measure::run_then_remove(
-        scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: &budget,
-            provisions: &provisions,
-            extra_env: &[],
-            report_root: None,
-            keep_stdout: None,
-        },
-        interrupt,
-    )
-    .await;
+    let plan = measure::Plan {
+        suite: &suite,
+        budget: &budget,
+        provisions: &provisions,
+        extra_env: &[],
+        report_root: None,
+        keep_stdout: None,
+    };
+    let run = measure::run_suite_on(&scratch, plan, executor, interrupt).await;
+    let removed = scratch.remove().await;
+    let run = run.and_then(|r| removed.map(|()| r).map_err(Into::into));
     watch.done();
     let run = run?;
 
@@ -190,9 +245,26 @@ pub async fn certify(
         &run,
     );
     let mut record = record;
+    record.id = attempt;
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
+    if let Some(t) = &target {
+        // What ran the suite: the pin as given, the image it resolved to,
+        // and the engine it spoke to.
+        for (k, v) in [
+            ("image_pin", t.image.pin.reference()),
+            ("image_pin_kind", t.image.pin.kind().to_string()),
+            ("image_id", t.image.image_id.clone()),
+            ("docker_api_version", t.image.api_version.clone()),
+            ("docker_socket", t.socket.clone()),
+        ] {
+            record.extra.insert(k.into(), serde_json::json!(v));
+        }
+        record
+            .extra
+            .insert("network".into(), serde_json::json!(t.network));
+    }
     let attempts = record::attempts_path(&repo);
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {

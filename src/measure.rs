@@ -138,6 +138,16 @@ pub async fn run_then_remove(
     Ok(run)
 }
 
+/// Where the suite's process runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Executor<'a> {
+    /// Directly on this machine, in its own process group (host class).
+    Host,
+    /// In a container on a machine's Docker engine (container class), with
+    /// the tree bind-mounted at its own path.
+    Container(&'a crate::docker::container::Target),
+}
+
 /// Run the suite of `plan` in the scratch worktree `scratch` (provisions
 /// and the exclude file go there) and derive its measurement.
 ///
@@ -147,6 +157,17 @@ pub async fn run_then_remove(
 pub async fn run_suite(
     scratch: &Scratch,
     plan: Plan<'_>,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
+    run_suite_on(scratch, plan, Executor::Host, interrupt).await
+}
+
+/// [`run_suite`] with the suite's process run by `executor`: the same
+/// placement, evidence and judgement for every class.
+pub async fn run_suite_on(
+    scratch: &Scratch,
+    plan: Plan<'_>,
+    executor: Executor<'_>,
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
     let started_at = crate::clock::now_rfc3339();
@@ -167,37 +188,56 @@ pub async fn run_suite(
             source,
         })?;
     let stdout_path = run_dir.path().join("stdout");
-    let mut cmd = Cmd::from_argv(&plan.suite.argv)
-        .cwd(&scratch.path)
-        .timeout(plan.budget.duration)
-        .stdout(Sink::File(stdout_path.clone()));
-    for (k, v) in &env {
-        cmd = cmd.env(k, v);
-    }
     let t0 = Instant::now();
-    let mut intr = interrupt.clone();
-    let outcome = tokio::select! {
-        r = exec::run(cmd) => Some(r),
-        _ = wait_interrupt(&mut intr) => None,
+    let outcome = match executor {
+        Executor::Host => {
+            let mut cmd = Cmd::from_argv(&plan.suite.argv)
+                .cwd(&scratch.path)
+                .timeout(plan.budget.duration)
+                .stdout(Sink::File(stdout_path.clone()));
+            for (k, v) in &env {
+                cmd = cmd.env(k, v);
+            }
+            let mut intr = interrupt.clone();
+            tokio::select! {
+                r = exec::run(cmd) => match r {
+                    Ok(out) => Ran::Ended(out.status, out.stderr),
+                    Err(e) => Ran::Failed(format!(
+                        "crash: the suite's program `{}` could not be started: {e}",
+                        plan.suite.argv[0]
+                    )),
+                },
+                _ = wait_interrupt(&mut intr) => Ran::Failed(
+                    "interrupted: the operator pressed Ctrl-C; the suite's process group was killed".into(),
+                ),
+            }
+        }
+        Executor::Container(target) => {
+            use crate::docker::container::{self, Ended};
+            let tree = scratch.path.display().to_string();
+            let read_only: Vec<String> = if placed.is_empty() {
+                Vec::new()
+            } else {
+                vec![exclude.display().to_string()]
+            };
+            let run = container::Run {
+                argv: &plan.suite.argv,
+                tree: &tree,
+                env: &env,
+                read_only: &read_only,
+                budget: plan.budget.duration,
+                stdout: &stdout_path,
+            };
+            match container::run(target, &run, interrupt).await.ended {
+                Ended::Finished { status, stderr } => Ran::Ended(status, stderr),
+                Ended::Failed(note) => Ran::Failed(note),
+            }
+        }
     };
     let elapsed = t0.elapsed();
     let (termination, measurement, stderr_tail) = match outcome {
-        None => (
-            None,
-            Measurement::failed(
-                "interrupted: the operator pressed Ctrl-C; the suite's process group was killed",
-            ),
-            String::new(),
-        ),
-        Some(Err(e)) => (
-            None,
-            Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started: {e}",
-                plan.suite.argv[0]
-            )),
-            String::new(),
-        ),
-        Some(Ok(out)) => {
+        Ran::Failed(note) => (None, Measurement::failed(note), String::new()),
+        Ran::Ended(status, stderr) => {
             if !stdout_path.exists() {
                 let _ = std::fs::write(&stdout_path, b"");
             }
@@ -211,7 +251,7 @@ pub async fn run_suite(
             };
             let ev = Evidence {
                 kind: plan.suite.report,
-                termination: out.status,
+                termination: status,
                 stdout: &stdout_path,
                 report_root: plan.report_root.unwrap_or(&scratch.path),
                 report_path: plan.suite.report_path.as_deref(),
@@ -221,11 +261,11 @@ pub async fn run_suite(
             if let Some(keep) = plan.keep_stdout {
                 let _ = std::fs::copy(&stdout_path, keep);
             }
-            let tail_start = out.stderr.len().saturating_sub(4096);
+            let tail_start = stderr.len().saturating_sub(4096);
             (
-                Some(out.status),
+                Some(status),
                 m,
-                String::from_utf8_lossy(&out.stderr[tail_start..]).into_owned(),
+                String::from_utf8_lossy(&stderr[tail_start..]).into_owned(),
             )
         }
     };
@@ -238,6 +278,14 @@ pub async fn run_suite(
         elapsed,
         stderr_tail,
     })
+}
+
+/// How the suite's process ended, whichever executor ran it.
+enum Ran {
+    /// It ended on its own or at the budget; its stderr tail.
+    Ended(exec::Termination, Vec<u8>),
+    /// No trustworthy end: a failed-measurement note.
+    Failed(String),
 }
 
 /// Who measured what, for [`record`].

@@ -31,8 +31,9 @@ pub struct CertifyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Run on these fleet machines instead of this one (comma-separated ids).
-    /// Dispatch is not in this version: the run is refused after the local
-    /// preflight (and, for --class container, after the docker-oci gate).
+    /// Remote dispatch is not in this version: the run is refused after the
+    /// local preflight (and, for --class container, after the docker-oci gate).
+    /// Without it, --class container uses this machine's engine (fleet row `local`).
     #[arg(long, value_name = "ID[,ID…]", value_delimiter = ',')]
     pub machine: Vec<String>,
     /// Run directly on the machine (host) or in a container on its Docker engine.
@@ -43,6 +44,14 @@ pub struct CertifyArgs {
     /// not on trunk is recorded but never moves the pointer.
     #[arg(long, value_name = "REF")]
     pub trunk: Option<String>,
+    /// --class container: the suite image, pinned — sha256:<image id> or
+    /// NAME@sha256:<registry digest>; never a tag, never pulled.
+    #[arg(long, value_name = "PIN")]
+    pub image: Option<String>,
+    /// --class container: give the suite the engine's default network
+    /// (without it the container has no network).
+    #[arg(long)]
+    pub network: bool,
 }
 
 /// List the attempt records of a repository, or show one.
@@ -97,6 +106,8 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         machines: a.machine,
         class: a.class,
         trunk: a.trunk,
+        image: a.image,
+        network: a.network,
     };
     let spinner = if !ctx.json && std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new_spinner();

@@ -16,11 +16,8 @@ use crate::fleet::ledger::Outcome;
 use crate::fleet::probe::Finding;
 use crate::transport::{AsyncReadWrite, Transport, TransportError};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{
-    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
-};
+use bollard::query_parameters::CreateContainerOptions;
 use bollard::{BollardRequest, Docker};
-use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,18 +242,9 @@ pub async fn probe_docker_oci(
         None => {
             // The run was cut off wherever it was: remove the container by
             // its name, over a fresh connection (absent if never created).
-            let gone = async {
-                let d = connect(transport, &s.socket, CLEANUP_BUDGET).await?;
-                let opts = RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                };
-                d.remove_container(&name, Some(opts))
-                    .await
-                    .map_err(|e| e.to_string())
-            };
-            if let Ok(Err(e)) = tokio::time::timeout(CLEANUP_BUDGET, gone).await {
+            if let Err(e) =
+                super::container::remove_container(transport, &s.socket, None, &name).await
+            {
                 tracing::debug!(container = %name, error = %e, "removing after the budget");
             }
             finding(
@@ -466,31 +454,12 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
             .start_container(&cid, None)
             .await
             .map_err(|e| format!("the engine refused to start the probe container: {e}"))?;
-        let mut code = 0i64;
-        let mut waits = docker.wait_container(&cid, None::<WaitContainerOptions>);
-        while let Some(w) = waits.next().await {
-            match w {
-                Ok(r) => code = r.status_code,
-                Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = c,
-                Err(e) => return Err(format!("waiting for the probe container failed: {e}")),
-            }
-        }
-        let opts = LogsOptions {
-            stdout: true,
-            stderr: true,
-            ..Default::default()
-        };
-        let mut out = Vec::new();
-        let mut logs = docker.logs(&cid, Some(opts));
-        while let Some(frame) = logs.next().await {
-            match frame {
-                Ok(bollard::container::LogOutput::StdOut { message }) => {
-                    out.extend_from_slice(&message)
-                }
-                Ok(_) => {}
-                Err(e) => return Err(format!("reading the probe container's output failed: {e}")),
-            }
-        }
+        let code = super::container::wait_status(docker, &cid)
+            .await
+            .map_err(|e| format!("the probe container's end was not observed: {e}"))?;
+        let out = super::container::read_logs(docker, &cid, 64 * 1024)
+            .await?
+            .stdout;
         Ok((code, String::from_utf8_lossy(&out).into_owned()))
     }
     .await;
@@ -501,29 +470,8 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
 }
 
 async fn remove(transport: &Transport, socket: &str, docker: &Docker, cid: &str) {
-    let opts = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    let first = tokio::time::timeout(
-        CLEANUP_BUDGET,
-        docker.remove_container(cid, Some(opts.clone())),
-    )
-    .await;
-    if matches!(first, Ok(Ok(()))) {
-        return;
+    if let Err(err) = super::container::remove_container(transport, socket, Some(docker), cid).await
+    {
+        tracing::warn!(container = cid, error = %err, "could not remove the probe container");
     }
-    let again = async {
-        let d = connect(transport, socket, CLEANUP_BUDGET).await?;
-        d.remove_container(cid, Some(opts))
-            .await
-            .map_err(|e| e.to_string())
-    };
-    let err = match tokio::time::timeout(CLEANUP_BUDGET, again).await {
-        Ok(Ok(())) => return,
-        Ok(Err(e)) => e,
-        Err(_) => "timed out".to_string(),
-    };
-    tracing::warn!(container = cid, error = %err, "could not remove the probe container");
 }

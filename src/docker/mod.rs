@@ -10,10 +10,12 @@
 //!   over the machine's SSH connection) and the probe run itself.
 //! - [`userns`]: the sandbox-userns probe.
 //! - [`gate`]: the container-class check, `require_container_capability`.
+//! - [`container`]: the suite image pin and the container-class suite run.
 //!
 //! A probe never installs, enables, pulls or loads anything: it measures and
 //! names what is missing, with the command that would fix it.
 
+pub mod container;
 pub mod engine;
 pub mod gate;
 pub mod output;

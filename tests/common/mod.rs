@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod suite_images;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

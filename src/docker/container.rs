@@ -1,0 +1,577 @@
+//! Container-class runs: the declared suite in a container made from the
+//! operator's pinned suite image, on the machine's Docker engine (bollard
+//! over the machine's socket — local, or forwarded over its SSH connection).
+//!
+//! - [`resolve_image`]: the suite image pin (the same two forms as the probe
+//!   image's, [`Pin`]) checked on the engine before anything runs; a tag,
+//!   a malformed pin or an absent image is a refusal, and nothing is pulled.
+//! - [`run`]: create (tree bind-mounted at its own path, working directory the
+//!   tree, argv the suite, no TTY, network off unless asked, labels naming the
+//!   attempt), start, wait under the budget, read the demultiplexed logs, and
+//!   remove the container on every path (budget, Ctrl-C, lost engine).
+//!
+//! The operator's guide is `docs/dispatch.md`, "Container class".
+
+use super::engine::{CLEANUP_BUDGET, connect};
+use super::{DockerError, Pin};
+use crate::exec::{STDERR_TAIL, Termination};
+use crate::measure::{Interrupt, wait_interrupt};
+use crate::transport::Transport;
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
+};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Label every suite container carries: the attempt (record) id.
+pub const LABEL_ATTEMPT: &str = "saphan.attempt";
+/// Label: the repository measured (its top directory on the operator's machine).
+pub const LABEL_REPO: &str = "saphan.repo";
+/// Label: the SHA measured.
+pub const LABEL_SHA: &str = "saphan.sha";
+
+/// Extra time the engine's requests get beyond the suite's budget (the wait
+/// request lives as long as the suite does).
+const REQUEST_SLACK: Duration = Duration::from_secs(30);
+
+/// Refusals of a container-class run, all before anything runs on the
+/// machine (no worktree, no container, no record).
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    /// `--class container` without `--image`.
+    #[error(
+        "certify --class container needs the suite image: no --image was given — pass --image sha256:<image id> (a local image ID, what `docker build`/`docker load` printed) or --image NAME@sha256:<registry digest> (docs/dispatch.md, \"Container class\")"
+    )]
+    ImageMissing,
+    /// The suite image is named by a tag.
+    #[error(
+        "--image `{image}` is a tag; a tag can point at different bytes tomorrow, so it is never accepted — pin the image ID (`docker image inspect --format '{{{{.Id}}}}' {image}`) or a registry digest NAME@sha256:… instead"
+    )]
+    ImageTag {
+        /// The value given.
+        image: String,
+    },
+    /// The suite image value is neither pin form.
+    #[error(
+        "--image `{image}` is not a pin: {why} — write sha256:<64 lowercase hex> (a local image ID) or NAME@sha256:<64 lowercase hex> (a registry digest)"
+    )]
+    ImagePinMalformed {
+        /// The value given.
+        image: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The machine's engine holds no image carrying the pin.
+    #[error(
+        "machine `{machine}`: the engine at unix://{socket} holds no image {image} ({detail}); nothing was pulled or run — put the image there:\n  {load}"
+    )]
+    ImageAbsent {
+        /// The machine id (`local` for this one).
+        machine: String,
+        /// The engine's socket on the machine.
+        socket: String,
+        /// The pin as given.
+        image: String,
+        /// What the engine said.
+        detail: String,
+        /// The command that carries the image there.
+        load: String,
+    },
+    /// The machine's engine did not answer while the image was checked.
+    #[error(
+        "machine `{machine}`: the Docker engine at unix://{socket} could not be asked about the suite image: {why}; nothing was run — check the engine there (`docker version`), then re-probe docker-oci"
+    )]
+    EngineUnreachable {
+        /// The machine id.
+        machine: String,
+        /// The engine's socket on the machine.
+        socket: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+impl crate::error::Refusal for ContainerError {
+    fn name(&self) -> &'static str {
+        match self {
+            ContainerError::ImageMissing => "container-image-missing",
+            ContainerError::ImageTag { .. } => "container-image-tag",
+            ContainerError::ImagePinMalformed { .. } => "container-image-pin-malformed",
+            ContainerError::ImageAbsent { .. } => "container-image-absent",
+            ContainerError::EngineUnreachable { .. } => "container-engine-unreachable",
+        }
+    }
+}
+
+/// Parse the operator's suite image pin (`--image`): the forms of [`Pin`];
+/// the zero digest counts as malformed (it names no image).
+///
+/// Errors: `container-image-tag`, `container-image-pin-malformed`.
+pub fn parse_image(image: &str) -> Result<Pin, ContainerError> {
+    Pin::parse(image, "--image").map_err(|e| match e {
+        DockerError::PinIsTag { .. } => ContainerError::ImageTag {
+            image: image.to_string(),
+        },
+        DockerError::Unpinned { .. } => ContainerError::ImagePinMalformed {
+            image: image.to_string(),
+            why: "the all-zero digest names no image".into(),
+        },
+        DockerError::PinMalformed { why, .. } => ContainerError::ImagePinMalformed {
+            image: image.to_string(),
+            why,
+        },
+        DockerError::ContainerCapabilityAbsent { .. } => unreachable!("Pin::parse never gates"),
+    })
+}
+
+/// The suite image as found on a machine's engine.
+#[derive(Debug, Clone)]
+pub struct SuiteImage {
+    /// The pin as the operator gave it.
+    pub pin: Pin,
+    /// The engine's image ID (`sha256:<64 hex>`): containers are made from it.
+    pub image_id: String,
+    /// The API version negotiated with the engine (e.g. `1.41`).
+    pub api_version: String,
+}
+
+/// Where the image comes from when the machine lacks it: for a local image
+/// ID, `docker save` here piped into `docker load` there (`ssh_prefix` is
+/// `ssh -F <config> <host>` for an SSH machine, `None` for this one); for a
+/// registry digest, a pull of that exact digest on the machine.
+pub fn load_route(pin: &Pin, ssh_prefix: Option<&str>) -> String {
+    match (pin, ssh_prefix) {
+        (Pin::ImageId(id), Some(ssh)) => format!("docker save {id} | {ssh} docker load"),
+        (Pin::ImageId(id), None) => format!(
+            "docker load -i IMAGE.tar   # a `docker save {id}` taken where the image was built"
+        ),
+        (Pin::Registry { .. }, Some(ssh)) => format!("{ssh} docker pull {}", pin.reference()),
+        (Pin::Registry { .. }, None) => format!("docker pull {}", pin.reference()),
+    }
+}
+
+/// Check the suite image on the engine at `socket`: inspect it by its pin
+/// and compare the field the pin's kind names. Never pulls.
+///
+/// Errors: `container-image-absent` (with `load`, the route from
+/// [`load_route`]), `container-engine-unreachable`.
+pub async fn resolve_image(
+    transport: &Transport,
+    machine: &str,
+    socket: &str,
+    pin: &Pin,
+    load: String,
+) -> Result<SuiteImage, ContainerError> {
+    let unreachable = |why: String| ContainerError::EngineUnreachable {
+        machine: machine.to_string(),
+        socket: socket.to_string(),
+        why,
+    };
+    let docker = connect(transport, socket, CLEANUP_BUDGET)
+        .await
+        .map_err(unreachable)?;
+    let reference = pin.reference();
+    let absent = |detail: String| ContainerError::ImageAbsent {
+        machine: machine.to_string(),
+        socket: socket.to_string(),
+        image: reference.clone(),
+        detail,
+        load: load.clone(),
+    };
+    let image = match tokio::time::timeout(CLEANUP_BUDGET, docker.inspect_image(&reference)).await {
+        Err(_) => return Err(unreachable("the image inspection gave no answer".into())),
+        Ok(Ok(i)) => i,
+        Ok(Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        })) => return Err(absent(format!("pinned by {}", pin.kind()))),
+        Ok(Err(e)) => return Err(unreachable(format!("inspecting {reference} failed: {e}"))),
+    };
+    let id = image.id.clone().unwrap_or_default();
+    let digests = image.repo_digests.clone().unwrap_or_default();
+    if !pin.matches(&id, &digests) {
+        return Err(absent(format!(
+            "the image found is {id} with repo digests [{}], which does not carry the pin",
+            digests.join(", ")
+        )));
+    }
+    Ok(SuiteImage {
+        pin: pin.clone(),
+        image_id: id,
+        api_version: docker.client_version().to_string(),
+    })
+}
+
+/// Where and how one container-class suite runs (besides the suite itself).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The machine.
+    pub transport: Transport,
+    /// The engine's socket on the machine.
+    pub socket: String,
+    /// The resolved suite image.
+    pub image: SuiteImage,
+    /// Give the container the engine's default network (`--network`); off
+    /// (`network_mode=none`) otherwise.
+    pub network: bool,
+    /// `uid:gid` the suite runs as (the tree's owner, so the tree stays
+    /// removable); `None` = the image's user.
+    pub user: Option<String>,
+    /// Labels besides the attempt's ([`LABEL_ATTEMPT`], [`LABEL_REPO`],
+    /// [`LABEL_SHA`] are set by the caller here).
+    pub labels: HashMap<String, String>,
+    /// The container's name (unique; used to remove it over a fresh
+    /// connection when the first one is gone).
+    pub name: String,
+}
+
+/// One suite run in a container.
+#[derive(Debug, Clone)]
+pub struct Run<'a> {
+    /// argv of the suite (no shell).
+    pub argv: &'a [String],
+    /// The tree on the machine: bind-mounted at this same path, working
+    /// directory.
+    pub tree: &'a str,
+    /// Environment saphan gives the suite (besides the image's own).
+    pub env: &'a [(String, String)],
+    /// Extra files bind-mounted read-only at their own path (e.g. the
+    /// provisions' exclude file).
+    pub read_only: &'a [String],
+    /// The attempt budget: start to exit.
+    pub budget: Duration,
+    /// The suite's stdout goes here (a local file).
+    pub stdout: &'a Path,
+}
+
+/// How a container run ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The engine reported an exit status ([`Termination::Exited`]), or the
+    /// budget ran out and the container was killed ([`Termination::TimedOut`]).
+    Finished {
+        /// How it ended.
+        status: Termination,
+        /// The last [`STDERR_TAIL`] bytes of its stderr.
+        stderr: Vec<u8>,
+    },
+    /// Nothing trustworthy: a failed-measurement note
+    /// (`<stable-name>: what happened`).
+    Failed(String),
+}
+
+/// The outcome of [`run`]: how it ended, and the wall time from start to end.
+#[derive(Debug)]
+pub struct Outcome {
+    /// How it ended.
+    pub ended: Ended,
+    /// Start to exit (or to the kill).
+    pub elapsed: Duration,
+}
+
+/// The exit status the engine's wait reports for `cid`.
+///
+/// A wait stream that ends without any status is an error (never 0): the
+/// container's end was not observed.
+pub(crate) async fn wait_status(docker: &Docker, cid: &str) -> Result<i64, String> {
+    let mut code = None;
+    let mut waits = docker.wait_container(cid, None::<WaitContainerOptions>);
+    while let Some(w) = waits.next().await {
+        match w {
+            Ok(r) => code = Some(r.status_code),
+            Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = Some(c),
+            Err(e) => return Err(format!("the engine's wait for the container failed: {e}")),
+        }
+    }
+    code.ok_or_else(|| {
+        "the engine's wait for the container ended without an exit status".to_string()
+    })
+}
+
+/// Demultiplexed logs: stdout (TTY console frames count as stdout, their
+/// CRLF line ends made LF) and stderr, each stream joined across frames.
+#[derive(Debug, Default)]
+pub(crate) struct Logs {
+    /// Everything the container wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// The last `stderr_cap` bytes of its stderr.
+    pub stderr: Vec<u8>,
+    console_cr: bool,
+}
+
+impl Logs {
+    fn console(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.console_cr {
+                self.console_cr = false;
+                if b != b'\n' {
+                    self.stdout.push(b'\r');
+                }
+            }
+            if b == b'\r' {
+                self.console_cr = true;
+            } else {
+                self.stdout.push(b);
+            }
+        }
+    }
+    fn finish(&mut self) {
+        if std::mem::take(&mut self.console_cr) {
+            self.stdout.push(b'\r');
+        }
+    }
+}
+
+/// Read the finished container's whole log, demultiplexed.
+pub(crate) async fn read_logs(
+    docker: &Docker,
+    cid: &str,
+    stderr_cap: usize,
+) -> Result<Logs, String> {
+    let opts = LogsOptions {
+        stdout: true,
+        stderr: true,
+        ..Default::default()
+    };
+    let mut out = Logs::default();
+    let mut logs = docker.logs(cid, Some(opts));
+    while let Some(frame) = logs.next().await {
+        match frame {
+            Ok(bollard::container::LogOutput::StdOut { message }) => {
+                out.stdout.extend_from_slice(&message)
+            }
+            Ok(bollard::container::LogOutput::Console { message }) => out.console(&message),
+            Ok(bollard::container::LogOutput::StdErr { message }) => {
+                out.stderr.extend_from_slice(&message);
+                let over = out.stderr.len().saturating_sub(stderr_cap);
+                out.stderr.drain(..over);
+            }
+            Ok(bollard::container::LogOutput::StdIn { .. }) => {}
+            Err(e) => return Err(format!("reading the container's output failed: {e}")),
+        }
+    }
+    out.finish();
+    Ok(out)
+}
+
+/// Remove container `name_or_id` (forced: it is killed first if running),
+/// on `docker`, else over a fresh connection. `Err` says why it may remain.
+pub(crate) async fn remove_container(
+    transport: &Transport,
+    socket: &str,
+    docker: Option<&Docker>,
+    name_or_id: &str,
+) -> Result<(), String> {
+    let opts = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    let gone = |r: Result<(), bollard::errors::Error>| match r {
+        Ok(()) => Ok(()),
+        // Already gone (never created, or removed): nothing left.
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Some(d) = docker
+        && let Ok(r) = tokio::time::timeout(
+            CLEANUP_BUDGET,
+            d.remove_container(name_or_id, Some(opts.clone())),
+        )
+        .await
+        && gone(r).is_ok()
+    {
+        return Ok(());
+    }
+    let again = async {
+        let d = connect(transport, socket, CLEANUP_BUDGET).await?;
+        gone(d.remove_container(name_or_id, Some(opts)).await)
+    };
+    match tokio::time::timeout(CLEANUP_BUDGET, again).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "the engine gave no answer within {}s",
+            CLEANUP_BUDGET.as_secs()
+        )),
+    }
+}
+
+/// Run the suite `run` in a container on `target`, and remove the container
+/// whatever happened.
+///
+/// Never an error: a suite that exits is [`Ended::Finished`] with its
+/// status (a non-zero status is the suite's red, judged by the caller);
+/// the budget kills and removes the container ([`Termination::TimedOut`]);
+/// Ctrl-C kills and removes it (`interrupted: …`); an engine that refuses
+/// to create or start it, a wait without a status or a connection lost
+/// mid-run are failed measurements (`engine: …`), never an exit code.
+pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outcome {
+    let t0 = Instant::now();
+    let mut intr = interrupt.clone();
+    let work = run_inner(target, run, &t0);
+    let ended = tokio::select! {
+        e = work => e,
+        _ = wait_interrupt(&mut intr) => Ended::Failed(
+            "interrupted: the operator pressed Ctrl-C; the suite's container was killed and removed".into(),
+        ),
+    };
+    let elapsed = t0.elapsed();
+    // The container is removed on every path, by its name, over a fresh
+    // connection (the run's may be gone with the future above).
+    let ended = match remove_container(&target.transport, &target.socket, None, &target.name).await
+    {
+        Ok(()) => ended,
+        Err(why) => {
+            tracing::warn!(container = %target.name, error = %why, "suite container not removed");
+            let note = format!(
+                "the container `{}` could not be removed ({why}); remove it on the machine: docker rm -f {}",
+                target.name, target.name
+            );
+            match ended {
+                Ended::Failed(n) => Ended::Failed(format!("{n}; {note}")),
+                Ended::Finished { .. } => Ended::Failed(format!("engine: {note}")),
+            }
+        }
+    };
+    Outcome { ended, elapsed }
+}
+
+async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
+    let engine_fail = |why: String| Ended::Failed(format!("engine: {why}"));
+    let docker = match connect(
+        &target.transport,
+        &target.socket,
+        run.budget + REQUEST_SLACK,
+    )
+    .await
+    {
+        Ok(d) => d,
+        Err(why) => return engine_fail(why),
+    };
+    let mut binds = vec![format!("{0}:{0}", run.tree)];
+    binds.extend(run.read_only.iter().map(|p| format!("{p}:{p}:ro")));
+    let body = ContainerCreateBody {
+        image: Some(target.image.image_id.clone()),
+        cmd: Some(run.argv.to_vec()),
+        // The suite's argv is the whole command: the image's entrypoint
+        // does not wrap it.
+        entrypoint: Some(Vec::new()),
+        working_dir: Some(run.tree.to_string()),
+        env: Some(run.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        user: target.user.clone(),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        open_stdin: Some(false),
+        network_disabled: Some(!target.network),
+        labels: Some(target.labels.clone()),
+        host_config: Some(HostConfig {
+            binds: Some(binds),
+            // Off unless asked; asked, the engine's default network.
+            network_mode: (!target.network).then(|| "none".to_string()),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let opts = CreateContainerOptions {
+        name: Some(target.name.clone()),
+        ..Default::default()
+    };
+    if let Err(e) = docker.create_container(Some(opts), body).await {
+        return engine_fail(format!(
+            "the engine refused to create the suite container: {e}"
+        ));
+    }
+    if let Err(e) = docker.start_container(&target.name, None).await {
+        return engine_fail(format!(
+            "the engine refused to start the suite container: {e}"
+        ));
+    }
+    let left = run.budget.saturating_sub(t0.elapsed());
+    let code = match tokio::time::timeout(left, wait_status(&docker, &target.name)).await {
+        Err(_) => {
+            // The budget: kill and remove now (the caller's removal then
+            // finds nothing); a kill that cannot be confirmed is no timeout
+            // record, the machine's state is unknown.
+            return match remove_container(
+                &target.transport,
+                &target.socket,
+                Some(&docker),
+                &target.name,
+            )
+            .await
+            {
+                Ok(()) => Ended::Finished {
+                    status: Termination::TimedOut,
+                    stderr: Vec::new(),
+                },
+                Err(why) => engine_fail(format!(
+                    "the suite ran past its budget and its container could not be killed: {why}"
+                )),
+            };
+        }
+        Ok(Err(why)) => return engine_fail(why),
+        Ok(Ok(code)) => code,
+    };
+    let logs = match read_logs(&docker, &target.name, STDERR_TAIL).await {
+        Ok(l) => l,
+        Err(why) => return engine_fail(why),
+    };
+    if let Err(e) = tokio::fs::write(run.stdout, &logs.stdout).await {
+        return engine_fail(format!(
+            "could not keep the suite's stdout in {}: {e}",
+            run.stdout.display()
+        ));
+    }
+    let status = match i32::try_from(code) {
+        Ok(c) => Termination::Exited(c),
+        Err(_) => return engine_fail(format!("the engine reported exit status {code}")),
+    };
+    Ended::Finished {
+        status,
+        stderr: logs.stderr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Refusal;
+
+    #[test]
+    fn console_frames_lose_crlf_across_frames() {
+        let mut l = Logs::default();
+        l.console(b"a\r");
+        l.console(b"\nb\r\r\n");
+        l.console(b"c\r");
+        l.finish();
+        assert_eq!(l.stdout, b"a\nb\r\nc\r");
+    }
+
+    #[test]
+    fn image_pins_refuse_by_name() {
+        let h = "c6838e578d8c74290795d47c46e42f1005d6d67b210a781407bf6cc775447a1c";
+        assert!(parse_image(&format!("sha256:{h}")).is_ok());
+        assert_eq!(
+            parse_image("busybox:latest").unwrap_err().name(),
+            "container-image-tag"
+        );
+        assert_eq!(
+            parse_image(&format!("sha256:{}", "0".repeat(64)))
+                .unwrap_err()
+                .name(),
+            "container-image-pin-malformed"
+        );
+        let p = parse_image(&format!("sha256:{h}")).unwrap();
+        assert_eq!(
+            load_route(&p, Some("ssh -F /h/ssh/config m0")),
+            format!("docker save sha256:{h} | ssh -F /h/ssh/config m0 docker load")
+        );
+    }
+}

@@ -1,0 +1,398 @@
+//! Container-class certify against the real Docker engine on
+//! /var/run/docker.sock (skipped, with the reason printed, where none
+//! answers): the suite runs in a pinned image built here without a registry
+//! (tests/common/suite_images.rs), the tree bind-mounted. After every test no
+//! container carrying that test's repository label is left.
+
+mod common;
+
+use common::suite_images::{self, engine_up, go_image, labelled, probe_image, shell_image};
+use common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A home whose machine `local` (this one) has a fresh docker-oci row
+/// measured with a catalog pinned to the real probe image.
+struct Here {
+    env: Env,
+    catalog: PathBuf,
+}
+
+impl Here {
+    /// `None` (after printing SKIPPED) when the engine or busybox is missing.
+    fn new(go: bool) -> Option<Here> {
+        Here::setup(go, true)
+    }
+
+    fn setup(go: bool, probe: bool) -> Option<Here> {
+        if let Err(why) = engine_up() {
+            common::skip_unless(false, &why);
+            return None;
+        }
+        if let Some(why) = suite_images::missing(go) {
+            common::skip_unless(false, &why);
+            return None;
+        }
+        let env = Env::new();
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(
+            env.home().join("fleet/machines.toml"),
+            "[machine.local]\ntransport = \"local\"\nworkhome = \"/tmp\"\n",
+        )
+        .unwrap();
+        assert_code(&env.run(&["machine", "measure", "--machine", "local"]), 0);
+        let shipped = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("catalog/capabilities.toml"),
+        )
+        .unwrap();
+        let pinned: String = shipped
+            .lines()
+            .map(|l| {
+                if l.starts_with("image = ") {
+                    format!("image = \"{}\"\n", probe_image())
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let catalog = env.home().join("pinned.toml");
+        std::fs::write(&catalog, pinned).unwrap();
+        let here = Here { env, catalog };
+        if probe {
+            let o = here.run(&[
+                "machine",
+                "probe",
+                "--machine",
+                "local",
+                "--capability",
+                "docker-oci",
+                "--declared-path",
+                "/usr/bin/docker",
+                "--workhome",
+                "/tmp",
+                "--probed-by",
+                "tester",
+                "--workspace",
+                "/w",
+            ]);
+            assert_code(&o, 0);
+        }
+        Some(here)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = self.env.cmd();
+        c.args(["--catalog", self.catalog.to_str().unwrap()])
+            .args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// `certify --class container --image IMAGE --json` of `repo` plus `extra`.
+    fn certify(&self, repo: &Repo, image: &str, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "certify",
+            "--class",
+            "container",
+            "--image",
+            image,
+            "--json",
+            "--repo",
+        ];
+        let p = repo.path_str();
+        args.push(&p);
+        args.extend(extra);
+        self.run(&args)
+    }
+}
+
+/// The repository label saphan puts on the containers of `repo`.
+fn repo_label(repo: &Repo) -> String {
+    repo.path().canonicalize().unwrap().display().to_string()
+}
+
+/// No container of this test's repository is left, in any state.
+#[track_caller]
+fn assert_no_container(repo: &Repo) {
+    let left = labelled("saphan.repo", &repo_label(repo));
+    assert!(left.is_empty(), "containers left behind: {left}");
+}
+
+fn go_module(test_body: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("go.mod", "module example.com/m\n\ngo 1.19\n".to_string()),
+        (
+            "m.go",
+            "package m\n\nfunc Add(a, b int) int { return a + b }\n".to_string(),
+        ),
+        (
+            "m_test.go",
+            format!(
+                "package m\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {{\n\tif Add(1, 2) != 3 {{\n\t\tt.Fatal(\"bad\")\n\t}}\n}}\n\n{test_body}"
+            ),
+        ),
+    ]
+}
+
+fn files<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    v.iter().map(|(p, c)| (*p, c.as_str())).collect()
+}
+
+#[test]
+fn go_suite_green_with_its_count_then_red_naming_the_failing_test() {
+    let Some(here) = Here::new(true) else {
+        return;
+    };
+    let image = go_image();
+    let m = go_module(
+        "func TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n",
+    );
+    let repo = Repo::new(&files(&m));
+    // default-go: `go` is looked up on the image's PATH, not this host's.
+    let o = here.certify(&repo, image, &[]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["class"], "container");
+    assert_eq!(r["machine"], "local");
+    assert_eq!(r["suite_source"], "default-go");
+    assert_eq!(r["suite_argv"][0], "go");
+    assert_eq!(r["report"], "go-test-json");
+    assert_eq!(r["count"], 2, "{r}");
+    assert_eq!(r["named_tests"], serde_json::json!([]));
+    assert_eq!(r["image_pin"], image);
+    assert_eq!(r["image_pin_kind"], "image-id");
+    assert_eq!(r["image_id"], image);
+    assert_eq!(r["network"], false);
+    let api = r["docker_api_version"].as_str().unwrap();
+    assert!(api.starts_with("1."), "{r}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    assert_eq!(repo.records().len(), 1);
+    assert_eq!(repo.records()[0]["id"], r["id"]);
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+
+    let m = go_module("func TestBroken(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n");
+    let sha = repo.commit(&files(&m), "break");
+    let o = here.certify(&repo, image, &[]);
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "red", "{r}");
+    assert_eq!(r["sha"], sha);
+    assert_eq!(r["count"], 2);
+    assert_eq!(
+        r["named_tests"],
+        serde_json::json!(["example.com/m.TestBroken"])
+    );
+    assert_eq!(r["suite_exit_code"], 1);
+    assert_ne!(repo.verified().as_deref(), Some(sha.as_str()));
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn junit_report_is_read_from_the_mounted_tree() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env.write_config(
+        "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"out/*.xml\"\n",
+    );
+    let script = "#!/bin/sh\nmkdir -p out\ncat > out/r.xml <<'X'\n<testsuite name=\"s\" tests=\"3\" failures=\"1\"><testcase name=\"a\"/><testcase name=\"b\"/><testcase classname=\"k\" name=\"c\"><failure message=\"no\"/></testcase></testsuite>\nX\nexit 1\n";
+    let repo = Repo::new(&[("suite.sh", script)]);
+    let o = here.certify(&repo, shell_image(), &[]);
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "red", "{r}");
+    assert_eq!(r["count"], 3);
+    assert_eq!(r["suite_report_files"], serde_json::json!(["out/r.xml"]));
+    assert_eq!(r["named_tests"].as_array().unwrap().len(), 1, "{r}");
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn exitcode_suite_runs_without_network_as_the_trees_owner() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    // Network off: only the loopback interface; the tree is the working
+    // directory, writable by the user the suite runs as.
+    let uid = nix::unistd::getuid().to_string();
+    let script = format!(
+        "#!/bin/sh\n[ \"$(ls /sys/class/net)\" = lo ] || {{ echo \"net: $(ls /sys/class/net)\" >&2; exit 7; }}\n[ \"$(id -u)\" = {uid} ] || exit 8\ntouch written || exit 9\n[ -f suite.sh ] || exit 10\necho fine\n"
+    );
+    let repo = Repo::new(&[("suite.sh", &script)]);
+    let o = here.certify(&repo, shell_image(), &[]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "green", "{r}\n{}", text(&o).1);
+    assert_eq!(r["suite_exit_code"], 0);
+    assert_no_container(&repo);
+
+    let sha = repo.commit(&[("suite.sh", "#!/bin/sh\necho boom >&2\nexit 5\n")], "red");
+    let o = here.certify(&repo, shell_image(), &[]);
+    assert_code(&o, 1);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "red");
+    assert_eq!(r["sha"], sha);
+    assert_eq!(r["suite_exit_code"], 5);
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn timeout_kills_and_removes_the_container() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")]);
+    let t0 = Instant::now();
+    let o = here.certify(&repo, shell_image(), &["--timeout", "3s"]);
+    assert_code(&o, 3);
+    assert!(
+        t0.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        t0.elapsed()
+    );
+    let r = json(&o);
+    assert_eq!(r["verdict"], "measurement-failed");
+    assert_eq!(r["failure"], "timeout");
+    assert_eq!(r["suite_exit_code"], serde_json::Value::Null);
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn ctrl_c_mid_run_records_interrupted_and_removes_the_container() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")]);
+    let label = repo_label(&repo);
+    let p = repo.path_str();
+    let child = here
+        .cmd(&[
+            "certify",
+            "--class",
+            "container",
+            "--image",
+            shell_image(),
+            "--json",
+            "--repo",
+            &p,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the suite's container runs (each `docker ps` is a real
+    // round trip to the engine; bounded).
+    let t0 = Instant::now();
+    loop {
+        let o = Command::new("docker")
+            .args([
+                "ps",
+                "-q",
+                "--filter",
+                &format!("label=saphan.repo={label}"),
+                "--filter",
+                "status=running",
+            ])
+            .output()
+            .unwrap();
+        if !text(&o).0.trim().is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the suite container never ran"
+        );
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 3);
+    let r = json(&o);
+    assert_eq!(r["failure"], "interrupted", "{r}");
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn absent_image_and_tag_are_refused_with_nothing_run() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let missing = format!("sha256:{}", "ab".repeat(32));
+    let o = here.certify(&repo, &missing, &[]);
+    let err = assert_refused(&o, "container-image-absent");
+    assert!(err.contains(&missing), "{err}");
+    assert!(err.contains("nothing was pulled or run"), "{err}");
+    assert!(
+        err.lines()
+            .nth(1)
+            .unwrap()
+            .trim_start()
+            .starts_with("docker load"),
+        "{err}"
+    );
+    // A registry pin that is not there names the pull of that exact digest.
+    let reg = format!("example.invalid/suite@sha256:{}", "cd".repeat(32));
+    let err = assert_refused(&here.certify(&repo, &reg, &[]), "container-image-absent");
+    assert!(err.contains(&format!("docker pull {reg}")), "{err}");
+    // A tag, even of an image that is here, is refused by name.
+    let err = assert_refused(
+        &here.certify(&repo, "saphan-test-shell:latest", &[]),
+        "container-image-tag",
+    );
+    assert!(err.contains("`saphan-test-shell:latest`"), "{err}");
+    let err = assert_refused(
+        &here.run(&[
+            "certify",
+            "--class",
+            "container",
+            "--repo",
+            &repo.path_str(),
+        ]),
+        "container-image-missing",
+    );
+    assert!(err.contains("--image"), "{err}");
+    assert!(repo.records().is_empty());
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+#[test]
+fn a_machine_without_a_fresh_docker_oci_row_is_refused() {
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let err = assert_refused(
+        &here.certify(&repo, shell_image(), &[]),
+        "container-docker-capability-absent",
+    );
+    assert!(err.contains("machine `local`"), "{err}");
+    assert!(err.contains("it was never probed"), "{err}");
+    assert!(repo.records().is_empty());
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
