@@ -396,3 +396,166 @@ fn a_machine_without_a_fresh_docker_oci_row_is_refused() {
     assert_only_main_worktree(&repo);
     assert_no_container(&repo);
 }
+
+/// The library's container run over SSH to a lab host: the engine is reached
+/// through a direct-streamlocal channel (lab hosts share this machine's
+/// docker.sock and filesystem, so the image and the tree are "there"). Then
+/// the host is cut off mid-run: a failed measurement, never an exit code,
+/// within the budget plus the cleanup budget.
+#[test]
+fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
+    use saphan::docker::container::{self, Ended, Target};
+    use saphan::exec::Termination;
+    use saphan::transport::{SshOptions, Transport};
+    if let Err(why) = engine_up() {
+        common::skip_unless(false, &why);
+        return;
+    }
+    if let Some(why) = suite_images::missing(false) {
+        common::skip_unless(false, &why);
+        return;
+    }
+    // m3's /root is empty: its ssh sessions do not run this machine's rc files.
+    let Some(lab) = common::lab::Lab::start(4) else {
+        return;
+    };
+    let image = shell_image();
+    let tree = tempfile::Builder::new()
+        .prefix("saphan-ctree-")
+        .tempdir()
+        .unwrap();
+    let tree_s = tree.path().to_str().unwrap().to_string();
+    std::fs::write(
+        tree.path().join("suite.sh"),
+        "#!/bin/sh\necho out; echo err >&2; echo made > made.txt\nexit 3\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            tree.path().join("suite.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let attempt = format!("t{}", std::process::id());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (_tx, interrupt) = tokio::sync::watch::channel(false);
+    rt.block_on(async {
+        let t = Transport::connect_alias(&lab.ssh_config_path(), "m3", &SshOptions::default())
+            .await
+            .expect("connect to lab host m3");
+        let socket = "/var/run/docker.sock";
+        let ssh = format!("ssh -F {} m3", lab.ssh_config_path().display());
+
+        // The image pin, checked over the forwarded socket; an absent one
+        // names the save | ssh load route.
+        let missing = container::parse_image(&format!("sha256:{}", "ef".repeat(32))).unwrap();
+        let e = container::resolve_image(
+            &t,
+            "m3",
+            socket,
+            &missing,
+            container::load_route(&missing, Some(&ssh)),
+        )
+        .await
+        .unwrap_err();
+        let line = e.to_string();
+        assert!(
+            line.contains(&format!(
+                "docker save {} | {ssh} docker load",
+                missing.reference()
+            )),
+            "{line}"
+        );
+        let pin = container::parse_image(image).unwrap();
+        let resolved = container::resolve_image(&t, "m3", socket, &pin, String::new())
+            .await
+            .unwrap();
+        assert_eq!(resolved.image_id, image);
+
+        let target = |name: &str| Target {
+            transport: t.clone(),
+            socket: socket.into(),
+            image: resolved.clone(),
+            network: false,
+            user: None,
+            labels: [(container::LABEL_ATTEMPT.to_string(), attempt.clone())].into(),
+            name: name.into(),
+        };
+        let argv = vec!["./suite.sh".to_string()];
+        let out = tree.path().join("stdout");
+        let run = container::Run {
+            argv: &argv,
+            tree: &tree_s,
+            env: &[],
+            read_only: &[],
+            budget: Duration::from_secs(120),
+            stdout: &out,
+        };
+        let o = container::run(&target(&format!("saphan-t-{attempt}-a")), &run, &interrupt).await;
+        match o.ended {
+            Ended::Finished {
+                status: Termination::Exited(3),
+                stderr,
+            } => assert_eq!(String::from_utf8_lossy(&stderr), "err\n"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "out\n");
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("made.txt")).unwrap(),
+            "made\n"
+        );
+        assert!(labelled(container::LABEL_ATTEMPT, &attempt).is_empty());
+
+        // Cut the host off while the suite runs.
+        std::fs::write(tree.path().join("suite.sh"), "#!/bin/sh\nexec sleep 300\n").unwrap();
+        let name = format!("saphan-t-{attempt}-b");
+        let budget = Duration::from_secs(20);
+        let run = container::Run { budget, ..run };
+        let tgt = target(&name);
+        let t0 = Instant::now();
+        let running = container::run(&tgt, &run, &interrupt);
+        tokio::pin!(running);
+        let cut = async {
+            loop {
+                let o = Command::new("docker")
+                    .args([
+                        "ps",
+                        "-q",
+                        "--filter",
+                        &format!("name={name}"),
+                        "--filter",
+                        "status=running",
+                    ])
+                    .output()
+                    .unwrap();
+                if !text(&o).0.trim().is_empty() {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            lab.partition("m3");
+        };
+        let o = tokio::select! {
+            o = &mut running => panic!("ended before the partition: {o:?}"),
+            () = cut => running.await,
+        };
+        let took = t0.elapsed();
+        lab.heal("m3");
+        match &o.ended {
+            Ended::Failed(note) => {
+                assert!(note.starts_with("engine: "), "{note}");
+                assert!(note.contains(&format!("docker rm -f {name}")), "{note}");
+            }
+            other => panic!("a partition must fail the measurement: {other:?}"),
+        }
+        assert!(
+            took < budget + Duration::from_secs(60),
+            "took {took:?} for a {budget:?} budget"
+        );
+        // The engine is this machine's: remove what the cut-off run could not.
+        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        assert!(labelled(container::LABEL_ATTEMPT, &attempt).is_empty());
+    });
+}

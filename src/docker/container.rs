@@ -434,6 +434,10 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
             );
             match ended {
                 Ended::Failed(n) => Ended::Failed(format!("{n}; {note}")),
+                Ended::Finished {
+                    status: Termination::TimedOut,
+                    ..
+                } => Ended::Failed(format!("engine: the suite ran past its budget and {note}")),
                 Ended::Finished { .. } => Ended::Failed(format!("engine: {note}")),
             }
         }
@@ -495,25 +499,13 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
     }
     let left = run.budget.saturating_sub(t0.elapsed());
     let code = match tokio::time::timeout(left, wait_status(&docker, &target.name)).await {
+        // The budget: the caller's removal (forced) kills the container; a
+        // removal that cannot be confirmed turns this into a failed
+        // measurement, since the machine's state is then unknown.
         Err(_) => {
-            // The budget: kill and remove now (the caller's removal then
-            // finds nothing); a kill that cannot be confirmed is no timeout
-            // record, the machine's state is unknown.
-            return match remove_container(
-                &target.transport,
-                &target.socket,
-                Some(&docker),
-                &target.name,
-            )
-            .await
-            {
-                Ok(()) => Ended::Finished {
-                    status: Termination::TimedOut,
-                    stderr: Vec::new(),
-                },
-                Err(why) => engine_fail(format!(
-                    "the suite ran past its budget and its container could not be killed: {why}"
-                )),
+            return Ended::Finished {
+                status: Termination::TimedOut,
+                stderr: Vec::new(),
             };
         }
         Ok(Err(why)) => return engine_fail(why),
