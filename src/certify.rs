@@ -63,10 +63,10 @@ pub struct Settings {
 /// Refusals of certify itself.
 #[derive(Debug, thiserror::Error)]
 pub enum CertifyError {
-    /// Remote or container dispatch was asked for; this version measures
-    /// host-class runs on the local machine only.
+    /// Container-class dispatch was asked for; this version dispatches
+    /// host-class runs only.
     #[error(
-        "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
+        "certify --class {class} --machine {machines} asks for container-class dispatch, which this version does not run yet — certify with --class host (on this machine, or with --machine on admitted fleet machines)"
     )]
     DispatchUnavailable {
         machines: String,
@@ -106,6 +106,108 @@ pub trait Watch: Send + Sync {
 /// A [`Watch`] that shows nothing.
 pub struct Quiet;
 impl Watch for Quiet {}
+
+/// True when `settings` names fleet machines (anything but `local` alone).
+pub fn is_dispatch(settings: &Settings) -> bool {
+    settings.machines.iter().any(|m| m != "local")
+}
+
+/// Certify `settings.rev` of `settings.repo` on the fleet machines named in
+/// `settings.machines` (host class): the same local refusals first, then
+/// admission from the ledger, then [`crate::dispatch::run_all`].
+///
+/// Errors: the local refusals, `machine-unknown`,
+/// `verification-toolchain-absent` (with the machine and remedy lines),
+/// `dispatch-unavailable` for the container class (not built yet), a
+/// provision dest conflict found on a machine.
+pub async fn certify_machines(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    progress: &dyn crate::dispatch::Progress,
+    interrupt: &Interrupt,
+) -> Result<crate::dispatch::Multi> {
+    let repo = Repo::open(&settings.repo).await?;
+    let cfg = Config::load(home)?;
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let tree_files = repo.tree_files(&sha).await?;
+    let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
+    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
+    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    crate::provision::preflight(&provisions)?;
+    let mut suite = suite;
+    let container = if settings.class == Class::Container {
+        let pin = match settings.image.as_deref() {
+            None => return Err(ContainerError::ImageMissing.into()),
+            Some(i) => container::parse_image(i)?,
+        };
+        let now = time::OffsetDateTime::now_utc();
+        for m in settings.machines.iter().filter(|m| *m != "local") {
+            crate::docker::require_container_capability(home, catalog, m, now)?;
+        }
+        if suite.source == crate::suite::SuiteSource::DefaultGo {
+            // In a container, default-go's `go` is the image's, on its PATH.
+            suite.argv[0] = "go".into();
+        }
+        Some(container::admit_all(home, catalog, &settings.machines, &suite, pin).await?)
+    } else {
+        None
+    };
+    let admitted = match &container {
+        Some(c) => c.admitted.clone(),
+        None => crate::dispatch::admit_all(home, catalog, &settings.machines, &suite)?,
+    };
+    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+    let submodules = repo.submodules(&sha).await?;
+    let provisions: Vec<crate::config::Provision> = provisions.into_iter().cloned().collect();
+    let job = crate::dispatch::Job {
+        home,
+        repo: &repo,
+        sha: &sha,
+        suite: &suite,
+        budget: &budget,
+        provisions: &provisions,
+        submodules: &submodules,
+        verb: "certify",
+        extra_env: &[],
+        interrupt,
+    };
+    let Some(c) = container else {
+        return crate::dispatch::run_all(
+            &job,
+            &admitted,
+            trunk.as_deref(),
+            &crate::dispatch::HostExecutor,
+            progress,
+        )
+        .await;
+    };
+    let attempt = record::new_id();
+    let labels = vec![
+        (container::LABEL_ATTEMPT.to_string(), attempt.clone()),
+        (
+            container::LABEL_REPO.to_string(),
+            repo.top.display().to_string(),
+        ),
+        (container::LABEL_SHA.to_string(), sha.clone()),
+    ];
+    let executor = container::DispatchExecutor::new(
+        c.docker.clone(),
+        c.image.clone(),
+        settings.network,
+        labels,
+        attempt.clone(),
+        Vec::new(),
+    );
+    let out =
+        crate::dispatch::run_all(&job, &admitted, trunk.as_deref(), &executor, progress).await;
+    // Whatever happened, no container of this attempt stays on a machine.
+    c.sweep(home, container::LABEL_ATTEMPT, &attempt).await;
+    out
+}
 
 /// Certify `settings.rev` of `settings.repo` on the local machine.
 ///
@@ -252,18 +354,10 @@ pub async fn certify(
     if let Some(t) = &target {
         // What ran the suite: the pin as given, the image it resolved to,
         // and the engine it spoke to.
-        for (k, v) in [
-            ("image_pin", t.image.pin.reference()),
-            ("image_pin_kind", t.image.pin.kind().to_string()),
-            ("image_id", t.image.image_id.clone()),
-            ("docker_api_version", t.image.api_version.clone()),
-            ("docker_socket", t.socket.clone()),
-        ] {
-            record.extra.insert(k.into(), serde_json::json!(v));
-        }
+        container::annotate(&mut record, &t.image, t.network);
         record
             .extra
-            .insert("network".into(), serde_json::json!(t.network));
+            .insert("docker_socket".into(), serde_json::json!(t.socket));
     }
     let attempts = record::attempts_path(&repo);
     record::append(&attempts, &record)?;

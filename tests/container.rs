@@ -559,3 +559,122 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
         assert!(labelled(container::LABEL_ATTEMPT, &attempt).is_empty());
     });
 }
+
+/// `certify --class container --machine m3`: the repository is shipped to
+/// the lab host, the docker CLI there runs the suite image with the shipped
+/// tree mounted, and saphan's sweep through the forwarded socket leaves no
+/// container; a red names its test; the budget leaves nothing behind.
+#[test]
+fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
+    if let Err(why) = engine_up() {
+        common::skip_unless(false, &why);
+        return;
+    }
+    if let Some(why) = suite_images::missing(true) {
+        common::skip_unless(false, &why);
+        return;
+    }
+    let Some(lab) = common::lab::Lab::start(4) else {
+        return;
+    };
+    let Some(here) = Here::setup(true, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(
+        here.env.home().join("fleet/machines.toml"),
+        format!(
+            "[machine.m3]\ntransport = \"ssh\"\nworkhome = \"{}\"\n",
+            work.path().display()
+        ),
+    )
+    .unwrap();
+    assert_code(&here.env.run(&["machine", "measure", "--machine", "m3"]), 0);
+    let probe = |m: &str| {
+        here.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            m,
+            "--capability",
+            "docker-oci",
+            "--declared-path",
+            "/usr/bin/docker",
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "tester",
+            "--workspace",
+            "/w",
+        ])
+    };
+    let m = go_module("func TestZero(t *testing.T) {}\n");
+    let repo = Repo::new(&files(&m));
+    // Not yet probed: refused by the gate, nothing shipped.
+    assert_refused(
+        &here.certify(&repo, go_image(), &["--machine", "m3"]),
+        "container-docker-capability-absent",
+    );
+    assert_code(&probe("m3"), 0);
+    // An image m3's engine lacks: the save | ssh load route.
+    let missing = format!("sha256:{}", "12".repeat(32));
+    let err = assert_refused(
+        &here.certify(&repo, &missing, &["--machine", "m3"]),
+        "container-image-absent",
+    );
+    assert!(
+        err.contains(&format!("docker save {missing} | ssh -F "))
+            && err.contains(" m3 docker load"),
+        "{err}"
+    );
+
+    let o = here.certify(&repo, go_image(), &["--machine", "m3"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = &v["records"][0];
+    assert_eq!(r["machine"], "m3", "{v}");
+    assert_eq!(r["class"], "container");
+    assert_eq!(r["verdict"], "green", "{v}");
+    assert_eq!(r["count"], 2, "{v}");
+    assert_eq!(r["image_id"], go_image());
+    assert_eq!(r["docker_program"], "/usr/bin/docker");
+    assert!(r["docker_api_version"].as_str().unwrap().starts_with("1."));
+    assert_no_container(&repo);
+
+    let m = go_module("func TestBroken(t *testing.T) {\n\tt.Fatal(\"no\")\n}\n");
+    repo.commit(&files(&m), "break");
+    let o = here.certify(&repo, go_image(), &["--machine", "m3"]);
+    assert_code(&o, 1);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "red", "{r}");
+    assert_eq!(
+        r["named_tests"],
+        serde_json::json!(["example.com/m.TestBroken"])
+    );
+    assert_no_container(&repo);
+
+    // The budget: the suite image's `sleep` outlives it; the container goes.
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    repo.commit(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")], "slow");
+    let t0 = Instant::now();
+    let o = here.certify(
+        &repo,
+        shell_image(),
+        &["--machine", "m3", "--timeout", "3s"],
+    );
+    assert_code(&o, 3);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["failure"], "timeout", "{r}");
+    assert!(t0.elapsed() < Duration::from_secs(120));
+    assert_no_container(&repo);
+    let scratch = work.path().join("saphan/scratch");
+    if scratch.exists() {
+        let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

@@ -531,6 +531,300 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
     }
 }
 
+/// Remove every container carrying `label=value` on the engine at `socket`
+/// (the sweep after a dispatched container-class run: whatever the docker
+/// CLI on the machine left when its process group was killed). Returns the
+/// names it could not remove, with why.
+pub async fn remove_labelled(
+    transport: &Transport,
+    socket: &str,
+    label: &str,
+    value: &str,
+) -> Result<(), String> {
+    let docker = connect(transport, socket, CLEANUP_BUDGET).await?;
+    let opts = bollard::query_parameters::ListContainersOptions {
+        all: true,
+        filters: Some([("label".to_string(), vec![format!("{label}={value}")])].into()),
+        ..Default::default()
+    };
+    let found = tokio::time::timeout(CLEANUP_BUDGET, docker.list_containers(Some(opts)))
+        .await
+        .map_err(|_| "listing containers gave no answer".to_string())?
+        .map_err(|e| format!("listing containers failed: {e}"))?;
+    let mut left = Vec::new();
+    for c in found {
+        let Some(id) = c.id else { continue };
+        if let Err(why) = remove_container(transport, socket, Some(&docker), &id).await {
+            left.push(format!("{id}: {why}"));
+        }
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(left.join("; "))
+    }
+}
+
+/// The container class on fleet machines, as an [`Executor`] of dispatch:
+/// the shipped tree's session runs the machine's docker CLI, which creates
+/// the container from the image's exact ID (`--pull never`), with the tree
+/// bind-mounted at its own path as working directory, `--init` (so the
+/// budget's TERM reaches the suite), no TTY, no network unless asked, the
+/// attempt's labels, and `--rm`. The CLI demultiplexes the container's
+/// stdout and stderr into the session's files. After dispatch returns, the
+/// caller sweeps the attempt's label on every machine through bollard
+/// ([`remove_labelled`]), so a CLI killed at the budget leaves nothing.
+///
+/// [`Executor`]: crate::dispatch::Executor
+#[derive(Debug)]
+pub struct DispatchExecutor {
+    /// The docker program on the machines (the docker-oci row's declared path).
+    pub docker: String,
+    /// The resolved suite image.
+    pub image: SuiteImage,
+    /// `--network`.
+    pub network: bool,
+    /// Labels every container of this attempt carries.
+    pub labels: Vec<(String, String)>,
+    /// The attempt id (names the containers `saphan-suite-<attempt>-<n>`).
+    pub attempt: String,
+    /// Names of the environment variables the session exports for the
+    /// suite, passed into the container by name.
+    pub env_names: Vec<String>,
+    counter: std::sync::atomic::AtomicUsize,
+}
+
+impl DispatchExecutor {
+    /// An executor for one attempt.
+    pub fn new(
+        docker: String,
+        image: SuiteImage,
+        network: bool,
+        labels: Vec<(String, String)>,
+        attempt: String,
+        env_names: Vec<String>,
+    ) -> DispatchExecutor {
+        DispatchExecutor {
+            docker,
+            image,
+            network,
+            labels,
+            attempt,
+            env_names,
+            counter: Default::default(),
+        }
+    }
+}
+
+/// The docker CLI's own status for "the engine failed" (`docker run`).
+const DOCKER_RUN_FAILED: i64 = 125;
+
+impl crate::dispatch::Executor for DispatchExecutor {
+    fn class(&self) -> &'static str {
+        "container"
+    }
+    fn argv(&self, tree: &str, suite_argv: &[String]) -> Vec<String> {
+        let n = self
+            .counter
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // `sh` supplies the uid:gid the session runs as, so what the suite
+        // writes into the tree stays removable; then it is the docker CLI.
+        let mut argv: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            r#"exec "$0" run --user "$(id -u):$(id -g)" "$@""#.into(),
+            self.docker.clone(),
+            "--rm".into(),
+            "--init".into(),
+            "--pull".into(),
+            "never".into(),
+            "--name".into(),
+            format!("saphan-suite-{}-{n}", self.attempt),
+            "--volume".into(),
+            format!("{tree}:{tree}"),
+            "--workdir".into(),
+            tree.to_string(),
+            "--entrypoint".into(),
+            String::new(),
+            "--security-opt".into(),
+            "no-new-privileges".into(),
+        ];
+        if !self.network {
+            argv.extend(["--network".into(), "none".into()]);
+        }
+        for (k, v) in &self.labels {
+            argv.extend(["--label".into(), format!("{k}={v}")]);
+        }
+        for k in &self.env_names {
+            argv.extend(["--env".into(), k.clone()]);
+        }
+        argv.push(self.image.image_id.clone());
+        argv.extend(suite_argv.iter().cloned());
+        argv
+    }
+    fn annotate(&self, record: &mut crate::record::Record) {
+        annotate(record, &self.image, self.network);
+        record
+            .extra
+            .insert("docker_program".into(), serde_json::json!(self.docker));
+        if record.suite_exit_code == Some(DOCKER_RUN_FAILED as i32) {
+            // `docker run` exits 125 when the engine, not the suite, failed.
+            record.verdict = crate::report::Verdict::MeasurementFailed;
+            record.notes.push(
+                "engine: the docker CLI on the machine exited 125 (the engine failed to create or run the container); see the suite's stderr"
+                    .into(),
+            );
+            record.failure = Some("engine".into());
+            record.count = crate::record::Avail::Unavailable;
+            record.named_tests = crate::record::Avail::Unavailable;
+        }
+    }
+}
+
+/// Add what ran a container-class suite to its record: the pin as given,
+/// its kind, the image ID, the engine's API version, and whether it had a
+/// network.
+pub fn annotate(record: &mut crate::record::Record, image: &SuiteImage, network: bool) {
+    for (k, v) in [
+        ("image_pin", image.pin.reference()),
+        ("image_pin_kind", image.pin.kind().to_string()),
+        ("image_id", image.image_id.clone()),
+        ("docker_api_version", image.api_version.clone()),
+    ] {
+        record.extra.insert(k.into(), serde_json::json!(v));
+    }
+    record
+        .extra
+        .insert("network".into(), serde_json::json!(network));
+}
+
+/// Fleet machines admitted for a container-class run.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// Dispatch's admissions: the suite's argv (its program comes from the
+    /// image, so no toolchain row is asked for), capability `docker-oci`.
+    pub admitted: Vec<crate::dispatch::Admitted>,
+    /// The docker program the machines' docker-oci rows declared.
+    pub docker: String,
+    /// The engine socket (the catalog's docker-oci `socket`).
+    pub socket: String,
+    /// The suite image, as the first machine's engine resolved it (every
+    /// machine's engine must carry the same image ID).
+    pub image: SuiteImage,
+}
+
+/// Admit `ids` for a container-class run of `suite`: each machine's row and
+/// fresh facts (the docker-oci gate already passed), then its engine is
+/// asked — over its own transport — for the pinned image. Nothing is run.
+///
+/// Errors: `machine-unknown`, `container-image-absent` (the route is
+/// `docker save … | ssh -F … ID docker load`), `container-engine-unreachable`
+/// (also when the machine cannot be reached, or its engines disagree on the
+/// image ID).
+pub async fn admit_all(
+    home: &crate::home::Home,
+    catalog: &crate::catalog::Catalog,
+    ids: &[String],
+    suite: &crate::suite::ResolvedSuite,
+    pin: Pin,
+) -> crate::error::Result<Admitted> {
+    let machines = crate::fleet::machines::Machines::load(home)?;
+    let rows = machines.select(home, ids)?;
+    let ledger = crate::fleet::ledger::Ledger::open(home)?;
+    let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
+    let mut admitted = Vec::new();
+    let mut docker = None;
+    let mut image: Option<SuiteImage> = None;
+    for row in rows {
+        let cap = ledger.latest_capability(&row.id, super::DOCKER_OCI);
+        let facts = ledger.latest_facts(&row.id);
+        let declared = cap
+            .as_ref()
+            .map(|c| c.inputs.declared_path.clone())
+            .unwrap_or_else(|| "docker".into());
+        let unreachable = |why: String| ContainerError::EngineUnreachable {
+            machine: row.id.clone(),
+            socket: socket.clone(),
+            why,
+        };
+        let t = crate::fleet::machines::connect(home, &row, crate::dispatch::CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let ssh = match row.transport {
+            crate::fleet::machines::TransportKind::Local => None,
+            crate::fleet::machines::TransportKind::Ssh => Some(format!(
+                "ssh -F {} {}",
+                crate::fleet::remedy::ssh_config_display(home),
+                row.host
+            )),
+        };
+        let load = load_route(&pin, ssh.as_deref());
+        let found = resolve_image(&t, &row.id, &socket, &pin, load).await;
+        if let Transport::Ssh(s) = &t {
+            s.disconnect().await;
+        }
+        let found = found?;
+        if let Some(first) = &image
+            && first.image_id != found.image_id
+        {
+            return Err(unreachable(format!(
+                "its engine resolves the pin to {}, another machine's to {}",
+                found.image_id, first.image_id
+            ))
+            .into());
+        }
+        image.get_or_insert(found);
+        docker.get_or_insert(declared.clone());
+        admitted.push(crate::dispatch::Admitted {
+            row: row.clone(),
+            argv: suite.argv.clone(),
+            capability: Some(super::DOCKER_OCI.into()),
+            program_path: Some(declared),
+            program_version: cap.and_then(|c| c.version_output),
+            os: facts.as_ref().map(|f| f.os.clone()).unwrap_or_default(),
+            arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
+        });
+    }
+    let image = image.ok_or_else(|| ContainerError::EngineUnreachable {
+        machine: "-".into(),
+        socket: socket.clone(),
+        why: "no machine was named".into(),
+    })?;
+    Ok(Admitted {
+        admitted,
+        docker: docker.unwrap_or_else(|| "docker".into()),
+        socket,
+        image,
+    })
+}
+
+impl Admitted {
+    /// Remove every container labelled `label=value` on every admitted
+    /// machine (bounded per machine); what cannot be removed is logged with
+    /// the command that removes it.
+    pub async fn sweep(&self, home: &crate::home::Home, label: &str, value: &str) {
+        for m in &self.admitted {
+            let r = async {
+                let t =
+                    crate::fleet::machines::connect(home, &m.row, crate::dispatch::CONNECT_TIMEOUT)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                let r = remove_labelled(&t, &self.socket, label, value).await;
+                if let Transport::Ssh(s) = &t {
+                    s.disconnect().await;
+                }
+                r
+            };
+            if let Err(why) = r.await {
+                eprintln!(
+                    "saphan: warning: containers labelled {label}={value} may remain on {} ({why}); remove them there: docker rm -f $(docker ps -aq --filter label={label}={value})",
+                    m.row.id
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,310 @@
+//! `certify --machine`: dispatch to the lab's real sshd hosts with real git
+//! and real Go. Admission rows come from the real `machine measure` and
+//! `machine probe` verbs. Lab hosts share this machine's filesystem (except
+//! each host's own `/root`), so a remote workhome is also visible here: the
+//! tests look at it directly to prove what was (not) left behind.
+
+mod common;
+
+use common::gomod;
+use common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A saphan home wired to a lab, with machine rows whose workhomes are
+/// unique to this fleet.
+struct Fleet {
+    env: Env,
+    work: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
+        let env = Env::new();
+        lab.install_ssh_config(env.home());
+        let work = tempfile::Builder::new()
+            .prefix(&format!(
+                "saphan-dispatch-{}-{}-",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ))
+            .tempdir()
+            .unwrap();
+        let mut s = String::new();
+        for h in hosts {
+            s += &format!(
+                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+                work.path().join(h).display()
+            );
+        }
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        Fleet { env, work }
+    }
+    fn workhome(&self, host: &str) -> PathBuf {
+        self.work.path().join(host)
+    }
+    fn measure(&self, hosts: &str) {
+        assert_code(
+            &self.env.run(&["machine", "measure", "--machine", hosts]),
+            0,
+        );
+    }
+    fn probe(&self, hosts: &str, cap: &str, path: &str) -> std::process::Output {
+        self.env.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            hosts,
+            "--capability",
+            cap,
+            "--declared-path",
+            path,
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "tester",
+            "--workspace",
+            "ws/main",
+        ])
+    }
+    fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            machines,
+        ];
+        args.extend_from_slice(extra);
+        self.env.run(&args)
+    }
+    /// Nothing left under the machine's workhome but the mirror, locks and
+    /// empty directories.
+    fn assert_clean(&self, host: &str) {
+        let base = self.workhome(host).join("saphan");
+        for d in ["scratch", "runs", "incoming"] {
+            let p = base.join(d);
+            if p.exists() {
+                let left: Vec<_> = std::fs::read_dir(&p).unwrap().flatten().collect();
+                assert!(left.is_empty(), "{} still holds {left:?}", p.display());
+            }
+        }
+    }
+}
+
+fn go_repo(test_body: &str) -> Repo {
+    let (m, mod_text) = gomod::go_mod();
+    Repo::new(&[
+        (m, &mod_text),
+        ("a/a.go", "package a\n\nfunc V() int { return 1 }\n"),
+        (
+            "a/a_test.go",
+            &format!("package a\n\nimport \"testing\"\n\n{test_body}\n"),
+        ),
+    ])
+}
+
+const PASSING: &str = "func TestOne(t *testing.T) {\n\tif V() != 1 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n\nfunc TestTwo(t *testing.T) {}\n";
+
+fn record_on<'a>(v: &'a Value, machine: &str) -> &'a Value {
+    v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["machine"] == machine)
+        .unwrap_or_else(|| panic!("no record for {machine}: {v}"))
+}
+
+fn go_ready_lab() -> Option<&'static Lab> {
+    if common::skip_unless(
+        Path::new("/usr/bin/go").exists(),
+        "no /usr/bin/go for the lab hosts",
+    ) {
+        return None;
+    }
+    Lab::shared()
+}
+
+#[test]
+fn default_go_green_on_one_machine_records_the_machine_and_its_go() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    assert_code(&f.probe("m0", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(PASSING);
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m0");
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(r["count"], 2, "{r}");
+    assert_eq!(r["suite_source"], "default-go");
+    assert_eq!(r["suite_argv"][0], "/usr/bin/go", "{r}");
+    assert_eq!(r["machine_program"]["path"], "/usr/bin/go");
+    assert!(
+        r["machine_program"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("go version go1."),
+        "{r}"
+    );
+    assert!(r["bundle_bytes"].as_u64().unwrap() > 0, "{r}");
+    for p in ["connect", "ship", "materialize", "run", "collect"] {
+        assert!(r["phases"][p].is_number(), "phase {p}: {r}");
+    }
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    let recs = repo.records();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["machine"], "m0");
+    f.assert_clean("m0");
+    common::assert_only_main_worktree(&repo);
+
+    // The next commit ships only what the mirror lacks.
+    let first = r["bundle_bytes"].as_u64().unwrap();
+    repo.commit(&[("a/b.txt", "next\n")], "next");
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let second = record_on(&v, "m0")["bundle_bytes"].as_u64().unwrap();
+    assert!(
+        second > 0 && second < first,
+        "second bundle {second} bytes, first {first}"
+    );
+    // The same commit again ships nothing.
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    assert_eq!(record_on(&json(&o), "m0")["bundle_bytes"], 0);
+}
+
+#[test]
+fn red_names_the_failing_test_and_keeps_the_pointer() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(
+        "func TestGood(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+    );
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["verdict"], "red", "{r}");
+    assert_eq!(
+        r["named_tests"],
+        serde_json::json!(["example.com/m/a.TestBroken"]),
+        "{r}"
+    );
+    assert_eq!(r["count"], 2);
+    assert_eq!(repo.verified(), None);
+    f.assert_clean("m1");
+}
+
+#[test]
+fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m2"]);
+    let repo = go_repo(PASSING);
+    // Never measured: the remedy is the measure line.
+    let o = f.certify(&repo, "m0", &[]);
+    let (_, err) = text(&o);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("machine m0"), "{err}");
+    assert!(msg.contains("catalog row: go"), "{err}");
+    assert!(msg.contains("machine measure --machine m0"), "{err}");
+    assert!(!f.workhome("m0").exists(), "something was shipped");
+
+    // Measured but go never probed on m2 (which has no Go): install + probe lines.
+    f.measure("m2");
+    let o = f.certify(&repo, "m2", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("machine m2"), "{msg}");
+    assert!(msg.contains("never probed"), "{msg}");
+    assert!(msg.contains("apt-get install -y golang-go"), "{msg}");
+    assert!(
+        msg.contains("machine probe --machine m2 --capability go"),
+        "{msg}"
+    );
+    // Probed absent: still refused, still nothing shipped.
+    assert_code(&f.probe("m2", "go", "/usr/bin/go"), 1);
+    let o = f.certify(&repo, "m2", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("absent"), "{msg}");
+    assert!(!f.workhome("m2").exists(), "something was shipped");
+    assert!(repo.records().is_empty());
+}
+
+#[test]
+fn no_declaration_is_refused_before_any_connection() {
+    // No lab needed: the machine row points at a host that does not exist,
+    // and the refusal must come before any attempt to reach it.
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.far]\ntransport = \"ssh\"\nhost = \"nowhere.invalid\"\nworkhome = \"/tmp/x\"\n",
+    )
+    .unwrap();
+    let repo = Repo::new(&[("README", "no suite here\n")]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        "far",
+    ]);
+    let msg = assert_refused(&o, "trunkcert");
+    assert!(msg.contains("NO suite to run here"), "{msg}");
+    assert!(repo.records().is_empty());
+}
+
+#[test]
+fn provision_hash_is_computed_on_the_machine_and_machines_disagree() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    f.measure("m0,m1");
+    // `sh` has no catalog row: it is resolved on each machine.
+    let secret = f.env.home().join("secret.txt");
+    std::fs::write(&secret, "provisioned bytes\n").unwrap();
+    let repo = Repo::new(&[(
+        "check.sh",
+        "#!/bin/sh\nset -e\ngrep -q provisioned conf/secret.txt\n# fails where this machine's own /root says so\ntest ! -e \"$HOME/saphan-fail-here\"\n",
+    )]);
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n\n[verify.provision.secret]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"conf/secret.txt\"\n",
+        repo.path().display(),
+        secret.display()
+    ));
+    std::fs::write(lab.home_dir("m1").join("saphan-fail-here"), "").unwrap();
+    let o = f.certify(&repo, "m0,m1", &[]);
+    std::fs::remove_file(lab.home_dir("m1").join("saphan-fail-here")).unwrap();
+    assert_code(&o, 1);
+    let v = json(&o);
+    let want = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b"provisioned bytes\n"))
+    };
+    for m in ["m0", "m1"] {
+        let r = record_on(&v, m);
+        assert_eq!(r["provisions"][0]["dest"], "conf/secret.txt", "{r}");
+        assert_eq!(r["provisions"][0]["sha256"], want.as_str(), "{r}");
+    }
+    assert_eq!(record_on(&v, "m0")["verdict"], "green");
+    assert_eq!(record_on(&v, "m1")["verdict"], "red");
+    assert_eq!(v["disagreement"], "green on m0, red on m1", "{v}");
+    assert_eq!(repo.verified(), None, "the pointer moved on a disagreement");
+    assert_eq!(repo.records().len(), 2);
+    f.assert_clean("m0");
+    f.assert_clean("m1");
+
+    // Both green: the pointer moves.
+    let o = f.certify(&repo, "m0,m1", &[]);
+    assert_code(&o, 0);
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+}
