@@ -5,7 +5,6 @@
 //! removed on every path (green, red, timeout, error, Ctrl-C).
 
 use crate::catalog::Catalog;
-use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
 use crate::home::Home;
@@ -111,16 +110,14 @@ pub async fn certify(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
+    let (suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = setup.provisions()?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
     if settings.class == Class::Container {
         // Container-class runs need proof that each machine can run the
@@ -148,10 +145,10 @@ pub async fn certify(
         .into());
     }
     crate::suite::preflight_local(&suite, catalog, in_tree)?;
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     // Under the lock one certification of this repository runs at a time,
     // so its scratch worktree can live at one stable path: a fresh detached
     // checkout every attempt, but at the same directory, which keeps
@@ -193,13 +190,13 @@ pub async fn certify(
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
-    let attempts = record::attempts_path(&repo);
+    let attempts = record::attempts_path(repo);
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
         Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
     } else if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
+        Some(record::advance_verified(repo, &sha, trunk.as_deref()).await?)
     } else {
         None
     };

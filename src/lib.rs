@@ -27,3 +27,4 @@ pub mod stream;
 pub mod suite;
 pub mod transport;
 pub mod union;
+pub mod worktree;

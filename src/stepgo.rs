@@ -25,7 +25,6 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::exec::{self, Cmd, Termination};
-use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
@@ -177,8 +176,8 @@ pub async fn verify_stream(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&s.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &s.repo).await?;
+    let (repo, cfg) = (&setup.repo, &setup.cfg);
     let sha = repo.resolve(&s.rev).await?;
     let tree_files = repo.tree_files(&sha).await?;
     if !tree_files.iter().any(|f| f == "go.mod") {
@@ -199,9 +198,8 @@ pub async fn verify_stream(
         source: SuiteSource::DefaultGo,
     };
     crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
-    let budget = step_budget(&cfg);
+    let provisions = setup.provisions()?;
+    let budget = step_budget(cfg);
     let dirty = match crate::git::git(&repo.top, &["status", "--porcelain"]).await {
         Ok(o) if !o.stdout.is_empty() && s.rev == "HEAD" => Some(format!(
             "{} has uncommitted changes; they are not measured — verify-stream measures the committed {}",

@@ -1,21 +1,41 @@
-//! The measurement core shared by certify, verify-union and the affected
-//! tier: place provisions and the exclude file in a tree, run the suite in
-//! its own process group under the attempt budget, read its report, and
-//! build the record.
+//! The one measurement core shared by certify, verify-union, verify-stream
+//! and the affected tier — and by dispatch, which runs it against a scratch
+//! tree on another machine. Four phases:
+//!
+//! 1. **prepare** ([`Setup`], [`Budget::attempt`]): open the repository and
+//!    the config, select and preflight the provisions, resolve the suite,
+//!    pick the budget — before any lock or tree, so every refusal comes
+//!    first;
+//! 2. **execute** ([`run_suite_with`]): place provisions and the exclude file
+//!    in the tree *through its [`Transport`]*, then run the suite in the tree
+//!    through an [`Executor`] ([`Host`]: a process on the machine via
+//!    [`Transport::run`], in its own process group under the budget; a
+//!    container executor plugs in here);
+//! 3. **collect** ([`collect`]): the suite's stdout (already in a local file)
+//!    and the files `report_path` matches, brought to a local directory when
+//!    the tree is remote;
+//! 4. **judge**: the same [`report::measure`] parsers (off the runtime), and
+//!    [`record`] builds the record.
 //!
 //! Worktree creation and removal stay with the caller (certify checks out a
-//! SHA; verify-union merges streams first), so this module never decides
-//! *which* tree is measured — only *how*.
+//! SHA; verify-union merges streams first; dispatch ships a bundle), so this
+//! module never decides *which* tree is measured — only *how*.
 
-use crate::config::Provision;
+pub mod collect;
+
+use crate::config::{Config, Provision};
 use crate::error::{IoError, Result};
-use crate::exec::{self, Cmd, Sink, Termination};
-use crate::git::Scratch;
+use crate::exec::{Cmd, Output, Sink, Termination};
+use crate::git::{Repo, Scratch};
+use crate::home::Home;
 use crate::provision::{self, Placed};
 use crate::record::{Avail, Record};
 use crate::report::{self, Evidence, Measurement};
 use crate::suite::ResolvedSuite;
-use std::path::Path;
+use crate::transport::{Transport, TransportError};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -85,6 +105,93 @@ pub fn interrupted(i: &Interrupt) -> bool {
     *i.borrow()
 }
 
+/// Prepare: the repository and config every verb opens first.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The repository.
+    pub repo: Repo,
+    /// The validated config.
+    pub cfg: Config,
+}
+
+impl Setup {
+    /// Open the repository containing `path`, then load the config.
+    ///
+    /// Errors: `not-a-repository`, `bare-repository`, the config refusals.
+    pub async fn open(home: &Home, path: &Path) -> Result<Setup> {
+        let repo = Repo::open(path).await?;
+        let cfg = Config::load(home)?;
+        Ok(Setup { repo, cfg })
+    }
+
+    /// The provision entries that apply to this repository, preflighted
+    /// (source exists, readable, non-empty), owned.
+    ///
+    /// Errors: the `provision-source-*` refusals.
+    pub fn provisions(&self) -> Result<Vec<Provision>> {
+        provisions(&self.cfg, &self.repo)
+    }
+
+    /// The full suite for commit `sha` (declared `verify.full`, or default-go
+    /// when the tree has `go.mod`), and the tree's file list.
+    /// `purpose` completes the no-declaration refusal ("certify", …).
+    ///
+    /// Errors: the spec's no-declaration refusal, git failures.
+    pub async fn full_suite(&self, sha: &str, purpose: &str) -> Result<(ResolvedSuite, Vec<String>)> {
+        let files = self.repo.tree_files(sha).await?;
+        let suite =
+            crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, |p| files.iter().any(|f| f == p))?;
+        Ok((suite, files))
+    }
+}
+
+/// The provision entries of `cfg` that apply to `repo`, preflighted
+/// (source exists, readable, non-empty), owned — the one place every verb
+/// selects them.
+///
+/// Errors: the `provision-source-*` refusals.
+pub fn provisions(cfg: &Config, repo: &Repo) -> Result<Vec<Provision>> {
+    let sel = provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    provision::preflight(&sel)?;
+    Ok(sel.into_iter().cloned().collect())
+}
+
+/// Execute: how the suite's command is run in a tree. The default is
+/// [`Host`] (a process on the tree's machine, through [`Transport::run`]);
+/// a container executor implements this to run the same [`Cmd`] — argv,
+/// cwd (the tree's path on the machine), env, budget, stdout file — in a
+/// container that bind-mounts the tree, and must give the same [`Output`]
+/// meaning (budget past → [`Termination::TimedOut`] with everything it
+/// started killed; stderr bounded to [`crate::exec::STDERR_TAIL`]).
+pub trait Executor: Send + Sync {
+    /// `host` or `container`: the record's `class`.
+    fn class(&self) -> &'static str;
+    /// Run `cmd` in the tree on `transport`'s machine.
+    fn execute<'a>(
+        &'a self,
+        transport: &'a Transport,
+        cmd: Cmd,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>;
+}
+
+/// The host executor: the suite is a process on the machine, in its own
+/// process group under the budget ([`Transport::run`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Host;
+
+impl Executor for Host {
+    fn class(&self) -> &'static str {
+        "host"
+    }
+    fn execute<'a>(
+        &'a self,
+        transport: &'a Transport,
+        cmd: Cmd,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>> {
+        Box::pin(transport.run(cmd))
+    }
+}
+
 /// What one suite run left.
 #[derive(Debug, Clone)]
 pub struct SuiteRun {
@@ -112,13 +219,15 @@ pub struct Plan<'a> {
     /// The attempt budget.
     pub budget: &'a Budget,
     /// Provision entries that apply (already preflighted).
-    pub provisions: &'a [&'a Provision],
+    pub provisions: &'a [Provision],
     /// Extra environment for the suite (e.g. the affected protocol's variables).
     pub extra_env: &'a [(String, String)],
-    /// What `report_path` is relative to; `None` = the tree.
+    /// What `report_path` is relative to, a path on the tree's machine;
+    /// `None` = the tree.
     pub report_root: Option<&'a Path>,
-    /// Also copy the suite's stdout here (the affected tier reads which
-    /// packages the go test -json stream named); `None` = keep nothing.
+    /// Also copy the suite's stdout here (a local path: the affected tier
+    /// reads which packages the go test -json stream named); `None` = keep
+    /// nothing.
     pub keep_stdout: Option<&'a Path>,
 }
 
@@ -138,20 +247,32 @@ pub async fn run_then_remove(
     Ok(run)
 }
 
-/// Run the suite of `plan` in the scratch worktree `scratch` (provisions
-/// and the exclude file go there) and derive its measurement.
-///
-/// Errors: provision placement refusals, or an I/O failure preparing the
-/// run. A suite that cannot be started is a measurement (failed), not an
-/// error: the attempt happened.
+/// [`run_suite_with`] the [`Host`] executor.
 pub async fn run_suite(
     scratch: &Scratch,
     plan: Plan<'_>,
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
+    run_suite_with(scratch, plan, &Host, interrupt).await
+}
+
+/// Execute, collect and judge the suite of `plan` in the scratch worktree
+/// `scratch` on its machine (provisions and the exclude file go there,
+/// through its transport) with `executor`.
+///
+/// Errors: provision placement refusals, or an I/O failure preparing the
+/// run. A suite that cannot be started is a measurement (failed), not an
+/// error: the attempt happened.
+pub async fn run_suite_with(
+    scratch: &Scratch,
+    plan: Plan<'_>,
+    executor: &dyn Executor,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
     let started_at = crate::clock::now_rfc3339();
+    let t = scratch.transport();
     let exclude = scratch.git_dir.join("saphan-exclude");
-    let placed = provision::place(plan.provisions, &scratch.path, &exclude)?;
+    let placed = provision::place_on(t, plan.provisions, &scratch.path, &exclude).await?;
     let mut env: Vec<(String, String)> = Vec::new();
     if !placed.is_empty() {
         env.extend(provision::exclude_env(&exclude));
@@ -177,7 +298,7 @@ pub async fn run_suite(
     let t0 = Instant::now();
     let mut intr = interrupt.clone();
     let outcome = tokio::select! {
-        r = exec::run(cmd) => Some(r),
+        r = executor.execute(t, cmd) => Some(r),
         _ = wait_interrupt(&mut intr) => None,
     };
     let elapsed = t0.elapsed();
@@ -189,11 +310,28 @@ pub async fn run_suite(
             ),
             String::new(),
         ),
+        Some(Err(TransportError::Spawn { source, .. })) => (
+            None,
+            Measurement::failed(format!(
+                "crash: the suite's program `{}` could not be started: {source}",
+                plan.suite.argv[0]
+            )),
+            String::new(),
+        ),
+        Some(Err(TransportError::RemoteSpawn { alias, detail, .. })) => (
+            None,
+            Measurement::failed(format!(
+                "crash: the suite's program `{}` could not be started on {alias}: {detail}",
+                plan.suite.argv[0]
+            )),
+            String::new(),
+        ),
         Some(Err(e)) => (
             None,
             Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started: {e}",
-                plan.suite.argv[0]
+                "{}: the suite's run on {} failed: {e}",
+                crate::error::Refusal::name(&e),
+                t.describe()
             )),
             String::new(),
         ),
@@ -202,22 +340,28 @@ pub async fn run_suite(
                 let _ = std::fs::write(&stdout_path, b"");
             }
             let scope = match &plan.suite.source {
-                crate::suite::SuiteSource::Config(scope) => scope,
-                crate::suite::SuiteSource::DefaultGo => "verify.full",
+                crate::suite::SuiteSource::Config(scope) => scope.to_string(),
+                crate::suite::SuiteSource::DefaultGo => "verify.full".to_string(),
             };
             let key = match plan.report_root {
                 Some(_) => format!("{scope}.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)"),
                 None => format!("{scope}.report_path"),
             };
-            let ev = Evidence {
-                kind: plan.suite.report,
-                termination: out.status,
-                stdout: &stdout_path,
-                report_root: plan.report_root.unwrap_or(&scratch.path),
-                report_path: plan.suite.report_path.as_deref(),
-                report_path_key: &key,
+            // Collect: the report files, brought here when the tree is remote.
+            let machine_root = plan.report_root.unwrap_or(&scratch.path).to_path_buf();
+            let collected = match (plan.suite.report, plan.suite.report_path.as_deref()) {
+                (report::ReportKind::JunitXml, Some(pattern)) if out.status.code().is_some() => {
+                    let local = run_dir.path().join("reports");
+                    let _ = std::fs::create_dir_all(&local);
+                    collect::reports(t, &machine_root, pattern, &local).await
+                }
+                _ => Ok(machine_root.clone()),
             };
-            let m = report::measure(&ev);
+            // Judge: the same parsers, off the runtime.
+            let m = match collected {
+                Err(e) => Measurement::failed(e.note()),
+                Ok(root) => judge(plan.suite, out.status, stdout_path.clone(), root, key).await,
+            };
             if let Some(keep) = plan.keep_stdout {
                 let _ = std::fs::copy(&stdout_path, keep);
             }
@@ -238,6 +382,31 @@ pub async fn run_suite(
         elapsed,
         stderr_tail,
     })
+}
+
+/// Judge: [`report::measure`] on the evidence, on a blocking thread (a big
+/// report can take a while to parse).
+async fn judge(
+    suite: &ResolvedSuite,
+    termination: Termination,
+    stdout: PathBuf,
+    report_root: PathBuf,
+    key: String,
+) -> Measurement {
+    let kind = suite.report;
+    let pattern = suite.report_path.clone();
+    tokio::task::spawn_blocking(move || {
+        report::measure(&Evidence {
+            kind,
+            termination,
+            stdout: &stdout,
+            report_root: &report_root,
+            report_path: pattern.as_deref(),
+            report_path_key: &key,
+        })
+    })
+    .await
+    .unwrap_or_else(|e| Measurement::failed(format!("crash: reading the report failed: {e}")))
 }
 
 /// Who measured what, for [`record`].
