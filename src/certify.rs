@@ -73,6 +73,10 @@ impl Refusal for CertifyError {
     }
 }
 
+/// How many lines of the suite log a person sees on red and
+/// measurement-failed.
+pub const LOG_TAIL_LINES: usize = 30;
+
 /// The outcome printed by the CLI.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -84,6 +88,9 @@ pub struct Outcome {
     pub pointer: Option<String>,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (stdout then stderr; shown on
+    /// red / failure). Empty when no log was kept.
+    pub log_tail: String,
 }
 
 /// Observer for a person watching (spinner); silent by default.
@@ -167,6 +174,8 @@ pub async fn certify(
             extra_env: &[],
             report_root: None,
             keep_stdout: None,
+            log_dir: Some(&measure::log_dir(repo)),
+            catalog: Some(catalog),
         },
         interrupt,
     )
@@ -204,6 +213,7 @@ pub async fn certify(
         record,
         attempts,
         pointer,
+        log_tail: run.log_tail(LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

@@ -34,20 +34,23 @@ pub const STDERR_TAIL: usize = 1024 * 1024;
 /// to a [`Sink::File`].
 pub const STDOUT_TAIL: usize = 64 * 1024 * 1024;
 
+/// A boxed async reader, as [`Input::open`] hands it out.
+pub type BoxReader = std::pin::Pin<Box<dyn AsyncRead + Send>>;
+
 /// A byte stream fed to a child's stdin, taken once (see [`Input::Stream`]).
 /// Cloning a [`Cmd`] shares the stream: whichever clone runs first takes it.
 #[derive(Clone)]
-pub struct SharedReader(
-    std::sync::Arc<std::sync::Mutex<Option<std::pin::Pin<Box<dyn AsyncRead + Send>>>>>,
-);
+pub struct SharedReader(std::sync::Arc<std::sync::Mutex<Option<BoxReader>>>);
 
 impl SharedReader {
     /// Wrap a reader.
     pub fn new(r: impl AsyncRead + Send + 'static) -> SharedReader {
-        SharedReader(std::sync::Arc::new(std::sync::Mutex::new(Some(Box::pin(r)))))
+        SharedReader(std::sync::Arc::new(std::sync::Mutex::new(Some(Box::pin(
+            r,
+        )))))
     }
     /// Take the reader (`None` once taken).
-    pub fn take(&self) -> Option<std::pin::Pin<Box<dyn AsyncRead + Send>>> {
+    pub fn take(&self) -> Option<BoxReader> {
         self.0.lock().ok().and_then(|mut g| g.take())
     }
 }
@@ -78,7 +81,7 @@ impl Input {
     /// (or a stream already taken).
     ///
     /// Errors: the local file cannot be opened.
-    pub async fn open(&self) -> std::io::Result<Option<std::pin::Pin<Box<dyn AsyncRead + Send>>>> {
+    pub async fn open(&self) -> std::io::Result<Option<BoxReader>> {
         Ok(match self {
             Input::Null => None,
             Input::Bytes(b) => Some(Box::pin(std::io::Cursor::new(b.clone()))),

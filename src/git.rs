@@ -213,7 +213,13 @@ impl Repo {
     /// repository lock: a stable path lets build caches keyed by directory
     /// (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        crate::worktree::add_at(&crate::transport::Transport::Local(Default::default()), &self.top, path, sha).await
+        crate::worktree::add_at(
+            &crate::transport::Transport::Local(Default::default()),
+            &self.top,
+            path,
+            sha,
+        )
+        .await
     }
 }
 

@@ -299,7 +299,8 @@ pub async fn place_on(
     exclude: &Path,
 ) -> Result<Vec<Placed>, ProvisionError> {
     if t.is_local() {
-        let (entries, tree, exclude) = (entries.to_vec(), tree.to_path_buf(), exclude.to_path_buf());
+        let (entries, tree, exclude) =
+            (entries.to_vec(), tree.to_path_buf(), exclude.to_path_buf());
         return tokio::task::spawn_blocking(move || {
             let refs: Vec<&Provision> = entries.iter().collect();
             place(&refs, &tree, &exclude)
@@ -353,16 +354,28 @@ pub async fn place_on(
         let target = tree.join(&p.dest);
         if let Some(parent) = target.parent() {
             let out = t
-                .run(Cmd::new("mkdir").arg("-p").arg("--").arg(parent).timeout(budget))
+                .run(
+                    Cmd::new("mkdir")
+                        .arg("-p")
+                        .arg("--")
+                        .arg(parent)
+                        .timeout(budget),
+                )
                 .await
                 .map_err(|e| fail(p, e.to_string()))?;
             if !out.status.success() {
                 return Err(fail(p, out.stderr_str()));
             }
         }
-        let remote = target.to_str().ok_or_else(|| fail(p, "the dest path is not UTF-8".into()))?;
-        t.put(&p.source, remote).await.map_err(|e| fail(p, e.to_string()))?;
-        let sha256 = sha256_on(t, &target).await.map_err(|e| fail(p, e.to_string()))?;
+        let remote = target
+            .to_str()
+            .ok_or_else(|| fail(p, "the dest path is not UTF-8".into()))?;
+        t.put(&p.source, remote)
+            .await
+            .map_err(|e| fail(p, e.to_string()))?;
+        let sha256 = sha256_on(t, &target)
+            .await
+            .map_err(|e| fail(p, e.to_string()))?;
         placed.push(Placed {
             dest: p.dest.clone(),
             sha256,

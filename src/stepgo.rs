@@ -220,6 +220,7 @@ pub async fn verify_stream(
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
     let scratch = repo.scratch_worktree(&sha).await?;
+    let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;
@@ -237,6 +238,8 @@ pub async fn verify_stream(
                 extra_env: &[],
                 report_root: None,
                 keep_stdout: None,
+                log_dir: (name == "test").then_some(log_dir.as_path()),
+                catalog: Some(catalog),
             },
             interrupt,
         )
@@ -310,17 +313,9 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun {
-                started_at: crate::clock::now_rfc3339(),
-                finished_at: crate::clock::now_rfc3339(),
-                termination: None,
-                measurement: crate::report::Measurement::failed(
-                    "interrupted: the operator pressed Ctrl-C before go test ran",
-                ),
-                placed: Vec::new(),
-                elapsed: Duration::ZERO,
-                stderr_tail: String::new(),
-            };
+            interrupted_run = measure::SuiteRun::not_run(
+                "interrupted: the operator pressed Ctrl-C before go test ran",
+            );
             &interrupted_run
         }
     };
@@ -395,7 +390,7 @@ pub async fn verify_stream(
         "steps".into(),
         serde_json::to_value(&steps).expect("steps serialize"),
     );
-    let attempts = record::attempts_path(&repo);
+    let attempts = record::attempts_path(repo);
     record::append(&attempts, &rec)?;
     Ok(Outcome {
         record: rec,

@@ -247,6 +247,8 @@ pub async fn verify_union(
             extra_env: &[],
             report_root: None,
             keep_stdout: None,
+            log_dir: Some(&measure::log_dir(repo)),
+            catalog: Some(catalog),
         },
         interrupt,
     )

@@ -67,7 +67,10 @@ fn transport_err(cmd: &Cmd, e: TransportError) -> GitError {
 /// Run `cmd` on `t`; a non-zero exit is [`GitError::Failed`].
 pub async fn run_ok(t: &Transport, cmd: Cmd) -> Result<Output, GitError> {
     let shown = cmd.display();
-    let out = t.run(cmd.clone()).await.map_err(|e| transport_err(&cmd, e))?;
+    let out = t
+        .run(cmd.clone())
+        .await
+        .map_err(|e| transport_err(&cmd, e))?;
     if !out.status.success() {
         return Err(GitError::Failed {
             cmd: shown,
@@ -119,7 +122,12 @@ pub async fn heal(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitErro
 /// `record::Lock`; on a machine, dispatch's lock).
 ///
 /// Errors: [`GitError::Failed`] (e.g. the SHA is not in `repo`).
-pub async fn add_at(t: &Transport, repo: &Path, path: &Path, sha: &str) -> Result<Scratch, GitError> {
+pub async fn add_at(
+    t: &Transport,
+    repo: &Path,
+    path: &Path,
+    sha: &str,
+) -> Result<Scratch, GitError> {
     heal(t, repo, path).await?;
     add(t, repo, path.to_path_buf(), sha, None).await
 }
@@ -134,7 +142,14 @@ pub async fn add_temp(repo: &Path, sha: &str) -> Result<Scratch, GitError> {
             stderr: e.to_string(),
         })?;
     let path = parent.path().join("tree");
-    add(&Transport::Local(Default::default()), repo, path, sha, Some(parent)).await
+    add(
+        &Transport::Local(Default::default()),
+        repo,
+        path,
+        sha,
+        Some(parent),
+    )
+    .await
 }
 
 async fn add(
@@ -162,7 +177,10 @@ async fn add(
     scratch.git_dir = PathBuf::from(
         run_ok(
             t,
-            git_cmd(&scratch.path, ["rev-parse", "--path-format=absolute", "--git-dir"]),
+            git_cmd(
+                &scratch.path,
+                ["rev-parse", "--path-format=absolute", "--git-dir"],
+            ),
         )
         .await?
         .stdout_str(),

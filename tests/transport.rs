@@ -780,7 +780,8 @@ async fn run_carries_cwd_env_stdin_and_stdout_file_like_a_local_run() {
     let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(&input, &big).unwrap();
     let stdout = dir.path().join("out");
-    let script = "pwd; echo \"$SAPHAN_X\"; echo \"${HOME_GONE-unset}\"; wc -c; echo to-err >&2; exit 7";
+    let script =
+        "pwd; echo \"$SAPHAN_X\"; echo \"${HOME_GONE-unset}\"; wc -c; echo to-err >&2; exit 7";
     for t in [Transport::Local(Default::default()), t] {
         let cmd = Cmd::new("sh")
             .args(["-c", script])
@@ -814,16 +815,27 @@ async fn run_kills_the_remote_group_at_the_budget() {
     let t = connect(lab, "m1").await;
     let dir = tempfile::tempdir().unwrap();
     let gc = dir.path().join("gc");
-    let script = format!("sleep 300 & echo $! > '{}'; echo started; wait", gc.display());
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; echo started; wait",
+        gc.display()
+    );
     let t0 = Instant::now();
     let out = t
-        .run(Cmd::new("sh").args(["-c", &script]).timeout(Duration::from_secs(1)))
+        .run(
+            Cmd::new("sh")
+                .args(["-c", &script])
+                .timeout(Duration::from_secs(1)),
+        )
         .await
         .unwrap();
     assert_eq!(out.status, Termination::TimedOut);
     assert_eq!(out.stdout_str(), "started");
     assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
-    let pid: i32 = std::fs::read_to_string(&gc).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&gc)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let gone = (0..100).any(|_| {
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
             && !std::fs::read_to_string(format!("/proc/{pid}/stat"))

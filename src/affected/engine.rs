@@ -351,6 +351,8 @@ async fn run_adapter(
             extra_env: &env,
             report_root: Some(&report_dir),
             keep_stdout: Some(&stream_path),
+            log_dir: None,
+            catalog: None,
         },
         interrupt,
     )

@@ -158,9 +158,11 @@ find "$2" -name .git -prune -o \( -type f -o -type l -o -type p -o -type s -o -t
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect();
     for (i, rel) in matched.iter().enumerate() {
-        let (Some(kind), Some(inside), Some(resolved)) =
-            (fields.get(3 * i), fields.get(3 * i + 1), fields.get(3 * i + 2))
-        else {
+        let (Some(kind), Some(inside), Some(resolved)) = (
+            fields.get(3 * i),
+            fields.get(3 * i + 1),
+            fields.get(3 * i + 2),
+        ) else {
             return Err(unreadable(rel, "the machine did not describe it"));
         };
         if inside != "in" && kind != "missing" {

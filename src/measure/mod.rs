@@ -137,10 +137,15 @@ impl Setup {
     /// `purpose` completes the no-declaration refusal ("certify", …).
     ///
     /// Errors: the spec's no-declaration refusal, git failures.
-    pub async fn full_suite(&self, sha: &str, purpose: &str) -> Result<(ResolvedSuite, Vec<String>)> {
+    pub async fn full_suite(
+        &self,
+        sha: &str,
+        purpose: &str,
+    ) -> Result<(ResolvedSuite, Vec<String>)> {
         let files = self.repo.tree_files(sha).await?;
-        let suite =
-            crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, |p| files.iter().any(|f| f == p))?;
+        let suite = crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, |p| {
+            files.iter().any(|f| f == p)
+        })?;
         Ok((suite, files))
     }
 }
@@ -187,7 +192,8 @@ impl Executor for Host {
         &'a self,
         transport: &'a Transport,
         cmd: Cmd,
-    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>
+    {
         Box::pin(transport.run(cmd))
     }
 }
@@ -209,6 +215,199 @@ pub struct SuiteRun {
     pub elapsed: Duration,
     /// The last 4 KiB of the suite's stderr (for the operator, not the record).
     pub stderr_tail: String,
+    /// The record id this attempt will carry (the log is named after it).
+    pub id: String,
+    /// Which program ran (record `program_path` / `program_version`).
+    pub program: Program,
+    /// The kept suite log, when [`Plan::log_dir`] asked for one.
+    pub log: Option<SuiteLog>,
+}
+
+impl SuiteRun {
+    /// A run that never started (interrupted before it), with `note`.
+    pub fn not_run(note: impl Into<String>) -> SuiteRun {
+        SuiteRun {
+            started_at: crate::clock::now_rfc3339(),
+            finished_at: crate::clock::now_rfc3339(),
+            termination: None,
+            measurement: Measurement::failed(note),
+            placed: Vec::new(),
+            elapsed: Duration::ZERO,
+            stderr_tail: String::new(),
+            id: crate::record::new_id(),
+            program: Program::default(),
+            log: None,
+        }
+    }
+
+    /// The last `lines` lines of the kept suite log (stdout and stderr
+    /// sections), for the operator on red and measurement-failed; empty when
+    /// no log was kept.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let Some(log) = &self.log else {
+            return String::new();
+        };
+        let text = std::fs::read(&log.path)
+            .map(|b| {
+                let start = b.len().saturating_sub(64 * 1024);
+                String::from_utf8_lossy(&b[start..]).into_owned()
+            })
+            .unwrap_or_default();
+        let all: Vec<&str> = text.trim_end().lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// Which program a suite ran (issue 12.5: two records of one SHA from two
+/// toolchains must be distinguishable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Program {
+    /// Resolved absolute path of argv[0] on the machine.
+    pub path: Option<String>,
+    /// Its version output, at most [`VERSION_CAP`] bytes.
+    pub version: Option<String>,
+}
+
+/// How much of a version command's output is kept (4 KiB).
+pub const VERSION_CAP: usize = 4096;
+
+/// Budget for one version command.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The kept log of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteLog {
+    /// `<log_dir>/<record id>.log`, absolute.
+    pub path: PathBuf,
+    /// Lowercase hex sha256 of its bytes.
+    pub sha256: String,
+}
+
+/// The most bytes a suite log keeps (8 MiB): stdout's first [`LOG_HEAD`]
+/// bytes and its last bytes up to the cap, then stderr's last
+/// [`crate::exec::STDERR_TAIL`] bytes.
+pub const LOG_CAP: usize = 8 * 1024 * 1024;
+
+/// How much of the start of stdout a log keeps when stdout is too big.
+pub const LOG_HEAD: usize = 1024 * 1024;
+
+/// Resolve `suite`'s argv[0] on the local machine (`tree` for a relative
+/// `./x`) and run its version command: default-go → `<path> version`; a
+/// catalog row mapping argv[0] → its `version` argv with `{path}`; else no
+/// version. Never fails: what cannot be learned is `None`.
+pub async fn identify_local(
+    suite: &ResolvedSuite,
+    catalog: Option<&crate::catalog::Catalog>,
+    tree: &Path,
+) -> Program {
+    let Some(token) = suite.argv.first() else {
+        return Program::default();
+    };
+    let path = if token.contains('/') && !token.starts_with('/') {
+        let p = tree.join(token.trim_start_matches("./"));
+        p.is_file().then_some(p)
+    } else {
+        crate::exec::which(token)
+    };
+    let Some(path) = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p)) else {
+        return Program::default();
+    };
+    let shown = path.display().to_string();
+    let argv: Option<Vec<String>> =
+        match (&suite.source, catalog.and_then(|c| c.for_program(token))) {
+            (_, Some((_, row))) if !row.version.is_empty() => Some(
+                row.version
+                    .iter()
+                    .map(|w| w.replace("{path}", &shown))
+                    .collect(),
+            ),
+            (crate::suite::SuiteSource::DefaultGo, _) => {
+                Some(vec![shown.clone(), "version".into()])
+            }
+            _ => None,
+        };
+    let version = match argv {
+        Some(argv) => version_of(&argv).await,
+        None => None,
+    };
+    Program {
+        path: Some(shown),
+        version,
+    }
+}
+
+/// Run a version command (budget [`VERSION_TIMEOUT`]) and keep its stdout
+/// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
+async fn version_of(argv: &[String]) -> Option<String> {
+    let out = crate::exec::run(Cmd::from_argv(argv).timeout(VERSION_TIMEOUT))
+        .await
+        .ok()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let mut text = text.trim().to_string();
+    if text.len() > VERSION_CAP {
+        let mut cut = VERSION_CAP;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// Write the bounded suite log of one attempt to `dir/<id>.log` (atomic),
+/// off the runtime: stdout (whole when it fits, else its first
+/// [`LOG_HEAD`] bytes, an elision line, and its last bytes), then stderr's
+/// kept tail.
+async fn write_log(dir: PathBuf, id: String, stdout: PathBuf, stderr: Vec<u8>) -> Option<SuiteLog> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(&stdout).ok();
+        let len = f
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .unwrap_or(0) as usize;
+        let room = LOG_CAP.saturating_sub(stderr.len() + 256);
+        let mut log = Vec::with_capacity(len.min(room) + stderr.len() + 256);
+        log.extend_from_slice(b"=== suite stdout ===\n");
+        if let Some(f) = f.as_mut() {
+            if len <= room {
+                let _ = f.read_to_end(&mut log);
+            } else {
+                let mut head = vec![0u8; LOG_HEAD.min(room)];
+                let _ = f.read_exact(&mut head);
+                log.extend_from_slice(&head);
+                let tail_len = room - head.len();
+                log.extend_from_slice(
+                    format!(
+                        "\n=== [{} bytes of stdout elided] ===\n",
+                        len - head.len() - tail_len
+                    )
+                    .as_bytes(),
+                );
+                let _ = f.seek(SeekFrom::Start((len - tail_len) as u64));
+                let mut tail = Vec::with_capacity(tail_len);
+                let _ = f.take(tail_len as u64).read_to_end(&mut tail);
+                log.extend_from_slice(&tail);
+            }
+        }
+        if !log.ends_with(b"\n") {
+            log.push(b'\n');
+        }
+        log.extend_from_slice(b"=== suite stderr (last 1 MiB) ===\n");
+        log.extend_from_slice(&stderr);
+        std::fs::create_dir_all(&dir).ok()?;
+        let path = dir.join(format!("{id}.log"));
+        crate::fsutil::atomic_write(&path, &log).ok()?;
+        Some(SuiteLog {
+            path,
+            sha256: crate::fsutil::sha256_hex(&log),
+        })
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Where and how to run one suite.
@@ -229,6 +428,18 @@ pub struct Plan<'a> {
     /// reads which packages the go test -json stream named); `None` = keep
     /// nothing.
     pub keep_stdout: Option<&'a Path>,
+    /// Keep the bounded suite log in this local directory (normally
+    /// `<git-common-dir>/saphan/logs`, see [`log_dir`]); `None` = no log.
+    pub log_dir: Option<&'a Path>,
+    /// The catalog, to find the program's version command (local runs);
+    /// `None` = only default-go's `go version`.
+    pub catalog: Option<&'a crate::catalog::Catalog>,
+}
+
+/// `<git-common-dir>/saphan/logs`: where the suite logs of `repo`'s
+/// attempts are kept, next to `attempts.jsonl`.
+pub fn log_dir(repo: &Repo) -> PathBuf {
+    repo.state_dir().join("logs")
 }
 
 /// Run the suite of `plan` in `scratch`, then remove the scratch worktree —
@@ -270,7 +481,15 @@ pub async fn run_suite_with(
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
     let started_at = crate::clock::now_rfc3339();
+    let id = crate::record::new_id();
     let t = scratch.transport();
+    // Which program runs: resolved here for a local tree; a dispatched run
+    // sets it from the machine's capability row.
+    let program = if t.is_local() {
+        identify_local(plan.suite, plan.catalog, &scratch.path).await
+    } else {
+        Program::default()
+    };
     let exclude = scratch.git_dir.join("saphan-exclude");
     let placed = provision::place_on(t, plan.provisions, &scratch.path, &exclude).await?;
     let mut env: Vec<(String, String)> = Vec::new();
@@ -302,6 +521,7 @@ pub async fn run_suite_with(
         _ = wait_interrupt(&mut intr) => None,
     };
     let elapsed = t0.elapsed();
+    let mut stderr_all: Vec<u8> = Vec::new();
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
@@ -366,12 +586,22 @@ pub async fn run_suite_with(
                 let _ = std::fs::copy(&stdout_path, keep);
             }
             let tail_start = out.stderr.len().saturating_sub(4096);
-            (
-                Some(out.status),
-                m,
-                String::from_utf8_lossy(&out.stderr[tail_start..]).into_owned(),
-            )
+            let tail = String::from_utf8_lossy(&out.stderr[tail_start..]).into_owned();
+            stderr_all = out.stderr;
+            (Some(out.status), m, tail)
         }
+    };
+    let log = match plan.log_dir {
+        Some(dir) => {
+            write_log(
+                dir.to_path_buf(),
+                id.clone(),
+                stdout_path.clone(),
+                stderr_all,
+            )
+            .await
+        }
+        None => None,
     };
     Ok(SuiteRun {
         started_at,
@@ -381,6 +611,9 @@ pub async fn run_suite_with(
         placed,
         elapsed,
         stderr_tail,
+        id,
+        program,
+        log,
     })
 }
 
@@ -434,7 +667,7 @@ pub fn record(
     let m = &run.measurement;
     Record {
         format: crate::record::FORMAT,
-        id: crate::record::new_id(),
+        id: run.id.clone(),
         verb: subject.verb.to_string(),
         repo: subject.repo.display().to_string(),
         sha: subject.sha.to_string(),
@@ -459,6 +692,10 @@ pub fn record(
         suite_seconds: (run.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
         provisions: run.placed.clone(),
         notes: m.notes.clone(),
+        program_path: run.program.path.clone(),
+        program_version: run.program.version.clone(),
+        suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
+        suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,
         extra: Default::default(),
     }

@@ -236,7 +236,9 @@ fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
     }
     let m = format!("\n{nonce} ").into_bytes();
     let i = rfind(stderr, &m)?;
-    let text = String::from_utf8_lossy(&stderr[i + m.len()..]).trim().to_string();
+    let text = String::from_utf8_lossy(&stderr[i + m.len()..])
+        .trim()
+        .to_string();
     let end = match text.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["exit", c] => End::Exit(c.parse().ok()?),
         ["timeout"] => End::TimedOut,
@@ -276,11 +278,9 @@ impl Ssh {
         let sink = match cmd.sink() {
             Sink::Capture => OutSink::Capture,
             Sink::Null => OutSink::Null,
-            Sink::File(p) => OutSink::File(
-                tokio::fs::File::create(p)
-                    .await
-                    .map_err(copy(format!("the stdout of `{}` to {}", cmd.display(), p.display())))?,
-            ),
+            Sink::File(p) => OutSink::File(tokio::fs::File::create(p).await.map_err(copy(
+                format!("the stdout of `{}` to {}", cmd.display(), p.display()),
+            ))?),
         };
         let pgid = Arc::new(Mutex::new(None));
         let mut scan = GroupScan::new(&nonce, pgid.clone());
@@ -290,7 +290,13 @@ impl Ssh {
             armed: true,
         };
         let mut out = self
-            .run_line_with(&line, stdin, sink, budget + GRACE + LINK_SLACK, Some(&mut scan))
+            .run_line_with(
+                &line,
+                stdin,
+                sink,
+                budget + GRACE + LINK_SLACK,
+                Some(&mut scan),
+            )
             .await?;
         if out.status == Termination::TimedOut {
             // The machine did not report within budget + grace + slack: the
@@ -313,12 +319,16 @@ impl Ssh {
                 guard.armed = false;
                 return Err(spawn(&format!(
                     "the working directory {} does not exist there",
-                    cmd.working_dir().map(|d| d.display().to_string()).unwrap_or_default()
+                    cmd.working_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_default()
                 )));
             }
             Some(End::NoSetsid) => {
                 guard.armed = false;
-                return Err(spawn("`setsid` is not installed there (util-linux or busybox provides it)"));
+                return Err(spawn(
+                    "`setsid` is not installed there (util-linux or busybox provides it)",
+                ));
             }
             Some(End::NoProgram) => {
                 guard.armed = false;
@@ -376,12 +386,27 @@ mod tests {
     fn the_watchdog_script_enforces_the_budget_locally() {
         let t0 = std::time::Instant::now();
         let out = std::process::Command::new("sh")
-            .args(["-c", WATCHDOG, "saphan-run", "N1", "0.5", "0.5", "", "+A=b c", "--"])
+            .args([
+                "-c",
+                WATCHDOG,
+                "saphan-run",
+                "N1",
+                "0.5",
+                "0.5",
+                "",
+                "+A=b c",
+                "--",
+            ])
             .args(["sh", "-c", "echo \"$A\"; sleep 300 & wait"])
             .output()
             .unwrap();
         let mut e = out.stderr.clone();
-        assert_eq!(split_markers(&mut e, "N1"), Some(End::TimedOut), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            split_markers(&mut e, "N1"),
+            Some(End::TimedOut),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "b c\n");
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
