@@ -82,6 +82,10 @@ impl Refusal for CertifyError {
     }
 }
 
+/// How many lines of the suite log a person sees on red and
+/// measurement-failed.
+pub const LOG_TAIL_LINES: usize = 30;
+
 /// The outcome printed by the CLI.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -93,6 +97,9 @@ pub struct Outcome {
     pub pointer: Option<String>,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (stdout then stderr; shown on
+    /// red / failure). Empty when no log was kept.
+    pub log_tail: String,
 }
 
 /// Observer for a person watching (spinner); silent by default.
@@ -221,20 +228,14 @@ pub async fn certify(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
+    let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let mut suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    if settings.class == Class::Container && suite.source == crate::suite::SuiteSource::DefaultGo {
-        // In a container, default-go's `go` is the image's, on its PATH.
-        suite.argv[0] = "go".into();
-    }
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = setup.provisions()?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
     let container = if settings.class == Class::Container {
         // The suite image pin is operator input: refused before anything.
@@ -254,11 +255,16 @@ pub async fn certify(
             crate::docker::require_container_capability(home, catalog, m, now)?;
         }
         if !remote.is_empty() {
+            // `certify_machines` runs fleet machines; this is the local engine.
             return Err(CertifyError::DispatchUnavailable {
                 machines: settings.machines.join(","),
                 class: settings.class.as_str(),
             }
             .into());
+        }
+        if suite.source == crate::suite::SuiteSource::DefaultGo {
+            // In a container, default-go's `go` is the image's, on its PATH.
+            suite.argv[0] = "go".into();
         }
         // The suite image must be on the engine already: nothing is pulled,
         // and an absent image is refused before any worktree exists.
@@ -279,10 +285,10 @@ pub async fn certify(
         crate::suite::preflight_local(&suite, catalog, in_tree)?;
         None
     };
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     // Under the lock one certification of this repository runs at a time,
     // so its scratch worktree can live at one stable path: a fresh detached
     // checkout every attempt, but at the same directory, which keeps
@@ -292,33 +298,32 @@ pub async fn certify(
         .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
         .await?;
     let attempt = record::new_id();
-    let target = container.map(|(transport, socket, image)| {
+    let executor = container.map(|(transport, socket, image)| {
         let labels = [
             (container::LABEL_ATTEMPT, attempt.clone()),
             (container::LABEL_REPO, repo.top.display().to_string()),
             (container::LABEL_SHA, sha.clone()),
         ];
-        container::Target {
-            transport,
-            socket,
-            image,
-            network: settings.network,
-            user: Some(format!(
-                "{}:{}",
-                nix::unistd::getuid(),
-                nix::unistd::getgid()
-            )),
-            labels: labels
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            name: format!("saphan-suite-{attempt}"),
-        }
+        container::LocalExecutor::new(
+            container::Target {
+                transport,
+                socket,
+                image,
+                network: settings.network,
+                user: Some(format!(
+                    "{}:{}",
+                    nix::unistd::getuid(),
+                    nix::unistd::getgid()
+                )),
+                labels: labels
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                name: format!("saphan-suite-{attempt}"),
+            },
+            interrupt.clone(),
+        )
     });
-    let executor = match &target {
-        Some(t) => measure::Executor::Container(t),
-        None => measure::Executor::Host,
-    };
     watch.running(&sha, &suite.argv, &budget);
     let plan = measure::Plan {
         suite: &suite,
@@ -327,10 +332,19 @@ pub async fn certify(
         extra_env: &[],
         report_root: None,
         keep_stdout: None,
+        log_dir: Some(&measure::log_dir(repo)),
+        catalog: Some(catalog),
     };
-    let run = measure::run_suite_on(&scratch, plan, executor, interrupt).await;
-    let removed = scratch.remove().await;
-    let run = run.and_then(|r| removed.map(|()| r).map_err(Into::into));
+    let run = match &executor {
+        None => measure::run_then_remove(scratch, plan, interrupt).await,
+        Some(x) => {
+            let run = measure::run_suite_with(&scratch, plan, x, interrupt).await;
+            // The container is gone (removed on every path) before its tree.
+            x.settle().await;
+            let removed = scratch.remove().await;
+            run.and_then(|r| removed.map(|()| r).map_err(Into::into))
+        }
+    };
     watch.done();
     let run = run?;
 
@@ -347,25 +361,28 @@ pub async fn certify(
         &run,
     );
     let mut record = record;
-    record.id = attempt;
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
-    if let Some(t) = &target {
+    if let Some(x) = &executor {
         // What ran the suite: the pin as given, the image it resolved to,
         // and the engine it spoke to.
+        let t = x.target();
         container::annotate(&mut record, &t.image, t.network);
         record
             .extra
             .insert("docker_socket".into(), serde_json::json!(t.socket));
+        record
+            .extra
+            .insert("container".into(), serde_json::json!(t.name));
     }
-    let attempts = record::attempts_path(&repo);
+    let attempts = record::attempts_path(repo);
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
         Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
     } else if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
+        Some(record::advance_verified(repo, &sha, trunk.as_deref()).await?)
     } else {
         None
     };
@@ -373,6 +390,7 @@ pub async fn certify(
         record,
         attempts,
         pointer,
+        log_tail: run.log_tail(LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

@@ -298,8 +298,7 @@ async fn run_adapter(
     let mut suite = ResolvedSuite::declared(declared, "verify.affected");
     suite.argv = adapter_argv(&suite.argv);
     let budget = Budget::attempt(None, &suite, "verify.affected");
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = measure::provisions(cfg, repo)?;
     res.report = Some(suite.report);
     res.budget_seconds = Some(budget.duration.as_secs());
     res.budget_source = Some(budget.source.clone());
@@ -352,6 +351,8 @@ async fn run_adapter(
             extra_env: &env,
             report_root: Some(&report_dir),
             keep_stdout: Some(&stream_path),
+            log_dir: None,
+            catalog: None,
         },
         interrupt,
     )

@@ -330,6 +330,12 @@ pub async fn run_on(
         placed: a.placed,
         elapsed: a.run_time,
         stderr_tail: a.stderr_tail.clone(),
+        // Merged with core-ready: dispatch keeps its own record id and
+        // program fields (from the capability row) until it moves onto the
+        // core; no suite log is kept for a dispatched run yet.
+        id: crate::record::new_id(),
+        program: Default::default(),
+        log: None,
     };
     let mut suite = job.suite.clone();
     suite.argv = run_argv;

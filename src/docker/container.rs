@@ -531,6 +531,141 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
     }
 }
 
+/// The container class on this machine's engine, as the measurement core's
+/// [`Executor`](crate::measure::Executor): the core's command (argv, the
+/// tree as working directory, environment, budget, stdout file) becomes a
+/// container [`run`]. The run is its own task, so that when the core stops
+/// waiting (Ctrl-C) the container is still killed and removed; [`settle`]
+/// waits for that before the tree is removed.
+///
+/// [`settle`]: LocalExecutor::settle
+#[derive(Debug)]
+pub struct LocalExecutor {
+    target: Target,
+    interrupt: Interrupt,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl LocalExecutor {
+    /// An executor for one attempt on `target`; `interrupt` is the
+    /// process's Ctrl-C watch.
+    pub fn new(target: Target, interrupt: Interrupt) -> LocalExecutor {
+        LocalExecutor {
+            target,
+            interrupt,
+            task: Default::default(),
+        }
+    }
+    /// Where the suite runs.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+    /// Wait (bounded) until the container run, and so its removal, is over.
+    pub async fn settle(&self) {
+        let task = self.task.lock().map(|mut t| t.take()).unwrap_or(None);
+        if let Some(t) = task {
+            let bound = CLEANUP_BUDGET * 3;
+            if tokio::time::timeout(bound, t).await.is_err() {
+                tracing::warn!(container = %self.target.name, "container removal still running");
+            }
+        }
+    }
+}
+
+impl crate::measure::Executor for LocalExecutor {
+    fn class(&self) -> &'static str {
+        "container"
+    }
+    fn execute<'a>(
+        &'a self,
+        _transport: &'a Transport,
+        cmd: crate::exec::Cmd,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = std::result::Result<
+                        crate::exec::Output,
+                        crate::transport::TransportError,
+                    >,
+                > + Send
+                + 'a,
+        >,
+    > {
+        Box::pin(async move {
+            let engine = |detail: String| crate::transport::TransportError::Engine { detail };
+            let mut argv = vec![cmd.program().to_string_lossy().into_owned()];
+            argv.extend(
+                cmd.argv_tail()
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned()),
+            );
+            let Some(tree) = cmd.working_dir().map(|p| p.display().to_string()) else {
+                return Err(engine("the suite has no tree to mount".into()));
+            };
+            let crate::exec::Sink::File(stdout) = cmd.sink().clone() else {
+                return Err(engine("the suite's stdout has no file".into()));
+            };
+            let env: Vec<(String, String)> = cmd
+                .env_changes()
+                .iter()
+                .filter_map(|(k, v)| {
+                    v.as_ref().map(|v| {
+                        (
+                            k.to_string_lossy().into_owned(),
+                            v.to_string_lossy().into_owned(),
+                        )
+                    })
+                })
+                .collect();
+            // The provisions' exclude file lives in the tree's git dir, not
+            // in the tree: mount it read-only at its own path.
+            let read_only: Vec<String> = env
+                .iter()
+                .filter(|(k, v)| k.starts_with("GIT_CONFIG_VALUE_") && Path::new(v).is_file())
+                .map(|(_, v)| v.clone())
+                .collect();
+            let budget = cmd
+                .budget()
+                .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
+            let target = self.target.clone();
+            let interrupt = self.interrupt.clone();
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(async move {
+                let r = Run {
+                    argv: &argv,
+                    tree: &tree,
+                    env: &env,
+                    read_only: &read_only,
+                    budget,
+                    stdout: &stdout,
+                };
+                let _ = tx.send(run(&target, &r, &interrupt).await);
+            });
+            if let Ok(mut t) = self.task.lock() {
+                *t = Some(task);
+            }
+            let Ok(o) = rx.await else {
+                return Err(engine("the container run ended without a result".into()));
+            };
+            match o.ended {
+                Ended::Finished { status, stderr } => Ok(crate::exec::Output {
+                    status,
+                    stdout: Vec::new(),
+                    stderr,
+                    elapsed: o.elapsed,
+                }),
+                // Ctrl-C: the core's own interrupt branch records it.
+                Ended::Failed(note) if note.starts_with("interrupted:") => {
+                    std::future::pending().await
+                }
+                Ended::Failed(note) => Err(engine(
+                    note.strip_prefix("engine: ").unwrap_or(&note).to_string(),
+                )),
+            }
+        })
+    }
+}
+
 /// Remove every container carrying `label=value` on the engine at `socket`
 /// (the sweep after a dispatched container-class run: whatever the docker
 /// CLI on the machine left when its process group was killed). Returns the

@@ -1,0 +1,169 @@
+//! Container-class overhead: `saphan certify --class container` wall time vs
+//! host-class `saphan certify` of the same suite on the same machine (this
+//! one), interleaved, in one run. The suite image is Debian's go-1.19 plus
+//! busybox, imported here without a registry (tests/common/suite_images.rs).
+//!
+//! Run: `cargo bench --bench container`. Prints medians and the ratio
+//! (goal ≤ 1.3). Prints `SKIPPED: …` where no engine, Go or busybox is.
+
+#[allow(dead_code)]
+#[path = "../tests/common/suite_images.rs"]
+mod suite_images;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 5;
+
+fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_saphan"))
+        .args(args)
+        .env("SAPHAN_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "saphan {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@example.invalid")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@example.invalid")
+        .status()
+        .unwrap();
+    assert!(st.success(), "git {args:?}");
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    if let Err(why) = suite_images::engine_up() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    if let Some(why) = suite_images::missing(true) {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(home.join("fleet")).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(
+        home.join("fleet/machines.toml"),
+        "[machine.local]\ntransport = \"local\"\nworkhome = \"/tmp\"\n",
+    )
+    .unwrap();
+    run(&home, &["machine", "measure", "--machine", "local"]);
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/capabilities.toml"),
+    )
+    .unwrap();
+    let pinned: String = shipped
+        .lines()
+        .map(|l| {
+            if l.starts_with("image = ") {
+                format!("image = \"{}\"\n", suite_images::probe_image())
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let catalog = dir.path().join("pinned.toml");
+    std::fs::write(&catalog, pinned).unwrap();
+    let cat = catalog.to_str().unwrap();
+    run(
+        &home,
+        &[
+            "--catalog",
+            cat,
+            "machine",
+            "probe",
+            "--machine",
+            "local",
+            "--capability",
+            "docker-oci",
+            "--declared-path",
+            "/usr/bin/docker",
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "bench",
+            "--workspace",
+            "/w",
+        ],
+    );
+    std::fs::write(repo.join("go.mod"), "module example.com/bench\n\ngo 1.19\n").unwrap();
+    for p in 0..8 {
+        let pkg = repo.join(format!("p{p}"));
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("p.go"), format!("package p{p}\n\nfunc F(n int) int {{ s := 0; for i := 0; i < n; i++ {{ s += i }}; return s }}\n")).unwrap();
+        std::fs::write(pkg.join("p_test.go"), format!("package p{p}\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) {{ if F(10) != 45 {{ t.Fatal(F(10)) }} }}\n")).unwrap();
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "bench"]);
+    println!("suite: default-go on a generated 8-package Go module");
+    let image = suite_images::go_image();
+    let r = repo.to_str().unwrap();
+    let host = || {
+        let t0 = Instant::now();
+        run(&home, &["--catalog", cat, "certify", "--repo", r]);
+        t0.elapsed()
+    };
+    let container = || {
+        let t0 = Instant::now();
+        run(
+            &home,
+            &[
+                "--catalog",
+                cat,
+                "certify",
+                "--repo",
+                r,
+                "--class",
+                "container",
+                "--image",
+                image,
+            ],
+        );
+        t0.elapsed()
+    };
+    // Warm what each class can keep warm (the host's Go build cache; the
+    // image's layers in the page cache).
+    host();
+    container();
+    let (mut h, mut c) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        h.push(host());
+        c.push(container());
+    }
+    let (mh, mc) = (median(h), median(c));
+    println!(
+        "host-class certify:      median {:>8.1} ms over {ROUNDS}",
+        mh.as_secs_f64() * 1e3
+    );
+    println!(
+        "container-class certify: median {:>8.1} ms over {ROUNDS}",
+        mc.as_secs_f64() * 1e3
+    );
+    println!(
+        "ratio container/host: {:.3} (goal <= 1.3)",
+        mc.as_secs_f64() / mh.as_secs_f64()
+    );
+}
