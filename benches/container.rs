@@ -70,44 +70,11 @@ fn main() {
     )
     .unwrap();
     run(&home, &["machine", "measure", "--machine", "local"]);
-    let shipped = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/capabilities.toml"),
-    )
-    .unwrap();
-    let pinned: String = shipped
-        .lines()
-        .map(|l| {
-            if l.starts_with("image = ") {
-                format!("image = \"{}\"\n", suite_images::probe_image())
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect();
-    let catalog = dir.path().join("pinned.toml");
-    std::fs::write(&catalog, pinned).unwrap();
+    let catalog = suite_images::pinned_catalog(dir.path());
     let cat = catalog.to_str().unwrap();
-    run(
-        &home,
-        &[
-            "--catalog",
-            cat,
-            "machine",
-            "probe",
-            "--machine",
-            "local",
-            "--capability",
-            "docker-oci",
-            "--declared-path",
-            "/usr/bin/docker",
-            "--workhome",
-            "/tmp",
-            "--probed-by",
-            "bench",
-            "--workspace",
-            "/w",
-        ],
-    );
+    let mut probe = vec!["--catalog".to_string(), cat.to_string()];
+    probe.extend(suite_images::probe_args("local"));
+    run(&home, &probe.iter().map(String::as_str).collect::<Vec<_>>());
     std::fs::write(repo.join("go.mod"), "module example.com/bench\n\ngo 1.19\n").unwrap();
     for p in 0..8 {
         let pkg = repo.join(format!("p{p}"));

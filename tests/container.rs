@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::suite_images::{self, engine_up, go_image, labelled, probe_image, shell_image};
+use common::suite_images::{self, engine_up, go_image, labelled, shell_image};
 use common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -42,43 +42,20 @@ impl Here {
         )
         .unwrap();
         assert_code(&env.run(&["machine", "measure", "--machine", "local"]), 0);
-        let shipped = std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("catalog/capabilities.toml"),
-        )
-        .unwrap();
-        let pinned: String = shipped
-            .lines()
-            .map(|l| {
-                if l.starts_with("image = ") {
-                    format!("image = \"{}\"\n", probe_image())
-                } else {
-                    format!("{l}\n")
-                }
-            })
-            .collect();
-        let catalog = env.home().join("pinned.toml");
-        std::fs::write(&catalog, pinned).unwrap();
+        let catalog = suite_images::pinned_catalog(env.home());
         let here = Here { env, catalog };
         if probe {
-            let o = here.run(&[
-                "machine",
-                "probe",
-                "--machine",
-                "local",
-                "--capability",
-                "docker-oci",
-                "--declared-path",
-                "/usr/bin/docker",
-                "--workhome",
-                "/tmp",
-                "--probed-by",
-                "tester",
-                "--workspace",
-                "/w",
-            ]);
+            let o = here.probe("local");
             assert_code(&o, 0);
         }
         Some(here)
+    }
+
+    /// Probe docker-oci on `machine` with the pinned catalog.
+    fn probe(&self, machine: &str) -> Output {
+        let args = suite_images::probe_args(machine);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.run(&args)
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -594,24 +571,6 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
     )
     .unwrap();
     assert_code(&here.env.run(&["machine", "measure", "--machine", "m3"]), 0);
-    let probe = |m: &str| {
-        here.run(&[
-            "machine",
-            "probe",
-            "--machine",
-            m,
-            "--capability",
-            "docker-oci",
-            "--declared-path",
-            "/usr/bin/docker",
-            "--workhome",
-            "/tmp",
-            "--probed-by",
-            "tester",
-            "--workspace",
-            "/w",
-        ])
-    };
     let m = go_module("func TestZero(t *testing.T) {}\n");
     let repo = Repo::new(&files(&m));
     // Not yet probed: refused by the gate, nothing shipped.
@@ -619,7 +578,7 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
         &here.certify(&repo, go_image(), &["--machine", "m3"]),
         "container-docker-capability-absent",
     );
-    assert_code(&probe("m3"), 0);
+    assert_code(&here.probe("m3"), 0);
     // An image m3's engine lacks: the save | ssh load route.
     let missing = format!("sha256:{}", "12".repeat(32));
     let err = assert_refused(

@@ -206,3 +206,48 @@ pub fn labelled(key: &str, value: &str) -> String {
         .expect("docker ps");
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
+
+/// Write `dir/pinned.toml`: the shipped catalog with the docker-oci pin set
+/// to the real probe image ([`probe_image`]) — the operator's pinning step.
+pub fn pinned_catalog(dir: &Path) -> std::path::PathBuf {
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/capabilities.toml"),
+    )
+    .unwrap();
+    let pinned: String = shipped
+        .lines()
+        .map(|l| {
+            if l.starts_with("image = ") {
+                format!("image = \"{}\"\n", probe_image())
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let path = dir.join("pinned.toml");
+    std::fs::write(&path, pinned).unwrap();
+    path
+}
+
+/// `machine probe --machine MACHINE --capability docker-oci …` (the real
+/// /usr/bin/docker).
+pub fn probe_args(machine: &str) -> Vec<String> {
+    [
+        "machine",
+        "probe",
+        "--machine",
+        machine,
+        "--capability",
+        "docker-oci",
+        "--declared-path",
+        "/usr/bin/docker",
+        "--workhome",
+        "/tmp",
+        "--probed-by",
+        "tester",
+        "--workspace",
+        "/w",
+    ]
+    .map(String::from)
+    .to_vec()
+}
