@@ -298,6 +298,23 @@ pub async fn certify(
         .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
         .await?;
     let attempt = record::new_id();
+    // The container's Go build cache, kept between runs like the host's
+    // own (content-addressed: it speeds builds, never changes a verdict).
+    let go_cache = if container.is_some() {
+        let dir = home.root().join("cache/go-build");
+        std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
+            action: "create the container Go build cache",
+            path: dir.clone(),
+            source,
+        })?;
+        Some((
+            dir.display().to_string(),
+            container::GO_CACHE_IN_CONTAINER.to_string(),
+            "GOCACHE".to_string(),
+        ))
+    } else {
+        None
+    };
     let executor = container.map(|(transport, socket, image)| {
         let labels = [
             (container::LABEL_ATTEMPT, attempt.clone()),
@@ -320,6 +337,7 @@ pub async fn certify(
                     .map(|(k, v)| (k.to_string(), v))
                     .collect(),
                 name: format!("saphan-suite-{attempt}"),
+                caches: go_cache.into_iter().collect(),
             },
             interrupt.clone(),
         )

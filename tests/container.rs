@@ -459,6 +459,7 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
             user: None,
             labels: [(container::LABEL_ATTEMPT.to_string(), attempt.clone())].into(),
             name: name.into(),
+            caches: Vec::new(),
         };
         let argv = vec!["./suite.sh".to_string()];
         let out = tree.path().join("stdout");

@@ -226,7 +226,15 @@ pub struct Target {
     /// The container's name (unique; used to remove it over a fresh
     /// connection when the first one is gone).
     pub name: String,
+    /// Build caches kept between runs: (directory on the machine, path in
+    /// the container, environment variable naming it). Go's build cache is
+    /// content-addressed, so a warm one changes no verdict — the host class
+    /// keeps one too.
+    pub caches: Vec<(String, String, String)>,
 }
+
+/// Where a container-class suite's Go build cache lives in the container.
+pub const GO_CACHE_IN_CONTAINER: &str = "/saphan-cache/go-build";
 
 /// One suite run in a container.
 #[derive(Debug, Clone)]
@@ -459,6 +467,18 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
     };
     let mut binds = vec![format!("{0}:{0}", run.tree)];
     binds.extend(run.read_only.iter().map(|p| format!("{p}:{p}:ro")));
+    let mut env: Vec<String> = target
+        .caches
+        .iter()
+        .map(|(_, inside, var)| format!("{var}={inside}"))
+        .collect();
+    binds.extend(
+        target
+            .caches
+            .iter()
+            .map(|(dir, inside, _)| format!("{dir}:{inside}")),
+    );
+    env.extend(run.env.iter().map(|(k, v)| format!("{k}={v}")));
     let body = ContainerCreateBody {
         image: Some(target.image.image_id.clone()),
         cmd: Some(run.argv.to_vec()),
@@ -466,7 +486,7 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
         // does not wrap it.
         entrypoint: Some(Vec::new()),
         working_dir: Some(run.tree.to_string()),
-        env: Some(run.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        env: Some(env),
         user: target.user.clone(),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
