@@ -5,6 +5,7 @@
 //! architecture and `docs/` for the operator guide.
 
 pub mod affected;
+pub mod cancel;
 pub mod catalog;
 pub mod certify;
 pub mod cli;

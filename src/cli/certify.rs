@@ -108,7 +108,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     } else {
         Spinner(None)
     };
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let o = certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?;
     let r = &o.record;
     if ctx.json {

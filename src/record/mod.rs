@@ -244,11 +244,11 @@ pub struct Lock {
 
 impl Lock {
     /// Take the lock, waiting for any other holder (off the async runtime).
-    /// Ctrl-C while waiting gives up: [`RecordError::Interrupted`], nothing
+    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up: [`RecordError::Interrupted`], nothing
     /// measured, nothing written.
     pub async fn acquire(
         repo: &Repo,
-        interrupt: &crate::measure::Interrupt,
+        interrupt: &crate::cancel::Token,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
         let shown = path.clone();
@@ -277,10 +277,9 @@ impl Lock {
             })?;
             Ok::<_, IoError>(Lock { _file: f })
         });
-        let mut intr = interrupt.clone();
         tokio::select! {
             got = wait => Ok(got.expect("lock task does not panic")?),
-            _ = crate::measure::wait_interrupt(&mut intr) => Err(RecordError::Interrupted { lock: shown }.into()),
+            _ = interrupt.cancelled() => Err(RecordError::Interrupted { lock: shown }.into()),
         }
     }
 }
