@@ -6,6 +6,7 @@
 
 pub mod affected;
 pub mod cancel;
+pub mod canonical;
 pub mod catalog;
 pub mod certify;
 pub mod cli;
