@@ -393,7 +393,7 @@ pub async fn verify_stream(
         serde_json::to_value(&steps).expect("steps serialize"),
     );
     let attempts = record::attempts_path(repo);
-    record::append(&attempts, &rec)?;
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,

@@ -744,6 +744,27 @@ impl Ledger {
         rows.push(row);
         Ok(())
     }
+    /// [`Ledger::append`] on a blocking thread: it takes an exclusive file
+    /// lock (waiting for another saphan) and fsyncs, which must not stall
+    /// the async runtime.
+    pub async fn append_off_runtime(
+        self: &std::sync::Arc<Self>,
+        row: Row,
+    ) -> crate::error::Result<()> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.append(row))
+            .await
+            .map_err(|e| {
+                crate::error::IoError::Io {
+                    action: "append to",
+                    path: self.path.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+                .into()
+            })
+            .and_then(|r| r)
+    }
+
     /// Sign and append a machine's facts.
     pub fn append_facts(&self, facts: MachineFacts) -> crate::error::Result<()> {
         self.append(Row::Machine(facts))

@@ -543,7 +543,10 @@ pub async fn probe_machine(
             }
         };
         let cap = build_row(home, s.catalog_path.as_deref(), row, it, facts.clone(), f);
-        match ledger.append_capability(cap.clone()) {
+        match ledger
+            .append_off_runtime(super::ledger::Row::Capability(cap.clone()))
+            .await
+        {
             Ok(()) => out.push(Ok(cap)),
             Err(e) => out.push(Err(e)),
         }

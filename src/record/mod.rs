@@ -196,6 +196,21 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), IoError> {
     crate::fsutil::append_line(path, &line)
 }
 
+/// [`append`] on a blocking thread (the append locks and fsyncs the file).
+pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), IoError> {
+    let line = serde_json::to_string(rec).expect("records serialize");
+    let p = path.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::fsutil::append_line(&p, &line))
+        .await
+        .unwrap_or_else(|e| {
+            Err(IoError::Io {
+                action: "append to",
+                path: path.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            })
+        })
+}
+
 /// What `attempts.jsonl` holds: the whole records in append order, and the
 /// 1-based numbers of lines that are not records (a torn write, a hand
 /// edit) — kept apart so one bad line never hides every good one.
