@@ -854,3 +854,45 @@ async fn run_kills_the_remote_group_at_the_budget() {
         .unwrap_err();
     assert_eq!(err.name(), "spawn", "{err}");
 }
+
+/// Issue 13.5: a login shell that prints a flood before saphan's command
+/// cannot grow saphan's memory: captured stdout keeps its last 64 MiB and
+/// stderr its last 1 MiB, and the command's own output is at their ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_shell_flood_is_bounded() {
+    use saphan::exec::{STDERR_TAIL, STDOUT_TAIL};
+    let Some(lab) = Lab::start(1) else { return };
+    let flood_out = STDOUT_TAIL + 4 * 1024 * 1024;
+    let flood_err = 8 * STDERR_TAIL;
+    std::fs::write(
+        lab.home_dir("m0").join(".bashrc"),
+        format!(
+            "head -c {flood_out} /dev/zero | tr '\\0' o\nhead -c {flood_err} /dev/zero | tr '\\0' e >&2\n"
+        ),
+    )
+    .unwrap();
+    let t = connect(&lab, "m0").await;
+    let out = t
+        .exec(
+            &argv(&["sh", "-c", "echo the-command; echo its-stderr >&2"]),
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, Termination::Exited(0));
+    assert!(
+        out.stdout.len() <= STDOUT_TAIL,
+        "stdout kept {} bytes",
+        out.stdout.len()
+    );
+    assert!(
+        out.stdout.ends_with(b"oooothe-command\n"),
+        "the flood did not run, or the command's output is lost"
+    );
+    assert!(
+        out.stderr.len() <= STDERR_TAIL,
+        "stderr kept {} bytes",
+        out.stderr.len()
+    );
+    assert!(out.stderr.ends_with(b"eeeeits-stderr\n"));
+}
