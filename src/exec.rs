@@ -584,6 +584,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn stdin_streams_from_a_reader_and_a_file() {
+        let big: Vec<u8> = (0..5_000_000u32).map(|i| (i % 253) as u8).collect();
+        let o = run(Cmd::new("wc")
+            .arg("-c")
+            .input(Input::Stream(SharedReader::new(std::io::Cursor::new(
+                big.clone(),
+            )))))
+        .await
+        .unwrap();
+        assert_eq!(o.stdout_str(), big.len().to_string());
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("in");
+        std::fs::write(&f, &big).unwrap();
+        let o = run(Cmd::new("sha256sum").input(Input::File(f)))
+            .await
+            .unwrap();
+        assert!(o.stdout_str().starts_with(&crate::fsutil::sha256_hex(&big)));
+    }
+
+    #[tokio::test]
     async fn stdin_is_fed() {
         let o = run(Cmd::new("cat").stdin(b"abc".to_vec())).await.unwrap();
         assert_eq!(o.stdout, b"abc");
