@@ -896,3 +896,54 @@ async fn a_login_shell_flood_is_bounded() {
     );
     assert!(out.stderr.ends_with(b"eeeeits-stderr\n"));
 }
+
+/// A partition mid-run: the local side gives up within budget + grace +
+/// slack, and the machine's own watchdog kills the suite's group there at
+/// budget + grace — a lost connection leaves nothing running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_machine_still_kills_the_group_at_the_budget() {
+    use saphan::exec::{Cmd, GRACE};
+    use saphan::transport::watchdog::LINK_SLACK;
+    let Some(lab) = Lab::start(1) else { return };
+    let t = connect(&lab, "m0").await;
+    let dir = tempfile::tempdir().unwrap();
+    let gc = dir.path().join("gc");
+    let script = format!(
+        "sleep 300 & echo $! > '{g}.tmp'; mv '{g}.tmp' '{g}'; wait",
+        g = gc.display()
+    );
+    let budget = Duration::from_secs(3);
+    let t0 = Instant::now();
+    let run = tokio::spawn(async move {
+        t.run(Cmd::new("sh").args(["-c", &script]).timeout(budget))
+            .await
+    });
+    while !gc.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the suite never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lab.partition("m0");
+    let res = run.await.unwrap();
+    let waited = t0.elapsed();
+    match &res {
+        Ok(o) => assert_eq!(o.status, Termination::TimedOut),
+        Err(e) => assert_eq!(e.name(), "connection-lost", "{e}"),
+    }
+    assert!(
+        waited < budget + GRACE + LINK_SLACK + Duration::from_secs(3),
+        "returned after {waited:?}"
+    );
+    let pid: i32 = std::fs::read_to_string(&gc).unwrap().trim().parse().unwrap();
+    let alive = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat.is_empty() && !stat.contains(") Z ")
+    };
+    while alive(pid) {
+        assert!(
+            t0.elapsed() < budget + GRACE + Duration::from_secs(10),
+            "the suite's grandchild {pid} still runs on the partitioned machine"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    lab.heal("m0");
+}
