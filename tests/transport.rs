@@ -919,7 +919,10 @@ async fn a_partitioned_machine_still_kills_the_group_at_the_budget() {
             .await
     });
     while !gc.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the suite never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the suite never started"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     lab.partition("m0");
@@ -933,7 +936,11 @@ async fn a_partitioned_machine_still_kills_the_group_at_the_budget() {
         waited < budget + GRACE + LINK_SLACK + Duration::from_secs(3),
         "returned after {waited:?}"
     );
-    let pid: i32 = std::fs::read_to_string(&gc).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&gc)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let alive = |pid: i32| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         !stat.is_empty() && !stat.contains(") Z ")
