@@ -298,8 +298,10 @@ pub async fn identify_local(
             }
             _ => None,
         };
+    // In the tree, as the suite runs: a Go toolchain switch the tree's
+    // go.mod asks for shows up in the version too.
     let version = match argv {
-        Some(argv) => version_of(&argv).await,
+        Some(argv) => version_of(&argv, tree).await,
         None => None,
     };
     Program {
@@ -308,10 +310,10 @@ pub async fn identify_local(
     }
 }
 
-/// Run a version command (budget [`VERSION_TIMEOUT`]) and keep its stdout
+/// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
 /// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
-async fn version_of(argv: &[String]) -> Option<String> {
-    let out = crate::exec::run(Cmd::from_argv(argv).timeout(VERSION_TIMEOUT))
+async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
+    let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
         .await
         .ok()?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
