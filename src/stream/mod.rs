@@ -11,6 +11,7 @@
 //! then removes the worktree. The branch is kept.
 
 pub mod gate;
+pub mod quote;
 pub mod status;
 pub mod teardown;
 
@@ -119,16 +120,21 @@ pub enum StreamError {
     },
     /// `teardown --waive` not in `PATH=REASON` form.
     #[error(
-        "--waive `{arg}` is not PATH=REASON with a non-empty reason — e.g. --waive 'scratch.log=debug output'"
+        "--waive `{arg}` is not PATH=REASON with a non-empty reason — e.g. --waive 'scratch.log=debug output' (quote an odd path as saphan prints it: '\"a=b.log\"=REASON')"
     )]
     WaiveMalformed { arg: String },
+    /// `teardown --waive` whose unquoted path could end at more than one `=`.
+    #[error(
+        "--waive {arg} holds `=` more than once, so it is unclear where the path ends — quote the path the way saphan prints it: --waive '\"a=b.log\"=REASON'"
+    )]
+    WaiveAmbiguous { arg: String },
     /// A declared or waived path leaves the worktree.
     #[error(
         "`{path}` is refused: {why} — returns are paths inside the stream's worktree, relative to its top"
     )]
     ReturnPathHostile { path: String, why: String },
     /// Teardown: declared returns are not on disk.
-    #[error("declared returns are not on disk: {} — create them, or remove them from `- return:`, then re-run", .absent.join(", "))]
+    #[error("declared returns are not on disk: {} — create them, or remove them from `- return:`, then re-run", shown_list(.absent))]
     ReturnsExist { absent: Vec<String> },
     /// Teardown: authored paths would be destroyed.
     #[error("teardown would destroy undeclared work: {} — declare each under `- return:`, or waive it with `--waive PATH=REASON` (or `- waive: PATH — reason`)", shown_list(.lost))]
@@ -208,6 +214,7 @@ impl Refusal for StreamError {
             StatusMismatch { .. } => "status-file-mismatch",
             WaiverWithoutReason { .. } => "waiver-without-reason",
             WaiveMalformed { .. } => "waive-malformed",
+            WaiveAmbiguous { .. } => "waive-ambiguous",
             ReturnPathHostile { .. } => "return-path-hostile",
             ReturnsExist { .. } => "returns-exist",
             ReturnsComplete { .. } => "returns-complete",
@@ -224,12 +231,14 @@ impl Refusal for StreamError {
     }
 }
 
-/// A path as printed to a person: as-is when plain, Rust-escaped and quoted
-/// when it holds a control character (a newline) or leading/trailing spaces,
-/// so a hostile name cannot forge extra report lines.
+/// A path (or a reason) as printed to a person: as-is when it holds no
+/// control character and no leading/trailing space — every path saphan
+/// read from git is already in [`quote`]'s text form, which never does —
+/// else C-quoted by [`quote::encode`], so a hostile name cannot forge extra
+/// report lines or send escape sequences to the terminal.
 pub fn shown(p: &str) -> String {
     if p.chars().any(char::is_control) || p.starts_with(' ') || p.ends_with(' ') {
-        format!("{p:?}")
+        quote::encode(p.as_bytes())
     } else {
         p.to_string()
     }
@@ -695,11 +704,11 @@ impl StatusView {
                 } else {
                     s += &format!("  returns   {} declared\n", self.returns.len());
                     for p in &self.returns {
-                        s += &format!("    {p}\n");
+                        s += &format!("    {}\n", shown(p));
                     }
                 }
                 for w in &self.waivers {
-                    s += &format!("  waived    {} — {}\n", w.path, w.reason);
+                    s += &format!("  waived    {} — {}\n", shown(&w.path), shown(&w.reason));
                 }
             }
             State::TornDown => {
