@@ -71,6 +71,12 @@ pub struct Repo {
 
 /// Run `git -C dir args…` with the plumbing budget; non-zero exit is an error.
 pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    git_os(dir, &args).await
+}
+
+/// [`git`] with arguments that need not be UTF-8 (paths, by their bytes).
+pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, GitError> {
     let cmd = Cmd::new("git")
         .arg("-C")
         .arg(dir)

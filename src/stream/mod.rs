@@ -490,14 +490,16 @@ pub async fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, StreamError> {
     let out = git::git(&repo.top, &["worktree", "list", "--porcelain", "-z"]).await?;
     let mut res: Vec<Worktree> = Vec::new();
     for field in out.stdout.split(|b| *b == 0) {
-        let f = String::from_utf8_lossy(field);
-        if let Some(p) = f.strip_prefix("worktree ") {
+        // The path by its bytes; the other fields are ASCII keywords.
+        if let Some(p) = field.strip_prefix(b"worktree ") {
+            use std::os::unix::ffi::OsStrExt;
             res.push(Worktree {
-                path: PathBuf::from(p),
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(p)),
                 branch: None,
                 locked: false,
             });
         } else if let Some(last) = res.last_mut() {
+            let f = String::from_utf8_lossy(field);
             if let Some(b) = f.strip_prefix("branch ") {
                 last.branch = Some(b.to_string());
             } else if f == "locked" || f.starts_with("locked ") {
@@ -586,10 +588,18 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
     if let Some(parent) = worktree.parent() {
         std::fs::create_dir_all(parent).map_err(io("create directory", parent))?;
     }
-    let wt = worktree.to_string_lossy().into_owned();
-    git::git(
+    let wt = worktree.as_os_str();
+    git::git_os(
         &repo.top,
-        &["worktree", "add", "--quiet", "-b", &branch, &wt, &base],
+        &[
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            "-b".as_ref(),
+            branch.as_ref(),
+            wt,
+            base.as_ref(),
+        ],
     )
     .await?;
     let entry = Entry {
@@ -627,7 +637,11 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
         save(&repo, &entry)
     };
     if let Err(e) = finish.await {
-        let _ = git::git(&repo.top, &["worktree", "remove", "--force", &wt]).await;
+        let _ = git::git_os(
+            &repo.top,
+            &["worktree".as_ref(), "remove".as_ref(), "--force".as_ref(), wt],
+        )
+        .await;
         let _ = git::git(&repo.top, &["branch", "-D", &branch]).await;
         return Err(e);
     }

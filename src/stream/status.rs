@@ -16,7 +16,11 @@
 //! (leading spaces and an optional `- ` bullet are stripped; blank lines
 //! and lines starting with `#` are skipped). A value on the `- return:` line
 //! itself counts as the first path. `- waive:` takes a
-//! path, then ` — ` (or ` -- `), then a reason that must not be empty.
+//! path, then ` — ` (or ` -- `, ` – `), then a reason that must not be
+//! empty; an unquoted path must leave exactly one separator on the line.
+//! A path starting with `"` is C-quoted ([`super::quote`]), so any name —
+//! a newline, `=`, a separator, bytes that are not UTF-8 — can be named
+//! exactly.
 //! Unknown fields are refused, so a misspelt `- retrun:` cannot silently
 //! declare nothing.
 
@@ -433,6 +437,43 @@ mod tests {
         let sf = p("\u{feff}- stream: s\n- return:\n  a\n").unwrap();
         assert_eq!(sf.stream.as_deref(), Some("s"));
         assert_eq!(sf.returns.unwrap(), vec!["a"]);
+    }
+
+    #[test]
+    fn waivers_name_one_path_quoted_or_not() {
+        let sf = p("- waive: \"a — b.log\" — scratch — really\n- waive: \"caf\\351\" -- x\n").unwrap();
+        assert_eq!(sf.waivers[0].path, "\"a — b.log\"");
+        assert_eq!(sf.waivers[0].reason, "scratch — really");
+        assert_eq!(quote::decode(&sf.waivers[1].path).unwrap(), b"caf\xe9");
+        assert_eq!(
+            p("- waive: a — b.log — scratch\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        assert_eq!(
+            p("- waive: \"a\"\n").unwrap_err().name(),
+            "waiver-without-reason"
+        );
+        assert_eq!(
+            p("- waive: \"a\" scratch\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        let root = Path::new("/nonexistent-root");
+        assert_eq!(check_path(root, "\"a/./b\\n\"", true).unwrap(), "\"a/b\\n\"");
+        assert_eq!(check_path(root, "\"\\377\"", true).unwrap(), "\"\\377\"");
+        assert_eq!(
+            check_path(root, "\"../x\"", true).unwrap_err().name(),
+            "return-path-hostile"
+        );
+        assert_eq!(
+            check_path(root, "\"open", true).unwrap_err().name(),
+            "return-path-hostile"
+        );
+    }
+
+    #[test]
+    fn covers_compares_bytes() {
+        assert!(covers("a", "\"a/\\377\""));
+        assert!(!covers("\"a=b\"", "a/x"));
     }
 
     #[test]

@@ -365,8 +365,16 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .map(|w| w.path)
         .find(|p| !is_root(p))
         .unwrap_or_else(|| repo.common_dir.clone());
-    let wt = root.to_string_lossy().into_owned();
-    git::git(&from, &["worktree", "remove", "--force", &wt]).await?;
+    git::git_os(
+        &from,
+        &[
+            "worktree".as_ref(),
+            "remove".as_ref(),
+            "--force".as_ref(),
+            root.as_os_str(),
+        ],
+    )
+    .await?;
     // Tidy the default `<repo>.streams/` parent once its last stream is gone
     // (remove_dir only removes an empty directory).
     if let Some(parent) = root.parent()
@@ -429,5 +437,22 @@ impl Teardown {
             self.branch_kept
         );
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Refusal;
+
+    #[test]
+    fn a_waive_argument_names_one_path() {
+        assert_eq!(parse_waive("x.log=debug").unwrap().path, "x.log");
+        let w = parse_waive("\"a=b.log\"=scratch=old").unwrap();
+        assert_eq!((w.path.as_str(), w.reason.as_str()), ("\"a=b.log\"", "scratch=old"));
+        assert_eq!(parse_waive("a=b.log=x").unwrap_err().name(), "waive-ambiguous");
+        for bad in ["x.log", "=r", "x=", "\"a\"r", "\"a=r"] {
+            assert_eq!(parse_waive(bad).unwrap_err().name(), "waive-malformed", "{bad}");
+        }
     }
 }
