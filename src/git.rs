@@ -77,12 +77,20 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
 
 /// [`git`] with arguments that need not be UTF-8 (paths, by their bytes).
 pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, GitError> {
-    let cmd = Cmd::new("git")
+    checked(git_cmd(dir).args(args)).await
+}
+
+/// `git -C dir` with prompts off and the plumbing budget.
+fn git_cmd(dir: &Path) -> Cmd {
+    Cmd::new("git")
         .arg("-C")
         .arg(dir)
-        .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+        .timeout(GIT_TIMEOUT)
+}
+
+/// Run a git command; a non-zero exit is [`GitError::Failed`].
+async fn checked(cmd: Cmd) -> Result<Output, GitError> {
     let shown = cmd.display();
     let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
     if !out.status.success() {
@@ -103,12 +111,7 @@ pub async fn git_status_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Output, GitError> {
-    let mut cmd = Cmd::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+    let mut cmd = git_cmd(dir).args(args);
     for (k, v) in env {
         cmd = cmd.env(k, v);
     }
@@ -359,7 +362,9 @@ impl Repo {
         // attempt may write into this one's tree.
         kill_scratch_leftovers(path).await?;
         if path.exists() {
-            let _ = self.scratch_git(&["worktree", "remove", "--force", "--force"], path).await;
+            let _ = self
+                .scratch_git(&["worktree", "remove", "--force", "--force"], path)
+                .await;
         }
         // The parent belongs to this scratch alone: clear whatever the last
         // attempt (or a suite writing to `..`) left, so nothing leaks into
@@ -382,23 +387,13 @@ impl Repo {
     /// `git -C <top> <args…> <path>` carrying the scratch marker, so a
     /// copy of it outliving a killed saphan is found by the next attempt.
     async fn scratch_git(&self, args: &[&str], path: &Path) -> Result<Output, GitError> {
-        let cmd = Cmd::new("git")
-            .arg("-C")
-            .arg(&self.top)
-            .args(args)
-            .arg(path)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env(SCRATCH_MARKER, path)
-            .timeout(GIT_TIMEOUT);
-        let shown = cmd.display();
-        let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            return Err(GitError::Failed {
-                cmd: shown,
-                stderr: out.stderr_str(),
-            });
-        }
-        Ok(out)
+        checked(
+            git_cmd(&self.top)
+                .args(args)
+                .arg(path)
+                .env(SCRATCH_MARKER, path),
+        )
+        .await
     }
 
     async fn add_scratch(
@@ -407,23 +402,14 @@ impl Repo {
         sha: &str,
         parent: Option<tempfile::TempDir>,
     ) -> Result<Scratch, GitError> {
-        let cmd = Cmd::new("git")
-            .arg("-C")
-            .arg(&self.top)
-            .args(["worktree", "add", "--detach", "--quiet", "--end-of-options"])
-            .arg(&path)
-            .arg(sha)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env(SCRATCH_MARKER, &path)
-            .timeout(GIT_TIMEOUT);
-        let shown = cmd.display();
-        let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            return Err(GitError::Failed {
-                cmd: shown,
-                stderr: out.stderr_str(),
-            });
-        }
+        checked(
+            git_cmd(&self.top)
+                .args(["worktree", "add", "--detach", "--quiet", "--end-of-options"])
+                .arg(&path)
+                .arg(sha)
+                .env(SCRATCH_MARKER, &path),
+        )
+        .await?;
         let mut scratch = Scratch {
             repo_top: self.top.clone(),
             path,
@@ -460,14 +446,10 @@ pub struct Scratch {
 impl Scratch {
     /// Remove the worktree (forced: it is scratch) and its admin entry.
     pub async fn remove(mut self) -> Result<(), GitError> {
-        let res = Cmd::new("git")
-            .arg("-C")
-            .arg(&self.repo_top)
+        let res = git_cmd(&self.repo_top)
             .args(["worktree", "remove", "--force", "--force"])
             .arg(&self.path)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env(SCRATCH_MARKER, &self.path)
-            .timeout(GIT_TIMEOUT);
+            .env(SCRATCH_MARKER, &self.path);
         let res = match exec::run(res).await {
             Ok(o) if o.status.success() => Ok(()),
             _ => Err(()),

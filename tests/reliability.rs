@@ -1,177 +1,16 @@
-//! Local reliability (issue 15, items 1–7): hostile names made from bytes,
-//! a hostile `--repo`, a git hook's environment, a suite that outlives a
-//! killed saphan, a wedged scratch registration. The real binary, real git.
+//! Local reliability of certify (issue 15, items 4–7): a hostile `--repo`,
+//! a git hook's environment, a suite that outlives a killed saphan, a
+//! wedged scratch registration. The real binary, real git. Items 1–3
+//! (hostile names made from bytes) are in tests/streams.rs.
 
 mod common;
 
-use common::{Env, Repo, assert_code, assert_refused, git, text};
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use common::{Env, Repo, assert_code, git};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SUITE_CONFIG: &str = "[verify.full]\nargv = \"./suite.sh\"\n";
-
-/// A repository at `<tmp>/repo` with one started stream.
-struct Stream {
-    env: Env,
-    tmp: tempfile::TempDir,
-    name: String,
-}
-
-impl Stream {
-    fn new(name: &str) -> Stream {
-        let tmp = tempfile::Builder::new()
-            .prefix("saphan-rel-")
-            .tempdir()
-            .unwrap();
-        let repo = tmp.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "initial"]);
-        let s = Stream {
-            env: Env::new(),
-            tmp,
-            name: name.to_string(),
-        };
-        let r = s.repo_str();
-        assert_code(&s.env.run(&["stream", "start", name, "--repo", &r]), 0);
-        s
-    }
-    fn repo_str(&self) -> String {
-        self.tmp.path().join("repo").to_string_lossy().into_owned()
-    }
-    fn wt(&self) -> PathBuf {
-        self.tmp.path().join("repo.streams").join(&self.name)
-    }
-    fn stream(&self, verb: &str, extra: &[&str]) -> std::process::Output {
-        let r = self.repo_str();
-        let mut a = vec!["stream", verb];
-        if verb == "gate" {
-            a.push("stop-2");
-        }
-        a.extend_from_slice(&[&self.name, "--repo", &r]);
-        a.extend_from_slice(extra);
-        self.env.run(&a)
-    }
-    /// Write a file whose name is given as raw bytes.
-    fn write_bytes(&self, rel: &[u8], content: &str) -> PathBuf {
-        let p = self.wt().join(OsStr::from_bytes(rel));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, content).unwrap();
-        p
-    }
-    /// Append raw lines to the status file (after its `- return:` field).
-    fn append_status(&self, lines: &[u8]) {
-        let f = self.wt().join(".saphan/status");
-        let mut s = std::fs::read(&f).unwrap();
-        s.extend_from_slice(lines);
-        std::fs::write(f, s).unwrap();
-    }
-    /// The single archive directory of this stream.
-    fn archive(&self) -> PathBuf {
-        let d = self.env.home().join("archive").join(&self.name);
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(v.len(), 1, "{v:?}");
-        v.pop().unwrap()
-    }
-}
-
-// Item 1: a file whose name is not UTF-8 is seen by the gate, refused by
-// teardown while undeclared, and archived by its exact bytes once declared.
-#[test]
-fn a_non_utf8_name_is_seen_refused_and_archived_by_its_bytes() {
-    let s = Stream::new("bytes");
-    let name: &[u8] = b"caf\xe9.txt";
-    let file = s.write_bytes(name, "work\n");
-    let o = s.stream("gate", &["--json"]);
-    assert_code(&o, 1);
-    let v = common::json(&o);
-    assert_eq!(
-        v["returns_complete"]["lost"],
-        serde_json::json!(["\"caf\\351.txt\""]),
-        "{v}"
-    );
-    let o = s.stream("teardown", &[]);
-    let err = assert_refused(&o, "returns-complete");
-    assert!(err.contains("\"caf\\351.txt\""), "{err}");
-    assert!(file.exists(), "teardown removed work the gate never saw");
-    // Declared by its quoted form: archived under the same bytes.
-    s.append_status(b"  \"caf\\351.txt\"\n");
-    let o = s.stream("teardown", &["--json"]);
-    assert_code(&o, 0);
-    let copy = s.archive().join("files").join(OsStr::from_bytes(name));
-    assert_eq!(std::fs::read_to_string(copy).unwrap(), "work\n");
-    let m: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(s.archive().join("manifest.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(m["files"][0]["path"], "\"caf\\351.txt\"");
-}
-
-// Item 2: a waiver names one path, whatever it holds.
-#[test]
-fn a_waiver_for_a_name_holding_the_separator_waives_only_that_name() {
-    let s = Stream::new("waive");
-    s.write_bytes(b"a=b.log", "log\n");
-    let keep = s.write_bytes(b"a/important.txt", "keep\n");
-    // Unquoted, `a=b.log=scratch` could waive `a` or `a=b.log`: refused.
-    let o = s.stream("teardown", &["--waive", "a=b.log=scratch"]);
-    assert_refused(&o, "waive-ambiguous");
-    assert!(keep.exists());
-    // Quoted: it waives `a=b.log` alone, so `a/important.txt` is still lost.
-    let o = s.stream("teardown", &["--waive", "\"a=b.log\"=scratch"]);
-    let err = assert_refused(&o, "returns-complete");
-    assert!(err.contains("a/important.txt"), "{err}");
-    assert!(keep.exists());
-    // The same in the status file: an unquoted line with two separators is
-    // refused, a quoted one waives exactly that name.
-    s.append_status("- waive: a — b.log — scratch\n".as_bytes());
-    let o = s.stream("gate", &[]);
-    assert_refused(&o, "status-file-malformed");
-    let f = s.wt().join(".saphan/status");
-    let t = std::fs::read_to_string(&f).unwrap();
-    std::fs::write(
-        &f,
-        t.replace(
-            "- waive: a — b.log — scratch\n",
-            "  a\n- waive: \"a=b.log\" — scratch\n",
-        ),
-    )
-    .unwrap();
-    let o = s.stream("teardown", &["--json"]);
-    assert_code(&o, 0);
-    let v = common::json(&o);
-    assert_eq!(v["manifest"]["waived"][0]["path"], "\"a=b.log\"", "{v}");
-    let copy = s.archive().join("files/a/important.txt");
-    assert_eq!(std::fs::read_to_string(copy).unwrap(), "keep\n");
-}
-
-// Item 3: the teardown report prints names escaped.
-#[test]
-fn the_teardown_report_escapes_names() {
-    let s = Stream::new("esc");
-    s.write_bytes(b"\x1b[31mred", "x\n");
-    s.write_bytes(b"x\n  removed worktree /forged", "y\n");
-    // One declared as written (raw escape byte), one by its quoted form.
-    s.append_status(b"  \x1b[31mred\n  \"x\\n  removed worktree /forged\"\n");
-    let o = s.stream("teardown", &[]);
-    assert_code(&o, 0);
-    assert!(!o.stdout.contains(&0x1b), "{}", text(&o).0);
-    let out = text(&o).0;
-    assert!(
-        !out.lines().any(|l| l.starts_with("  removed worktree /forged")),
-        "{out}"
-    );
-    assert!(out.contains("\"\\033[31mred\""), "{out}");
-    assert!(out.contains("\"x\\n  removed worktree /forged\""), "{out}");
-}
 
 /// A repository at `dir` whose suite exits 0.
 fn green_repo_at(dir: &Path) -> String {
@@ -276,7 +115,10 @@ fn the_stripped_variables_cover_gits_own_list() {
         .output()
         .unwrap();
     for v in String::from_utf8_lossy(&o.stdout).lines() {
-        assert!(saphan::exec::GIT_LOCAL_ENV.contains(&v), "{v} is not stripped");
+        assert!(
+            saphan::exec::GIT_LOCAL_ENV.contains(&v),
+            "{v} is not stripped"
+        );
     }
 }
 
@@ -401,7 +243,10 @@ fn a_wedged_scratch_registration_is_healed_and_only_that_one() {
     for lock in [false, true] {
         git(repo.path(), &["worktree", "add", "-q", "--detach", &sp]);
         if lock {
-            git(repo.path(), &["worktree", "lock", "--reason", "initializing", &sp]);
+            git(
+                repo.path(),
+                &["worktree", "lock", "--reason", "initializing", &sp],
+            );
         }
         std::fs::remove_dir_all(&scratch).unwrap();
         let o = certify();
@@ -409,5 +254,8 @@ fn a_wedged_scratch_registration_is_healed_and_only_that_one() {
     }
     let listed = repo.worktrees();
     assert_eq!(listed.len(), 3, "{listed:?}");
-    assert!(listed.contains(&mine) && listed.contains(&locked), "{listed:?}");
+    assert!(
+        listed.contains(&mine) && listed.contains(&locked),
+        "{listed:?}"
+    );
 }

@@ -639,7 +639,12 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
     if let Err(e) = finish.await {
         let _ = git::git_os(
             &repo.top,
-            &["worktree".as_ref(), "remove".as_ref(), "--force".as_ref(), wt],
+            &[
+                "worktree".as_ref(),
+                "remove".as_ref(),
+                "--force".as_ref(),
+                wt,
+            ],
         )
         .await;
         let _ = git::git(&repo.top, &["branch", "-D", &branch]).await;

@@ -110,9 +110,9 @@ pub fn unquote_prefix(s: &str) -> Result<(Vec<u8>, &str), String> {
                     i += 2;
                     continue;
                 }
-                let oct = b.get(i + 1..i + 4).filter(|d| {
-                    d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3'
-                });
+                let oct = b
+                    .get(i + 1..i + 4)
+                    .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3');
                 match oct {
                     Some(d) => {
                         out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
@@ -194,6 +194,9 @@ mod tests {
         assert!(decode("\"open").is_err());
         assert!(decode("\"a\"b").is_err());
         assert!(decode("\"\\q\"").is_err());
-        assert_eq!(unquote_prefix("\"a=b\"=r").unwrap(), (b"a=b".to_vec(), "=r"));
+        assert_eq!(
+            unquote_prefix("\"a=b\"=r").unwrap(),
+            (b"a=b".to_vec(), "=r")
+        );
     }
 }

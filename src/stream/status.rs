@@ -264,7 +264,8 @@ pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, S
         path: raw.to_string(),
         why,
     };
-    let bytes = quote::decode(raw).map_err(|why| hostile(format!("it is not a readable path: {why}")))?;
+    let bytes =
+        quote::decode(raw).map_err(|why| hostile(format!("it is not a readable path: {why}")))?;
     if bytes.is_empty() {
         return Err(hostile("the path is empty".into()));
     }
@@ -441,7 +442,8 @@ mod tests {
 
     #[test]
     fn waivers_name_one_path_quoted_or_not() {
-        let sf = p("- waive: \"a — b.log\" — scratch — really\n- waive: \"caf\\351\" -- x\n").unwrap();
+        let sf =
+            p("- waive: \"a — b.log\" — scratch — really\n- waive: \"caf\\351\" -- x\n").unwrap();
         assert_eq!(sf.waivers[0].path, "\"a — b.log\"");
         assert_eq!(sf.waivers[0].reason, "scratch — really");
         assert_eq!(quote::decode(&sf.waivers[1].path).unwrap(), b"caf\xe9");
@@ -458,7 +460,10 @@ mod tests {
             "status-file-malformed"
         );
         let root = Path::new("/nonexistent-root");
-        assert_eq!(check_path(root, "\"a/./b\\n\"", true).unwrap(), "\"a/b\\n\"");
+        assert_eq!(
+            check_path(root, "\"a/./b\\n\"", true).unwrap(),
+            "\"a/b\\n\""
+        );
         assert_eq!(check_path(root, "\"\\377\"", true).unwrap(), "\"\\377\"");
         assert_eq!(
             check_path(root, "\"../x\"", true).unwrap_err().name(),

@@ -117,9 +117,7 @@ pub struct Teardown {
 ///
 /// Errors: [`StreamError::WaiveMalformed`], [`StreamError::WaiveAmbiguous`].
 pub fn parse_waive(arg: &str) -> Result<Waiver, StreamError> {
-    let malformed = || StreamError::WaiveMalformed {
-        arg: shown(arg),
-    };
+    let malformed = || StreamError::WaiveMalformed { arg: shown(arg) };
     let (path, reason) = if arg.starts_with('"') {
         let (bytes, rest) = super::quote::unquote_prefix(arg).map_err(|_| malformed())?;
         let reason = rest.strip_prefix('=').ok_or_else(malformed)?;
@@ -449,10 +447,20 @@ mod tests {
     fn a_waive_argument_names_one_path() {
         assert_eq!(parse_waive("x.log=debug").unwrap().path, "x.log");
         let w = parse_waive("\"a=b.log\"=scratch=old").unwrap();
-        assert_eq!((w.path.as_str(), w.reason.as_str()), ("\"a=b.log\"", "scratch=old"));
-        assert_eq!(parse_waive("a=b.log=x").unwrap_err().name(), "waive-ambiguous");
+        assert_eq!(
+            (w.path.as_str(), w.reason.as_str()),
+            ("\"a=b.log\"", "scratch=old")
+        );
+        assert_eq!(
+            parse_waive("a=b.log=x").unwrap_err().name(),
+            "waive-ambiguous"
+        );
         for bad in ["x.log", "=r", "x=", "\"a\"r", "\"a=r"] {
-            assert_eq!(parse_waive(bad).unwrap_err().name(), "waive-malformed", "{bad}");
+            assert_eq!(
+                parse_waive(bad).unwrap_err().name(),
+                "waive-malformed",
+                "{bad}"
+            );
         }
     }
 }
