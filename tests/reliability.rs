@@ -259,3 +259,50 @@ fn a_wedged_scratch_registration_is_healed_and_only_that_one() {
         "{listed:?}"
     );
 }
+
+// Item 4 (and 1): a repository whose directory name is not UTF-8 is found
+// by its bytes — certify measures it, and a stream's worktree beside it is
+// listed, gated and torn down.
+#[test]
+fn a_repository_whose_path_is_not_utf8_is_certified_and_streams_work() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let t = tempfile::Builder::new()
+        .prefix("saphan-bytes-")
+        .tempdir()
+        .unwrap();
+    let repo = t.path().join(std::ffi::OsStr::from_bytes(b"r\xe9po"));
+    let head = green_repo_at(&repo);
+    let run = |args: &[&str]| {
+        env.cmd()
+            .arg(args[0])
+            .args(&args[1..])
+            .arg("--repo")
+            .arg(&repo)
+            .output()
+            .unwrap()
+    };
+    assert_code(&run(&["certify", "--json"]), 0);
+    let recs = records_of(&repo);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["sha"], head.as_str());
+    assert_code(&run(&["stream", "start", "s"]), 0);
+    let wt = t
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"r\xe9po.streams"))
+        .join("s");
+    assert!(wt.join(".saphan/status").is_file());
+    let o = run(&["stream", "gate", "stop-2", "s", "--json"]);
+    assert_code(&o, 0);
+    // JSON cannot hold those bytes as they are: the path is C-quoted.
+    let w = common::json(&o)["worktree"].as_str().unwrap().to_string();
+    assert!(
+        w.starts_with('"') && w.contains("r\\351po.streams/s"),
+        "{w}"
+    );
+    let o = run(&["stream", "teardown", "s", "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(common::json(&o)["worktree_removed"], w.as_str());
+    assert!(!wt.exists());
+}

@@ -538,6 +538,7 @@ pub struct Gate {
     /// The base from the status file.
     pub base: String,
     /// The worktree.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree: PathBuf,
     /// The first check.
     pub returns_exist: ReturnsExist,

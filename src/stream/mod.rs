@@ -314,6 +314,7 @@ pub struct Entry {
     /// The branch, `stream/NAME`.
     pub branch: String,
     /// Absolute path of the stream's worktree.
+    #[serde(with = "quote::path_serde")]
     pub worktree: PathBuf,
     /// Full SHA the stream started from.
     pub base: String,
@@ -323,6 +324,7 @@ pub struct Entry {
     pub state: State,
     /// The archive directory, once torn down.
     #[serde(default)]
+    #[serde(with = "quote::opt_path_serde")]
     pub archive: Option<PathBuf>,
     /// RFC 3339 UTC, once torn down.
     #[serde(default)]
@@ -575,11 +577,13 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
                 .map(|w| w.path)
                 .unwrap_or_else(|| repo.top.clone());
             let parent = main.parent().unwrap_or(Path::new("/")).to_path_buf();
-            let base_name = main
+            // The repository's directory name by its bytes, plus `.streams`.
+            let mut dir_name = main
                 .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
+                .map(|n| n.to_os_string())
                 .unwrap_or_else(|| "repo".into());
-            parent.join(format!("{base_name}.streams")).join(&s.name)
+            dir_name.push(".streams");
+            parent.join(dir_name).join(&s.name)
         }
     };
     if std::fs::symlink_metadata(&worktree).is_ok() {
@@ -662,6 +666,7 @@ pub struct StatusView {
     /// The branch's current commit (`None` if the branch is gone).
     pub head: Option<String>,
     /// `<worktree>/.saphan/status` (active streams).
+    #[serde(with = "quote::opt_path_serde")]
     pub status_file: Option<PathBuf>,
     /// Whether the status file has a `- return:` field (active streams).
     pub return_field: Option<bool>,

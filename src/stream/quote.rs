@@ -157,6 +157,59 @@ pub fn os(text: &str) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(&b))
 }
 
+/// An absolute or relative path as JSON text: as it is when it is UTF-8
+/// and does not start with `"`, else C-quoted by [`encode`] — so a path
+/// that is not UTF-8 is written (and read back by [`path_from_text`])
+/// exactly, never lossily and never as a serialization panic.
+pub fn path_text(p: &std::path::Path) -> String {
+    let b = p.as_os_str().as_bytes();
+    match std::str::from_utf8(b) {
+        Ok(s) if !s.starts_with('"') => s.to_string(),
+        _ => encode(b),
+    }
+}
+
+/// The path [`path_text`] wrote (a text that does not decode is taken
+/// literally).
+pub fn path_from_text(t: &str) -> PathBuf {
+    os(t)
+}
+
+/// `#[serde(with = "…::quote::path_serde")]` for a `PathBuf` field.
+pub mod path_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::path::{Path, PathBuf};
+
+    /// Write [`super::path_text`].
+    pub fn serialize<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::path_text(p))
+    }
+
+    /// Read [`super::path_from_text`].
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        Ok(super::path_from_text(&String::deserialize(d)?))
+    }
+}
+
+/// `#[serde(with = "…::quote::opt_path_serde")]` for an `Option<PathBuf>`.
+pub mod opt_path_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::path::PathBuf;
+
+    /// Write `null` or [`super::path_text`].
+    pub fn serialize<S: Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        match p {
+            Some(p) => s.serialize_some(&super::path_text(p)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Read `null` or [`super::path_from_text`].
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(|t| super::path_from_text(&t)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,7 @@ pub struct ArchivedLink {
     /// Repository-relative path.
     pub path: String,
     /// The link's target, as written in the link.
+    #[serde(with = "super::quote::path_serde")]
     pub target: PathBuf,
 }
 
@@ -73,6 +74,7 @@ pub struct ArchiveManifest {
     /// The branch's commit at teardown.
     pub head: String,
     /// The removed worktree.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree: PathBuf,
     /// RFC 3339 UTC.
     pub archived_at: String,
@@ -101,10 +103,12 @@ pub struct Teardown {
     /// The stream.
     pub stream: String,
     /// `SAPHAN_HOME/archive/<stream>/<timestamp>`.
+    #[serde(with = "super::quote::path_serde")]
     pub archive: PathBuf,
     /// The manifest written there.
     pub manifest: ArchiveManifest,
     /// The worktree that was removed.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree_removed: PathBuf,
     /// The branch, kept.
     pub branch_kept: String,
