@@ -371,16 +371,15 @@ impl Repo {
         // the next attempt.
         if let Some(parent) = path.parent() {
             let _ = std::fs::remove_dir_all(parent);
-        }
-        // A registration left by a killed `git worktree add/remove` would
-        // refuse the add below ("missing but registered/locked").
-        heal_registration(&self.common_dir, path);
-        if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
                 cmd: format!("create {}", parent.display()),
                 stderr: e.to_string(),
             })?;
         }
+        // A registration left by a killed `git worktree add/remove` would
+        // refuse the add below ("missing but registered/locked"). After the
+        // parent exists again, so its real path can be compared too.
+        heal_registration(&self.common_dir, path);
         self.add_scratch(path.to_path_buf(), sha, None).await
     }
 
