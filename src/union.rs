@@ -108,6 +108,8 @@ pub struct Outcome {
     pub attempts: PathBuf,
     /// The last lines of the suite's stderr.
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (shown on red).
+    pub log_tail: String,
 }
 
 fn short(sha: &str) -> &str {
@@ -292,10 +294,11 @@ pub async fn verify_union(
     );
     rec.extra.insert("union".into(), union.clone().into());
     let attempts = record::attempts_path(repo);
-    record::append(&attempts, &rec)?;
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,
+        log_tail: run.log_tail(crate::certify::LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

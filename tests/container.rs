@@ -417,7 +417,7 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
     }
     let attempt = format!("t{}", std::process::id());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (_tx, interrupt) = tokio::sync::watch::channel(false);
+    let interrupt = saphan::cancel::Token::never();
     rt.block_on(async {
         let t = Transport::connect_alias(&lab.ssh_config_path(), "m3", &SshOptions::default())
             .await

@@ -543,12 +543,11 @@ async fn attempt(
     let session_budget = job.budget.duration + GRACE + LOCK_WAIT + CONTROL_TIMEOUT;
     progress.phase(id, "run");
     let t_run = Instant::now();
-    let mut intr = job.interrupt.clone();
     let session = t.exec(&argv, session_budget);
     tokio::pin!(session);
     let out = tokio::select! {
         r = &mut session => r,
-        _ = measure::wait_interrupt(&mut intr) => {
+        _ = job.interrupt.cancelled() => {
             a.interrupted = true;
             progress.phase(id, "interrupted: stopping the suite on the machine");
             let cancel = format!(

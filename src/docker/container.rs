@@ -15,7 +15,7 @@
 use super::engine::{CLEANUP_BUDGET, connect};
 use super::{DockerError, Pin};
 use crate::exec::{STDERR_TAIL, Termination};
-use crate::measure::{Interrupt, wait_interrupt};
+use crate::measure::Interrupt;
 use crate::transport::Transport;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -420,11 +420,10 @@ pub(crate) async fn remove_container(
 /// mid-run are failed measurements (`engine: …`), never an exit code.
 pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outcome {
     let t0 = Instant::now();
-    let mut intr = interrupt.clone();
     let work = run_inner(target, run, &t0);
     let ended = tokio::select! {
         e = work => e,
-        _ = wait_interrupt(&mut intr) => Ended::Failed(
+        _ = interrupt.cancelled() => Ended::Failed(
             "interrupted: the operator pressed Ctrl-C; the suite's container was killed and removed".into(),
         ),
     };

@@ -37,7 +37,6 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 /// The measuring code's own default budget for one attempt at a suite: the
 /// 10-minute floor, used when neither `--timeout` nor the config's
@@ -74,36 +73,9 @@ impl Budget {
     }
 }
 
-/// Fires when the operator presses Ctrl-C. Install once per process with
-/// [`interrupt_watch`]; `changed()` resolves on the first Ctrl-C.
-pub type Interrupt = watch::Receiver<bool>;
-
-/// Start listening for Ctrl-C (replaces the default "die at once", so the
-/// scratch tree is removed and a record says `interrupted`).
-pub fn interrupt_watch() -> Interrupt {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = tx.send(true);
-        }
-    });
-    rx
-}
-
-/// Resolves once Ctrl-C was pressed (at once if it already was); never if
-/// the watch is gone without a press.
-pub async fn wait_interrupt(i: &mut Interrupt) {
-    while !*i.borrow_and_update() {
-        if i.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-/// True once Ctrl-C was pressed.
-pub fn interrupted(i: &Interrupt) -> bool {
-    *i.borrow()
-}
+/// The process's cancellation token ([`crate::cancel::Token`]): Ctrl-C,
+/// SIGTERM and SIGHUP cancel it once [`crate::cancel::install`] ran.
+pub type Interrupt = crate::cancel::Token;
 
 /// Prepare: the repository and config every verb opens first.
 #[derive(Debug, Clone)]
@@ -326,8 +298,10 @@ pub async fn identify_local(
             }
             _ => None,
         };
+    // In the tree, as the suite runs: a Go toolchain switch the tree's
+    // go.mod asks for shows up in the version too.
     let version = match argv {
-        Some(argv) => version_of(&argv).await,
+        Some(argv) => version_of(&argv, tree).await,
         None => None,
     };
     Program {
@@ -336,10 +310,10 @@ pub async fn identify_local(
     }
 }
 
-/// Run a version command (budget [`VERSION_TIMEOUT`]) and keep its stdout
+/// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
 /// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
-async fn version_of(argv: &[String]) -> Option<String> {
-    let out = crate::exec::run(Cmd::from_argv(argv).timeout(VERSION_TIMEOUT))
+async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
+    let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
         .await
         .ok()?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -507,27 +481,36 @@ pub async fn run_suite_with(
             source,
         })?;
     let stdout_path = run_dir.path().join("stdout");
+    // The suite inherits none of git's repository-local variables
+    // (`exec::run` drops them), so git inside it finds the scratch tree from
+    // its working directory; the marker lets a later attempt find it should
+    // it outlive a killed saphan.
     let mut cmd = Cmd::from_argv(&plan.suite.argv)
         .cwd(&scratch.path)
+        .env(crate::git::SCRATCH_MARKER, &scratch.path)
         .timeout(plan.budget.duration)
         .stdout(Sink::File(stdout_path.clone()));
     for (k, v) in &env {
         cmd = cmd.env(k, v);
     }
     let t0 = Instant::now();
-    let mut intr = interrupt.clone();
+    let intr = interrupt.clone();
     let outcome = tokio::select! {
         r = executor.execute(t, cmd) => Some(r),
-        _ = wait_interrupt(&mut intr) => None,
+        _ = intr.cancelled() => None,
     };
     let elapsed = t0.elapsed();
     let mut stderr_all: Vec<u8> = Vec::new();
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
-            Measurement::failed(
-                "interrupted: the operator pressed Ctrl-C; the suite's process group was killed",
-            ),
+            Measurement::failed(format!(
+                "interrupted: {}; the suite's process group was killed",
+                interrupt
+                    .reason()
+                    .unwrap_or(crate::cancel::Reason::Requested)
+                    .words()
+            )),
             String::new(),
         ),
         Some(Err(TransportError::Spawn { source, .. })) => (
