@@ -81,8 +81,10 @@ pub struct Outcome {
     pub record: Record,
     /// Where it was appended.
     pub attempts: PathBuf,
-    /// What happened to the verified pointer.
-    pub pointer: Option<String>,
+    /// What happened to the verified pointer: `moved`, or `unchanged: <why>`
+    /// (on every verdict — a red or failed measurement reads
+    /// `unchanged: <sha> is not green`).
+    pub pointer: String,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
 }
@@ -147,7 +149,7 @@ pub async fn certify(
         }
         .into());
     }
-    crate::suite::preflight_local(&suite, catalog, in_tree)?;
+    crate::suite::preflight_local(&suite, catalog, &sha, in_tree)?;
     let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
@@ -197,11 +199,12 @@ pub async fn certify(
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
-        Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
+        "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA"
+            .to_string()
     } else if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
+        record::advance_verified(&repo, &sha, trunk.as_deref()).await?
     } else {
-        None
+        format!("unchanged: {sha} is not green")
     };
     Ok(Outcome {
         record,

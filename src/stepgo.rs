@@ -198,7 +198,7 @@ pub async fn verify_stream(
         timeout: None,
         source: SuiteSource::DefaultGo,
     };
-    crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
+    crate::suite::preflight_local(&test_suite, catalog, &sha, |_| false)?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let budget = step_budget(&cfg);

@@ -68,7 +68,7 @@ pub struct ProbeArgs {
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 2m: {e}"))
+    crate::config::schema::humantime_parse(s)
 }
 
 /// Run `machine …`.
