@@ -154,13 +154,8 @@ pub async fn certify(
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
     let _lock = record::Lock::acquire(&repo, interrupt).await?;
-    // Under the lock one certification of this repository runs at a time,
-    // so its scratch worktree can live at one stable path: a fresh detached
-    // checkout every attempt, but at the same directory, which keeps
-    // directory-keyed build caches (Go's) warm.
-    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
     let scratch = repo
-        .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
+        .scratch_worktree_at(&scratch_path(home, &repo), &sha)
         .await?;
     watch.running(&sha, &suite.argv, &budget);
     let run = measure::run_then_remove(
@@ -212,6 +207,19 @@ pub async fn certify(
         pointer,
         stderr_tail: run.stderr_tail,
     })
+}
+
+/// The one scratch worktree path of `repo` (keyed by its git common dir,
+/// so every worktree of one repository shares it):
+/// `SAPHAN_HOME/scratch/<16 hex>/tree`. Only a holder of the repository
+/// lock ([`record::Lock`]) may check out there — certify, verify-affected,
+/// verify-union and verify-stream all do — so one measurement at a time
+/// uses it: a fresh detached checkout every attempt, but at the same
+/// directory, which keeps directory-keyed build caches (Go's) warm across
+/// attempts and across those verbs.
+pub fn scratch_path(home: &Home, repo: &Repo) -> PathBuf {
+    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
+    home.scratch(&key[..16])
 }
 
 /// The records of the repository containing `repo`, and where they live.

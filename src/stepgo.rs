@@ -221,7 +221,10 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let scratch = repo.scratch_worktree(&sha).await?;
+    let _lock = crate::record::Lock::acquire(&repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &sha)
+        .await?;
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;
