@@ -218,7 +218,7 @@ fn relative_suite_program_missing_from_the_sha_is_refused() {
         err.contains("`./missing.sh` is a path inside the repository")
             && err.contains(&format!("commit {sha} does not carry it"))
             && err.contains("`missing.sh`")
-            && !err.contains("install:"),
+            && !err.contains("NO INSTALL COMMAND"),
         "{err}"
     );
     assert!(!repo.path().join(".git/saphan").exists(), "no lock, no record");
