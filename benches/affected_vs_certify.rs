@@ -159,11 +159,22 @@ fn main() {
     certify(&c2);
 
     let (mut cert1, mut cert2, mut leaf, mut wide) = (vec![], vec![], vec![], vec![]);
+    // Where the time goes, as the verbs report it: certify's suite_seconds;
+    // the adapter's selection_seconds and adapter_seconds.
+    let secs = |v: &serde_json::Value, p: &str| {
+        Duration::from_secs_f64(v.pointer(p).and_then(|x| x.as_f64()).unwrap_or(0.0))
+    };
+    let (mut suite2, mut sel2, mut adapter2) = (vec![], vec![], vec![]);
     for _ in 0..ROUNDS {
         cert1.push(certify(&c1).0);
         leaf.push(affected(&c1).0);
-        cert2.push(certify(&c2).0);
-        wide.push(affected(&c2).0);
+        let (d, v) = certify(&c2);
+        cert2.push(d);
+        suite2.push(secs(&v, "/suite_seconds"));
+        let (d, v) = affected(&c2);
+        wide.push(d);
+        sel2.push(secs(&v, "/closure_contribution/selection_seconds"));
+        adapter2.push(secs(&v, "/adapter_seconds"));
     }
     let (c1m, c2m, lm, wm) = (median(cert1), median(cert2), median(leaf), median(wide));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -177,6 +188,12 @@ fn main() {
     println!(
         "verify-affected c0..c2 (widened, {widened_selected}):   {:>8.0} ms",
         ms(wm)
+    );
+    println!(
+        "  of which: certify c2 suite {:.0} ms; widened adapter {:.0} ms, its selection (go list + closure) {:.0} ms",
+        ms(median(suite2)),
+        ms(median(adapter2)),
+        ms(median(sel2))
     );
     let (rl, rw) = (
         lm.as_secs_f64() / c1m.as_secs_f64(),
