@@ -131,9 +131,17 @@ fn main() {
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );
-        (d, serde_json::from_slice(&o.stdout).expect("one JSON object"))
+        (
+            d,
+            serde_json::from_slice(&o.stdout).expect("one JSON object"),
+        )
     };
-    let certify = |sha: &str| run(&["--json", "certify", "--repo", &repo_s, "--sha", sha], &[0]);
+    let certify = |sha: &str| {
+        run(
+            &["--json", "certify", "--repo", &repo_s, "--sha", sha],
+            &[0],
+        )
+    };
     let affected = |head: &str| {
         run(
             &[
@@ -179,12 +187,18 @@ fn main() {
     let (c1m, c2m, lm, wm) = (median(cert1), median(cert2), median(leaf), median(wide));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("module: {PACKAGES} packages, one test each; medians of {ROUNDS}, warm");
-    println!("certify c1 (leaf head):                 {:>8.0} ms", ms(c1m));
+    println!(
+        "certify c1 (leaf head):                 {:>8.0} ms",
+        ms(c1m)
+    );
     println!(
         "verify-affected c0..c1 ({leaf_selected} of {PACKAGES} selected): {:>8.0} ms",
         ms(lm)
     );
-    println!("certify c2 (go.mod head):               {:>8.0} ms", ms(c2m));
+    println!(
+        "certify c2 (go.mod head):               {:>8.0} ms",
+        ms(c2m)
+    );
     println!(
         "verify-affected c0..c2 (widened, {widened_selected}):   {:>8.0} ms",
         ms(wm)

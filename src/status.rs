@@ -173,11 +173,7 @@ pub async fn status(home: &Home, catalog: &Catalog, dir: &Path) -> Result<Status
     };
     let attempts = record::attempts_path(&repo);
     let all = record::read_all(&attempts)?;
-    let certs: Vec<&Record> = all
-        .records
-        .iter()
-        .filter(|r| r.verb == "certify")
-        .collect();
+    let certs: Vec<&Record> = all.records.iter().filter(|r| r.verb == "certify").collect();
     let mut by_machine: std::collections::BTreeMap<&str, &Record> = Default::default();
     for r in &certs {
         by_machine.insert(&r.machine, r);

@@ -239,7 +239,9 @@ pub async fn verify_union(
     }
     let union = build_union(&repo, &base, &heads).await?;
     let tree_files = repo.tree_files(&union).await?;
-    crate::suite::preflight_local(&suite, catalog, &union, |p| tree_files.iter().any(|f| f == p))?;
+    crate::suite::preflight_local(&suite, catalog, &union, |p| {
+        tree_files.iter().any(|f| f == p)
+    })?;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
     let _lock = record::Lock::acquire(&repo, interrupt).await?;

@@ -221,7 +221,10 @@ fn relative_suite_program_missing_from_the_sha_is_refused() {
             && !err.contains("NO INSTALL COMMAND"),
         "{err}"
     );
-    assert!(!repo.path().join(".git/saphan").exists(), "no lock, no record");
+    assert!(
+        !repo.path().join(".git/saphan").exists(),
+        "no lock, no record"
+    );
     assert_only_main_worktree(&repo);
 }
 

@@ -82,7 +82,10 @@ fn a_bare_number_duration_suggests_a_unit_the_floor_accepts() {
     assert_code(&o, 2);
     assert!(!text(&o).1.starts_with("saphan: usage: "), "{}", text(&o).1);
     // machine --timeout gives the same hint.
-    let err = usage(&env, &["machine", "measure", "--machine", "a", "--timeout", "30"]);
+    let err = usage(
+        &env,
+        &["machine", "measure", "--machine", "a", "--timeout", "30"],
+    );
     assert!(err.contains("write 30s (seconds)"), "{err}");
 }
 
@@ -188,7 +191,8 @@ broken) echo "the reporter crashed" >&2; exit 0 ;;
 esac
 "#;
 
-const CONFIG: &str = "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"r.xml\"\n";
+const CONFIG: &str =
+    "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"r.xml\"\n";
 
 /// A repository whose single commit is fixed to the second (author, committer
 /// and dates), so two of them made from the same files have the same SHA.
@@ -230,7 +234,11 @@ fn twin(mode: &str) -> tempfile::TempDir {
 /// The human lines certify prints for the JSON object `v` (its record plus
 /// `verified_pointer`), seconds left out: what the human output must say.
 fn human_from_json(v: &serde_json::Value) -> Vec<String> {
-    let s = |k: &str| v[k].as_str().unwrap_or_else(|| panic!("{k}: {v}")).to_string();
+    let s = |k: &str| {
+        v[k].as_str()
+            .unwrap_or_else(|| panic!("{k}: {v}"))
+            .to_string()
+    };
     let mut lines = vec![format!(
         "certify {} on {}: {} — {} ({}, {}), <s>",
         s("sha"),
@@ -427,7 +435,10 @@ fn status_shows_trunk_verified_last_attempts_and_last_red() {
     assert_eq!(last[0]["count"], "unavailable");
     assert_eq!(last[0]["finished_at"], failed["finished_at"]);
     assert_eq!(v["last_red"]["id"], red["id"]);
-    assert_eq!(v["last_red"]["named_tests"], serde_json::json!(["calc.TestAdd"]));
+    assert_eq!(
+        v["last_red"]["named_tests"],
+        serde_json::json!(["calc.TestAdd"])
+    );
     assert_eq!(v["last_red"]["count"], 2);
     assert_eq!(v["fleet"]["program"], "./suite.sh");
     assert_eq!(v["fleet"]["capability"], serde_json::Value::Null);
@@ -552,7 +563,8 @@ fn status_names_fleet_machines_without_fresh_facts_or_toolchain_rows() {
     assert!(out.contains("fleet (suite program `"), "{out}");
     assert!(!line("m0").contains("needs:"), "{out}");
     assert!(
-        line("m1").ends_with("go none — needs: saphan machine probe --machine m1 --capability go …"),
+        line("m1")
+            .ends_with("go none — needs: saphan machine probe --machine m1 --capability go …"),
         "{out}"
     );
     assert!(line("m2").contains("go absent not-present"), "{out}");
@@ -587,4 +599,64 @@ fn by_stale(v: &serde_json::Value, m: &str) -> serde_json::Value {
         .find(|r| r["machine"] == m)
         .unwrap()
         .clone()
+}
+
+// ---------------------------------------------------------------- demo
+
+/// Run scripts/demo with `args` and its temp directory under a fresh TMPDIR;
+/// return the exit code and that TMPDIR (which must be empty afterwards).
+fn demo(args: &[&str], home: Option<&Path>) -> (Option<i32>, tempfile::TempDir) {
+    let tmp = tempfile::Builder::new()
+        .prefix("saphan-demo-tmp-")
+        .tempdir()
+        .unwrap();
+    let mut c = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo"));
+    c.args(args)
+        .env("SAPHAN_BIN", env!("CARGO_BIN_EXE_saphan"))
+        .env("TMPDIR", tmp.path())
+        .env("GOTOOLCHAIN", "local")
+        .env_remove("SAPHAN_HOME");
+    if let Some(h) = home {
+        c.env("SAPHAN_HOME", h);
+    }
+    let o = c.output().unwrap();
+    (o.status.code(), tmp)
+}
+
+fn left_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn the_demo_removes_its_temp_directory_on_every_exit_path() {
+    let go = common::gomod::have_go();
+    if go {
+        // Its own repository, green: exit 0.
+        let (code, tmp) = demo(&[], None);
+        assert_eq!(code, Some(0));
+        assert_eq!(left_in(tmp.path()), Vec::<String>::new());
+    } else {
+        eprintln!("note: no go here; the demo's own repository is not certified");
+    }
+    // --repo with a repository saphan refuses (no go.mod, no suite): the
+    // refusal's exit code, the throwaway home gone, the repository kept.
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let (code, tmp) = demo(&["--repo", &repo.path_str()], None);
+    assert_eq!(code, Some(2));
+    assert_eq!(left_in(tmp.path()), Vec::<String>::new());
+    assert!(repo.path().join("a.txt").is_file());
+    // --repo naming no repository: `records` fails under `set -e`; still gone.
+    let not_repo = tempfile::tempdir().unwrap();
+    let (code, tmp) = demo(&["--repo", not_repo.path().to_str().unwrap()], None);
+    assert_ne!(code, Some(0));
+    assert_eq!(left_in(tmp.path()), Vec::<String>::new());
+    // An exported SAPHAN_HOME is the operator's: it stays.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config"), "# mine\n").unwrap();
+    let (_, tmp) = demo(&["--repo", &repo.path_str()], Some(home.path()));
+    assert_eq!(left_in(tmp.path()), Vec::<String>::new());
+    assert!(home.path().join("config").is_file());
 }

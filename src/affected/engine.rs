@@ -283,7 +283,10 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
     if suite.argv.is_empty() || suite.argv[0].is_empty() {
         return Err(AffectedError::NoArgv.into());
     }
-    run_adapter(&s.home, &repo, &config, &suite, changed, &mut res, interrupt).await?;
+    run_adapter(
+        &s.home, &repo, &config, &suite, changed, &mut res, interrupt,
+    )
+    .await?;
     Ok(res)
 }
 

@@ -93,7 +93,11 @@ fn render(st: &Status) -> String {
     match &st.last_red {
         None => s.push_str("last red: none\n"),
         Some(r) => {
-            s.push_str(&format!("last red: on {}: {}\n", r.machine, attempt_line(r)));
+            s.push_str(&format!(
+                "last red: on {}: {}\n",
+                r.machine,
+                attempt_line(r)
+            ));
             match &r.named_tests {
                 crate::record::Avail::Value(names) => {
                     s.push_str(&format!("  failing ({}):\n", names.len()));
