@@ -153,14 +153,21 @@ impl Freshness {
     }
 }
 
-/// Read the status of the repository containing `dir`.
+/// Read the status of the repository containing `dir`; `trunk` is
+/// `--trunk` (else found as certify finds it, [`record::trunk_ref`]).
 ///
-/// Errors: only when `dir` is not in a git repository or the attempt
-/// records cannot be read at all; a broken config, machines.toml or ledger
+/// Errors: only when `dir` is not in a git repository, `trunk` names no
+/// branch (`trunk-not-a-branch`), or the attempt records cannot be read at
+/// all; a broken config, machines.toml or ledger
 /// shows up in [`Fleet::error`] rather than hiding the rest.
-pub async fn status(home: &Home, catalog: &Catalog, dir: &Path) -> Result<Status> {
+pub async fn status(
+    home: &Home,
+    catalog: &Catalog,
+    dir: &Path,
+    trunk: Option<&str>,
+) -> Result<Status> {
     let repo = Repo::open(dir).await?;
-    let trunk = record::trunk_ref(&repo, None).await?;
+    let trunk = record::trunk_ref(&repo, trunk).await?;
     let trunk_head = match &trunk {
         Some(t) => repo.read_ref(t).await?,
         None => None,

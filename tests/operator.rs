@@ -475,6 +475,26 @@ fn status_shows_trunk_verified_last_attempts_and_last_red() {
             .to_string(),
     ];
     assert_eq!(out.lines().collect::<Vec<_>>(), want, "{out}");
+    // --trunk names another trunk: a branch at the verified SHA is caught up.
+    common::git(
+        repo.path(),
+        &["branch", "release", green["sha"].as_str().unwrap()],
+    );
+    let o = env.run(&[
+        "--json",
+        "status",
+        "--repo",
+        &repo.path_str(),
+        "--trunk",
+        "release",
+    ]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["trunk"], "refs/heads/release");
+    assert_eq!(v["unverified_commits"], 0);
+    common::git(repo.path(), &["tag", "v1"]);
+    let o = env.run(&["status", "--repo", &repo.path_str(), "--trunk", "v1"]);
+    assert_refused(&o, "trunk-not-a-branch");
     // It measured nothing and wrote nothing.
     assert_eq!(repo.records().len(), 3);
     common::assert_only_main_worktree(&repo);

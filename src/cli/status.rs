@@ -17,12 +17,16 @@ pub struct StatusArgs {
     /// The repository (any path inside it).
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
+    /// The trunk branch (default: as certify finds it — origin/HEAD's
+    /// branch, else the branch checked out in the main worktree).
+    #[arg(long, value_name = "REF")]
+    pub trunk: Option<String>,
 }
 
 /// Run `status`.
 pub async fn run(ctx: &Ctx, a: StatusArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
-    let st = crate::status::status(&ctx.home, &catalog, &a.repo).await?;
+    let st = crate::status::status(&ctx.home, &catalog, &a.repo, a.trunk.as_deref()).await?;
     if ctx.json {
         out_json(&serde_json::to_value(&st).expect("status serializes"));
     } else {
@@ -57,7 +61,7 @@ fn render(st: &Status) -> String {
     match (&st.trunk, &st.trunk_head) {
         (Some(t), Some(h)) => s.push_str(&format!("trunk: {t} at {h}\n")),
         _ => s.push_str(
-            "trunk: none known (no origin/HEAD and the main worktree is detached) — certify --trunk REF names one\n",
+            "trunk: none known (no origin/HEAD and the main worktree is detached) — --trunk REF names one\n",
         ),
     }
     let behind = st
