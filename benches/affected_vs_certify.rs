@@ -1,8 +1,9 @@
 //! Is the affected tier actually cheaper than certification?
 //!
 //! Generates a real multi-package Go module (standard library only): 32
-//! packages, `pN` imports `p(N/2)`, each with a little arithmetic and one
-//! test, so compiling and linking dominate as in real modules. Three
+//! packages, `pN` imports `p(N/2)`, each with 300 small functions and one
+//! test, so compiling (which the build cache saves) and linking (which it
+//! does not) both weigh, as in real modules. Three
 //! commits: `c0`; `c1` changes `p15` (a leaf-side package: p15, p30 and p31
 //! are selected, 3 of 32); `c2` also edits `go.mod`, which widens the
 //! selection to the whole module.
@@ -17,13 +18,15 @@
 //!
 //! and prints leaf ÷ certify (goal ≤ 0.5) and widened ÷ certify (goal ≤ 1.1).
 //! Run: `cargo bench --bench affected_vs_certify` (needs `go`; prints
-//! `SKIPPED: …` without one).
+//! `SKIPPED: …` without one). `SAPHAN_BENCH_BIN=/path/to/saphan` measures
+//! that binary instead (a before/after comparison).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PACKAGES: usize = 32;
+const FUNCS: usize = 300;
 const ROUNDS: usize = 5;
 const MODULE: &str = "example.com/bench";
 
@@ -58,6 +61,20 @@ fn package(n: usize, salt: u32) -> (String, String) {
     );
     let test = format!(
         "package p{n}\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestV{n}(t *testing.T) {{\n\tif V() < -1000000 {{\n\t\tt.Fatal(fmt.Sprint(V()))\n\t}}\n\tif !strings.HasPrefix(fmt.Sprintf(\"p%d\", {n}), \"p\") {{\n\t\tt.Fatal()\n\t}}\n}}\n"
+    );
+    // Bulk, so compiling matters as it does in real modules (where the
+    // build cache is what a warm run saves): FUNCS functions per package.
+    let mut src = src;
+    for f in 0..FUNCS {
+        src.push_str(&format!(
+            "\n// G{f} is filler.\nfunc G{f}(xs []int) (int, string) {{\n\tm := map[int]int{{}}\n\tfor i, x := range xs {{\n\t\tm[x%{m}] += i * {f}\n\t}}\n\tt := 0\n\tfor k, v := range m {{\n\t\tt += k*v + {salt}\n\t}}\n\treturn t, fmt.Sprintf(\"%d-%d\", t, len(m))\n}}\n",
+            m = f % 7 + 2
+        ));
+    }
+    let src = src.replacen(
+        &format!("package p{n}\n\n"),
+        &format!("package p{n}\n\nimport \"fmt\"\n\n"),
+        1,
     );
     (src, test)
 }
@@ -112,12 +129,16 @@ fn main() {
     .unwrap();
     git(&repo, &["commit", "-q", "-am", "c2: go.mod change"]);
     let c2 = git(&repo, &["rev-parse", "HEAD"]);
-    let saphan = env!("CARGO_BIN_EXE_saphan");
+    // SAPHAN_BENCH_BIN runs another build (e.g. an older one, for a
+    // before/after comparison) instead of this one.
+    let saphan = std::env::var("SAPHAN_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_saphan").to_string());
+    println!("saphan: {saphan}");
     let repo_s = repo.to_str().unwrap().to_string();
 
     let run = |args: &[&str], ok: &[i32]| -> (Duration, serde_json::Value) {
         let t0 = Instant::now();
-        let o = Command::new(saphan)
+        let o = Command::new(&saphan)
             .args(args)
             .env("SAPHAN_HOME", &home)
             .env("GOTOOLCHAIN", "local")
