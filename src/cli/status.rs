@@ -6,12 +6,13 @@ use crate::status::{Attempt, Freshness, Status};
 use clap::Args;
 use std::path::PathBuf;
 
-/// One screen of trunk state: trunk and its head, the verified SHA and how
-/// many trunk commits are not yet verified, the last certify attempt per
-/// machine, the last red with its failing tests, and which fleet machines
-/// lack fresh facts or a fresh toolchain row for the declared suite.
-/// Reads records, refs, config and the ledger; measures nothing and
-/// connects nowhere.
+/// One screen of trunk state, read from what exists; measures nothing.
+///
+/// Trunk and its head, the verified SHA and how many trunk commits are not
+/// yet verified, the last certify attempt per machine, the last red with its
+/// failing tests, and which fleet machines lack fresh facts or a fresh
+/// toolchain row for the declared suite. Reads records, refs, config and the
+/// ledger; measures nothing and connects nowhere (docs/status.md).
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The repository (any path inside it).
