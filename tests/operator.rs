@@ -680,3 +680,61 @@ fn the_demo_removes_its_temp_directory_on_every_exit_path() {
     assert_eq!(left_in(tmp.path()), Vec::<String>::new());
     assert!(home.path().join("config").is_file());
 }
+
+// ----------------------------------------------------- one scratch path
+
+#[test]
+fn certify_verify_affected_and_verify_union_measure_at_one_stable_scratch_path() {
+    let env = Env::new();
+    let log = env.home().join("where.log");
+    let script = format!("#!/bin/sh\npwd >> '{}'\nexit 0\n", log.display());
+    env.write_config(
+        "[verify.full]\nargv = \"./where.sh\"\n\n[verify.affected]\nargv = \"./where.sh\"\n",
+    );
+    let repo = Repo::new(&[("where.sh", script.as_str())]);
+    common::git(repo.path(), &["checkout", "-q", "-b", "s1"]);
+    repo.commit(&[("a.txt", "a\n")], "s1");
+    common::git(repo.path(), &["checkout", "-q", "main"]);
+    let r = repo.path_str();
+    assert_code(&env.run(&["certify", "--repo", &r]), 0);
+    assert_code(&env.run(&["certify", "--repo", &r]), 0);
+    // The adapter writes no scope, so the run is an error; it ran, though.
+    let o = env.run(&[
+        "verify-affected",
+        "--repo",
+        &r,
+        "--base",
+        "main",
+        "--head",
+        "s1",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o).0);
+    assert_code(
+        &env.run(&[
+            "verify-union",
+            "--repo",
+            &r,
+            "--base",
+            "main",
+            "--stream",
+            "s1",
+        ]),
+        0,
+    );
+    let dirs: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(dirs.len(), 4, "{dirs:?}");
+    let scratch = env.home().join("scratch");
+    assert!(
+        Path::new(&dirs[0]).starts_with(&scratch) && dirs[0].ends_with("/tree"),
+        "{dirs:?}"
+    );
+    assert!(
+        dirs.iter().all(|d| *d == dirs[0]),
+        "one path for every verb: {dirs:?}"
+    );
+    common::assert_only_main_worktree(&repo);
+}
