@@ -550,10 +550,13 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
     }
 }
 
-/// The container class on this machine's engine, as the measurement core's
+/// The container class as the measurement core's
 /// [`Executor`](crate::measure::Executor): the core's command (argv, the
 /// tree as working directory, environment, budget, stdout file) becomes a
-/// container [`run`]. The run is its own task, so that when the core stops
+/// container [`run`] on the engine of the machine whose transport the core
+/// passes (this machine for `certify --class container` without
+/// `--machine`; a fleet machine's, forwarded over SSH, once dispatch calls
+/// it through the same seam). The run is its own task, so that when the core stops
 /// waiting (Ctrl-C) the container is still killed and removed; [`settle`]
 /// waits for that before the tree is removed.
 ///
@@ -597,7 +600,7 @@ impl crate::measure::Executor for LocalExecutor {
     }
     fn execute<'a>(
         &'a self,
-        _transport: &'a Transport,
+        transport: &'a Transport,
         cmd: crate::exec::Cmd,
     ) -> std::pin::Pin<
         Box<
@@ -646,7 +649,10 @@ impl crate::measure::Executor for LocalExecutor {
             let budget = cmd
                 .budget()
                 .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
-            let target = self.target.clone();
+            // The engine is the one on the tree's machine (a dispatched
+            // run passes the fleet machine's transport).
+            let mut target = self.target.clone();
+            target.transport = transport.clone();
             let interrupt = self.interrupt.clone();
             let (tx, rx) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(async move {
