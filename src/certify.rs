@@ -292,7 +292,7 @@ pub async fn certify(
 
     let _lock = record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
-        .scratch_worktree_at(&scratch_path(home, &repo), &sha)
+        .scratch_worktree_at(&scratch_path(home, repo), &sha)
         .await?;
     let attempt = record::new_id();
     // The container's Go build cache, kept between runs like the host's
