@@ -711,3 +711,32 @@ fn concurrent_sets_all_land() {
         serde_json::from_slice(&env.run(&["--json", "config", "show"]).stdout).unwrap();
     assert_eq!(v["verify"]["provision"].as_array().unwrap().len(), 8, "{v}");
 }
+
+/// Issue 15.9: arguments that are not UTF-8 are a usage refusal (one line,
+/// exit 2), never a panic (exit 101) — whichever verb and position.
+#[test]
+fn non_utf8_arguments_are_a_usage_refusal_not_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let bad = OsStr::from_bytes(b"\xff\xfe");
+    let dashed = OsStr::from_bytes(b"--\xff");
+    let cases: Vec<Vec<&OsStr>> = vec![
+        vec![bad],
+        vec![dashed],
+        vec![OsStr::new("certify"), bad],
+        vec![OsStr::new("--json"), OsStr::new("certify"), bad],
+        vec![OsStr::new("config"), OsStr::new("set"), bad, OsStr::new("x")],
+        vec![OsStr::new("config"), OsStr::new("set"), OsStr::new("verify.full.argv"), bad],
+        vec![OsStr::new("records"), OsStr::new("--sha"), bad],
+    ];
+    for args in cases {
+        let o = env.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(101), "{args:?} panicked:\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}:\n{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line:\n{err}");
+        assert!(err.starts_with("saphan: "), "{args:?}:\n{err}");
+    }
+}

@@ -128,7 +128,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // args_os: an argument that is not UTF-8 is exactly what clap refused
+    // here, and std::env::args() would panic on it (exit 101).
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let (line, json) = usage_line(&e, &args);
     if json {
         out_json(&serde_json::json!({
