@@ -128,6 +128,51 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// What a non-regular file is, in words for a refusal: `a FIFO`,
+/// `a socket`, `a device`, `a directory`; `None` for a regular file.
+pub fn not_regular_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() {
+        None
+    } else if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_block_device() || ft.is_char_device() {
+        Some("a device")
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Why [`open_regular`] refused.
+#[derive(Debug)]
+pub enum OpenRegular {
+    /// The path (after symlinks) is not a regular file: what it is.
+    NotRegular(&'static str),
+    /// Opening or inspecting it failed.
+    Io(std::io::Error),
+}
+
+/// Open `path` (following symlinks) for reading only if it is a regular
+/// file. The open is non-blocking, so a FIFO (even one swapped in after a
+/// check) never blocks; its type is checked on the open descriptor.
+pub fn open_regular(path: &Path) -> Result<File, OpenRegular> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(OpenRegular::Io)?;
+    let meta = f.metadata().map_err(OpenRegular::Io)?;
+    if let Some(kind) = not_regular_kind(&meta.file_type()) {
+        return Err(OpenRegular::NotRegular(kind));
+    }
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -740,3 +740,80 @@ fn non_utf8_arguments_are_a_usage_refusal_not_a_panic() {
         assert!(err.starts_with("saphan: "), "{args:?}:\n{err}");
     }
 }
+
+/// Run `args` with a generous bound: a command that hangs is killed and the
+/// test fails (instead of hanging the test run).
+fn run_bounded(env: &Env, args: &[&str]) -> Output {
+    let mut child = env
+        .cmd()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{args:?} hung: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let o = std::process::Command::new("mkfifo").arg(p).output().unwrap();
+    assert!(o.status.success(), "mkfifo {}", p.display());
+}
+
+/// Issue 15.8: a FIFO or a device as the config is refused by name (never
+/// read, never a hang, never unbounded memory); an oversized config is
+/// refused by size.
+#[test]
+fn special_files_as_the_config_are_refused_not_read() {
+    let env = Env::new();
+    let cfg = env.home().join("config");
+    std::fs::create_dir_all(env.home()).unwrap();
+    mkfifo(&cfg);
+    for args in [
+        &["config", "show"][..],
+        &["config", "set", "verify.full.argv", "go,test"][..],
+    ] {
+        let err = common::assert_refused(&run_bounded(&env, args), "config-not-regular");
+        assert!(err.contains("is a FIFO"), "{err}");
+    }
+    std::fs::remove_file(&cfg).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &cfg).unwrap();
+    let err = common::assert_refused(&run_bounded(&env, &["config", "show"]), "config-not-regular");
+    assert!(err.contains("is a device"), "{err}");
+    assert!(std::fs::symlink_metadata(&cfg).unwrap().file_type().is_symlink());
+    std::fs::remove_file(&cfg).unwrap();
+    let mut big = String::from("# padding\n");
+    while big.len() <= 1024 * 1024 {
+        big.push_str("# ........................................................\n");
+    }
+    std::fs::write(&cfg, &big).unwrap();
+    common::assert_refused(&run_bounded(&env, &["config", "show"]), "config-too-large");
+}
+
+/// Issue 15.8: a FIFO as a provision source is refused by name before the
+/// lock; nothing is measured or recorded.
+#[test]
+fn a_fifo_provision_source_is_refused_not_opened() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("contract.yaml");
+    mkfifo(&src);
+    let repo = common::Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.contract]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \".provision/c.yaml\"\n",
+        repo.path().display(),
+        src.display()
+    ));
+    let o = run_bounded(&env, &["certify", "--repo", &repo.path_str()]);
+    let err = common::assert_refused(&o, "provision-source-unreadable");
+    assert!(err.contains("is a FIFO"), "{err}");
+    assert!(!repo.path().join(".git/saphan/attempts.jsonl").exists());
+}
