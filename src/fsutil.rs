@@ -49,7 +49,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
 /// Follow `path` through symlinks (up to 40 hops) to the path a write should
 /// replace. A dangling link resolves to its (missing) target; a non-link is
 /// returned unchanged.
-fn resolve_link(path: &Path) -> std::path::PathBuf {
+pub fn resolve_link(path: &Path) -> std::path::PathBuf {
     let mut cur = path.to_path_buf();
     for _ in 0..40 {
         match fs::symlink_metadata(&cur) {

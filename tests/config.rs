@@ -817,3 +817,75 @@ fn a_fifo_provision_source_is_refused_not_opened() {
     assert!(err.contains("is a FIFO"), "{err}");
     assert!(!repo.path().join(".git/saphan/attempts.jsonl").exists());
 }
+
+/// Issue 15.10: edits keep every byte outside the edited span, even in a
+/// table saphan does not own whose dotted keys toml_edit would regroup; and
+/// `set` then `unset` gives back the file byte for byte.
+#[test]
+fn set_then_unset_restores_the_file_byte_for_byte() {
+    let env = Env::new();
+    for original in [
+        "# mine\n[tool]\nprobe.timeout = 5\nname = \"x\"   # aligned\nprobe.retries = 3\n",
+        "[verify.full]\nargv = \"a\"\n\n[tool]\nprobe.timeout = 5\nname = \"x\"\nprobe.retries = 3\n\n[other]\nq.a = 1\nz = 2\nq.b = 3\n",
+    ] {
+        env.write_config(original);
+        let cfg = env.home().join("config");
+        let (key, value, unset) = if original.starts_with("[verify.full]") {
+            ("verify.full.timeout", "20m", "verify.full.timeout")
+        } else {
+            ("verify.full.argv", "go,test", "verify.full")
+        };
+        assert_code(&env.run(&["config", "set", key, value]), 0);
+        let after = std::fs::read_to_string(&cfg).unwrap();
+        assert!(
+            after.contains("probe.timeout = 5\nname = \"x\""),
+            "the foreign table was reordered:\n{after}"
+        );
+        assert_code(&env.run(&["config", "unset", unset]), 0);
+        assert_eq!(std::fs::read(&cfg).unwrap(), original.as_bytes());
+    }
+}
+
+/// Issue 15.10: two homes whose `config` links to one file lose no update
+/// under concurrency: the lock is taken on the file that is written.
+#[test]
+fn concurrent_edits_through_symlinked_configs_lose_nothing() {
+    let shared_dir = tempfile::tempdir().unwrap();
+    let shared = shared_dir.path().join("config.toml");
+    std::fs::write(&shared, "# shared\n").unwrap();
+    let homes = [Env::new(), Env::new()];
+    for h in &homes {
+        std::fs::create_dir_all(h.home()).unwrap();
+        std::os::unix::fs::symlink(&shared, h.home().join("config")).unwrap();
+    }
+    let per_home = 12;
+    let mut children = Vec::new();
+    for i in 0..per_home {
+        for (k, h) in homes.iter().enumerate() {
+            let alias = format!("p{k}x{i}");
+            children.push((
+                alias.clone(),
+                h.cmd()
+                    .args(["config", "set", &format!("verify.provision.{alias}.repo"), &format!("/r/{alias}")])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            ));
+        }
+    }
+    for (alias, c) in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{alias}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let text = std::fs::read_to_string(&shared).unwrap();
+    let missing: Vec<String> = (0..per_home)
+        .flat_map(|i| (0..2).map(move |k| format!("p{k}x{i}")))
+        .filter(|a| !text.contains(&format!("[verify.provision.{a}]")))
+        .collect();
+    assert!(missing.is_empty(), "lost updates: {missing:?}\n{text}");
+    for h in &homes {
+        let link = h.home().join("config");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    }
+}
