@@ -45,8 +45,11 @@ impl Error {
         self.0.exit()
     }
     /// The one line the operator reads, without the trailing newline.
+    /// Control characters (a newline in `--sha`, a key or a dest; an escape
+    /// sequence) are echoed escaped (`\n`, `\u{1b}`), so the refusal stays one
+    /// line that nothing can forge a second line into.
     pub fn line(&self) -> String {
-        format!("saphan: {}: {}", self.name(), self.0)
+        one_line(&format!("saphan: {}: {}", self.name(), self.0))
     }
     /// The inner error, for tests and callers that match on a module's enum.
     pub fn inner(&self) -> &dyn Refusal {
@@ -128,4 +131,21 @@ impl Refusal for Usage {
     fn name(&self) -> &'static str {
         "usage"
     }
+}
+
+/// `s` with every control character escaped as Rust escapes it (`\n`,
+/// `\t`, `\u{1b}`): what is printed as one line stays one line.
+pub fn one_line(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -889,3 +889,91 @@ fn concurrent_edits_through_symlinked_configs_lose_nothing() {
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     }
 }
+
+/// A pid that no longer exists (a child that has been reaped).
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+/// Issue 15.11: what killed runs leave (`.saphan-tmp-<pid>-*` beside the
+/// config, `$TMPDIR/saphan-run-<pid>-*`) is removed by the next run — only
+/// a dead process's, never a live one's or another name.
+#[test]
+fn leftovers_of_killed_runs_are_swept_and_live_ones_kept() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let dead = dead_pid();
+    let live = std::process::id();
+    let mk_file = |p: std::path::PathBuf| {
+        std::fs::write(&p, "x").unwrap();
+        p
+    };
+    let mk_dir = |p: std::path::PathBuf| {
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("stdout"), "x").unwrap();
+        p
+    };
+    let dead_cfg = mk_file(env.home().join(format!(".saphan-tmp-{dead}-abc")));
+    let live_cfg = mk_file(env.home().join(format!(".saphan-tmp-{live}-abc")));
+    let other_cfg = mk_file(env.home().join(".saphan-tmp-nopid"));
+    let dead_run = mk_dir(tmp.path().join(format!("saphan-run-{dead}-xyz")));
+    let live_run = mk_dir(tmp.path().join(format!("saphan-run-{live}-xyz")));
+    let other_run = mk_dir(tmp.path().join("saphan-runner-1-x"));
+    assert_code(&env.run(&["config", "set", "verify.full.timeout", "5m"]), 0);
+    assert!(!dead_cfg.exists(), "a dead run's config copy stays");
+    assert!(live_cfg.exists() && other_cfg.exists());
+    let repo = common::Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let o = env
+        .cmd()
+        .env("TMPDIR", tmp.path())
+        .args(["certify", "--repo", &repo.path_str()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!dead_run.exists(), "a dead run's directory stays");
+    assert!(live_run.exists() && other_run.exists());
+    // This run left nothing of its own behind.
+    let own: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("saphan-run-") && !n.contains(&format!("-{live}-")))
+        .collect();
+    assert!(own.is_empty(), "{own:?}");
+}
+
+/// Issue 15.11: a newline (or an escape sequence) in `--sha`, a key or a
+/// dest is echoed escaped: the refusal stays one line.
+#[test]
+fn control_characters_in_arguments_keep_the_refusal_one_line() {
+    let env = Env::new();
+    let repo = common::Repo::new(&[("a", "a")]);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["config".into(), "set".into(), "verify.full.ar\ngv".into(), "x".into()],
+            "config-key-unknown",
+        ),
+        (
+            vec!["certify".into(), "--repo".into(), repo.path_str(), "--sha".into(), "abc\nsaphan: forged: \u{1b}[2K".into()],
+            "bad-revision",
+        ),
+    ];
+    for (args, name) in cases {
+        let o = env.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = common::assert_refused(&o, name);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        assert!(err.contains("\\n"), "{err}");
+    }
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"x\"\n\n[verify.provision.a]\nrepo = \"{}\"\nsource = \"/etc/hostname\"\n",
+        repo.path().display()
+    ));
+    let o = env.run(&["config", "set", "verify.provision.a.dest", "/x\ny"]);
+    let err = common::assert_refused(&o, "provision-dest-hostile");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -142,7 +142,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
             "exit_code": Exit::Refusal as u8,
         }));
     }
-    eprintln!("{line}");
+    eprintln!("{}", crate::error::one_line(&line));
     ExitCode::from(Exit::Refusal as u8)
 }
 
