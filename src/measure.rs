@@ -159,10 +159,10 @@ pub async fn run_suite(
     env.extend(plan.extra_env.iter().cloned());
 
     let run_dir = crate::fsutil::run_tempdir("saphan-run-").map_err(|source| IoError::Io {
-            action: "create a temp directory",
-            path: std::env::temp_dir(),
-            source,
-        })?;
+        action: "create a temp directory",
+        path: std::env::temp_dir(),
+        source,
+    })?;
     let stdout_path = run_dir.path().join("stdout");
     let mut cmd = Cmd::from_argv(&plan.suite.argv)
         .cwd(&scratch.path)

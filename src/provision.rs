@@ -215,10 +215,12 @@ pub fn place(
                 .open(&target)
                 .map_err(|e| fail(e.to_string()))?;
             // Streamed: memory stays bounded however large the source.
-            let n = std::io::copy(&mut source, &mut f).map_err(|e| ProvisionError::SourceUnreadable {
-                alias: p.alias.clone(),
-                source_path: p.source.clone(),
-                detail: e.to_string(),
+            let n = std::io::copy(&mut source, &mut f).map_err(|e| {
+                ProvisionError::SourceUnreadable {
+                    alias: p.alias.clone(),
+                    source_path: p.source.clone(),
+                    detail: e.to_string(),
+                }
             })?;
             if n == 0 {
                 return Err(ProvisionError::SourceEmpty {

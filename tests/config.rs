@@ -726,8 +726,18 @@ fn non_utf8_arguments_are_a_usage_refusal_not_a_panic() {
         vec![dashed],
         vec![OsStr::new("certify"), bad],
         vec![OsStr::new("--json"), OsStr::new("certify"), bad],
-        vec![OsStr::new("config"), OsStr::new("set"), bad, OsStr::new("x")],
-        vec![OsStr::new("config"), OsStr::new("set"), OsStr::new("verify.full.argv"), bad],
+        vec![
+            OsStr::new("config"),
+            OsStr::new("set"),
+            bad,
+            OsStr::new("x"),
+        ],
+        vec![
+            OsStr::new("config"),
+            OsStr::new("set"),
+            OsStr::new("verify.full.argv"),
+            bad,
+        ],
         vec![OsStr::new("records"), OsStr::new("--sha"), bad],
     ];
     for args in cases {
@@ -736,7 +746,11 @@ fn non_utf8_arguments_are_a_usage_refusal_not_a_panic() {
         assert_ne!(o.status.code(), Some(101), "{args:?} panicked:\n{err}");
         assert!(!err.contains("panicked"), "{args:?}:\n{err}");
         assert_eq!(o.status.code(), Some(2), "{args:?}:\n{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line:\n{err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line:\n{err}"
+        );
         assert!(err.starts_with("saphan: "), "{args:?}:\n{err}");
     }
 }
@@ -764,7 +778,10 @@ fn run_bounded(env: &Env, args: &[&str]) -> Output {
 }
 
 fn mkfifo(p: &std::path::Path) {
-    let o = std::process::Command::new("mkfifo").arg(p).output().unwrap();
+    let o = std::process::Command::new("mkfifo")
+        .arg(p)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "mkfifo {}", p.display());
 }
 
@@ -786,9 +803,17 @@ fn special_files_as_the_config_are_refused_not_read() {
     }
     std::fs::remove_file(&cfg).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &cfg).unwrap();
-    let err = common::assert_refused(&run_bounded(&env, &["config", "show"]), "config-not-regular");
+    let err = common::assert_refused(
+        &run_bounded(&env, &["config", "show"]),
+        "config-not-regular",
+    );
     assert!(err.contains("is a device"), "{err}");
-    assert!(std::fs::symlink_metadata(&cfg).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&cfg)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     std::fs::remove_file(&cfg).unwrap();
     let mut big = String::from("# padding\n");
     while big.len() <= 1024 * 1024 {
@@ -866,7 +891,12 @@ fn concurrent_edits_through_symlinked_configs_lose_nothing() {
             children.push((
                 alias.clone(),
                 h.cmd()
-                    .args(["config", "set", &format!("verify.provision.{alias}.repo"), &format!("/r/{alias}")])
+                    .args([
+                        "config",
+                        "set",
+                        &format!("verify.provision.{alias}.repo"),
+                        &format!("/r/{alias}"),
+                    ])
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::piped())
                     .spawn()
@@ -876,7 +906,11 @@ fn concurrent_edits_through_symlinked_configs_lose_nothing() {
     }
     for (alias, c) in children {
         let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{alias}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{alias}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     let text = std::fs::read_to_string(&shared).unwrap();
     let missing: Vec<String> = (0..per_home)
@@ -886,7 +920,12 @@ fn concurrent_edits_through_symlinked_configs_lose_nothing() {
     assert!(missing.is_empty(), "lost updates: {missing:?}\n{text}");
     for h in &homes {
         let link = h.home().join("config");
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 }
 
@@ -954,11 +993,22 @@ fn control_characters_in_arguments_keep_the_refusal_one_line() {
     let repo = common::Repo::new(&[("a", "a")]);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["config".into(), "set".into(), "verify.full.ar\ngv".into(), "x".into()],
+            vec![
+                "config".into(),
+                "set".into(),
+                "verify.full.ar\ngv".into(),
+                "x".into(),
+            ],
             "config-key-unknown",
         ),
         (
-            vec!["certify".into(), "--repo".into(), repo.path_str(), "--sha".into(), "abc\nsaphan: forged: \u{1b}[2K".into()],
+            vec![
+                "certify".into(),
+                "--repo".into(),
+                repo.path_str(),
+                "--sha".into(),
+                "abc\nsaphan: forged: \u{1b}[2K".into(),
+            ],
             "bad-revision",
         ),
     ];

@@ -60,10 +60,14 @@ pub enum ConfigError {
     },
     /// The config path (after symlinks) is a FIFO, device, socket or
     /// directory: never read, since reading it could block or never end.
-    #[error("{path} is {kind}, not a regular file — nothing was read; make it a regular file (or a symlink to one)")]
+    #[error(
+        "{path} is {kind}, not a regular file — nothing was read; make it a regular file (or a symlink to one)"
+    )]
     NotRegular { path: PathBuf, kind: &'static str },
     /// The config file is larger than [`MAX_CONFIG_BYTES`].
-    #[error("{path} is larger than {limit} bytes — that is no hand-written config; check what it points at")]
+    #[error(
+        "{path} is larger than {limit} bytes — that is no hand-written config; check what it points at"
+    )]
     TooLarge { path: PathBuf, limit: u64 },
     /// `verify.surface` is reserved.
     #[error("{}", reserved(scope, at))]

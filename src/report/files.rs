@@ -160,8 +160,7 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
             continue;
         }
         if !meta.is_file() {
-            let kind =
-                crate::fsutil::not_regular_kind(&meta.file_type()).unwrap_or("not a file");
+            let kind = crate::fsutil::not_regular_kind(&meta.file_type()).unwrap_or("not a file");
             return Err(ReportError::NotRegular { file: rel, kind });
         }
         out.push(Selected {

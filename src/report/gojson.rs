@@ -325,7 +325,9 @@ impl Stream {
                     .insert(test.to_string(), TestRun { seq, last: None });
                 match prev {
                     Some(p) if p.last.is_none() => run.lost.push((p.seq, test.to_string())),
-                    Some(p) if matches!(p.last, Some(Term::Pass | Term::Fail)) && top_level(test) => {
+                    Some(p)
+                        if matches!(p.last, Some(Term::Pass | Term::Fail)) && top_level(test) =>
+                    {
                         self.count += 1;
                     }
                     _ => {}
@@ -453,10 +455,7 @@ impl Stream {
         }
         if !running.is_empty() {
             unfinished_pkgs.sort();
-            let tests: Vec<String> = running
-                .iter()
-                .map(|(p, _, n)| format!("{p}.{n}"))
-                .collect();
+            let tests: Vec<String> = running.iter().map(|(p, _, n)| format!("{p}.{n}")).collect();
             notes.push(format!(
                 "stream-ended-early: the stream ends with {} test(s) still running in {}: {} — they are not counted",
                 tests.len(),
@@ -601,7 +600,11 @@ mod tests {
         assert_eq!(p.count, 1);
         assert!(p.names.is_empty());
         assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
-        assert!(p.notes[0].starts_with("unfinished-tests: 1 test(s)"), "{}", p.notes[0]);
+        assert!(
+            p.notes[0].starts_with("unfinished-tests: 1 test(s)"),
+            "{}",
+            p.notes[0]
+        );
         assert!(p.notes[0].contains(": p.TestA —"), "{}", p.notes[0]);
         let m = judged(&s);
         assert_eq!(m.verdict, crate::report::Verdict::MeasurementFailed);
@@ -629,7 +632,10 @@ mod tests {
         let p = ok(&s);
         assert_eq!(p.count, 2);
         assert!(p.notes[0].contains("p.T/sub, q.U, r.V"), "{:?}", p.notes);
-        assert_eq!(judged(&s).verdict, crate::report::Verdict::MeasurementFailed);
+        assert_eq!(
+            judged(&s).verdict,
+            crate::report::Verdict::MeasurementFailed
+        );
     }
 
     #[test]
@@ -645,7 +651,11 @@ mod tests {
         let m = crate::report::judge(ok(&s), crate::exec::Termination::Exited(1));
         assert_eq!(m.verdict, crate::report::Verdict::Red);
         assert_eq!(m.named_tests.as_deref(), Some(&["q.TestF".to_string()][..]));
-        assert!(m.notes.iter().any(|n| n.starts_with("unfinished-tests") && n.contains("p.TestA")));
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.starts_with("unfinished-tests") && n.contains("p.TestA"))
+        );
     }
 
     #[test]

@@ -325,10 +325,7 @@ fn check_reference(r: &[u8], declared_ok: bool) -> Result<(), String> {
             .and_then(char::from_u32);
         return match c {
             Some(c) if is_xml_char(c) => Ok(()),
-            _ => Err(format!(
-                "`&{};` is not a character XML allows",
-                show(r)
-            )),
+            _ => Err(format!("`&{};` is not a character XML allows", show(r))),
         };
     }
     if !is_name(r) {
@@ -385,18 +382,19 @@ fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
     // U+FFFE / U+FFFF are EF BF BE / EF BF BF, possibly begun in `prev`.
     let nonchar = |x: u8| x == 0xBE || x == 0xBF;
     let mut fffe_at = None;
-    if prev == [0xEF, 0xBF] && b.first().copied().is_some_and(nonchar) {
-        fffe_at = Some(0);
-    } else if prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]) {
+    let straddles = (prev == [0xEF, 0xBF] && b.first().copied().is_some_and(nonchar))
+        || (prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]));
+    if straddles {
         fffe_at = Some(0);
     } else if !b.is_ascii() {
         fffe_at = memchr::memmem::find_iter(b, b"\xEF\xBF")
             .find(|&k| b.get(k + 2).copied().is_some_and(nonchar));
     }
     match (ctl_at, fffe_at) {
-        (Some(c), f) if f.is_none_or(|f| c < f) => {
-            Some((c, format!("control character U+{:04X} is not allowed in XML", b[c])))
-        }
+        (Some(c), f) if f.is_none_or(|f| c < f) => Some((
+            c,
+            format!("control character U+{:04X} is not allowed in XML", b[c]),
+        )),
         (_, Some(f)) => Some((f, "U+FFFE/U+FFFF is not allowed in XML".to_string())),
         _ => None,
     }
@@ -754,8 +752,10 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                         why: "a reference outside the root element".into(),
                     });
                 }
-                check_reference(r.as_bytes(), st.saw_doctype)
-                    .map_err(|why| Fail::At { offset: before, why })?;
+                check_reference(r.as_bytes(), st.saw_doctype).map_err(|why| Fail::At {
+                    offset: before,
+                    why,
+                })?;
             }
             Event::DocType(_) => {
                 saw_content = true;
@@ -770,9 +770,10 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
             Event::Decl(d) => {
                 saw_content = true;
                 // Only at the very start (after a byte-order mark at most).
-                let version_ok = d
-                    .version()
-                    .is_ok_and(|v| v.strip_prefix("1.").is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())));
+                let version_ok = d.version().is_ok_and(|v| {
+                    v.strip_prefix("1.")
+                        .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+                });
                 let standalone_ok = match d.standalone() {
                     None => true,
                     Some(Ok(v)) => v == "yes" || v == "no",
@@ -783,7 +784,9 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                     Some(Ok(v)) => {
                         let b = v.as_bytes();
                         b.first().is_some_and(u8::is_ascii_alphabetic)
-                            && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+                            && b.iter().all(|c| {
+                                c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-')
+                            })
                     }
                     Some(Err(_)) => false,
                 };
@@ -1001,13 +1004,65 @@ mod tests {
 
     /// Every malformation, by slot (issue 12.2).
     const MALFORMED: &[(&str, &[&str])] = &[
-        ("A", &["<", "<<x>>", "&", "& x", "&bogus;", "&#0;", "&#1;", "&#xFFFE;", "&#xD800;", "&#x;", "\"", "\u{1}", "\u{FFFF}"]),
-        ("T", &["<", "&", "&;", "&#1;", "&#xFFFF;", "&nope;", "]]>", "\u{0}", "\u{C}", "\u{1B}[31m", "\u{FFFE}", "<1x/>", "<-a/>", "<?xml version='1.0'?>", "<!DOCTYPE x>", "<? x?>", "</system-out>"]),
+        (
+            "A",
+            &[
+                "<", "<<x>>", "&", "& x", "&bogus;", "&#0;", "&#1;", "&#xFFFE;", "&#xD800;",
+                "&#x;", "\"", "\u{1}", "\u{FFFF}",
+            ],
+        ),
+        (
+            "T",
+            &[
+                "<",
+                "&",
+                "&;",
+                "&#1;",
+                "&#xFFFF;",
+                "&nope;",
+                "]]>",
+                "\u{0}",
+                "\u{C}",
+                "\u{1B}[31m",
+                "\u{FFFE}",
+                "<1x/>",
+                "<-a/>",
+                "<?xml version='1.0'?>",
+                "<!DOCTYPE x>",
+                "<? x?>",
+                "</system-out>",
+            ],
+        ),
         ("C", &["--", "-"]),
         ("N", &["1", "-", ".", " "]),
-        ("D", &[" name=\"again\"", " tests=\"2\"", " 1a=\"x\"", " a", " a=x", "b=\"c\"", " a=\"1\"b=\"2\"", " a=\"1", " a=\"<\""]),
+        (
+            "D",
+            &[
+                " name=\"again\"",
+                " tests=\"2\"",
+                " 1a=\"x\"",
+                " a",
+                " a=x",
+                "b=\"c\"",
+                " a=\"1\"b=\"2\"",
+                " a=\"1",
+                " a=\"<\"",
+            ],
+        ),
         ("E", &["s", "x", " x"]),
-        ("R", &["x", "<x/>", "<testsuite tests=\"1\"/>", "&amp;", "<!DOCTYPE x>", "<?xml version=\"1.0\"?>", "]]>", "\u{7}"]),
+        (
+            "R",
+            &[
+                "x",
+                "<x/>",
+                "<testsuite tests=\"1\"/>",
+                "&amp;",
+                "<!DOCTYPE x>",
+                "<?xml version=\"1.0\"?>",
+                "]]>",
+                "\u{7}",
+            ],
+        ),
     ];
 
     #[test]
@@ -1035,7 +1090,10 @@ mod tests {
             fill("", "").replace("version=\"1.0\"", "version=\"2.0\""),
             fill("", "").replace("version=\"1.0\" encoding", "encoding=\"UTF-8\" version"),
         ] {
-            assert!(matches!(err(x.as_bytes()), ReportError::Malformed { .. }), "{x}");
+            assert!(
+                matches!(err(x.as_bytes()), ReportError::Malformed { .. }),
+                "{x}"
+            );
         }
     }
 
