@@ -45,11 +45,8 @@ impl Error {
         self.0.exit()
     }
     /// The one line the operator reads, without the trailing newline.
-    /// Control characters (a newline in `--sha`, a key or a dest; an escape
-    /// sequence) are echoed escaped (`\n`, `\u{1b}`), so the refusal stays one
-    /// line that nothing can forge a second line into.
     pub fn line(&self) -> String {
-        one_line(&format!("saphan: {}: {}", self.name(), self.0))
+        format!("saphan: {}: {}", self.name(), self.0)
     }
     /// The inner error, for tests and callers that match on a module's enum.
     pub fn inner(&self) -> &dyn Refusal {

@@ -257,6 +257,8 @@ impl ConfigError {
     /// A refused value: `provision-dest-hostile` for a non-empty provision
     /// `dest` of the wrong shape, `config-value-invalid` otherwise.
     pub fn value(key: &str, value: String, what: String, fix: String, at: At) -> ConfigError {
+        // The value is echoed: a newline in it must not break the line.
+        let value = crate::error::one_line(&value);
         if key.starts_with("verify.provision.")
             && key.ends_with(".dest")
             && !value.trim_matches('"').is_empty()
