@@ -294,13 +294,28 @@ fn is_name_char(c: char) -> bool {
         || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
 }
 
-/// Is `b` an XML 1.0 `Name` (§2.3)? ASCII names take a byte loop.
+/// ASCII bytes that may start a Name (bit 0) or continue one (bit 1).
+const ASCII_NAME: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        let start = c == b':' || c == b'_' || c.is_ascii_alphabetic();
+        let more = start || c == b'-' || c == b'.' || c.is_ascii_digit();
+        t[i] = (start as u8) | ((more as u8) << 1);
+        i += 1;
+    }
+    t
+};
+
+/// Is `b` an XML 1.0 `Name` (§2.3)? ASCII names take a table lookup per byte.
 fn is_name(b: &[u8]) -> bool {
     let Some(&first) = b.first() else {
         return false;
     };
     if b.is_ascii() {
-        return is_name_start(first as char) && b[1..].iter().all(|&c| is_name_char(c as char));
+        return ASCII_NAME[first as usize] & 1 != 0
+            && b[1..].iter().all(|&c| ASCII_NAME[c as usize] & 2 != 0);
     }
     let Ok(s) = std::str::from_utf8(b) else {
         return false;
@@ -719,7 +734,11 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
             }
             Event::End(_) => st.close()?,
             Event::Text(t) => {
-                if memchr::memmem::find(t.as_bytes(), b"]]>").is_some() {
+                // Most text (the whitespace between elements) has no `]`:
+                // memchr first, the substring search only when one is there.
+                let tb = t.as_bytes();
+                if memchr::memchr(b']', tb).is_some() && memchr::memmem::find(tb, b"]]>").is_some()
+                {
                     return Err(Fail::At {
                         offset: before,
                         why: "`]]>` in text (XML needs `]]&gt;`)".into(),
