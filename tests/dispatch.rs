@@ -302,3 +302,193 @@ fn provision_hash_is_computed_on_the_machine_and_machines_disagree() {
     assert_code(&o, 0);
     assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
 }
+
+/// Processes on this machine (lab hosts share its PID space) whose command
+/// line holds `token`.
+fn processes_with(token: &str) -> Vec<String> {
+    let o = std::process::Command::new("pgrep")
+        .args(["-a", "-f", token])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains("pgrep"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Wait (bounded) until `path` exists.
+fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < bound {
+        if path.exists() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// A shell suite that marks that it started (in the machine's own /root),
+/// leaves a grandchild holding stdout, and waits for `$HOME/<token>.go`.
+fn waiting_repo(token: &str) -> Repo {
+    Repo::new(&[(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\ntouch \"$HOME/{token}.started\"\nsh -c 'sleep 1000; : {token}' &\nwhile [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\necho done\n"
+        ),
+    )])
+}
+
+#[test]
+fn timeout_kills_the_whole_group_on_the_machine() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    let token = format!("saphan-to-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let t0 = std::time::Instant::now();
+    let o = f.certify(&repo, "m0", &["--timeout", "3s"]);
+    let took = t0.elapsed();
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "timeout", "{r}");
+    assert_eq!(r["budget_source"], "flag:--timeout");
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert!(
+        processes_with(&token).is_empty(),
+        "left on the machine: {:?}",
+        processes_with(&token)
+    );
+    f.assert_clean("m0");
+    let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.started")));
+}
+
+#[test]
+fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    f.measure("m0,m1");
+    let token = format!("saphan-cc-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = f
+        .env
+        .cmd()
+        .args([
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            "m0,m1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(60);
+    for h in ["m0", "m1"] {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the suite never started on {h}"
+        );
+    }
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs() < 60, "Ctrl-C took {:?}", t0.elapsed());
+    assert_code(&o, 3);
+    let v = json(&o);
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["failure"], "interrupted", "{r}");
+        assert_eq!(r["interrupted"], true, "{r}");
+        f.assert_clean(h);
+        let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
+    }
+    assert!(
+        processes_with(&token).is_empty(),
+        "left: {:?}",
+        processes_with(&token)
+    );
+    assert_eq!(repo.records().len(), 2);
+}
+
+#[test]
+fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::start(3) else { return };
+    let f = Fleet::new(&lab, &["m0", "m1", "m2"]);
+    f.measure("m0,m1,m2");
+    let token = format!("saphan-ft-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = f
+        .env
+        .cmd()
+        .args([
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            "m0,m1,m2",
+            "--timeout",
+            "20s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(60);
+    for h in ["m0", "m1", "m2"] {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the suite never started on {h}"
+        );
+    }
+    let t0 = std::time::Instant::now();
+    lab.stop("m0");
+    lab.partition("m1");
+    std::fs::write(lab.home_dir("m2").join(format!("{token}.go")), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    lab.heal("m1");
+    // budget 20 s + grace: the local side must not wait on a dead machine.
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(record_on(&v, "m2")["verdict"], "green", "{v}");
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["verdict"], "measurement-failed", "{r}");
+        assert_eq!(r["failure"], "connection-lost", "{r}");
+    }
+    assert_eq!(repo.verified(), None);
+    // The partitioned machine's session still enforces the budget there.
+    let gone = {
+        let t = std::time::Instant::now();
+        loop {
+            if processes_with(&token).is_empty() || t.elapsed().as_secs() > 60 {
+                break processes_with(&token).is_empty();
+            }
+            std::thread::park_timeout(std::time::Duration::from_millis(200));
+        }
+    };
+    assert!(gone, "left: {:?}", processes_with(&token));
+}

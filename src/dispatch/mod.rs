@@ -518,7 +518,7 @@ async fn attempt(
             let cancel = format!(
                 r#"touch "$1/cancel"; i=0; while [ ! -s "$1/pid" ] && [ ! -e "$1/status" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 [ -s "$1/pid" ] || exit 0
-p=$(cat "$1/pid"); kill -TERM -- "-$p" 2>/dev/null; sleep {g}; kill -KILL -- "-$p" 2>/dev/null; exit 0"#,
+p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL -- "-$p" 2>/dev/null; exit 0"#,
                 g = GRACE.as_secs()
             );
             let _ = t.exec(&strs(&["sh", "-c", &cancel, "saphan-cancel", &run_dir]), INTERRUPT_BOUND).await;

@@ -89,9 +89,13 @@ else
   # the budget, sends TERM to the whole group, then KILL after the grace.
   timeout --verbose -k "$grace" "$budget" sh -c 'exec 2>"$0"; exec "$@"' "$run/stderr" "$@" \
     </dev/null >"$run/stdout" 2>"$run/timeout" 9>&- &
-  echo $! > "$run/pid"
-  wait $!
+  pid=$!
+  echo "$pid" > "$run/pid"
+  wait "$pid"
   rc=$?
+  # Whatever the suite left running in its group (a grandchild holding
+  # stdout) does not outlive the attempt.
+  kill -s KILL -- "-$pid" 2>/dev/null
   cd "$W"
 fi
 ts collect
