@@ -254,6 +254,8 @@ impl Repo {
             repo_top: self.top.clone(),
             path,
             git_dir: PathBuf::new(),
+            submodules: Vec::new(),
+            submodule_missing: None,
             _parent: parent,
             armed: true,
         };
@@ -265,7 +267,50 @@ impl Repo {
             .await?
             .stdout_str(),
         );
+        self.checkout_submodules(&mut scratch, sha).await?;
         Ok(scratch)
+    }
+
+    /// Check every submodule of `sha` out at its gitlink commit inside
+    /// `scratch`, from objects already on this machine (a `--shared` clone of
+    /// the local store: no network, no copy). A gitlink whose commit no local
+    /// store holds is noted in [`Scratch::submodule_missing`]: the attempt is
+    /// then measurement-failed, never red.
+    async fn checkout_submodules(&self, scratch: &mut Scratch, sha: &str) -> Result<(), GitError> {
+        let subs = self.submodules(sha).await?;
+        for s in &subs {
+            scratch.submodules.push((s.path.clone(), s.commit.clone()));
+            if scratch.submodule_missing.is_some() {
+                continue;
+            }
+            let Some(store) = &s.store else {
+                scratch.submodule_missing = Some(format!(
+                    "submodule {} at commit {} is not available on this machine (no local store holds it; no network is used)",
+                    s.path, s.commit
+                ));
+                continue;
+            };
+            let dest = scratch.path.join(&s.path);
+            let _ = std::fs::remove_dir_all(&dest);
+            let d = dest.to_string_lossy().into_owned();
+            let src = store.common_dir.to_string_lossy().into_owned();
+            let cloned = git(
+                &scratch.path,
+                &["clone", "--quiet", "--shared", "--no-checkout", &src, &d],
+            )
+            .await
+            .is_ok()
+                && git(&dest, &["checkout", "--quiet", "--detach", &s.commit])
+                    .await
+                    .is_ok();
+            if !cloned {
+                scratch.submodule_missing = Some(format!(
+                    "submodule {} at commit {} could not be checked out from {}",
+                    s.path, s.commit, src
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -279,6 +324,11 @@ pub struct Scratch {
     pub path: PathBuf,
     /// The worktree's own git dir (`<common>/worktrees/<name>`).
     pub git_dir: PathBuf,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
+    /// Why a submodule could not be checked out (the attempt is then
+    /// measurement-failed, naming the path and commit).
+    pub submodule_missing: Option<String>,
     _parent: Option<tempfile::TempDir>,
     armed: bool,
 }

@@ -102,6 +102,8 @@ pub struct SuiteRun {
     pub elapsed: Duration,
     /// The last 4 KiB of the suite's stderr (for the operator, not the record).
     pub stderr_tail: String,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
 }
 
 /// Where and how to run one suite.
@@ -150,6 +152,20 @@ pub async fn run_suite(
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
     let started_at = crate::clock::now_rfc3339();
+    if let Some(why) = &scratch.submodule_missing {
+        return Ok(SuiteRun {
+            started_at,
+            finished_at: crate::clock::now_rfc3339(),
+            termination: None,
+            measurement: Measurement::failed(format!(
+                "submodule-missing: {why} — the SHA was not measured"
+            )),
+            placed: Vec::new(),
+            elapsed: Duration::ZERO,
+            stderr_tail: String::new(),
+            submodules: scratch.submodules.clone(),
+        });
+    }
     let exclude = scratch.git_dir.join("saphan-exclude");
     let placed = provision::place(plan.provisions, &scratch.path, &exclude)?;
     let mut env: Vec<(String, String)> = Vec::new();
@@ -237,6 +253,7 @@ pub async fn run_suite(
         placed,
         elapsed,
         stderr_tail,
+        submodules: scratch.submodules.clone(),
     })
 }
 
@@ -291,6 +308,20 @@ pub fn record(
         provisions: run.placed.clone(),
         notes: m.notes.clone(),
         verified_pointer: None,
-        extra: Default::default(),
+        extra: if run.submodules.is_empty() {
+            Default::default()
+        } else {
+            let mut m = serde_json::Map::new();
+            m.insert(
+                "submodules".into(),
+                serde_json::json!(
+                    run.submodules
+                        .iter()
+                        .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
+                        .collect::<Vec<_>>()
+                ),
+            );
+            m
+        },
     }
 }

@@ -322,6 +322,7 @@ pub async fn verify_stream(
                 placed: Vec::new(),
                 elapsed: Duration::ZERO,
                 stderr_tail: String::new(),
+                submodules: Vec::new(),
             };
             &interrupted_run
         }

@@ -492,3 +492,94 @@ fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
     };
     assert!(gone, "left: {:?}", processes_with(&token));
 }
+
+/// A superproject whose suite needs its submodule's content, plus a second
+/// commit whose gitlink names a commit no repository here holds.
+fn superproject() -> (Repo, Repo, String, String) {
+    let sub = Repo::new(&[("lib.txt", "hello from the submodule\n")]);
+    let sup = Repo::new(&[(
+        "check.sh",
+        "#!/bin/sh\ngrep -q 'hello from the submodule' sub/lib.txt\n",
+    )]);
+    common::git(
+        sup.path(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.path().to_str().unwrap(),
+            "sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "add submodule"]);
+    let good = sup.head();
+    common::git(
+        sup.path(),
+        &[
+            "update-index",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "gitlink to nowhere"]);
+    let missing = sup.head();
+    (sup, sub, good, missing)
+}
+
+#[test]
+fn submodules_at_their_gitlinks_locally_and_on_a_machine() {
+    let (sup, sub, good, missing) = superproject();
+    let sub_commit = sub.head();
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let local = |sha: &str| {
+        env.run(&[
+            "--json",
+            "certify",
+            "--repo",
+            sup.path().to_str().unwrap(),
+            "--sha",
+            sha,
+        ])
+    };
+    let o = local(&good);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(
+        v["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{v}"
+    );
+    let o = local(&missing);
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(v["failure"], "submodule-missing", "{v}");
+    let note = v["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("sub") && note.contains("1111111111111111111111111111111111111111"),
+        "{note}"
+    );
+    common::assert_only_main_worktree(&sup);
+
+    // The same on a machine: the submodule's objects are shipped too.
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let o = f.certify(&sup, "m0", &["--sha", &good]);
+    assert_code(&o, 0);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(
+        r["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{r}"
+    );
+    let o = f.certify(&sup, "m0", &["--sha", &missing]);
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["failure"], "submodule-missing", "{r}");
+    f.assert_clean("m0");
+}

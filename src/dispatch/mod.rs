@@ -313,6 +313,11 @@ pub async fn run_on(
         placed: a.placed,
         elapsed: a.run_time,
         stderr_tail: a.stderr_tail.clone(),
+        submodules: job
+            .submodules
+            .iter()
+            .map(|s| (s.path.clone(), s.commit.clone()))
+            .collect(),
     };
     let mut suite = job.suite.clone();
     suite.argv = run_argv;
@@ -346,17 +351,6 @@ pub async fn run_on(
     record
         .extra
         .insert("remote_tree".into(), serde_json::json!(layout.tree()));
-    if !job.submodules.is_empty() {
-        record.extra.insert(
-            "submodules".into(),
-            serde_json::json!(
-                job.submodules
-                    .iter()
-                    .map(|s| serde_json::json!({"path": s.path, "commit": s.commit}))
-                    .collect::<Vec<_>>()
-            ),
-        );
-    }
     if a.interrupted {
         record.extra.insert("interrupted".into(), serde_json::json!(true));
     }
