@@ -156,6 +156,8 @@ pub async fn certify_machines(
         verb: "certify",
         extra_env: &[],
         interrupt,
+        affected: None,
+        self_binary: None,
     };
     crate::dispatch::run_all(
         &job,

@@ -583,3 +583,63 @@ fn submodules_at_their_gitlinks_locally_and_on_a_machine() {
     assert_eq!(r["failure"], "submodule-missing", "{r}");
     f.assert_clean("m0");
 }
+
+#[test]
+fn verify_affected_on_a_machine_with_the_bundled_adapter() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    files.extend(gomod::package("leaf", &[], 1));
+    files.extend(gomod::package("top", &["leaf"], 1));
+    files.extend(gomod::package("other", &[], 1));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    common::git(repo.path(), &["branch", "base"]);
+    repo.commit(
+        &[("leaf/leaf.go", "package leaf\n\n// V is two now.\nfunc V() int { return 2 }\n")],
+        "change leaf",
+    );
+    f.env.write_config(
+        "[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\n",
+    );
+    let mut c = f.env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args([
+            "--json",
+            "verify-affected",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--base",
+            "base",
+            "--machine",
+            "m1",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["result"], "green", "{v}");
+    let sel: Vec<&str> = v["selected_packages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(sel.contains(&"example.com/m/leaf") && sel.contains(&"example.com/m/top"), "{v}");
+    assert!(!sel.contains(&"example.com/m/other"), "{v}");
+    let argv0 = v["adapter_argv"][0].as_str().unwrap();
+    assert!(
+        argv0.starts_with(&f.workhome("m1").join("saphan/bin/saphan-").display().to_string()),
+        "{v}"
+    );
+    assert!(Path::new(argv0).is_file(), "the binary was not shipped: {argv0}");
+    f.assert_clean("m1");
+}

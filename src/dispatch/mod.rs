@@ -194,6 +194,14 @@ pub struct Job<'a> {
     pub extra_env: &'a [(String, String)],
     /// Ctrl-C.
     pub interrupt: &'a Interrupt,
+    /// The affected tier's files (`None` for certify): `report_path` is then
+    /// relative to `<run dir>/reports`, the manifest is staged at
+    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
+    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
+    pub affected: Option<&'a Path>,
+    /// This saphan binary and its sha256, shipped to
+    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
+    pub self_binary: Option<(&'a Path, &'a str)>,
 }
 
 /// One machine's attempt, recorded.
@@ -230,7 +238,8 @@ pub async fn connect(
         let prog = m.argv[0].clone();
         // A path relative to the tree (`./run-tests.sh`) is the SHA's own file.
         let in_tree = prog.contains('/') && !prog.starts_with('/');
-        if !in_tree {
+        // `saphan` (the bundled adapter) is this very binary, shipped.
+        if !in_tree && prog != "saphan" {
             let argv: Vec<String> = vec![
                 "sh".into(),
                 "-c".into(),
@@ -271,6 +280,82 @@ pub async fn run_on(
     executor: &dyn Executor,
     progress: &dyn Progress,
 ) -> Result<MachineRun> {
+    let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
+    let mut suite = job.suite.clone();
+    suite.argv = c.argv.clone();
+    let mut record = measure::record(
+        Subject {
+            verb: job.verb,
+            repo: &job.repo.top,
+            sha: job.sha,
+            machine: &m.row.id,
+            class: executor.class(),
+        },
+        &suite,
+        job.budget,
+        &c.run,
+    );
+    record.notes.extend(c.notes);
+    record.extra.insert(
+        "machine_program".into(),
+        serde_json::json!({
+            "capability": m.capability,
+            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
+            "version": m.program_version,
+        }),
+    );
+    record
+        .extra
+        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
+    record
+        .extra
+        .insert("phases".into(), serde_json::Value::Object(c.phases));
+    record
+        .extra
+        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
+    if c.interrupted {
+        record.extra.insert("interrupted".into(), serde_json::json!(true));
+    }
+    Ok(MachineRun {
+        record,
+        stderr_tail: c.run.stderr_tail,
+    })
+}
+
+/// What one machine's attempt left, before it becomes a record.
+#[derive(Debug)]
+pub struct Collected {
+    /// The run, as the measurement core describes a local one.
+    pub run: SuiteRun,
+    /// What ran there.
+    pub argv: Vec<String>,
+    /// Notes to add to the record (`reaped: …`).
+    pub notes: Vec<String>,
+    /// Bundle bytes shipped.
+    pub bundle_bytes: u64,
+    /// Seconds per phase.
+    pub phases: serde_json::Map<String, serde_json::Value>,
+    /// The scratch tree path on the machine.
+    pub remote_tree: String,
+    /// Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// Local copies: `stdout`, `tree/` (report files), `scope.json`
+    /// (affected). `None` when nothing was brought back.
+    pub local: Option<tempfile::TempDir>,
+}
+
+/// Ship, materialize, run and collect `job` on the connected machine `m`:
+/// every outcome after admission is a [`Collected`] (a failure is a failed
+/// measurement naming its cause); refusals found on the machine before the
+/// suite ran (a provision dest conflict) are errors.
+pub async fn measure_on(
+    job: &Job<'_>,
+    m: &Admitted,
+    connected: std::result::Result<Transport, DispatchFault>,
+    connect_time: Duration,
+    executor: &dyn Executor,
+    progress: &dyn Progress,
+) -> Result<Collected> {
     let started_at = crate::clock::now_rfc3339();
     let layout = ship::Layout {
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
@@ -287,8 +372,15 @@ pub async fn run_on(
         run_time: Duration::ZERO,
         stderr_tail: String::new(),
         notes: Vec::new(),
+        local: None,
     };
-    let run_argv = executor.argv(&layout.tree(), &m.argv);
+    let mut argv = m.argv.clone();
+    if let Some((_, sha)) = job.self_binary
+        && argv[0] == "saphan"
+    {
+        argv[0] = format!("{}/bin/saphan-{sha}", layout.base);
+    }
+    let run_argv = executor.argv(&layout.tree(), &argv);
     match connected {
         Err(f) => a.measurement = Measurement::failed(f.note()),
         Ok(t) => {
@@ -319,44 +411,15 @@ pub async fn run_on(
             .map(|s| (s.path.clone(), s.commit.clone()))
             .collect(),
     };
-    let mut suite = job.suite.clone();
-    suite.argv = run_argv;
-    let mut record = measure::record(
-        Subject {
-            verb: job.verb,
-            repo: &job.repo.top,
-            sha: job.sha,
-            machine: &m.row.id,
-            class: executor.class(),
-        },
-        &suite,
-        job.budget,
-        &run,
-    );
-    record.notes.extend(a.notes);
-    record.extra.insert(
-        "machine_program".into(),
-        serde_json::json!({
-            "capability": m.capability,
-            "path": m.program_path.clone().unwrap_or_else(|| m.argv[0].clone()),
-            "version": m.program_version,
-        }),
-    );
-    record
-        .extra
-        .insert("bundle_bytes".into(), serde_json::json!(a.bundle_bytes));
-    record
-        .extra
-        .insert("phases".into(), serde_json::Value::Object(phases));
-    record
-        .extra
-        .insert("remote_tree".into(), serde_json::json!(layout.tree()));
-    if a.interrupted {
-        record.extra.insert("interrupted".into(), serde_json::json!(true));
-    }
-    Ok(MachineRun {
-        record,
-        stderr_tail: a.stderr_tail,
+    Ok(Collected {
+        run,
+        argv: run_argv,
+        notes: a.notes,
+        bundle_bytes: a.bundle_bytes,
+        phases,
+        remote_tree: layout.tree(),
+        interrupted: a.interrupted,
+        local: a.local,
     })
 }
 
@@ -369,6 +432,7 @@ struct Attempt {
     run_time: Duration,
     stderr_tail: String,
     notes: Vec<String>,
+    local: Option<tempfile::TempDir>,
 }
 
 enum Failure {
@@ -452,6 +516,40 @@ async fn attempt(
     if !mk.status.success() {
         return Err(DispatchFault::new("ship-failed", format!("mkdir {run_dir}: {}", mk.stderr_str())).into());
     }
+    if let Some((local_bin, sha)) = job.self_binary
+        && run_argv.first().is_some_and(|a| a.ends_with(&format!("/bin/saphan-{sha}")))
+    {
+        // Content-addressed: shipped once per build, reused after.
+        let remote_bin = run_argv[0].clone();
+        let have = t
+            .exec(&strs(&["test", "-x", &remote_bin]), CONTROL_TIMEOUT)
+            .await
+            .map_err(DispatchFault::transport)?;
+        if !have.status.success() {
+            let mk = t
+                .exec(&strs(&["mkdir", "-p", &format!("{}/bin", layout.base)]), CONTROL_TIMEOUT)
+                .await
+                .map_err(DispatchFault::transport)?;
+            if !mk.status.success() {
+                return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
+            }
+            t.put(local_bin, &remote_bin)
+                .await
+                .map_err(DispatchFault::transport)?;
+        }
+    }
+    if let Some(manifest) = job.affected {
+        t.put(manifest, &format!("{run_dir}/manifest.json"))
+            .await
+            .map_err(DispatchFault::transport)?;
+        let mk = t
+            .exec(&strs(&["mkdir", "-p", &format!("{run_dir}/reports")]), CONTROL_TIMEOUT)
+            .await
+            .map_err(DispatchFault::transport)?;
+        if !mk.status.success() {
+            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
+        }
+    }
     let mut prov_args: Vec<String> = Vec::new();
     for (i, p) in job.provisions.iter().enumerate() {
         let remote = format!("{run_dir}/prov/{i}");
@@ -477,6 +575,9 @@ async fn attempt(
 
     // The session: materialize, run under the budget, keep, remove.
     let report_prefix = match (job.suite.report, &job.suite.report_path) {
+        (report::ReportKind::JunitXml, Some(p)) if job.affected.is_some() => {
+            format!("run:{}", report_prefix(p))
+        }
         (report::ReportKind::JunitXml, Some(p)) => report_prefix(p),
         _ => String::new(),
     };
@@ -701,6 +802,12 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
             "collect-bound: the report files on {id} take {big}, over the {COLLECT_LIMIT}-byte bound; they were not brought back"
         ));
     }
+    if job.affected.is_some() {
+        // No scope file is an answer the affected engine judges, not a fault.
+        let _ = t
+            .get(&format!("{run_dir}/scope.json"), &local.path().join("scope.json"))
+            .await;
+    }
     cleanup(t).await;
     phases.insert(
         "collect".into(),
@@ -733,7 +840,11 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
             crate::suite::SuiteSource::Config(scope) => scope,
             crate::suite::SuiteSource::DefaultGo => "verify.full",
         };
-        let key = format!("{scope}.report_path");
+        let key = if job.affected.is_some() {
+            format!("{scope}.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)")
+        } else {
+            format!("{scope}.report_path")
+        };
         let ev = Evidence {
             kind: job.suite.report,
             termination: termination.unwrap_or(Termination::Exited(rc)),
@@ -758,6 +869,7 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
         .await
         .unwrap_or_else(|e| Measurement::failed(format!("crash: parsing the report panicked: {e}")))
     };
+    a.local = Some(local);
     Ok(())
 }
 
@@ -981,7 +1093,26 @@ pub fn admit_all(
         .collect()
 }
 
-/// Absolute `p` for messages.
-pub fn shown(p: &Path) -> String {
-    p.display().to_string()
+/// Refuse unless the machine's *measured* os/arch are this build's, so the
+/// running binary can be shipped there (`saphan-binary-unavailable`).
+pub fn require_same_platform(m: &Admitted) -> Result<()> {
+    let norm = |a: &str| match a {
+        "arm64" => "aarch64".to_string(),
+        "amd64" => "x86_64".to_string(),
+        a => a.to_ascii_lowercase(),
+    };
+    let local_os = std::env::consts::OS;
+    let local_arch = std::env::consts::ARCH;
+    if m.os.eq_ignore_ascii_case(local_os) && norm(&m.arch) == norm(local_arch) {
+        return Ok(());
+    }
+    Err(DispatchError::PlatformMismatch {
+        machine: m.row.id.clone(),
+        os: m.os.clone(),
+        arch: m.arch.clone(),
+        local_os: local_os.into(),
+        local_arch: local_arch.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+    .into())
 }

@@ -66,7 +66,8 @@ nenv=$1
 shift
 i=0
 while [ "$i" -lt "$nenv" ]; do
-  export "$1"
+  kv=$(printf '%s' "$1" | sed "s|@RUN@|$run|g")
+  export "$kv"
   shift
   i=$((i + 1))
 done
@@ -105,10 +106,14 @@ grep -q 'sending signal' "$run/timeout" 2>/dev/null && to=1
 [ -e "$run/stderr" ] || : > "$run/stderr"
 ssz=$(wc -c < "$run/stdout")
 rep=none
-if [ -n "$rprefix" ] && [ -e "$tree/$rprefix" ]; then
-  rk=$(du -sk "$tree/$rprefix" | cut -f1)
+rroot="$tree"
+case "$rprefix" in
+  run:*) rroot="$run/reports"; rprefix=${rprefix#run:} ;;
+esac
+if [ -n "$rprefix" ] && [ -e "$rroot/$rprefix" ]; then
+  rk=$(du -sk "$rroot/$rprefix" | cut -f1)
   if [ "$rk" -le $((limit / 1024)) ]; then
-    if tar -C "$tree" --exclude=.git -cf "$run/reports.tar" -- "$rprefix" 2>>"$run/err"; then rep=tar; else rep=tar-failed; fi
+    if tar -C "$rroot" --exclude=.git -cf "$run/reports.tar" -- "$rprefix" 2>>"$run/err"; then rep=tar; else rep=tar-failed; fi
   else
     rep="too-big-$rk-KiB"
   fi
