@@ -509,12 +509,31 @@ async fn attempt(
         .prefix("saphan-stage-")
         .tempdir()
         .map_err(|e| DispatchFault::new("ship-failed", format!("temp dir: {e}")))?;
-    let mk = t
-        .exec(&strs(&["mkdir", "-p", &format!("{run_dir}/prov")]), CONTROL_TIMEOUT)
-        .await
-        .map_err(DispatchFault::transport)?;
-    if !mk.status.success() {
-        return Err(DispatchFault::new("ship-failed", format!("mkdir {run_dir}: {}", mk.stderr_str())).into());
+    let staged = !job.provisions.is_empty()
+        || !job.submodules.is_empty()
+        || job.affected.is_some()
+        || job.self_binary.is_some();
+    if staged {
+        let mk = t
+            .exec(
+                &strs(&[
+                    "mkdir",
+                    "-p",
+                    &format!("{run_dir}/prov"),
+                    &format!("{run_dir}/reports"),
+                    &format!("{}/bin", layout.base),
+                ]),
+                CONTROL_TIMEOUT,
+            )
+            .await
+            .map_err(DispatchFault::transport)?;
+        if !mk.status.success() {
+            return Err(DispatchFault::new(
+                "ship-failed",
+                format!("mkdir {run_dir}: {}", mk.stderr_str()),
+            )
+            .into());
+        }
     }
     if let Some((local_bin, sha)) = job.self_binary
         && run_argv.first().is_some_and(|a| a.ends_with(&format!("/bin/saphan-{sha}")))
@@ -526,13 +545,6 @@ async fn attempt(
             .await
             .map_err(DispatchFault::transport)?;
         if !have.status.success() {
-            let mk = t
-                .exec(&strs(&["mkdir", "-p", &format!("{}/bin", layout.base)]), CONTROL_TIMEOUT)
-                .await
-                .map_err(DispatchFault::transport)?;
-            if !mk.status.success() {
-                return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
-            }
             t.put(local_bin, &remote_bin)
                 .await
                 .map_err(DispatchFault::transport)?;
@@ -542,13 +554,6 @@ async fn attempt(
         t.put(manifest, &format!("{run_dir}/manifest.json"))
             .await
             .map_err(DispatchFault::transport)?;
-        let mk = t
-            .exec(&strs(&["mkdir", "-p", &format!("{run_dir}/reports")]), CONTROL_TIMEOUT)
-            .await
-            .map_err(DispatchFault::transport)?;
-        if !mk.status.success() {
-            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
-        }
     }
     let mut prov_args: Vec<String> = Vec::new();
     for (i, p) in job.provisions.iter().enumerate() {
@@ -642,8 +647,13 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
         )
         .into());
     }
-    let status = out.stdout_str();
-    let status = status.lines().last().unwrap_or("").to_string();
+    let status = out
+        .stdout_str()
+        .split("@@status\n")
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .to_string();
 
     // Collect.
     progress.phase(id, "collect");
@@ -652,20 +662,7 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
         .prefix("saphan-collect-")
         .tempdir()
         .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
-    let info = t
-        .exec(
-            &strs(&[
-                "sh",
-                "-c",
-                r#"cd "$1" || exit 1; echo '@@phases'; cat phases 2>/dev/null; echo '@@provisions'; cat provisions 2>/dev/null; echo '@@notes'; cat notes 2>/dev/null; echo '@@stderr'; tail -c 4096 stderr 2>/dev/null; echo; echo '@@err'; tail -c 2048 err 2>/dev/null; exit 0"#,
-                "saphan-collect",
-                &run_dir,
-            ]),
-            CONTROL_TIMEOUT,
-        )
-        .await
-        .map_err(DispatchFault::transport)?;
-    let info = info.stdout_str();
+    let info = out.stdout_str();
     let mut section = "";
     let mut stamps: Vec<(String, f64)> = Vec::new();
     let mut stderr_tail = String::new();
@@ -678,6 +675,7 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
                 "notes" => "notes",
                 "stderr" => "stderr",
                 "err" => "err",
+                "status" => "status",
                 _ => section,
             };
             continue;
@@ -775,10 +773,6 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
             "collect-bound: the suite's stdout on {id} is {stdout_bytes} bytes, over the {COLLECT_LIMIT}-byte bound; it was not brought back"
         ));
         let _ = std::fs::write(&stdout_path, b"");
-    } else {
-        t.get(&format!("{run_dir}/stdout"), &stdout_path)
-            .await
-            .map_err(DispatchFault::transport)?;
     }
     if reports == "tar" {
         let tar = local.path().join("reports.tar");
@@ -808,7 +802,28 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
             .get(&format!("{run_dir}/scope.json"), &local.path().join("scope.json"))
             .await;
     }
-    cleanup(t).await;
+    // stdout comes back with the removal of the run dir: one round trip.
+    let last = t
+        .exec(
+            &strs(&[
+                "sh",
+                "-c",
+                r#"if [ "$2" = yes ]; then cat "$1/stdout" || exit 1; fi; rm -rf "$1""#,
+                "saphan-collect",
+                &run_dir,
+                if stdout_bytes > COLLECT_LIMIT { "no" } else { "yes" },
+            ]),
+            CONTROL_TIMEOUT,
+        )
+        .await
+        .map_err(DispatchFault::transport)?;
+    if stdout_bytes <= COLLECT_LIMIT {
+        if !last.status.success() {
+            return Err(DispatchFault::new("collect-failed", format!("reading stdout on {id}: {}", last.stderr_str())).into());
+        }
+        std::fs::write(&stdout_path, &last.stdout)
+            .map_err(|e| DispatchFault::new("collect-failed", format!("writing {}: {e}", stdout_path.display())))?;
+    }
     phases.insert(
         "collect".into(),
         serde_json::json!(secs(t_collect.elapsed())),

@@ -12,7 +12,19 @@ mirror="$W/mirrors/$key.git"
 base="$W/scratch/$key"
 tree="$base/tree"
 ts() { printf '%s %s\n' "$1" "$(date +%s.%N)" >> "$run/phases"; }
-fin() { printf '%s\n' "$1" > "$run/status"; cat "$run/status"; exit 0; }
+fin() {
+  printf '%s\n' "$1" > "$run/status"
+  cd "$run" 2>/dev/null && {
+    echo '@@phases'; cat phases 2>/dev/null
+    echo '@@provisions'; cat provisions 2>/dev/null
+    echo '@@notes'; cat notes 2>/dev/null
+    echo '@@stderr'; tail -c 4096 stderr 2>/dev/null; echo
+    echo '@@err'; tail -c 2048 err 2>/dev/null; echo
+  }
+  echo '@@status'
+  cat "$run/status"
+  exit 0
+}
 remove_tree() {
   git -C "$mirror" worktree remove --force --force "$tree" >/dev/null 2>&1
   rm -rf "$base"
