@@ -72,9 +72,20 @@ fn main() {
     );
     ok(
         &env.run(&[
-            "machine", "probe", "--machine", "m0", "--capability", "go",
-            "--declared-path", "/usr/bin/go", "--workhome", "/tmp",
-            "--probed-by", "bench", "--workspace", "ws",
+            "machine",
+            "probe",
+            "--machine",
+            "m0",
+            "--capability",
+            "go",
+            "--declared-path",
+            "/usr/bin/go",
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "bench",
+            "--workspace",
+            "ws",
         ]),
         "probe",
     );
@@ -85,15 +96,24 @@ fn main() {
     for p in ["a", "b", "c", "d"] {
         files.extend(common::gomod::package(p, &[], 1));
     }
-    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let repo = Repo::new(&refs);
     for i in 0..20 {
-        repo.commit(&[(&format!("notes/{i}.txt"), &format!("history {i}\n"))], "history");
+        repo.commit(
+            &[(&format!("notes/{i}.txt"), &format!("history {i}\n"))],
+            "history",
+        );
     }
     certify(&env, &repo, "m0");
     let prev = repo.head();
     let next = repo.commit(
-        &[("a/a.go", "package a\n\n// V is two.\nfunc V() int { return 2 }\n")],
+        &[(
+            "a/a.go",
+            "package a\n\n// V is two.\nfunc V() int { return 2 }\n",
+        )],
         "nearby",
     );
     let t0 = Instant::now();
@@ -105,7 +125,15 @@ fn main() {
     common::git(repo.path(), &["branch", "-f", "bench-next", &next]);
     common::git(
         repo.path(),
-        &["bundle", "create", "-q", b.to_str().unwrap(), "bench-next", "--not", &prev],
+        &[
+            "bundle",
+            "create",
+            "-q",
+            b.to_str().unwrap(),
+            "bench-next",
+            "--not",
+            &prev,
+        ],
     );
     let minimal = std::fs::metadata(&b).unwrap().len();
     println!(
@@ -125,14 +153,25 @@ fn main() {
     ok(&o, "seed the by-hand mirror");
     let prev = repo.head();
     let next = repo.commit(
-        &[("b/b.go", "package b\n\n// V is two.\nfunc V() int { return 2 }\n")],
+        &[(
+            "b/b.go",
+            "package b\n\n// V is two.\nfunc V() int { return 2 }\n",
+        )],
         "nearby 2",
     );
     common::git(repo.path(), &["branch", "-f", "bench-next", &next]);
     let t0 = Instant::now();
     common::git(
         repo.path(),
-        &["bundle", "create", "-q", b.to_str().unwrap(), "bench-next", "--not", &prev],
+        &[
+            "bundle",
+            "create",
+            "-q",
+            b.to_str().unwrap(),
+            "bench-next",
+            "--not",
+            &prev,
+        ],
     );
     let remote_bundle = work.path().join("m0/by-hand.bundle");
     let o = Command::new("ssh")

@@ -413,10 +413,11 @@ impl Repo {
                 continue;
             };
             let mut f = meta.split_whitespace();
-            if f.next() == Some("160000") && f.next() == Some("commit") {
-                if let Some(c) = f.next() {
-                    links.push((path.to_string(), c.to_string()));
-                }
+            if f.next() == Some("160000")
+                && f.next() == Some("commit")
+                && let Some(c) = f.next()
+            {
+                links.push((path.to_string(), c.to_string()));
             }
         }
         if links.is_empty() {
@@ -428,7 +429,13 @@ impl Repo {
         let spec = format!("{sha}:.gitmodules");
         if let Ok(o) = git(
             &self.top,
-            &["config", "--blob", &spec, "--get-regexp", r"^submodule\..*\.path$"],
+            &[
+                "config",
+                "--blob",
+                &spec,
+                "--get-regexp",
+                r"^submodule\..*\.path$",
+            ],
         )
         .await
         {
@@ -463,14 +470,22 @@ impl Repo {
                 let ok = crate::exec::run(
                     crate::exec::Cmd::new("git")
                         .arg("--git-dir")
-                        .arg(if c.join(".git").exists() { c.join(".git") } else { c.clone() })
+                        .arg(if c.join(".git").exists() {
+                            c.join(".git")
+                        } else {
+                            c.clone()
+                        })
                         .args(["cat-file", "-e", &check])
                         .timeout(GIT_TIMEOUT),
                 )
                 .await
                 .is_ok_and(|o| o.status.success());
                 if ok {
-                    let git_dir = if c.join(".git").exists() { c.join(".git") } else { c.clone() };
+                    let git_dir = if c.join(".git").exists() {
+                        c.join(".git")
+                    } else {
+                        c.clone()
+                    };
                     store = Some(Repo {
                         top: c.clone(),
                         common_dir: git_dir,

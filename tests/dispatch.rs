@@ -188,15 +188,33 @@ fn red_names_the_failing_test_and_keeps_the_pointer() {
     let f = Fleet::new(lab, &["m1"]);
     f.measure("m1");
     assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
-    let repo = go_repo("func TestGood(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n");
+    let repo = go_repo(
+        "func TestGood(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+    );
     let o = f.certify(&repo, "m1", &[]);
     assert_code(&o, 1);
     let v = json(&o);
     let r = record_on(&v, "m1");
     assert_eq!(r["verdict"], "red", "{r}");
-    assert_eq!(r["named_tests"], serde_json::json!(["example.com/m/a.TestBroken"]), "{r}");
+    assert_eq!(
+        r["named_tests"],
+        serde_json::json!(["example.com/m/a.TestBroken"]),
+        "{r}"
+    );
     assert_eq!(r["count"], 2);
     assert_eq!(repo.verified(), None);
+    f.assert_clean("m1");
+
+    // A tree a lost connection left behind is reaped by the next dispatch.
+    let tree = PathBuf::from(r["remote_tree"].as_str().unwrap());
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("left-behind"), "x").unwrap();
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let notes = record_on(&v, "m1")["notes"].to_string();
+    assert!(notes.contains("reaped"), "{notes}");
+    assert!(!tree.exists());
     f.assert_clean("m1");
 }
 
@@ -408,7 +426,11 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(t0.elapsed().as_secs() < 60, "Ctrl-C took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed().as_secs() < 60,
+        "Ctrl-C took {:?}",
+        t0.elapsed()
+    );
     assert_code(&o, 3);
     let v = json(&o);
     for h in ["m0", "m1"] {
@@ -603,7 +625,10 @@ fn verify_affected_on_a_machine_with_the_bundled_adapter() {
     let repo = Repo::new(&refs);
     common::git(repo.path(), &["branch", "base"]);
     repo.commit(
-        &[("leaf/leaf.go", "package leaf\n\n// V is two now.\nfunc V() int { return 2 }\n")],
+        &[(
+            "leaf/leaf.go",
+            "package leaf\n\n// V is two now.\nfunc V() int { return 2 }\n",
+        )],
         "change leaf",
     );
     f.env.write_config(
@@ -633,13 +658,24 @@ fn verify_affected_on_a_machine_with_the_bundled_adapter() {
         .iter()
         .map(|s| s.as_str().unwrap())
         .collect();
-    assert!(sel.contains(&"example.com/m/leaf") && sel.contains(&"example.com/m/top"), "{v}");
+    assert!(
+        sel.contains(&"example.com/m/leaf") && sel.contains(&"example.com/m/top"),
+        "{v}"
+    );
     assert!(!sel.contains(&"example.com/m/other"), "{v}");
     let argv0 = v["adapter_argv"][0].as_str().unwrap();
     assert!(
-        argv0.starts_with(&f.workhome("m1").join("saphan/bin/saphan-").display().to_string()),
+        argv0.starts_with(
+            &f.workhome("m1")
+                .join("saphan/bin/saphan-")
+                .display()
+                .to_string()
+        ),
         "{v}"
     );
-    assert!(Path::new(argv0).is_file(), "the binary was not shipped: {argv0}");
+    assert!(
+        Path::new(argv0).is_file(),
+        "the binary was not shipped: {argv0}"
+    );
     f.assert_clean("m1");
 }

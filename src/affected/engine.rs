@@ -298,7 +298,12 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
     let target = match remote.as_slice() {
         [] => None,
         [one] => Some(one.clone()),
-        _ => return Err(AffectedError::OneMachine { machines: remote.join(",") }.into()),
+        _ => {
+            return Err(AffectedError::OneMachine {
+                machines: remote.join(","),
+            }
+            .into());
+        }
     };
     let on = target.map(|m| Remote {
         home: &s.home,
@@ -376,16 +381,35 @@ async fn run_adapter(
     let stream_path = private.path().join("stdout");
     if let Some(on) = on {
         let (run, local) = run_remote(
-            repo, &on, &suite, &budget, &provisions, &manifest_path, &res.head, interrupt,
+            repo,
+            &on,
+            &suite,
+            &budget,
+            &provisions,
+            &manifest_path,
+            &res.head,
+            interrupt,
         )
         .await?;
         res.adapter_argv = run.1.clone();
         let (run, _) = run;
         let (scope_path, stream) = match &local {
             Some(d) => (d.path().join("scope.json"), d.path().join("stdout")),
-            None => (private.path().join("no-scope.json"), private.path().join("no-stdout")),
+            None => (
+                private.path().join("no-scope.json"),
+                private.path().join("no-stdout"),
+            ),
         };
-        let judged = judge(&run, &shown, &budget, &suite, &manifest, &scope_path, &stream, res);
+        let judged = judge(
+            &run,
+            &shown,
+            &budget,
+            &suite,
+            &manifest,
+            &scope_path,
+            &stream,
+            res,
+        );
         drop(local);
         drop(private);
         return judged;
@@ -469,7 +493,8 @@ async fn run_remote(
             })?;
     }
     let submodules = repo.submodules(head).await?;
-    let provisions: Vec<crate::config::Provision> = provisions.iter().map(|p| (*p).clone()).collect();
+    let provisions: Vec<crate::config::Provision> =
+        provisions.iter().map(|p| (*p).clone()).collect();
     let env: Vec<(String, String)> = vec![
         (ENV_MANIFEST.to_string(), "@RUN@/manifest.json".to_string()),
         (ENV_SCOPE_OUT.to_string(), "@RUN@/scope.json".to_string()),

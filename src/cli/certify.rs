@@ -217,7 +217,15 @@ fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
     }
     if r.verdict != Verdict::Green && !stderr_tail.trim().is_empty() {
         s.push_str("  --- last lines of the suite's stderr there ---\n");
-        for l in stderr_tail.trim_end().lines().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+        for l in stderr_tail
+            .trim_end()
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
             s.push_str(&format!("  {l}\n"));
         }
     }

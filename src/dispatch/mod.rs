@@ -314,7 +314,9 @@ pub async fn run_on(
         .extra
         .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
     if c.interrupted {
-        record.extra.insert("interrupted".into(), serde_json::json!(true));
+        record
+            .extra
+            .insert("interrupted".into(), serde_json::json!(true));
     }
     Ok(MachineRun {
         record,
@@ -384,7 +386,17 @@ pub async fn measure_on(
     match connected {
         Err(f) => a.measurement = Measurement::failed(f.note()),
         Ok(t) => {
-            let r = attempt(job, m, &t, &layout, &run_argv, &mut a, &mut phases, progress).await;
+            let r = attempt(
+                job,
+                m,
+                &t,
+                &layout,
+                &run_argv,
+                &mut a,
+                &mut phases,
+                progress,
+            )
+            .await;
             if let Err(f) = r {
                 match f {
                     Failure::Fault(f) => a.measurement = Measurement::failed(f.note()),
@@ -396,7 +408,10 @@ pub async fn measure_on(
             }
         }
     }
-    progress.phase(&m.row.id, &format!("done: {}", a.measurement.verdict.as_str()));
+    progress.phase(
+        &m.row.id,
+        &format!("done: {}", a.measurement.verdict.as_str()),
+    );
     let run = SuiteRun {
         started_at,
         finished_at: crate::clock::now_rfc3339(),
@@ -502,7 +517,10 @@ async fn attempt(
     let shipped = ship::ship(t, layout, &sources, &tag).await?;
     a.bundle_bytes = shipped.bundle_bytes;
     phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
-    progress.phase(id, &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)));
+    progress.phase(
+        id,
+        &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
+    );
 
     // Stage provisions and the submodule list in the run dir.
     let staging = tempfile::Builder::new()
@@ -536,7 +554,9 @@ async fn attempt(
         }
     }
     if let Some((local_bin, sha)) = job.self_binary
-        && run_argv.first().is_some_and(|a| a.ends_with(&format!("/bin/saphan-{sha}")))
+        && run_argv
+            .first()
+            .is_some_and(|a| a.ends_with(&format!("/bin/saphan-{sha}")))
     {
         // Content-addressed: shipped once per build, reused after.
         let remote_bin = run_argv[0].clone();
@@ -696,10 +716,9 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
                     });
                 }
             }
-            "notes" => {
-                if !l.trim().is_empty() {
-                    a.notes.push(format!("reaped: {}", l.trim_start_matches("reaped ")));
-                }
+            "notes" if !l.trim().is_empty() => {
+                a.notes
+                    .push(format!("reaped: {}", l.trim_start_matches("reaped ")));
             }
             "stderr" => {
                 stderr_tail.push_str(l);
@@ -715,14 +734,20 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
     a.stderr_tail = stderr_tail.trim_end().to_string();
     let at = |n: &str| stamps.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
     if let (Some(x), Some(y)) = (at("materialize"), at("run")) {
-        phases.insert("materialize".into(), serde_json::json!(secs(Duration::from_secs_f64((y - x).max(0.0)))));
+        phases.insert(
+            "materialize".into(),
+            serde_json::json!(secs(Duration::from_secs_f64((y - x).max(0.0)))),
+        );
     }
     let suite_secs = match (at("run"), at("collect")) {
         (Some(x), Some(y)) => Some((y - x).max(0.0)),
         _ => None,
     };
     if let Some(s) = suite_secs {
-        phases.insert("run".into(), serde_json::json!(secs(Duration::from_secs_f64(s))));
+        phases.insert(
+            "run".into(),
+            serde_json::json!(secs(Duration::from_secs_f64(s))),
+        );
         a.run_time = Duration::from_secs_f64(s);
     }
 
@@ -743,24 +768,53 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
     let head = status.split_whitespace().next().unwrap_or("");
     if head != "done" {
         cleanup(t).await;
-        let rest = status.split_once(' ').map(|x| x.1).unwrap_or("").to_string();
+        let rest = status
+            .split_once(' ')
+            .map(|x| x.1)
+            .unwrap_or("")
+            .to_string();
         return Err(match head {
-            "provision-conflict" | "provision-failed" => {
-                Failure::Refused(DispatchError::ProvisionConflict { machine: id.to_string(), detail: rest }.into())
-            }
+            "provision-conflict" | "provision-failed" => Failure::Refused(
+                DispatchError::ProvisionConflict {
+                    machine: id.to_string(),
+                    detail: rest,
+                }
+                .into(),
+            ),
             "submodule-missing" => {
                 let (c, p) = rest.split_once(' ').unwrap_or((&rest, ""));
                 DispatchFault::new("submodule-missing", format!("submodule {p} at commit {c} is not available on {id} (no network is used; its objects were not shipped) — the SHA was not measured")).into()
             }
-            "lock-timeout" => DispatchFault::new("lock-timeout", format!("another run held the repository's lock on {id} for {}s", LOCK_WAIT.as_secs())).into(),
-            "" => DispatchFault::new("connection-lost", format!("the session on {id} ended without a status ({:?}): {}", out.status, out.stderr_str())).into(),
-            _ => DispatchFault::new("materialize-failed", format!("{status}: {}", err_tail.trim())).into(),
+            "lock-timeout" => DispatchFault::new(
+                "lock-timeout",
+                format!(
+                    "another run held the repository's lock on {id} for {}s",
+                    LOCK_WAIT.as_secs()
+                ),
+            )
+            .into(),
+            "" => DispatchFault::new(
+                "connection-lost",
+                format!(
+                    "the session on {id} ended without a status ({:?}): {}",
+                    out.status,
+                    out.stderr_str()
+                ),
+            )
+            .into(),
+            _ => DispatchFault::new(
+                "materialize-failed",
+                format!("{status}: {}", err_tail.trim()),
+            )
+            .into(),
         });
     }
     let rc: i32 = word("rc").and_then(|v| v.parse().ok()).unwrap_or(-1);
     let timed_out = word("timedout").as_deref() == Some("1");
     let crash = word("crash").as_deref() == Some("1");
-    let stdout_bytes: u64 = word("stdout_bytes").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let stdout_bytes: u64 = word("stdout_bytes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let reports = word("reports").unwrap_or_else(|| "none".into());
 
     let stdout_path = local.path().join("stdout");
@@ -789,7 +843,9 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
         )
         .await;
         if !x.as_ref().is_ok_and(|o| o.status.success()) {
-            collect_note = Some(format!("collect-failed: the report files from {id} could not be unpacked"));
+            collect_note = Some(format!(
+                "collect-failed: the report files from {id} could not be unpacked"
+            ));
         }
     } else if let Some(big) = reports.strip_prefix("too-big-") {
         collect_note = Some(format!(
@@ -799,7 +855,10 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
     if job.affected.is_some() {
         // No scope file is an answer the affected engine judges, not a fault.
         let _ = t
-            .get(&format!("{run_dir}/scope.json"), &local.path().join("scope.json"))
+            .get(
+                &format!("{run_dir}/scope.json"),
+                &local.path().join("scope.json"),
+            )
             .await;
     }
     // stdout comes back with the removal of the run dir: one round trip.
@@ -811,7 +870,11 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
                 r#"if [ "$2" = yes ]; then cat "$1/stdout" || exit 1; fi; rm -rf "$1""#,
                 "saphan-collect",
                 &run_dir,
-                if stdout_bytes > COLLECT_LIMIT { "no" } else { "yes" },
+                if stdout_bytes > COLLECT_LIMIT {
+                    "no"
+                } else {
+                    "yes"
+                },
             ]),
             CONTROL_TIMEOUT,
         )
@@ -819,10 +882,18 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
         .map_err(DispatchFault::transport)?;
     if stdout_bytes <= COLLECT_LIMIT {
         if !last.status.success() {
-            return Err(DispatchFault::new("collect-failed", format!("reading stdout on {id}: {}", last.stderr_str())).into());
+            return Err(DispatchFault::new(
+                "collect-failed",
+                format!("reading stdout on {id}: {}", last.stderr_str()),
+            )
+            .into());
         }
-        std::fs::write(&stdout_path, &last.stdout)
-            .map_err(|e| DispatchFault::new("collect-failed", format!("writing {}: {e}", stdout_path.display())))?;
+        std::fs::write(&stdout_path, &last.stdout).map_err(|e| {
+            DispatchFault::new(
+                "collect-failed",
+                format!("writing {}: {e}", stdout_path.display()),
+            )
+        })?;
     }
     phases.insert(
         "collect".into(),
@@ -868,7 +939,14 @@ p=$(cat "$1/pid"); kill -s TERM -- "-$p" 2>/dev/null; sleep {g}; kill -s KILL --
             report_path: job.suite.report_path.as_deref(),
             report_path_key: &key,
         };
-        let ev_owned = (ev.kind, ev.termination, stdout_path.clone(), root.clone(), job.suite.report_path.clone(), key.clone());
+        let ev_owned = (
+            ev.kind,
+            ev.termination,
+            stdout_path.clone(),
+            root.clone(),
+            job.suite.report_path.clone(),
+            key.clone(),
+        );
         // Parsing a big report is blocking work: off the runtime.
         tokio::task::spawn_blocking(move || {
             let (kind, termination, stdout, root, rp, key) = ev_owned;
@@ -955,8 +1033,10 @@ impl Lines {
         let mut bars = Vec::new();
         if !quiet && std::io::stderr().is_terminal() {
             let mp = indicatif::MultiProgress::new();
-            let style = indicatif::ProgressStyle::with_template("{spinner} {prefix:.bold} {msg} ({elapsed})")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} {prefix:.bold} {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
             let w = ids.iter().map(String::len).max().unwrap_or(0);
             for id in ids {
                 let pb = mp.add(indicatif::ProgressBar::new_spinner());
@@ -1070,7 +1150,12 @@ pub async fn run_all(
         }
         rec.extra.insert(
             "dispatch_machines".into(),
-            serde_json::json!(admitted.iter().map(|m| m.row.id.clone()).collect::<Vec<_>>()),
+            serde_json::json!(
+                admitted
+                    .iter()
+                    .map(|m| m.row.id.clone())
+                    .collect::<Vec<_>>()
+            ),
         );
         let attempts = attempts.clone();
         let line = rec.clone();
@@ -1130,4 +1215,44 @@ pub fn require_same_platform(m: &Admitted) -> Result<()> {
         version: env!("CARGO_PKG_VERSION").into(),
     }
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::machines::TransportKind;
+
+    fn admitted(os: &str, arch: &str) -> Admitted {
+        Admitted {
+            row: MachineRow {
+                id: "m9".into(),
+                transport: TransportKind::Ssh,
+                host: "m9".into(),
+                workhome: "/srv".into(),
+            },
+            argv: vec!["saphan".into()],
+            capability: None,
+            program_path: None,
+            program_version: None,
+            os: os.into(),
+            arch: arch.into(),
+        }
+    }
+
+    #[test]
+    fn the_binary_ships_only_to_the_measured_platform_of_this_build() {
+        let e = require_same_platform(&admitted("Darwin", "arm64")).unwrap_err();
+        assert_eq!(e.name(), "saphan-binary-unavailable");
+        assert!(e.line().contains("Darwin/arm64"), "{}", e.line());
+        let here = admitted(std::env::consts::OS, std::env::consts::ARCH);
+        assert!(require_same_platform(&here).is_ok());
+    }
+
+    #[test]
+    fn report_prefixes() {
+        assert_eq!(report_prefix("build/reports/*.xml"), "build/reports");
+        assert_eq!(report_prefix("*.xml"), ".");
+        assert_eq!(report_prefix("out/junit.xml"), "out");
+        assert_eq!(report_prefix("a/**/b/*.xml"), "a");
+    }
 }

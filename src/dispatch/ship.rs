@@ -140,11 +140,7 @@ exit 0"#,
             .tempdir()
             .map_err(|e| DispatchFault::new("ship-failed", format!("temp dir: {e}")))?;
         let file = dir.path().join("ship.bundle");
-        let up = local_git(
-            repo,
-            &["update-ref".into(), tmp_ref.clone(), sha.clone()],
-        )
-        .await?;
+        let up = local_git(repo, &["update-ref".into(), tmp_ref.clone(), sha.clone()]).await?;
         if !up.status.success() {
             return Err(DispatchFault::new(
                 "ship-failed",
