@@ -5,7 +5,6 @@
 //! removed on every path (green, red, timeout, error, Ctrl-C).
 
 use crate::catalog::Catalog;
-use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
 use crate::home::Home;
@@ -74,6 +73,10 @@ impl Refusal for CertifyError {
     }
 }
 
+/// How many lines of the suite log a person sees on red and
+/// measurement-failed.
+pub const LOG_TAIL_LINES: usize = 30;
+
 /// The outcome printed by the CLI.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -85,6 +88,9 @@ pub struct Outcome {
     pub pointer: Option<String>,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (stdout then stderr; shown on
+    /// red / failure). Empty when no log was kept.
+    pub log_tail: String,
 }
 
 /// Observer for a person watching (spinner); silent by default.
@@ -119,16 +125,13 @@ pub async fn certify_machines(
     progress: &dyn crate::dispatch::Progress,
     interrupt: &Interrupt,
 ) -> Result<crate::dispatch::Multi> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
-    let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let (suite, _) = setup.full_suite(&sha, "certify").await?;
+    let provisions = setup.provisions()?;
     if settings.class == Class::Container {
         let now = time::OffsetDateTime::now_utc();
         for m in settings.machines.iter().filter(|m| *m != "local") {
@@ -141,13 +144,12 @@ pub async fn certify_machines(
         .into());
     }
     let admitted = crate::dispatch::admit_all(home, catalog, &settings.machines, &suite)?;
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = repo.submodules(&sha).await?;
-    let provisions: Vec<crate::config::Provision> = provisions.into_iter().cloned().collect();
     let job = crate::dispatch::Job {
         home,
-        repo: &repo,
+        repo,
         sha: &sha,
         suite: &suite,
         budget: &budget,
@@ -181,16 +183,14 @@ pub async fn certify(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
+    let (suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = setup.provisions()?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
     if settings.class == Class::Container {
         // Container-class runs need proof that each machine can run the
@@ -211,10 +211,10 @@ pub async fn certify(
         .into());
     }
     crate::suite::preflight_local(&suite, catalog, in_tree)?;
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     // Under the lock one certification of this repository runs at a time,
     // so its scratch worktree can live at one stable path: a fresh detached
     // checkout every attempt, but at the same directory, which keeps
@@ -233,6 +233,8 @@ pub async fn certify(
             extra_env: &[],
             report_root: None,
             keep_stdout: None,
+            log_dir: Some(&measure::log_dir(repo)),
+            catalog: Some(catalog),
         },
         interrupt,
     )
@@ -256,13 +258,13 @@ pub async fn certify(
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
-    let attempts = record::attempts_path(&repo);
+    let attempts = record::attempts_path(repo);
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
         Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
     } else if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
+        Some(record::advance_verified(repo, &sha, trunk.as_deref()).await?)
     } else {
         None
     };
@@ -270,6 +272,7 @@ pub async fn certify(
         record,
         attempts,
         pointer,
+        log_tail: run.log_tail(LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

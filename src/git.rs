@@ -201,187 +201,25 @@ impl Repo {
         Ok(())
     }
 
-    /// Create a detached worktree at `sha` under a fresh temp directory.
-    /// The returned guard removes it on [`Scratch::remove`] or, as a last
-    /// resort, on drop.
+    /// Create a detached worktree at `sha` under a fresh temp directory
+    /// (see [`crate::worktree::add_temp`]).
     pub async fn scratch_worktree(&self, sha: &str) -> Result<Scratch, GitError> {
-        let parent = tempfile::Builder::new()
-            .prefix("saphan-scratch-")
-            .tempdir()
-            .map_err(|e| GitError::Failed {
-                cmd: "create a temp directory".into(),
-                stderr: e.to_string(),
-            })?;
-        let path = parent.path().join("tree");
-        self.add_scratch(path, sha, Some(parent)).await
+        crate::worktree::add_temp(&self.top, sha).await
     }
 
     /// Create a detached worktree at `sha` at the fixed path `path`, first
-    /// removing whatever an earlier crashed run left there. Only for callers
-    /// that hold the repository lock: a stable path lets build caches keyed
-    /// by directory (Go's) stay warm between attempts.
+    /// healing whatever an earlier crashed run left there (see
+    /// [`crate::worktree::add_at`]). Only for callers that hold the
+    /// repository lock: a stable path lets build caches keyed by directory
+    /// (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        let p = path.to_string_lossy().into_owned();
-        if path.exists() {
-            let _ = git(&self.top, &["worktree", "remove", "--force", "--force", &p]).await;
-        }
-        // The parent belongs to this scratch alone: clear whatever the last
-        // attempt (or a suite writing to `..`) left, so nothing leaks into
-        // the next attempt.
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::remove_dir_all(parent);
-            std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
-                cmd: format!("create {}", parent.display()),
-                stderr: e.to_string(),
-            })?;
-        }
-        self.add_scratch(path.to_path_buf(), sha, None).await
-    }
-
-    async fn add_scratch(
-        &self,
-        path: PathBuf,
-        sha: &str,
-        parent: Option<tempfile::TempDir>,
-    ) -> Result<Scratch, GitError> {
-        let p = path.to_string_lossy().into_owned();
-        git(
+        crate::worktree::add_at(
+            &crate::transport::Transport::Local(Default::default()),
             &self.top,
-            &["worktree", "add", "--detach", "--quiet", &p, sha],
-        )
-        .await?;
-        let mut scratch = Scratch {
-            repo_top: self.top.clone(),
             path,
-            git_dir: PathBuf::new(),
-            submodules: Vec::new(),
-            submodule_missing: None,
-            _parent: parent,
-            armed: true,
-        };
-        scratch.git_dir = PathBuf::from(
-            git(
-                &scratch.path,
-                &["rev-parse", "--path-format=absolute", "--git-dir"],
-            )
-            .await?
-            .stdout_str(),
-        );
-        self.checkout_submodules(&mut scratch, sha).await?;
-        Ok(scratch)
-    }
-
-    /// Check every submodule of `sha` out at its gitlink commit inside
-    /// `scratch`, from objects already on this machine (a `--shared` clone of
-    /// the local store: no network, no copy). A gitlink whose commit no local
-    /// store holds is noted in [`Scratch::submodule_missing`]: the attempt is
-    /// then measurement-failed, never red.
-    async fn checkout_submodules(&self, scratch: &mut Scratch, sha: &str) -> Result<(), GitError> {
-        let subs = self.submodules(sha).await?;
-        for s in &subs {
-            scratch.submodules.push((s.path.clone(), s.commit.clone()));
-            if scratch.submodule_missing.is_some() {
-                continue;
-            }
-            let Some(store) = &s.store else {
-                scratch.submodule_missing = Some(format!(
-                    "submodule {} at commit {} is not available on this machine (no local store holds it; no network is used)",
-                    s.path, s.commit
-                ));
-                continue;
-            };
-            let dest = scratch.path.join(&s.path);
-            let _ = std::fs::remove_dir_all(&dest);
-            let d = dest.to_string_lossy().into_owned();
-            let src = store.common_dir.to_string_lossy().into_owned();
-            let cloned = git(
-                &scratch.path,
-                &["clone", "--quiet", "--shared", "--no-checkout", &src, &d],
-            )
-            .await
-            .is_ok()
-                && git(&dest, &["checkout", "--quiet", "--detach", &s.commit])
-                    .await
-                    .is_ok();
-            if !cloned {
-                scratch.submodule_missing = Some(format!(
-                    "submodule {} at commit {} could not be checked out from {}",
-                    s.path, s.commit, src
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A scratch detached worktree. Removed by [`Scratch::remove`]; if that was
-/// never reached (panic, early return, an error while creating it) the drop
-/// removes it synchronously.
-#[derive(Debug)]
-pub struct Scratch {
-    repo_top: PathBuf,
-    /// The worktree's top directory.
-    pub path: PathBuf,
-    /// The worktree's own git dir (`<common>/worktrees/<name>`).
-    pub git_dir: PathBuf,
-    /// Submodules checked out at their gitlinks: (path, commit).
-    pub submodules: Vec<(String, String)>,
-    /// Why a submodule could not be checked out (the attempt is then
-    /// measurement-failed, naming the path and commit).
-    pub submodule_missing: Option<String>,
-    _parent: Option<tempfile::TempDir>,
-    armed: bool,
-}
-
-impl Scratch {
-    /// Remove the worktree (forced: it is scratch) and its admin entry.
-    pub async fn remove(mut self) -> Result<(), GitError> {
-        let p = self.path.to_string_lossy().into_owned();
-        let res = git(
-            &self.repo_top,
-            &["worktree", "remove", "--force", "--force", &p],
+            sha,
         )
-        .await;
-        if res.is_err() {
-            self.remove_by_hand();
-        }
-        self.armed = false;
-        Ok(())
-    }
-
-    /// When `git worktree remove` could not: delete the tree and exactly this
-    /// worktree's admin entry — never a repository-wide `git worktree
-    /// prune`, which would also drop the operator's own moved worktrees.
-    fn remove_by_hand(&self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-        let is_admin_entry = self
-            .git_dir
-            .parent()
-            .and_then(|p| p.file_name())
-            .is_some_and(|n| n == "worktrees");
-        if is_admin_entry {
-            let _ = std::fs::remove_dir_all(&self.git_dir);
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let removed = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&self.repo_top)
-            .args(["worktree", "remove", "--force", "--force"])
-            .arg(&self.path)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !removed {
-            self.remove_by_hand();
-        }
+        .await
     }
 }
 
@@ -502,3 +340,5 @@ impl Repo {
         Ok(subs)
     }
 }
+
+pub use crate::worktree::Scratch;

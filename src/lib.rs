@@ -28,3 +28,4 @@ pub mod stream;
 pub mod suite;
 pub mod transport;
 pub mod union;
+pub mod worktree;

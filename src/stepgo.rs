@@ -25,7 +25,6 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::exec::{self, Cmd, Termination};
-use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
@@ -177,8 +176,8 @@ pub async fn verify_stream(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&s.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &s.repo).await?;
+    let (repo, cfg) = (&setup.repo, &setup.cfg);
     let sha = repo.resolve(&s.rev).await?;
     let tree_files = repo.tree_files(&sha).await?;
     if !tree_files.iter().any(|f| f == "go.mod") {
@@ -199,9 +198,8 @@ pub async fn verify_stream(
         source: SuiteSource::DefaultGo,
     };
     crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
-    let budget = step_budget(&cfg);
+    let provisions = setup.provisions()?;
+    let budget = step_budget(cfg);
     let dirty = match crate::git::git(&repo.top, &["status", "--porcelain"]).await {
         Ok(o) if !o.stdout.is_empty() && s.rev == "HEAD" => Some(format!(
             "{} has uncommitted changes; they are not measured — verify-stream measures the committed {}",
@@ -222,6 +220,7 @@ pub async fn verify_stream(
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
     let scratch = repo.scratch_worktree(&sha).await?;
+    let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;
@@ -239,6 +238,8 @@ pub async fn verify_stream(
                 extra_env: &[],
                 report_root: None,
                 keep_stdout: None,
+                log_dir: (name == "test").then_some(log_dir.as_path()),
+                catalog: Some(catalog),
             },
             interrupt,
         )
@@ -312,18 +313,9 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun {
-                started_at: crate::clock::now_rfc3339(),
-                finished_at: crate::clock::now_rfc3339(),
-                termination: None,
-                measurement: crate::report::Measurement::failed(
-                    "interrupted: the operator pressed Ctrl-C before go test ran",
-                ),
-                placed: Vec::new(),
-                elapsed: Duration::ZERO,
-                stderr_tail: String::new(),
-                submodules: Vec::new(),
-            };
+            interrupted_run = measure::SuiteRun::not_run(
+                "interrupted: the operator pressed Ctrl-C before go test ran",
+            );
             &interrupted_run
         }
     };
@@ -398,7 +390,7 @@ pub async fn verify_stream(
         "steps".into(),
         serde_json::to_value(&steps).expect("steps serialize"),
     );
-    let attempts = record::attempts_path(&repo);
+    let attempts = record::attempts_path(repo);
     record::append(&attempts, &rec)?;
     Ok(Outcome {
         record: rec,

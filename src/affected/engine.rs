@@ -335,8 +335,7 @@ async fn run_adapter(
         suite.argv = adapter_argv(&suite.argv);
     }
     let budget = Budget::attempt(None, &suite, "verify.affected");
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = measure::provisions(cfg, repo)?;
     res.report = Some(suite.report);
     res.budget_seconds = Some(budget.duration.as_secs());
     res.budget_source = Some(budget.source.clone());
@@ -424,6 +423,8 @@ async fn run_adapter(
             extra_env: &env,
             report_root: Some(&report_dir),
             keep_stdout: Some(&stream_path),
+            log_dir: None,
+            catalog: None,
         },
         interrupt,
     )
@@ -454,7 +455,7 @@ async fn run_remote(
     on: &Remote<'_>,
     suite: &ResolvedSuite,
     budget: &Budget,
-    provisions: &[&crate::config::Provision],
+    provisions: &[crate::config::Provision],
     manifest_path: &Path,
     head: &str,
     interrupt: &Interrupt,
@@ -493,8 +494,6 @@ async fn run_remote(
             })?;
     }
     let submodules = repo.submodules(head).await?;
-    let provisions: Vec<crate::config::Provision> =
-        provisions.iter().map(|p| (*p).clone()).collect();
     let env: Vec<(String, String)> = vec![
         (ENV_MANIFEST.to_string(), "@RUN@/manifest.json".to_string()),
         (ENV_SCOPE_OUT.to_string(), "@RUN@/scope.json".to_string()),
@@ -506,7 +505,7 @@ async fn run_remote(
         sha: head,
         suite,
         budget,
-        provisions: &provisions,
+        provisions,
         submodules: &submodules,
         verb: "verify-affected",
         extra_env: &env,

@@ -167,7 +167,13 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             )),
         }
         out(&s);
-        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
+        if r.verdict != Verdict::Green && !o.log_tail.trim().is_empty() {
+            eprintln!(
+                "--- last lines of the suite's log ({}) ---\n{}",
+                r.suite_log.as_deref().unwrap_or("not kept"),
+                o.log_tail.trim_end()
+            );
+        } else if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
             eprintln!(
                 "--- last lines of the suite's stderr ---\n{}",
                 o.stderr_tail.trim_end()

@@ -122,6 +122,25 @@ pub struct Record {
     pub provisions: Vec<Placed>,
     /// Where evidence disagreed or why the measurement failed.
     pub notes: Vec<String>,
+    /// The resolved absolute path of the suite's program (argv[0]) on the
+    /// machine that ran it; null when it could not be resolved. Local runs:
+    /// resolved like `execvp` (a relative `./x` against the tree). Dispatched
+    /// runs: the capability row's declared path (set by dispatch).
+    #[serde(default)]
+    pub program_path: Option<String>,
+    /// That program's version output (stdout then stderr, trimmed, at most
+    /// 4 KiB): default-go runs `go version`; otherwise the catalog row's
+    /// version command when argv[0] maps to a row; else null.
+    #[serde(default)]
+    pub program_version: Option<String>,
+    /// Path of this attempt's suite log (`<git-common-dir>/saphan/logs/<id>.log`):
+    /// the suite's stdout and stderr, bounded (see `measure::LOG_CAP`); null
+    /// when none was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_log: Option<String>,
+    /// Lowercase hex sha256 of the suite log's bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_log_sha256: Option<String>,
     /// What happened to `refs/saphan/verified` (`moved`, `unchanged: …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_pointer: Option<String>,
