@@ -8,17 +8,19 @@
 //! 3. connect to every machine; a program no catalog row maps is resolved
 //!    there and refused if absent;
 //! 4. per machine, concurrently: [`ship`] only the commits the mirror lacks,
-//!    then one *session* on the machine under the repository's lock
-//!    (`session.sh`): materialize the stable scratch tree (submodules at
-//!    their gitlinks, provisions placed and hashed there, exclude file in
-//!    the tree's own git dir), run the suite in its own process group under
-//!    the budget enforced on the machine (`timeout(1)`: TERM to the group,
-//!    grace, KILL), keep stdout and the report files, remove the tree;
-//! 5. collect (bounded), parse locally with the same parsers, record locally.
+//!    take the repository's lock on the machine (`flock`, held by a process
+//!    fed by this side's channel), materialize the stable scratch tree from
+//!    the mirror ([`crate::worktree::add_at`], which also reaps what a lost
+//!    connection left; submodules from the mirror), then the one measurement
+//!    core ([`measure::run_suite_with`]: provisions placed and hashed there,
+//!    the suite under the budget enforced on the machine, reports collected
+//!    through the transport, the same parsers), remove the tree;
+//! 5. record locally, one record per machine; the pointer moves only when
+//!    every named machine is green.
 //!
-//! The seam for other execution classes is [`Executor`]: it decides which
-//! command the session runs inside the shipped tree (the suite itself for
-//! the host class).
+//! The seam for other execution classes is [`Executor`] (the core's):
+//! [`run_all`] takes the executor that runs the suite's command in the
+//! shipped tree on the machine.
 
 pub mod admit;
 pub mod ship;
@@ -45,7 +47,7 @@ pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Grace between TERM and KILL of the suite's group on the machine.
 pub const GRACE: Duration = Duration::from_secs(2);
-/// How long the session may wait for the repository's lock on the machine.
+/// How long an attempt may wait for the repository's lock on the machine.
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// Refusals of a dispatched run (nothing was shipped).
