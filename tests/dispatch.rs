@@ -146,6 +146,7 @@ fn default_go_green_on_one_machine_records_the_machine_and_its_go() {
     assert_eq!(r["suite_source"], "default-go");
     assert_eq!(r["suite_argv"][0], "/usr/bin/go", "{r}");
     assert_eq!(r["machine_program"]["path"], "/usr/bin/go");
+    assert_eq!(r["program_path"], "/usr/bin/go", "{r}");
     assert!(
         r["machine_program"]["version"]
             .as_str()
@@ -347,6 +348,37 @@ fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
     false
 }
 
+/// Start `certify --json --machine <hosts>` in the background and wait
+/// (bounded) until the waiting suite has started on every host.
+fn started(
+    f: &Fleet,
+    lab: &Lab,
+    repo: &Repo,
+    token: &str,
+    hosts: &[&str],
+    extra: &[&str],
+) -> std::process::Child {
+    let machines = hosts.join(",");
+    let child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", &machines])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(60);
+    for h in hosts {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the suite never started on {h}"
+        );
+    }
+    child
+}
+
 /// A shell suite that marks that it started (in the machine's own /root),
 /// leaves a grandchild holding stdout, and waits for `$HOME/<token>.go`.
 fn waiting_repo(token: &str) -> Repo {
@@ -400,28 +432,7 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
     let repo = waiting_repo(&token);
     f.env
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
-    let child = f
-        .env
-        .cmd()
-        .args([
-            "--json",
-            "certify",
-            "--repo",
-            repo.path().to_str().unwrap(),
-            "--machine",
-            "m0,m1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bound = std::time::Duration::from_secs(60);
-    for h in ["m0", "m1"] {
-        assert!(
-            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
-            "the suite never started on {h}"
-        );
-    }
+    let child = started(&f, lab, &repo, &token, &["m0", "m1"], &[]);
     // SAFETY: signalling the child this test spawned, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = std::time::Instant::now();
@@ -460,30 +471,14 @@ fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
     let repo = waiting_repo(&token);
     f.env
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
-    let child = f
-        .env
-        .cmd()
-        .args([
-            "--json",
-            "certify",
-            "--repo",
-            repo.path().to_str().unwrap(),
-            "--machine",
-            "m0,m1,m2",
-            "--timeout",
-            "20s",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bound = std::time::Duration::from_secs(60);
-    for h in ["m0", "m1", "m2"] {
-        assert!(
-            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
-            "the suite never started on {h}"
-        );
-    }
+    let child = started(
+        &f,
+        &lab,
+        &repo,
+        &token,
+        &["m0", "m1", "m2"],
+        &["--timeout", "20s"],
+    );
     let t0 = std::time::Instant::now();
     lab.stop("m0");
     lab.partition("m1");
