@@ -436,6 +436,8 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         pgid: child.id().map(|p| p as i32),
     };
     tracing::debug!(cmd = %cmd.display(), pgid = ?guard.pgid, "spawned");
+    // A second signal force-kills every registered group before exiting.
+    let _registered = guard.pgid.map(crate::cancel::register_local);
 
     if let (Some(mut input), Some(mut stdin)) = (input, child.stdin.take()) {
         tokio::spawn(async move {

@@ -5,6 +5,8 @@
 //! architecture and `docs/` for the operator guide.
 
 pub mod affected;
+pub mod cancel;
+pub mod canonical;
 pub mod catalog;
 pub mod certify;
 pub mod cli;

@@ -225,7 +225,7 @@ pub async fn verify_stream(
     let mut test_run = None;
     let mut err = None;
     for (name, suite) in [("build", &build), ("vet", &vet), ("test", &test_suite)] {
-        if measure::interrupted(interrupt) {
+        if interrupt.is_cancelled() {
             break;
         }
         watch.step(name, &suite.argv);
@@ -291,7 +291,7 @@ pub async fn verify_stream(
             test_run = Some(run);
         }
     }
-    if err.is_none() && !measure::interrupted(interrupt) {
+    if err.is_none() && !interrupt.is_cancelled() {
         let argv = vec![gofmt_program(&go), "-l".into(), ".".into()];
         watch.step("gofmt", &argv);
         let ran = exec::run(
@@ -313,9 +313,13 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun::not_run(
-                "interrupted: the operator pressed Ctrl-C before go test ran",
-            );
+            interrupted_run = measure::SuiteRun::not_run(format!(
+                "interrupted: {} before go test ran",
+                interrupt
+                    .reason()
+                    .unwrap_or(crate::cancel::Reason::Requested)
+                    .words()
+            ));
             &interrupted_run
         }
     };
@@ -331,13 +335,11 @@ pub async fn verify_stream(
         &budget,
         run,
     );
-    let verdict = overall(&steps, measure::interrupted(interrupt));
+    let verdict = overall(&steps, interrupt.is_cancelled());
     if verdict != rec.verdict {
         rec.verdict = verdict;
         rec.failure = match verdict {
-            Verdict::MeasurementFailed if measure::interrupted(interrupt) => {
-                Some("interrupted".into())
-            }
+            Verdict::MeasurementFailed if interrupt.is_cancelled() => Some("interrupted".into()),
             Verdict::MeasurementFailed
                 if steps.iter().any(|s| s.outcome == StepOutcome::Timeout) =>
             {
@@ -391,7 +393,7 @@ pub async fn verify_stream(
         serde_json::to_value(&steps).expect("steps serialize"),
     );
     let attempts = record::attempts_path(repo);
-    record::append(&attempts, &rec)?;
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,

@@ -292,7 +292,7 @@ pub async fn verify_union(
     );
     rec.extra.insert("union".into(), union.clone().into());
     let attempts = record::attempts_path(repo);
-    record::append(&attempts, &rec)?;
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,

@@ -100,7 +100,7 @@ async fn the_core_measures_a_tree_on_an_ssh_machine() {
     assert!(path.join("suite.sh").exists());
     let suite = junit_suite();
     let budget = Budget::attempt(Some(Duration::from_secs(60)), &suite, "verify.full");
-    let (_tx, intr) = tokio::sync::watch::channel(false);
+    let intr = saphan::cancel::Token::never();
     let run = measure::run_then_remove(
         scratch,
         Plan {
@@ -167,7 +167,7 @@ async fn a_report_symlink_leaving_the_tree_on_the_machine_is_refused() {
         .unwrap();
     let suite = junit_suite();
     let budget = Budget::attempt(Some(Duration::from_secs(60)), &suite, "verify.full");
-    let (_tx, intr) = tokio::sync::watch::channel(false);
+    let intr = saphan::cancel::Token::never();
     let run = measure::run_then_remove(
         scratch,
         Plan {

@@ -65,7 +65,7 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
         },
         machines: a.machine,
     };
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let r = engine::verify_affected(&settings, &interrupt).await?;
     if ctx.json {
         out_json(&serde_json::to_value(&r).expect("a result serializes"));

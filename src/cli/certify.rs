@@ -109,7 +109,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     } else {
         Spinner(None)
     };
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     if certify::is_dispatch(&settings) {
         drop(spinner);
         return dispatched(ctx, &catalog, &settings, &interrupt).await;

@@ -50,7 +50,7 @@ pub struct VerifyStreamArgs {
 /// Run `verify-union`.
 pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let s = union::Settings {
         repo: a.repo,
         base: a.base,
@@ -115,7 +115,7 @@ impl stepgo::Watch for Progress {
 pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     use std::io::IsTerminal;
     let catalog = ctx.catalog()?;
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let s = stepgo::Settings {
         repo: a.repo,
         rev: a.rev,

@@ -37,7 +37,6 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 /// The measuring code's own default budget for one attempt at a suite: the
 /// 10-minute floor, used when neither `--timeout` nor the config's
@@ -74,36 +73,9 @@ impl Budget {
     }
 }
 
-/// Fires when the operator presses Ctrl-C. Install once per process with
-/// [`interrupt_watch`]; `changed()` resolves on the first Ctrl-C.
-pub type Interrupt = watch::Receiver<bool>;
-
-/// Start listening for Ctrl-C (replaces the default "die at once", so the
-/// scratch tree is removed and a record says `interrupted`).
-pub fn interrupt_watch() -> Interrupt {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = tx.send(true);
-        }
-    });
-    rx
-}
-
-/// Resolves once Ctrl-C was pressed (at once if it already was); never if
-/// the watch is gone without a press.
-pub async fn wait_interrupt(i: &mut Interrupt) {
-    while !*i.borrow_and_update() {
-        if i.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-/// True once Ctrl-C was pressed.
-pub fn interrupted(i: &Interrupt) -> bool {
-    *i.borrow()
-}
+/// The process's cancellation token ([`crate::cancel::Token`]): Ctrl-C,
+/// SIGTERM and SIGHUP cancel it once [`crate::cancel::install`] ran.
+pub type Interrupt = crate::cancel::Token;
 
 /// Prepare: the repository and config every verb opens first.
 #[derive(Debug, Clone)]
@@ -525,19 +497,23 @@ pub async fn run_suite_with(
         cmd = cmd.env(k, v);
     }
     let t0 = Instant::now();
-    let mut intr = interrupt.clone();
+    let intr = interrupt.clone();
     let outcome = tokio::select! {
         r = executor.execute(t, cmd) => Some(r),
-        _ = wait_interrupt(&mut intr) => None,
+        _ = intr.cancelled() => None,
     };
     let elapsed = t0.elapsed();
     let mut stderr_all: Vec<u8> = Vec::new();
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
-            Measurement::failed(
-                "interrupted: the operator pressed Ctrl-C; the suite's process group was killed",
-            ),
+            Measurement::failed(format!(
+                "interrupted: {}; the suite's process group was killed",
+                interrupt
+                    .reason()
+                    .unwrap_or(crate::cancel::Reason::Requested)
+                    .words()
+            )),
             String::new(),
         ),
         Some(Err(TransportError::Spawn { source, .. })) => (

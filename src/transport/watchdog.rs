@@ -284,6 +284,18 @@ impl Ssh {
         };
         let pgid = Arc::new(Mutex::new(None));
         let mut scan = GroupScan::new(&nonce, pgid.clone());
+        let _registered = {
+            let (ssh, pgid) = (self.clone(), pgid.clone());
+            crate::cancel::register_remote(Box::new(move || {
+                Box::pin(async move {
+                    let p = pgid.lock().ok().and_then(|g| *g);
+                    if let Some(p) = p {
+                        let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
+                        let _ = ssh.exec(&argv, crate::cancel::FORCE_BOUND).await;
+                    }
+                })
+            }))
+        };
         let mut guard = GroupGuard {
             ssh: self.clone(),
             pgid,
