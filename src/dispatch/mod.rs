@@ -895,15 +895,7 @@ pub async fn run_all(
                     .collect::<Vec<_>>()
             ),
         );
-        let attempts = attempts.clone();
-        let line = rec.clone();
-        tokio::task::spawn_blocking(move || crate::record::append(&attempts, &line))
-            .await
-            .map_err(|e| crate::error::IoError::Io {
-                action: "append the record",
-                path: std::path::PathBuf::new(),
-                source: std::io::Error::other(e.to_string()),
-            })??;
+        crate::record::append_off_runtime(&attempts, &rec).await?;
         r.record = rec;
     }
     Ok(Multi {
