@@ -55,6 +55,23 @@ fn certify(env: &Env, repo: &Repo, machines: &str) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `git bundle create` of exactly `next` minus `prev` into `file`.
+fn minimal_bundle(repo: &Repo, file: &Path, next: &str, prev: &str) {
+    common::git(repo.path(), &["branch", "-f", "bench-next", next]);
+    common::git(
+        repo.path(),
+        &[
+            "bundle",
+            "create",
+            "-q",
+            file.to_str().unwrap(),
+            "bench-next",
+            "--not",
+            prev,
+        ],
+    );
+}
+
 fn main() {
     if !Path::new("/usr/bin/go").exists() {
         println!("SKIPPED: no /usr/bin/go");
@@ -122,19 +139,7 @@ fn main() {
     let shipped = v["records"][0]["bundle_bytes"].as_u64().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let b = tmp.path().join("range.bundle");
-    common::git(repo.path(), &["branch", "-f", "bench-next", &next]);
-    common::git(
-        repo.path(),
-        &[
-            "bundle",
-            "create",
-            "-q",
-            b.to_str().unwrap(),
-            "bench-next",
-            "--not",
-            &prev,
-        ],
-    );
+    minimal_bundle(&repo, &b, &next, &prev);
     let minimal = std::fs::metadata(&b).unwrap().len();
     println!(
         "bundle bytes for a nearby SHA: saphan {shipped} B / git bundle of the missing range {minimal} B = {:.3} (goal <= 1.2)",
@@ -159,20 +164,8 @@ fn main() {
         )],
         "nearby 2",
     );
-    common::git(repo.path(), &["branch", "-f", "bench-next", &next]);
     let t0 = Instant::now();
-    common::git(
-        repo.path(),
-        &[
-            "bundle",
-            "create",
-            "-q",
-            b.to_str().unwrap(),
-            "bench-next",
-            "--not",
-            &prev,
-        ],
-    );
+    minimal_bundle(&repo, &b, &next, &prev);
     let remote_bundle = work.path().join("m0/by-hand.bundle");
     let o = Command::new("ssh")
         .arg("-F")

@@ -358,18 +358,16 @@ pub async fn measure_on(
     match connected {
         Err(f) => fault = Some(f),
         Ok(t) => {
-            let r = attempt(
+            let on = On {
                 job,
-                &t,
-                &layout,
-                &argv,
+                t: &t,
+                layout: &layout,
+                argv: &argv,
                 executor,
-                &mut a,
-                &mut phases,
                 progress,
-                &m.row.id,
-            )
-            .await;
+                id: &m.row.id,
+            };
+            let r = attempt(on, &mut a, &mut phases).await;
             match r {
                 Ok(()) => {}
                 Err(Failure::Fault(f)) => fault = Some(f),
@@ -516,18 +514,32 @@ exec cat >/dev/null"#,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One machine's attempt in progress: what every step needs.
+#[derive(Clone, Copy)]
+struct On<'a, 'j> {
+    job: &'a Job<'j>,
+    t: &'a Transport,
+    layout: &'a ship::Layout,
+    argv: &'a [String],
+    executor: &'a dyn Executor,
+    progress: &'a dyn Progress,
+    id: &'a str,
+}
+
 async fn attempt(
-    job: &Job<'_>,
-    t: &Transport,
-    layout: &ship::Layout,
-    argv: &[String],
-    executor: &dyn Executor,
+    on: On<'_, '_>,
     a: &mut Attempt,
     phases: &mut serde_json::Map<String, serde_json::Value>,
-    progress: &dyn Progress,
-    id: &str,
 ) -> std::result::Result<(), Failure> {
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        progress,
+        id,
+        ..
+    } = on;
     let run_id = format!("{}-{}", crate::record::new_id(), id);
     let run_dir = layout.run(&run_id);
 
@@ -569,10 +581,7 @@ async fn attempt(
     let t_mat = Instant::now();
     let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
     let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
-    let r = locked(
-        job, t, layout, argv, executor, a, phases, progress, id, &run_dir, t_mat,
-    )
-    .await;
+    let r = locked(on, a, phases, &run_dir, t_mat).await;
     // The run dir goes; so does the (now empty) parent of the stable tree.
     let parent = format!("{}/scratch/{}", layout.base, layout.key);
     let _ = control(
@@ -585,20 +594,22 @@ async fn attempt(
     r
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn locked(
-    job: &Job<'_>,
-    t: &Transport,
-    layout: &ship::Layout,
-    argv: &[String],
-    executor: &dyn Executor,
+    on: On<'_, '_>,
     a: &mut Attempt,
     phases: &mut serde_json::Map<String, serde_json::Value>,
-    progress: &dyn Progress,
-    id: &str,
     run_dir: &str,
     t_mat: Instant,
 ) -> std::result::Result<(), Failure> {
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        executor,
+        progress,
+        id,
+    } = on;
     let mirror = std::path::PathBuf::from(layout.mirror());
     let tree = std::path::PathBuf::from(layout.tree());
     // A tree a lost connection left is reaped (add_at heals the stable path).
