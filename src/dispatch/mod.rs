@@ -55,7 +55,7 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 pub enum DispatchError {
     /// The machine is not admitted for the suite's program.
     #[error(
-        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; run:\n  {}\n  {}",
+        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}\n  {}",
         remedy.first().map(String::as_str).unwrap_or(""),
         remedy.get(1).map(String::as_str).unwrap_or("")
     )]
