@@ -91,6 +91,35 @@ impl Input {
     }
 }
 
+/// git's repository-local environment variables: what
+/// `git rev-parse --local-env-vars` prints (git 2.47), plus
+/// `GIT_INTERNAL_SUPER_PREFIX` (older gits) and `GIT_QUARANTINE_PATH`
+/// (set with the object variables in a `pre-receive` hook). A git hook runs
+/// with some of them set (`GIT_DIR`, `GIT_INDEX_FILE`, …); a child that
+/// inherited them would act on the hook's repository and index instead of
+/// the one saphan names. [`run`] removes every one of them from every child
+/// (git itself and the suite alike); a variable a [`Cmd`] sets explicitly
+/// with [`Cmd::env`] still applies.
+pub const GIT_LOCAL_ENV: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_QUARANTINE_PATH",
+];
+
 /// Where a child's stdout goes.
 #[derive(Debug, Clone)]
 pub enum Sink {
@@ -407,6 +436,9 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     if let Some(d) = &cmd.cwd {
         c.current_dir(d);
     }
+    for k in GIT_LOCAL_ENV {
+        c.env_remove(k);
+    }
     for (k, v) in &cmd.env {
         match v {
             Some(v) => c.env(k, v),
@@ -581,6 +613,26 @@ mod tests {
         );
         assert!(total < Duration::from_secs(3), "returned after {total:?}");
         assert!(total >= DRAIN_BOUND, "the pipes were open: {total:?}");
+    }
+
+    #[tokio::test]
+    async fn stdin_streams_from_a_reader_and_a_file() {
+        let big: Vec<u8> = (0..5_000_000u32).map(|i| (i % 253) as u8).collect();
+        let o = run(Cmd::new("wc")
+            .arg("-c")
+            .input(Input::Stream(SharedReader::new(std::io::Cursor::new(
+                big.clone(),
+            )))))
+        .await
+        .unwrap();
+        assert_eq!(o.stdout_str(), big.len().to_string());
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("in");
+        std::fs::write(&f, &big).unwrap();
+        let o = run(Cmd::new("sha256sum").input(Input::File(f)))
+            .await
+            .unwrap();
+        assert!(o.stdout_str().starts_with(&crate::fsutil::sha256_hex(&big)));
     }
 
     #[tokio::test]

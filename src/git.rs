@@ -39,6 +39,11 @@ pub enum GitError {
     /// git could not be started.
     #[error("could not start git: {0} — install git")]
     Spawn(#[source] std::io::Error),
+    /// A process of an earlier, killed attempt still runs at the scratch path.
+    #[error(
+        "process(es) {pids:?} of an earlier certify attempt still run in {path} and survived SIGKILL — stop them (`kill -9 {pids:?}`), then re-run; nothing was measured"
+    )]
+    LeftoverAlive { pids: Vec<i32>, path: PathBuf },
 }
 
 impl Refusal for GitError {
@@ -50,6 +55,7 @@ impl Refusal for GitError {
             GitError::BadRevision { .. } => "bad-revision",
             GitError::Failed { .. } => "git-failed",
             GitError::Spawn(_) => "git-absent",
+            GitError::LeftoverAlive { .. } => "scratch-leftover-alive",
         }
     }
 }
@@ -65,12 +71,27 @@ pub struct Repo {
 
 /// Run `git -C dir args…` with the plumbing budget; non-zero exit is an error.
 pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-    let cmd = Cmd::new("git")
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    git_os(dir, &args).await
+}
+
+/// [`git`] with arguments that need not be UTF-8 (paths, by their bytes).
+pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, GitError> {
+    checked(git_cmd(dir).args(args)).await
+}
+
+/// `git -C dir` with prompts off and the plumbing budget (git's
+/// repository-local variables are dropped by [`exec::run`] for every child).
+pub fn git_cmd(dir: &Path) -> Cmd {
+    Cmd::new("git")
         .arg("-C")
         .arg(dir)
-        .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+        .timeout(GIT_TIMEOUT)
+}
+
+/// Run a git command; a non-zero exit is [`GitError::Failed`].
+pub async fn checked(cmd: Cmd) -> Result<Output, GitError> {
     let shown = cmd.display();
     let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
     if !out.status.success() {
@@ -91,16 +112,106 @@ pub async fn git_status_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Output, GitError> {
-    let mut cmd = Cmd::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+    let mut cmd = git_cmd(dir).args(args);
     for (k, v) in env {
         cmd = cmd.env(k, v);
     }
     exec::run(cmd).await.map_err(GitError::Spawn)
+}
+
+/// The one path git printed on a line of its own: exactly one trailing
+/// newline is cut, every other byte (newlines, non-UTF-8) is kept.
+pub fn one_path(stdout: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let b = stdout.strip_suffix(b"\n").unwrap_or(stdout);
+    PathBuf::from(std::ffi::OsStr::from_bytes(b))
+}
+
+/// The environment variable every process saphan starts for a stable
+/// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
+/// suite, and the `git worktree` calls that create and remove the tree).
+/// A process still carrying it when the next attempt starts is a leftover
+/// of an earlier attempt (saphan was killed) and is killed before the tree
+/// is made again — see [`Repo::scratch_worktree_at`].
+pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
+
+/// How long a leftover process may take to die after SIGKILL.
+pub const LEFTOVER_BOUND: Duration = Duration::from_secs(10);
+
+/// Every process of this user, other than saphan itself, whose environment
+/// holds `SAPHAN_SCRATCH=<path>` exactly (read from `/proc/<pid>/environ`).
+pub fn scratch_leftovers(path: &Path) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut want = format!("{SCRATCH_MARKER}=").into_bytes();
+    want.extend_from_slice(path.as_os_str().as_bytes());
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me || !alive(pid) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == want.as_slice()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A process that exists and is not a zombie (a zombie writes nothing).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(st) => st
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// Kill (SIGKILL) every leftover process of an earlier attempt at the
+/// stable scratch `path`, and its process group, then wait up to
+/// [`LEFTOVER_BOUND`] until none is alive. Only for callers that hold the
+/// repository lock: under it no attempt of this repository is running, so
+/// whatever still carries the marker belongs to a dead one.
+///
+/// Errors: [`GitError::LeftoverAlive`] when one survives the bound.
+pub async fn kill_scratch_leftovers(path: &Path) -> Result<(), GitError> {
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::{Pid, getpgid};
+    let deadline = std::time::Instant::now() + LEFTOVER_BOUND;
+    let own_group = getpgid(None).ok();
+    loop {
+        let left = scratch_leftovers(path);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(GitError::LeftoverAlive {
+                pids: left,
+                path: path.to_path_buf(),
+            });
+        }
+        for pid in left {
+            tracing::warn!(pid, path = %path.display(), "killing a leftover of an earlier attempt");
+            let p = Pid::from_raw(pid);
+            if let Ok(g) = getpgid(Some(p))
+                && Some(g) != own_group
+            {
+                let _ = killpg(g, Signal::SIGKILL);
+            }
+            let _ = kill(p, Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 impl Repo {
@@ -115,29 +226,27 @@ impl Repo {
         if !path.is_dir() {
             return Err(not("no such directory".into()));
         }
-        let out = git(
-            path,
-            &[
-                "rev-parse",
-                "--path-format=absolute",
-                "--show-toplevel",
-                "--git-common-dir",
-            ],
-        )
-        .await
-        .map_err(|e| match e {
-            GitError::Failed { stderr, .. } if stderr.contains("must be run in a work tree") => {
-                GitError::Bare {
-                    path: path.to_path_buf(),
-                }
-            }
-            GitError::Failed { stderr, .. } => not(stderr),
-            other => other,
-        })?;
-        let s = out.stdout_str();
-        let mut lines = s.lines();
-        let top = PathBuf::from(lines.next().unwrap_or_default());
-        let common_dir = PathBuf::from(lines.next().unwrap_or_default());
+        // One value per call, its one trailing newline cut: a path that
+        // holds a newline (or bytes that are not UTF-8) is read whole, never
+        // split into two paths.
+        let ask = |flag: &'static str| async move {
+            git(path, &["rev-parse", "--path-format=absolute", flag])
+                .await
+                .map_err(|e| match e {
+                    GitError::Failed { stderr, .. }
+                        if stderr.contains("must be run in a work tree") =>
+                    {
+                        GitError::Bare {
+                            path: path.to_path_buf(),
+                        }
+                    }
+                    GitError::Failed { stderr, .. } => not(stderr),
+                    other => other,
+                })
+                .map(|o| one_path(&o.stdout))
+        };
+        let top = ask("--show-toplevel").await?;
+        let common_dir = ask("--git-common-dir").await?;
         if top.as_os_str().is_empty() || common_dir.as_os_str().is_empty() {
             return Err(not("git printed no toplevel (a bare repository?)".into()));
         }

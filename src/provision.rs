@@ -162,21 +162,12 @@ pub fn place(
     tree: &Path,
     exclude: &Path,
 ) -> Result<Vec<Placed>, ProvisionError> {
-    let mut seen: Vec<&str> = Vec::new();
+    unique_dests(entries.iter().copied())?;
     for p in entries {
-        let conflict = |why: String| ProvisionError::DestConflict {
-            alias: p.alias.clone(),
-            dest: p.dest.clone(),
-            why,
-        };
-        if seen.contains(&p.dest.as_str()) {
-            return Err(conflict("is named by another provision entry too".into()));
-        }
-        seen.push(&p.dest);
-        check_dest(tree, &p.dest).map_err(conflict)?;
+        check_dest(tree, &p.dest).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from("# saphan: provisioned files placed in this scratch worktree\n");
+    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         let bytes = std::fs::read(&p.source).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ProvisionError::SourceMissing {
@@ -230,6 +221,32 @@ pub fn place(
         detail: e.to_string(),
     })?;
     Ok(placed)
+}
+
+/// The first line of every exclude file saphan writes.
+const EXCLUDE_HEADER: &str = "# saphan: provisioned files placed in this scratch worktree\n";
+
+fn conflict(p: &Provision, why: String) -> ProvisionError {
+    ProvisionError::DestConflict {
+        alias: p.alias.clone(),
+        dest: p.dest.clone(),
+        why,
+    }
+}
+
+/// Refuse two entries naming one dest.
+fn unique_dests<'a>(entries: impl Iterator<Item = &'a Provision>) -> Result<(), ProvisionError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in entries {
+        if seen.contains(&p.dest.as_str()) {
+            return Err(conflict(
+                p,
+                "is named by another provision entry too".into(),
+            ));
+        }
+        seen.push(&p.dest);
+    }
+    Ok(())
 }
 
 /// The sha256 (lowercase hex) of the file `path` on the machine `t`, of the
@@ -318,17 +335,8 @@ pub async fn place_on(
         dest: p.dest.clone(),
         detail,
     };
-    let mut seen: Vec<&str> = Vec::new();
+    unique_dests(entries.iter())?;
     for p in entries {
-        let conflict = |why: String| ProvisionError::DestConflict {
-            alias: p.alias.clone(),
-            dest: p.dest.clone(),
-            why,
-        };
-        if seen.contains(&p.dest.as_str()) {
-            return Err(conflict("is named by another provision entry too".into()));
-        }
-        seen.push(&p.dest);
         let out = t
             .run(
                 Cmd::new("sh")
@@ -344,11 +352,11 @@ pub async fn place_on(
         }
         let why = out.stdout_str();
         if !why.is_empty() {
-            return Err(conflict(why));
+            return Err(conflict(p, why));
         }
     }
     let mut placed = Vec::new();
-    let mut lines = String::from("# saphan: provisioned files placed in this scratch worktree\n");
+    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         preflight(&[p])?;
         let target = tree.join(&p.dest);

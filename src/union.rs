@@ -108,6 +108,8 @@ pub struct Outcome {
     pub attempts: PathBuf,
     /// The last lines of the suite's stderr.
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (shown on red).
+    pub log_tail: String,
 }
 
 fn short(sha: &str) -> &str {
@@ -296,6 +298,7 @@ pub async fn verify_union(
     Ok(Outcome {
         record: rec,
         attempts,
+        log_tail: run.log_tail(crate::certify::LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

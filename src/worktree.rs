@@ -22,36 +22,15 @@ use crate::git::{GIT_TIMEOUT, GitError};
 use crate::transport::{Transport, TransportError};
 use std::path::{Path, PathBuf};
 
-/// Git environment variables that must not leak from the caller into
-/// saphan's own git calls (a hook runs saphan with them set).
-pub const GIT_ENV_SCRUB: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-];
-
-/// `git -C dir args…` as a [`Cmd`]: no prompt, scrubbed environment, the
-/// plumbing budget.
+/// `git -C dir args…` as a [`Cmd`]: no prompt, the plumbing budget
+/// ([`crate::git::git_cmd`]; [`crate::exec::run`] drops git's
+/// repository-local variables from every local child).
 pub fn git_cmd<I, S>(dir: &Path, args: I) -> Cmd
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let mut c = Cmd::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
-    for k in GIT_ENV_SCRUB {
-        c = c.env_remove(k);
-    }
-    c
+    crate::git::git_cmd(dir).args(args)
 }
 
 fn transport_err(cmd: &Cmd, e: TransportError) -> GitError {
@@ -81,30 +60,77 @@ pub async fn run_ok(t: &Transport, cmd: Cmd) -> Result<Output, GitError> {
 }
 
 /// Heal the registration of exactly `path` in `repo` and clear the parent
-/// directory (see the module docs). Run as one POSIX-sh script on the
-/// machine: unlock, `worktree remove --force --force`, then delete the one
-/// admin entry whose `gitdir` names `path/.git` if git still lists it, then
-/// empty and recreate the parent.
-const HEAL: &str = r#"r=$1 p=$2 q=$(dirname -- "$p")
-git -C "$r" worktree unlock "$p" >/dev/null 2>&1
-git -C "$r" worktree remove --force --force "$p" >/dev/null 2>&1
+/// directory (see the module docs), as one POSIX-sh script on the machine:
+/// unlock and `worktree remove --force --force` the path (each carrying the
+/// scratch marker), empty and recreate the parent, then — with the parent
+/// there again, so its real path can be compared too — delete the one admin
+/// entry whose `gitdir` names `path/.git` if git still has it.
+const HEAL: &str = r#"r=$1 p=$2 q=$(dirname -- "$p") b=$(basename -- "$p")
+git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
+git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
 c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
+rm -rf -- "$q" && mkdir -p -- "$q" || exit 1
+rq=$(cd -P -- "$q" && pwd)
 for a in "$c"/worktrees/*; do
   [ -f "$a/gitdir" ] || continue
   g=$(cat "$a/gitdir")
-  if [ "$g" = "$p/.git" ] || [ "$g" = "$(cd -P -- "$q" 2>/dev/null && pwd)/$(basename -- "$p")/.git" ]; then rm -rf -- "$a"; fi
-done
-rm -rf -- "$q" && mkdir -p -- "$q""#;
+  if [ "$g" = "$p/.git" ] || [ "$g" = "$rq/$b/.git" ]; then rm -rf -- "$a"; fi
+done"#;
+
+/// Kill whatever an earlier, killed attempt left running at the stable
+/// `path` on the machine (every process saphan starts for it carries
+/// `SAPHAN_SCRATCH=<path>`, [`crate::git::SCRATCH_MARKER`]): its process
+/// group gets SIGKILL, then the script waits (up to 10 s) until none is left.
+/// Linux `/proc`; elsewhere nothing is found. Prints the pids that survive.
+const KILL_LEFTOVERS: &str = r#"want="SAPHAN_SCRATCH=$1" n=0 me=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)
+while :; do
+  left=
+  for e in /proc/[0-9]*/environ; do
+    d=${e%/environ}; pid=${d#/proc/}
+    [ "$pid" = "$$" ] && continue
+    tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -- "$want" || continue
+    st=$(cat "$d/stat" 2>/dev/null) || continue
+    rest=${st##*) }
+    case $rest in Z*|X*) continue ;; esac
+    left="$left $pid"
+    set -- $rest
+    [ -n "$3" ] && [ "$3" != "$me" ] && kill -KILL -"$3" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null
+  done
+  [ -z "$left" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 500 ] && { echo $left; exit 0; }
+  sleep 0.02
+done"#;
+
+/// Kill an earlier attempt's leftovers at the stable `path` on `t` (see
+/// [`crate::git::kill_scratch_leftovers`], which does it locally).
+///
+/// Errors: [`GitError::LeftoverAlive`] naming the survivors.
+pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> {
+    if t.is_local() {
+        return crate::git::kill_scratch_leftovers(path).await;
+    }
+    let out = run_ok(t, sh(KILL_LEFTOVERS, "saphan-leftovers", &[path])).await?;
+    let pids: Vec<i32> = out
+        .stdout_str()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    if pids.is_empty() {
+        Ok(())
+    } else {
+        Err(GitError::LeftoverAlive {
+            pids,
+            path: path.to_path_buf(),
+        })
+    }
+}
 
 fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
-    let mut c = Cmd::new("sh")
+    Cmd::new("sh")
         .args(["-c", script, name])
         .args(args)
-        .timeout(GIT_TIMEOUT);
-    for k in GIT_ENV_SCRUB {
-        c = c.env_remove(k);
-    }
-    c
+        .timeout(GIT_TIMEOUT)
 }
 
 /// Heal `path`'s registration in `repo` and recreate its (emptied) parent
@@ -113,21 +139,29 @@ fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
 /// Errors: [`GitError::Failed`] when the parent cannot be recreated or
 /// `repo` is not a repository.
 pub async fn heal(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
-    run_ok(t, sh(HEAL, "saphan-heal", &[repo, path])).await?;
+    run_ok(
+        t,
+        sh(HEAL, "saphan-heal", &[repo, path]).env(crate::git::SCRATCH_MARKER, path),
+    )
+    .await?;
     Ok(())
 }
 
 /// Create a detached worktree of `sha` at the stable `path` on `t`, after
+/// killing an earlier attempt's leftovers there ([`kill_leftovers`]) and
 /// [`heal`]. Only for callers holding the repository's lock (locally
-/// `record::Lock`; on a machine, dispatch's lock).
+/// `record::Lock`; on a machine, dispatch's lock): under it, whatever still
+/// carries the path's marker belongs to a dead attempt.
 ///
-/// Errors: [`GitError::Failed`] (e.g. the SHA is not in `repo`).
+/// Errors: [`GitError::LeftoverAlive`], [`GitError::Failed`] (e.g. the SHA
+/// is not in `repo`).
 pub async fn add_at(
     t: &Transport,
     repo: &Path,
     path: &Path,
     sha: &str,
 ) -> Result<Scratch, GitError> {
+    kill_leftovers(t, path).await?;
     heal(t, repo, path).await?;
     add(t, repo, path.to_path_buf(), sha, None).await
 }
@@ -161,9 +195,13 @@ async fn add(
 ) -> Result<Scratch, GitError> {
     run_ok(
         t,
-        git_cmd(repo, ["worktree", "add", "--detach", "--quiet"])
-            .arg(&path)
-            .arg(sha),
+        git_cmd(
+            repo,
+            ["worktree", "add", "--detach", "--quiet", "--end-of-options"],
+        )
+        .arg(&path)
+        .arg(sha)
+        .env(crate::git::SCRATCH_MARKER, &path),
     )
     .await?;
     let mut scratch = Scratch {
@@ -176,8 +214,8 @@ async fn add(
         _parent: parent,
         armed: true,
     };
-    scratch.git_dir = PathBuf::from(
-        run_ok(
+    scratch.git_dir = crate::git::one_path(
+        &run_ok(
             t,
             git_cmd(
                 &scratch.path,
@@ -185,7 +223,7 @@ async fn add(
             ),
         )
         .await?
-        .stdout_str(),
+        .stdout,
     );
     if t.is_local() {
         // Locally the stores are found here; a dispatched tree gets its
@@ -282,7 +320,9 @@ impl Scratch {
         self.armed = false;
         let res = run_ok(
             &self.transport,
-            git_cmd(&self.repo, ["worktree", "remove", "--force", "--force"]).arg(&self.path),
+            git_cmd(&self.repo, ["worktree", "remove", "--force", "--force"])
+                .arg(&self.path)
+                .env(crate::git::SCRATCH_MARKER, &self.path),
         )
         .await;
         if res.is_err() {
@@ -307,7 +347,11 @@ impl Drop for Scratch {
         }
         match &self.transport {
             Transport::Local(_) => {
-                let removed = std::process::Command::new("git")
+                let mut git = std::process::Command::new("git");
+                for k in crate::exec::GIT_LOCAL_ENV {
+                    git.env_remove(k);
+                }
+                let removed = git
                     .arg("-C")
                     .arg(&self.repo)
                     .args(["worktree", "remove", "--force", "--force"])

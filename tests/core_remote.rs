@@ -190,3 +190,49 @@ async fn a_report_symlink_leaving_the_tree_on_the_machine_is_refused() {
     assert!(!Path::new(&path).exists());
     common::assert_only_main_worktree(&repo);
 }
+
+/// A suite left running at the stable path by an earlier attempt whose
+/// saphan died is found on the machine by its marker and killed, group
+/// included, before the path is used again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leftover_at_the_stable_path_on_the_machine_is_killed() {
+    use saphan::exec::{Cmd, Termination};
+    let Some(lab) = Lab::shared() else { return };
+    let t = connect(lab, "m2").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k").join("tree");
+    let gc = dir.path().join("gc");
+    let script = format!(
+        "sleep 300 & echo $! > '{g}.tmp'; mv '{g}.tmp' '{g}'; wait",
+        g = gc.display()
+    );
+    let t2 = t.clone();
+    let run = tokio::spawn(async move {
+        t2.run(
+            Cmd::new("sh")
+                .args(["-c", &script])
+                .env(saphan::git::SCRATCH_MARKER, &path)
+                .timeout(Duration::from_secs(120)),
+        )
+        .await
+    });
+    let t0 = std::time::Instant::now();
+    while !gc.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let path = dir.path().join("k").join("tree");
+    saphan::worktree::kill_leftovers(&t, &path).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the leftover's run ended")
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status, Termination::Signaled(9), "{out:?}");
+    let pid = std::fs::read_to_string(&gc).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z "),
+        "the grandchild survived: {stat}"
+    );
+}

@@ -98,6 +98,13 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     t.push_str("verified pointer: unchanged (verify-union never moves it)\n");
     out(&t);
+    if r.verdict != crate::report::Verdict::Green && !o.log_tail.trim().is_empty() {
+        eprintln!(
+            "--- last lines of the suite's log ({}) ---\n{}",
+            r.suite_log.as_deref().unwrap_or("not kept"),
+            o.log_tail.trim_end()
+        );
+    }
     Ok(r.verdict.exit())
 }
 

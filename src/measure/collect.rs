@@ -27,6 +27,7 @@ pub const REPORT_FILES_MAX: usize = 10_000;
 
 const BUDGET: Duration = Duration::from_secs(600);
 
+/// Describes each name (after `$1`, the root) as `KIND\0in|out\0RESOLVED\0`.
 const CLASSIFY: &str = r#"root=$(cd -P -- "$1" && pwd) || exit 1; shift
 for f in "$@"; do
   r=$(readlink -f -- "$root/$f" 2>/dev/null) || r=
@@ -139,12 +140,24 @@ find "$2" -name .git -prune -o \( -type f -o -type l -o -type p -o -type s -o -t
             ),
         ));
     }
+    // The names go on stdin, NUL-separated (`xargs -0`), so no command line
+    // on the machine grows with the number of matches.
+    let mut names = Vec::new();
+    for m in &matched {
+        names.extend_from_slice(m.as_bytes());
+        names.push(0);
+    }
     let classified = t
         .run(
             Cmd::new("sh")
-                .args(["-c", CLASSIFY, "saphan-classify"])
+                .args([
+                    "-c",
+                    r#"xargs -0 sh -c "$2" saphan-classify "$1""#,
+                    "saphan-classify",
+                ])
                 .arg(root)
-                .args(&matched)
+                .arg(CLASSIFY)
+                .stdin(names)
                 .timeout(BUDGET),
         )
         .await

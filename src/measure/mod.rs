@@ -301,8 +301,10 @@ pub async fn identify_local(
             }
             _ => None,
         };
+    // In the tree, as the suite runs: a Go toolchain switch the tree's
+    // go.mod asks for shows up in the version too.
     let version = match argv {
-        Some(argv) => version_of(&argv).await,
+        Some(argv) => version_of(&argv, tree).await,
         None => None,
     };
     Program {
@@ -311,10 +313,10 @@ pub async fn identify_local(
     }
 }
 
-/// Run a version command (budget [`VERSION_TIMEOUT`]) and keep its stdout
+/// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
 /// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
-async fn version_of(argv: &[String]) -> Option<String> {
-    let out = crate::exec::run(Cmd::from_argv(argv).timeout(VERSION_TIMEOUT))
+async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
+    let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
         .await
         .ok()?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -489,8 +491,13 @@ pub async fn run_suite_with(
             source,
         })?;
     let stdout_path = run_dir.path().join("stdout");
+    // The suite inherits none of git's repository-local variables
+    // (`exec::run` drops them), so git inside it finds the scratch tree from
+    // its working directory; the marker lets a later attempt find it should
+    // it outlive a killed saphan.
     let mut cmd = Cmd::from_argv(&plan.suite.argv)
         .cwd(&scratch.path)
+        .env(crate::git::SCRATCH_MARKER, &scratch.path)
         .timeout(plan.budget.duration)
         .stdout(Sink::File(stdout_path.clone()));
     for (k, v) in &env {
