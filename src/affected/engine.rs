@@ -310,7 +310,10 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
         catalog: s.catalog.as_ref(),
         machine: m,
     });
-    run_adapter(&repo, &config, &suite, changed, &mut res, interrupt, on).await?;
+    run_adapter(
+        &s.home, &repo, &config, &suite, changed, &mut res, interrupt, on,
+    )
+    .await?;
     Ok(res)
 }
 
@@ -322,6 +325,7 @@ struct Remote<'a> {
 }
 
 async fn run_adapter(
+    home: &Home,
     repo: &Repo,
     cfg: &Config,
     declared: &Suite,
@@ -413,7 +417,13 @@ async fn run_adapter(
         drop(private);
         return judged;
     }
-    let scratch = repo.scratch_worktree(&res.head).await?;
+    // Under the repository lock, at the repository's one stable scratch
+    // path (certify's): Go's build cache is keyed by directory, so a fresh
+    // random path every run would make every run cold.
+    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &res.head)
+        .await?;
     let run = measure::run_then_remove(
         scratch,
         measure::Plan {
