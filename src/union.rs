@@ -241,9 +241,9 @@ pub async fn verify_union(
     })?;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &union)
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &union)
         .await?;
     let run = measure::run_then_remove(
         scratch,

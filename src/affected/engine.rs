@@ -324,6 +324,7 @@ struct Remote<'a> {
     machine: String,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_adapter(
     home: &Home,
     repo: &Repo,
