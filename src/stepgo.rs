@@ -197,7 +197,7 @@ pub async fn verify_stream(
         timeout: None,
         source: SuiteSource::DefaultGo,
     };
-    crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
+    crate::suite::preflight_local(&test_suite, catalog, &sha, |_| false)?;
     let provisions = setup.provisions()?;
     let budget = step_budget(cfg);
     let dirty = match crate::git::git(&repo.top, &["status", "--porcelain"]).await {
@@ -219,7 +219,10 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let scratch = repo.scratch_worktree(&sha).await?;
+    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &sha)
+        .await?;
     let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
