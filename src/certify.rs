@@ -54,10 +54,10 @@ pub struct Settings {
 /// Refusals of certify itself.
 #[derive(Debug, thiserror::Error)]
 pub enum CertifyError {
-    /// Remote or container dispatch was asked for; this version measures
-    /// host-class runs on the local machine only.
+    /// Container-class dispatch was asked for; this version dispatches
+    /// host-class runs only.
     #[error(
-        "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
+        "certify --class {class} --machine {machines} asks for container-class dispatch, which this version does not run yet — certify with --class host (on this machine, or with --machine on admitted fleet machines)"
     )]
     DispatchUnavailable {
         machines: String,
@@ -107,6 +107,72 @@ pub trait Watch: Send + Sync {
 pub struct Quiet;
 impl Watch for Quiet {}
 
+/// True when `settings` names fleet machines (anything but `local` alone).
+pub fn is_dispatch(settings: &Settings) -> bool {
+    settings.machines.iter().any(|m| m != "local")
+}
+
+/// Certify `settings.rev` of `settings.repo` on the fleet machines named in
+/// `settings.machines` (host class): the same local refusals first, then
+/// admission from the ledger, then [`crate::dispatch::run_all`].
+///
+/// Errors: the local refusals, `machine-unknown`,
+/// `verification-toolchain-absent` (with the machine and remedy lines),
+/// `dispatch-unavailable` for the container class (not built yet), a
+/// provision dest conflict found on a machine.
+pub async fn certify_machines(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    progress: &dyn crate::dispatch::Progress,
+    interrupt: &Interrupt,
+) -> Result<crate::dispatch::Multi> {
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let (suite, _) = setup.full_suite(&sha, "certify").await?;
+    let provisions = setup.provisions()?;
+    if settings.class == Class::Container {
+        let now = time::OffsetDateTime::now_utc();
+        for m in settings.machines.iter().filter(|m| *m != "local") {
+            crate::docker::require_container_capability(home, catalog, m, now)?;
+        }
+        return Err(CertifyError::DispatchUnavailable {
+            machines: settings.machines.join(","),
+            class: settings.class.as_str(),
+        }
+        .into());
+    }
+    let admitted = crate::dispatch::admit_all(home, catalog, &settings.machines, &suite)?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
+    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+    let submodules = repo.submodules(&sha).await?;
+    let job = crate::dispatch::Job {
+        home,
+        repo,
+        sha: &sha,
+        suite: &suite,
+        budget: &budget,
+        provisions: &provisions,
+        submodules: &submodules,
+        verb: "certify",
+        extra_env: &[],
+        interrupt,
+        affected: None,
+        self_binary: None,
+    };
+    crate::dispatch::run_all(
+        &job,
+        &admitted,
+        trunk.as_deref(),
+        &crate::dispatch::HostExecutor,
+        progress,
+    )
+    .await
+}
+
 /// Certify `settings.rev` of `settings.repo` on the local machine.
 ///
 /// Errors: every refusal happens before the lock and before any worktree
@@ -140,13 +206,6 @@ pub async fn certify(
         for m in targets {
             crate::docker::require_container_capability(home, catalog, m, now)?;
         }
-        return Err(CertifyError::DispatchUnavailable {
-            machines: settings.machines.join(","),
-            class: settings.class.as_str(),
-        }
-        .into());
-    }
-    if !remote.is_empty() {
         return Err(CertifyError::DispatchUnavailable {
             machines: settings.machines.join(","),
             class: settings.class.as_str(),

@@ -332,4 +332,122 @@ impl Repo {
     }
 }
 
+/// A submodule of a commit: its gitlink and where its objects are found
+/// locally (no network is ever used).
+#[derive(Debug, Clone)]
+pub struct Submodule {
+    /// The path in the superproject's tree.
+    pub path: String,
+    /// The gitlink commit.
+    pub commit: String,
+    /// A local repository holding that commit: the superproject's own
+    /// `<common-dir>/modules/<name>` store, or the submodule checked out in
+    /// the operator's working tree. `None`: no local repository has it.
+    pub store: Option<Repo>,
+}
+
+impl Repo {
+    /// The gitlinks of `sha` (recursively only one level: nested submodules
+    /// are not followed), each with a local store that holds its commit.
+    ///
+    /// Errors: git failures reading the tree.
+    pub async fn submodules(&self, sha: &str) -> Result<Vec<Submodule>, GitError> {
+        let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
+        let mut links = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let e = String::from_utf8_lossy(entry);
+            let Some((meta, path)) = e.split_once('\t') else {
+                continue;
+            };
+            let mut f = meta.split_whitespace();
+            if f.next() == Some("160000")
+                && f.next() == Some("commit")
+                && let Some(c) = f.next()
+            {
+                links.push((path.to_string(), c.to_string()));
+            }
+        }
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Names from the commit's .gitmodules (path -> name); the name is the
+        // directory under <common-dir>/modules.
+        let mut names: Vec<(String, String)> = Vec::new();
+        let spec = format!("{sha}:.gitmodules");
+        if let Ok(o) = git(
+            &self.top,
+            &[
+                "config",
+                "--blob",
+                &spec,
+                "--get-regexp",
+                r"^submodule\..*\.path$",
+            ],
+        )
+        .await
+        {
+            for l in o.stdout_str().lines() {
+                if let Some((k, p)) = l.split_once(' ')
+                    && let Some(n) = k
+                        .strip_prefix("submodule.")
+                        .and_then(|k| k.strip_suffix(".path"))
+                {
+                    names.push((p.to_string(), n.to_string()));
+                }
+            }
+        }
+        let mut subs = Vec::new();
+        for (path, commit) in links {
+            let name = names
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, n)| n.clone())
+                .unwrap_or_else(|| path.clone());
+            let mut candidates = vec![
+                self.common_dir.join("modules").join(&name),
+                self.top.join(&path),
+            ];
+            candidates.dedup();
+            let mut store = None;
+            for c in candidates {
+                if !c.exists() {
+                    continue;
+                }
+                let check = format!("{commit}^{{commit}}");
+                let ok = crate::exec::run(
+                    crate::exec::Cmd::new("git")
+                        .arg("--git-dir")
+                        .arg(if c.join(".git").exists() {
+                            c.join(".git")
+                        } else {
+                            c.clone()
+                        })
+                        .args(["cat-file", "-e", &check])
+                        .timeout(GIT_TIMEOUT),
+                )
+                .await
+                .is_ok_and(|o| o.status.success());
+                if ok {
+                    let git_dir = if c.join(".git").exists() {
+                        c.join(".git")
+                    } else {
+                        c.clone()
+                    };
+                    store = Some(Repo {
+                        top: c.clone(),
+                        common_dir: git_dir,
+                    });
+                    break;
+                }
+            }
+            subs.push(Submodule {
+                path,
+                commit,
+                store,
+            });
+        }
+        Ok(subs)
+    }
+}
+
 pub use crate::worktree::Scratch;

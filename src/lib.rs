@@ -12,6 +12,7 @@ pub mod certify;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod dispatch;
 pub mod docker;
 pub mod error;
 pub mod exec;

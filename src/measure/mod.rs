@@ -193,6 +193,8 @@ pub struct SuiteRun {
     pub program: Program,
     /// The kept suite log, when [`Plan::log_dir`] asked for one.
     pub log: Option<SuiteLog>,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
 }
 
 impl SuiteRun {
@@ -209,6 +211,7 @@ impl SuiteRun {
             id: crate::record::new_id(),
             program: Program::default(),
             log: None,
+            submodules: Vec::new(),
         }
     }
 
@@ -461,6 +464,13 @@ pub async fn run_suite_with(
     executor: &dyn Executor,
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
+    if let Some(why) = &scratch.submodule_missing {
+        let mut run = SuiteRun::not_run(format!(
+            "submodule-missing: {why} — the SHA was not measured"
+        ));
+        run.submodules = scratch.submodules.clone();
+        return Ok(run);
+    }
     let started_at = crate::clock::now_rfc3339();
     let id = crate::record::new_id();
     let t = scratch.transport();
@@ -604,6 +614,7 @@ pub async fn run_suite_with(
         id,
         program,
         log,
+        submodules: scratch.submodules.clone(),
     })
 }
 
@@ -687,6 +698,20 @@ pub fn record(
         suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
         suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,
-        extra: Default::default(),
+        extra: if run.submodules.is_empty() {
+            Default::default()
+        } else {
+            let mut m = serde_json::Map::new();
+            m.insert(
+                "submodules".into(),
+                serde_json::json!(
+                    run.submodules
+                        .iter()
+                        .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
+                        .collect::<Vec<_>>()
+                ),
+            );
+            m
+        },
     }
 }
