@@ -229,6 +229,13 @@ impl SuiteRun {
             })
             .unwrap_or_default();
         let all: Vec<&str> = text.trim_end().lines().collect();
+        // Only the section headers: the suite printed nothing.
+        if all
+            .iter()
+            .all(|l| l.starts_with("=== suite ") || l.trim().is_empty())
+        {
+            return String::new();
+        }
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 }
