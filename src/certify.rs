@@ -5,7 +5,6 @@
 //! removed on every path (green, red, timeout, error, Ctrl-C).
 
 use crate::catalog::Catalog;
-use crate::config::Config;
 use crate::docker::container::{self, ContainerError};
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
@@ -122,13 +121,15 @@ pub fn is_dispatch(settings: &Settings) -> bool {
 }
 
 /// Certify `settings.rev` of `settings.repo` on the fleet machines named in
-/// `settings.machines` (host class): the same local refusals first, then
+/// `settings.machines` (host or container class): the same local refusals first, then
 /// admission from the ledger, then [`crate::dispatch::run_all`].
 ///
 /// Errors: the local refusals, `machine-unknown`,
 /// `verification-toolchain-absent` (with the machine and remedy lines),
-/// `dispatch-unavailable` for the container class (not built yet), a
-/// provision dest conflict found on a machine.
+/// the container class's pin and engine refusals
+/// (`container-image-missing`, `container-image-tag`,
+/// `container-image-absent`, `container-engine-unreachable`, the
+/// docker-oci gate), a provision dest conflict found on a machine.
 pub async fn certify_machines(
     home: &Home,
     catalog: &Catalog,
@@ -136,17 +137,13 @@ pub async fn certify_machines(
     progress: &dyn crate::dispatch::Progress,
     interrupt: &Interrupt,
 ) -> Result<crate::dispatch::Multi> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
-    let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
-    let mut suite = suite;
+    let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
+    let provisions = setup.provisions()?;
     let container = if settings.class == Class::Container {
         let pin = match settings.image.as_deref() {
             None => return Err(ContainerError::ImageMissing.into()),
@@ -168,13 +165,12 @@ pub async fn certify_machines(
         Some(c) => c.admitted.clone(),
         None => crate::dispatch::admit_all(home, catalog, &settings.machines, &suite)?,
     };
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = repo.submodules(&sha).await?;
-    let provisions: Vec<crate::config::Provision> = provisions.into_iter().cloned().collect();
     let job = crate::dispatch::Job {
         home,
-        repo: &repo,
+        repo,
         sha: &sha,
         suite: &suite,
         budget: &budget,
@@ -183,6 +179,8 @@ pub async fn certify_machines(
         verb: "certify",
         extra_env: &[],
         interrupt,
+        affected: None,
+        self_binary: None,
     };
     let Some(c) = container else {
         return crate::dispatch::run_all(
@@ -194,25 +192,27 @@ pub async fn certify_machines(
         )
         .await;
     };
+    // One container executor for local and fleet machines: bollard speaks
+    // to each machine's engine over its socket, forwarded through the
+    // machine's transport (the core passes it to `execute`).
     let attempt = record::new_id();
-    let labels = vec![
-        (container::LABEL_ATTEMPT.to_string(), attempt.clone()),
-        (
-            container::LABEL_REPO.to_string(),
-            repo.top.display().to_string(),
+    let executor = container::LocalExecutor::new(
+        suite_target(
+            Transport::Local(crate::transport::Local),
+            c.socket.clone(),
+            c.image.clone(),
+            settings.network,
+            None,
+            &attempt,
+            &repo.top,
+            &sha,
+            Vec::new(),
         ),
-        (container::LABEL_SHA.to_string(), sha.clone()),
-    ];
-    let executor = container::DispatchExecutor::new(
-        c.docker.clone(),
-        c.image.clone(),
-        settings.network,
-        labels,
-        attempt.clone(),
-        Vec::new(),
+        interrupt.clone(),
     );
     let out =
         crate::dispatch::run_all(&job, &admitted, trunk.as_deref(), &executor, progress).await;
+    executor.settle().await;
     // Whatever happened, no container of this attempt stays on a machine.
     c.sweep(home, container::LABEL_ATTEMPT, &attempt).await;
     out
@@ -313,29 +313,22 @@ pub async fn certify(
         None
     };
     let executor = container.map(|(transport, socket, image)| {
-        let labels = [
-            (container::LABEL_ATTEMPT, attempt.clone()),
-            (container::LABEL_REPO, repo.top.display().to_string()),
-            (container::LABEL_SHA, sha.clone()),
-        ];
         container::LocalExecutor::new(
-            container::Target {
+            suite_target(
                 transport,
                 socket,
                 image,
-                network: settings.network,
-                user: Some(format!(
+                settings.network,
+                Some(format!(
                     "{}:{}",
                     nix::unistd::getuid(),
                     nix::unistd::getgid()
                 )),
-                labels: labels
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
-                name: format!("saphan-suite-{attempt}"),
-                caches: go_cache.into_iter().collect(),
-            },
+                &attempt,
+                &repo.top,
+                &sha,
+                go_cache.into_iter().collect(),
+            ),
             interrupt.clone(),
         )
     });
@@ -379,18 +372,6 @@ pub async fn certify(
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
-    if let Some(x) = &executor {
-        // What ran the suite: the pin as given, the image it resolved to,
-        // and the engine it spoke to.
-        let t = x.target();
-        container::annotate(&mut record, &t.image, t.network);
-        record
-            .extra
-            .insert("docker_socket".into(), serde_json::json!(t.socket));
-        record
-            .extra
-            .insert("container".into(), serde_json::json!(t.name));
-    }
     let attempts = record::attempts_path(repo);
     record::append_off_runtime(&attempts, &record).await?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
@@ -409,6 +390,40 @@ pub async fn certify(
         log_tail: run.log_tail(LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
+}
+
+/// Where one container-class attempt runs: the attempt's labels
+/// (`saphan.attempt`, `saphan.repo`, `saphan.sha`) and its container name
+/// `saphan-suite-<attempt>` (unique per engine).
+#[allow(clippy::too_many_arguments)]
+fn suite_target(
+    transport: Transport,
+    socket: String,
+    image: container::SuiteImage,
+    network: bool,
+    user: Option<String>,
+    attempt: &str,
+    repo: &Path,
+    sha: &str,
+    caches: Vec<(String, String, String)>,
+) -> container::Target {
+    container::Target {
+        transport,
+        socket,
+        image,
+        network,
+        user,
+        labels: [
+            (container::LABEL_ATTEMPT, attempt.to_string()),
+            (container::LABEL_REPO, repo.display().to_string()),
+            (container::LABEL_SHA, sha.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        name: format!("saphan-suite-{attempt}"),
+        caches,
+    }
 }
 
 /// The one scratch worktree path of `repo` (keyed by its git common dir,

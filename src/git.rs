@@ -362,10 +362,11 @@ impl Repo {
                 continue;
             };
             let mut f = meta.split_whitespace();
-            if f.next() == Some("160000") && f.next() == Some("commit") {
-                if let Some(c) = f.next() {
-                    links.push((path.to_string(), c.to_string()));
-                }
+            if f.next() == Some("160000")
+                && f.next() == Some("commit")
+                && let Some(c) = f.next()
+            {
+                links.push((path.to_string(), c.to_string()));
             }
         }
         if links.is_empty() {

@@ -209,6 +209,8 @@ async fn add(
         repo: repo.to_path_buf(),
         path,
         git_dir: PathBuf::new(),
+        submodules: Vec::new(),
+        submodule_missing: None,
         _parent: parent,
         armed: true,
     };
@@ -223,7 +225,59 @@ async fn add(
         .await?
         .stdout,
     );
+    if t.is_local() {
+        // Locally the stores are found here; a dispatched tree gets its
+        // submodules from the machine's mirror (see dispatch).
+        let local = crate::git::Repo::open(repo).await?;
+        let subs: Vec<(String, String, Option<PathBuf>)> = local
+            .submodules(sha)
+            .await?
+            .into_iter()
+            .map(|s| (s.path, s.commit, s.store.map(|r| r.common_dir)))
+            .collect();
+        checkout_submodules(&mut scratch, &subs).await;
+    }
     Ok(scratch)
+}
+
+/// Check each submodule `(path, commit, store)` out at its gitlink commit in
+/// `scratch`, on the scratch's machine, from `store` (a repository on that
+/// machine holding the commit: a `--shared` clone, so no network and no
+/// copy). A gitlink with no store, or whose checkout fails, is noted in
+/// [`Scratch::submodule_missing`]: the attempt is then measurement-failed
+/// naming the path and commit, never red. Every gitlink is listed in
+/// [`Scratch::submodules`].
+pub async fn checkout_submodules(
+    scratch: &mut Scratch,
+    subs: &[(String, String, Option<PathBuf>)],
+) {
+    for (path, commit, store) in subs {
+        scratch.submodules.push((path.clone(), commit.clone()));
+        if scratch.submodule_missing.is_some() {
+            continue;
+        }
+        let Some(store) = store else {
+            scratch.submodule_missing = Some(format!(
+                "submodule {path} at commit {commit} is not available on this machine (no local store holds it; no network is used)"
+            ));
+            continue;
+        };
+        let dest = scratch.path.join(path);
+        let out = scratch
+            .transport
+            .run(sh(
+                r#"rm -rf -- "$2" && git clone -q --shared --no-checkout -- "$1" "$2" && git -C "$2" checkout -q --detach "$3""#,
+                "saphan-submodule",
+                &[store.as_path(), dest.as_path(), Path::new(commit)],
+            ))
+            .await;
+        if !out.is_ok_and(|o| o.status.success()) {
+            scratch.submodule_missing = Some(format!(
+                "submodule {path} at commit {commit} could not be checked out from {} (its objects are not there; no network is used)",
+                store.display()
+            ));
+        }
+    }
 }
 
 /// A scratch detached worktree on a machine. Removed by
@@ -239,6 +293,11 @@ pub struct Scratch {
     /// The worktree's own git dir (`<common>/worktrees/<name>`), where the
     /// provision exclude file goes.
     pub git_dir: PathBuf,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
+    /// Why a submodule could not be checked out (the attempt is then
+    /// measurement-failed, naming the path and commit).
+    pub submodule_missing: Option<String>,
     _parent: Option<tempfile::TempDir>,
     armed: bool,
 }

@@ -601,7 +601,23 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
     assert_eq!(r["verdict"], "green", "{v}");
     assert_eq!(r["count"], 2, "{v}");
     assert_eq!(r["image_id"], go_image());
-    assert_eq!(r["docker_program"], "/usr/bin/docker");
+    // The same container fields as a local run, on the record as appended.
+    assert_eq!(r["image_pin"], go_image());
+    assert_eq!(r["image_pin_kind"], "image-id");
+    assert!(
+        r["docker_socket"].as_str().unwrap().ends_with(".sock"),
+        "{r}"
+    );
+    assert!(
+        r["container"]
+            .as_str()
+            .unwrap()
+            .starts_with("saphan-suite-"),
+        "{r}"
+    );
+    let stored = repo.records().last().cloned().unwrap();
+    assert_eq!(stored["image_id"], go_image(), "{stored}");
+    assert_eq!(stored["container"], r["container"], "{stored}");
     assert!(r["docker_api_version"].as_str().unwrap().starts_with("1."));
     assert_no_container(&repo);
 

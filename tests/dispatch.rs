@@ -146,6 +146,7 @@ fn default_go_green_on_one_machine_records_the_machine_and_its_go() {
     assert_eq!(r["suite_source"], "default-go");
     assert_eq!(r["suite_argv"][0], "/usr/bin/go", "{r}");
     assert_eq!(r["machine_program"]["path"], "/usr/bin/go");
+    assert_eq!(r["program_path"], "/usr/bin/go", "{r}");
     assert!(
         r["machine_program"]["version"]
             .as_str()
@@ -203,6 +204,18 @@ fn red_names_the_failing_test_and_keeps_the_pointer() {
     );
     assert_eq!(r["count"], 2);
     assert_eq!(repo.verified(), None);
+    f.assert_clean("m1");
+
+    // A tree a lost connection left behind is reaped by the next dispatch.
+    let tree = PathBuf::from(r["remote_tree"].as_str().unwrap());
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("left-behind"), "x").unwrap();
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let notes = record_on(&v, "m1")["notes"].to_string();
+    assert!(notes.contains("reaped"), "{notes}");
+    assert!(!tree.exists());
     f.assert_clean("m1");
 }
 
@@ -307,4 +320,357 @@ fn provision_hash_is_computed_on_the_machine_and_machines_disagree() {
     let o = f.certify(&repo, "m0,m1", &[]);
     assert_code(&o, 0);
     assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+}
+
+/// Processes on this machine (lab hosts share its PID space) whose command
+/// line holds `token`.
+fn processes_with(token: &str) -> Vec<String> {
+    let o = std::process::Command::new("pgrep")
+        .args(["-a", "-f", token])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains("pgrep"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Wait (bounded) until `path` exists.
+fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < bound {
+        if path.exists() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// Start `certify --json --machine <hosts>` in the background and wait
+/// (bounded) until the waiting suite has started on every host.
+fn started(
+    f: &Fleet,
+    lab: &Lab,
+    repo: &Repo,
+    token: &str,
+    hosts: &[&str],
+    extra: &[&str],
+) -> std::process::Child {
+    let machines = hosts.join(",");
+    let child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", &machines])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(60);
+    for h in hosts {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the suite never started on {h}"
+        );
+    }
+    child
+}
+
+/// A shell suite that marks that it started (in the machine's own /root),
+/// leaves a grandchild holding stdout, and waits for `$HOME/<token>.go`.
+fn waiting_repo(token: &str) -> Repo {
+    Repo::new(&[(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\ntouch \"$HOME/{token}.started\"\nsh -c 'sleep 1000; : {token}' &\nwhile [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\necho done\n"
+        ),
+    )])
+}
+
+#[test]
+fn timeout_kills_the_whole_group_on_the_machine() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    let token = format!("saphan-to-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let t0 = std::time::Instant::now();
+    let o = f.certify(&repo, "m0", &["--timeout", "3s"]);
+    let took = t0.elapsed();
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "timeout", "{r}");
+    assert_eq!(r["budget_source"], "flag:--timeout");
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert!(
+        processes_with(&token).is_empty(),
+        "left on the machine: {:?}",
+        processes_with(&token)
+    );
+    f.assert_clean("m0");
+    let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.started")));
+}
+
+#[test]
+fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    f.measure("m0,m1");
+    let token = format!("saphan-cc-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = started(&f, lab, &repo, &token, &["m0", "m1"], &[]);
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed().as_secs() < 60,
+        "Ctrl-C took {:?}",
+        t0.elapsed()
+    );
+    assert_code(&o, 3);
+    let v = json(&o);
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["failure"], "interrupted", "{r}");
+        assert_eq!(r["interrupted"], true, "{r}");
+        f.assert_clean(h);
+        let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
+    }
+    assert!(
+        processes_with(&token).is_empty(),
+        "left: {:?}",
+        processes_with(&token)
+    );
+    assert_eq!(repo.records().len(), 2);
+}
+
+#[test]
+fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::start(3) else { return };
+    let f = Fleet::new(&lab, &["m0", "m1", "m2"]);
+    f.measure("m0,m1,m2");
+    let token = format!("saphan-ft-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = started(
+        &f,
+        &lab,
+        &repo,
+        &token,
+        &["m0", "m1", "m2"],
+        &["--timeout", "20s"],
+    );
+    let t0 = std::time::Instant::now();
+    lab.stop("m0");
+    lab.partition("m1");
+    std::fs::write(lab.home_dir("m2").join(format!("{token}.go")), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    lab.heal("m1");
+    // budget 20 s + grace: the local side must not wait on a dead machine.
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(record_on(&v, "m2")["verdict"], "green", "{v}");
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["verdict"], "measurement-failed", "{r}");
+        assert_eq!(r["failure"], "connection-lost", "{r}");
+    }
+    assert_eq!(repo.verified(), None);
+    // The partitioned machine's session still enforces the budget there.
+    let gone = {
+        let t = std::time::Instant::now();
+        loop {
+            if processes_with(&token).is_empty() || t.elapsed().as_secs() > 60 {
+                break processes_with(&token).is_empty();
+            }
+            std::thread::park_timeout(std::time::Duration::from_millis(200));
+        }
+    };
+    assert!(gone, "left: {:?}", processes_with(&token));
+}
+
+/// A superproject whose suite needs its submodule's content, plus a second
+/// commit whose gitlink names a commit no repository here holds.
+fn superproject() -> (Repo, Repo, String, String) {
+    let sub = Repo::new(&[("lib.txt", "hello from the submodule\n")]);
+    let sup = Repo::new(&[(
+        "check.sh",
+        "#!/bin/sh\ngrep -q 'hello from the submodule' sub/lib.txt\n",
+    )]);
+    common::git(
+        sup.path(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.path().to_str().unwrap(),
+            "sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "add submodule"]);
+    let good = sup.head();
+    common::git(
+        sup.path(),
+        &[
+            "update-index",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "gitlink to nowhere"]);
+    let missing = sup.head();
+    (sup, sub, good, missing)
+}
+
+#[test]
+fn submodules_at_their_gitlinks_locally_and_on_a_machine() {
+    let (sup, sub, good, missing) = superproject();
+    let sub_commit = sub.head();
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let local = |sha: &str| {
+        env.run(&[
+            "--json",
+            "certify",
+            "--repo",
+            sup.path().to_str().unwrap(),
+            "--sha",
+            sha,
+        ])
+    };
+    let o = local(&good);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(
+        v["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{v}"
+    );
+    let o = local(&missing);
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(v["failure"], "submodule-missing", "{v}");
+    let note = v["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("sub") && note.contains("1111111111111111111111111111111111111111"),
+        "{note}"
+    );
+    common::assert_only_main_worktree(&sup);
+
+    // The same on a machine: the submodule's objects are shipped too.
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let o = f.certify(&sup, "m0", &["--sha", &good]);
+    assert_code(&o, 0);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(
+        r["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{r}"
+    );
+    let o = f.certify(&sup, "m0", &["--sha", &missing]);
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["failure"], "submodule-missing", "{r}");
+    f.assert_clean("m0");
+}
+
+#[test]
+fn verify_affected_on_a_machine_with_the_bundled_adapter() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    files.extend(gomod::package("leaf", &[], 1));
+    files.extend(gomod::package("top", &["leaf"], 1));
+    files.extend(gomod::package("other", &[], 1));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    common::git(repo.path(), &["branch", "base"]);
+    repo.commit(
+        &[(
+            "leaf/leaf.go",
+            "package leaf\n\n// V is two now.\nfunc V() int { return 2 }\n",
+        )],
+        "change leaf",
+    );
+    f.env.write_config(
+        "[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\n",
+    );
+    let mut c = f.env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args([
+            "--json",
+            "verify-affected",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--base",
+            "base",
+            "--machine",
+            "m1",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["result"], "green", "{v}");
+    let sel: Vec<&str> = v["selected_packages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        sel.contains(&"example.com/m/leaf") && sel.contains(&"example.com/m/top"),
+        "{v}"
+    );
+    assert!(!sel.contains(&"example.com/m/other"), "{v}");
+    let argv0 = v["adapter_argv"][0].as_str().unwrap();
+    assert!(
+        argv0.starts_with(
+            &f.workhome("m1")
+                .join("saphan/bin/saphan-")
+                .display()
+                .to_string()
+        ),
+        "{v}"
+    );
+    assert!(
+        Path::new(argv0).is_file(),
+        "the binary was not shipped: {argv0}"
+    );
+    f.assert_clean("m1");
 }

@@ -97,6 +97,41 @@ impl Watch for Spinner {
     }
 }
 
+/// What a person sees of the suite on a non-green verdict: `(json key,
+/// header, text)`. The suite log's tail (stdout then stderr) when the
+/// report cannot name failures (`exitcode`), or a junit-xml suite wrote
+/// nothing on stderr — a suite that prints its failures on stdout (pytest)
+/// shows them; otherwise (and always for go-test-json, whose stdout is the
+/// event stream) the last lines of its stderr.
+fn failure_tail(o: &certify::Outcome) -> Option<(&'static str, String, String)> {
+    let r = &o.record;
+    if r.verdict == Verdict::Green {
+        return None;
+    }
+    let use_log = !o.log_tail.trim().is_empty()
+        && (r.report == crate::report::ReportKind::Exitcode
+            || (r.report == crate::report::ReportKind::JunitXml
+                && o.stderr_tail.trim().is_empty()));
+    if use_log {
+        Some((
+            "log_tail",
+            format!(
+                "last lines of the suite's log ({})",
+                r.suite_log.as_deref().unwrap_or("not kept")
+            ),
+            o.log_tail.trim_end().to_string(),
+        ))
+    } else if !o.stderr_tail.trim().is_empty() {
+        Some((
+            "stderr_tail",
+            "last lines of the suite's stderr".into(),
+            o.stderr_tail.trim_end().to_string(),
+        ))
+    } else {
+        None
+    }
+}
+
 /// Run `certify`.
 pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
@@ -130,39 +165,14 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
-        // The human output shows the suite's last stderr lines on a
-        // non-green verdict; so does the JSON.
-        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            v["stderr_tail"] = serde_json::json!(o.stderr_tail.trim_end());
+        // The human output shows the suite's last lines on a non-green
+        // verdict; so does the JSON (`stderr_tail` or `log_tail`).
+        if let Some((key, _, tail)) = failure_tail(&o) {
+            v[key] = serde_json::json!(tail);
         }
         out_json(&v);
     } else {
-        let mut s = format!(
-            "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
-            r.sha,
-            r.machine,
-            r.verdict.as_str(),
-            r.count_words(),
-            r.report.as_str(),
-            r.suite_source,
-            r.suite_seconds,
-        );
-        if let Avail::Value(names) = &r.named_tests
-            && !names.is_empty()
-        {
-            s.push_str(&format!("failing ({}):\n", names.len()));
-            for n in names {
-                s.push_str(&format!("  {n}\n"));
-            }
-        }
-        if let Some(code) = r.suite_exit_code
-            && r.verdict != Verdict::Green
-        {
-            s.push_str(&format!("suite exit code: {code}\n"));
-        }
-        for n in &r.notes {
-            s.push_str(&format!("note: {n}\n"));
-        }
+        let mut s = verdict_lines(r, "");
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
         if o.pointer == "moved" {
@@ -179,24 +189,17 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             ));
         }
         out(&s);
-        if r.verdict != Verdict::Green && !o.log_tail.trim().is_empty() {
-            eprintln!(
-                "--- last lines of the suite's log ({}) ---\n{}",
-                r.suite_log.as_deref().unwrap_or("not kept"),
-                o.log_tail.trim_end()
-            );
-        } else if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            eprintln!(
-                "--- last lines of the suite's stderr ---\n{}",
-                o.stderr_tail.trim_end()
-            );
+        if let Some((_, header, tail)) = failure_tail(&o) {
+            eprintln!("--- {header} ---\n{tail}");
         }
     }
     Ok(r.verdict.exit())
 }
 
-/// Print one machine's record as certify does locally.
-fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
+/// The verdict line of a record and what explains it (failing tests, exit
+/// code, notes), each following line indented by `indent`: the same words
+/// for a local record and for each machine's.
+fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
     let mut s = format!(
         "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
         r.sha,
@@ -207,43 +210,43 @@ fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
-    if let Some(p) = r.extra.get("machine_program") {
-        s.push_str(&format!(
-            "  program: {} ({})\n",
-            p["path"].as_str().unwrap_or("?"),
-            p["version"].as_str().unwrap_or("version unknown")
-        ));
-    }
-    if let Some(b) = r.extra.get("bundle_bytes").and_then(|b| b.as_u64()) {
-        s.push_str(&format!("  shipped: {b} bytes\n"));
+    if r.machine != "local" {
+        if let Some(p) = &r.program_path {
+            s.push_str(&format!(
+                "{indent}program: {p} ({})\n",
+                r.program_version.as_deref().unwrap_or("version unknown")
+            ));
+        }
+        if let Some(b) = r.extra.get("bundle_bytes").and_then(|b| b.as_u64()) {
+            s.push_str(&format!("{indent}shipped: {b} bytes\n"));
+        }
     }
     if let Avail::Value(names) = &r.named_tests
         && !names.is_empty()
     {
-        s.push_str(&format!("  failing ({}):\n", names.len()));
+        s.push_str(&format!("{indent}failing ({}):\n", names.len()));
         for n in names {
-            s.push_str(&format!("    {n}\n"));
+            s.push_str(&format!("{indent}  {n}\n"));
         }
     }
     if let Some(code) = r.suite_exit_code
         && r.verdict != Verdict::Green
     {
-        s.push_str(&format!("  suite exit code: {code}\n"));
+        s.push_str(&format!("{indent}suite exit code: {code}\n"));
     }
     for n in &r.notes {
-        s.push_str(&format!("  note: {n}\n"));
+        s.push_str(&format!("{indent}note: {n}\n"));
     }
+    s
+}
+
+/// One machine's record, then the tail of its suite's stderr on a non-green.
+fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
+    let mut s = verdict_lines(r, "  ");
     if r.verdict != Verdict::Green && !stderr_tail.trim().is_empty() {
         s.push_str("  --- last lines of the suite's stderr there ---\n");
-        for l in stderr_tail
-            .trim_end()
-            .lines()
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+        let lines: Vec<&str> = stderr_tail.trim_end().lines().collect();
+        for l in &lines[lines.len().saturating_sub(20)..] {
             s.push_str(&format!("  {l}\n"));
         }
     }

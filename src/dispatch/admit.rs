@@ -6,7 +6,7 @@
 use super::DispatchError;
 use crate::catalog::Catalog;
 use crate::error::Result;
-use crate::fleet::ledger::{self, Ledger, Outcome, ProbeInputs};
+use crate::fleet::ledger::{self, Ledger, Outcome};
 use crate::fleet::machines::MachineRow;
 use crate::fleet::remedy;
 use crate::home::Home;
@@ -43,22 +43,6 @@ fn program_token(suite: &ResolvedSuite) -> String {
     }
 }
 
-fn default_inputs(row: &MachineRow, declared: &str) -> ProbeInputs {
-    ProbeInputs {
-        declared_path: declared.to_string(),
-        workhome: row.workhome.clone(),
-        probed_by: std::env::var("USER")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| "operator".into()),
-        workspace: std::env::current_dir()
-            .ok()
-            .and_then(|d| d.canonicalize().ok())
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "/".into()),
-    }
-}
-
 /// Admit `row` for `suite` at `now`, from the ledger only.
 ///
 /// Errors: `verification-toolchain-absent` naming the machine, the catalog
@@ -91,7 +75,7 @@ pub fn admit(
             ),
         };
         let cap = mapped.map(|(n, _)| n).unwrap_or("-");
-        let inputs = default_inputs(row, &token);
+        let inputs = remedy::default_inputs(row, &token);
         let lines = remedy::remedy(home, catalog_path, row, cap, &inputs, None, None);
         return Err(DispatchError::ToolchainAbsent {
             machine: row.id.clone(),
@@ -165,7 +149,7 @@ pub fn admit(
     let inputs = latest
         .as_ref()
         .map(|c| c.inputs.clone())
-        .unwrap_or_else(|| default_inputs(row, &declared));
+        .unwrap_or_else(|| remedy::default_inputs(row, &declared));
     let lines = remedy::remedy(
         home,
         catalog_path,

@@ -8,31 +8,32 @@
 //! 3. connect to every machine; a program no catalog row maps is resolved
 //!    there and refused if absent;
 //! 4. per machine, concurrently: [`ship`] only the commits the mirror lacks,
-//!    then one *session* on the machine under the repository's lock
-//!    (`session.sh`): materialize the stable scratch tree (submodules at
-//!    their gitlinks, provisions placed and hashed there, exclude file in
-//!    the tree's own git dir), run the suite in its own process group under
-//!    the budget enforced on the machine (`timeout(1)`: TERM to the group,
-//!    grace, KILL), keep stdout and the report files, remove the tree;
-//! 5. collect (bounded), parse locally with the same parsers, record locally.
+//!    take the repository's lock on the machine (`flock`, held by a process
+//!    fed by this side's channel), materialize the stable scratch tree from
+//!    the mirror ([`crate::worktree::add_at`], which also reaps what a lost
+//!    connection left; submodules from the mirror), then the one measurement
+//!    core ([`measure::run_suite_with`]: provisions placed and hashed there,
+//!    the suite under the budget enforced on the machine, reports collected
+//!    through the transport, the same parsers), remove the tree;
+//! 5. record locally, one record per machine; the pointer moves only when
+//!    every named machine is green.
 //!
-//! The seam for other execution classes is [`Executor`]: it decides which
-//! command the session runs inside the shipped tree (the suite itself for
-//! the host class).
+//! The seam for other execution classes is [`Executor`] (the core's):
+//! [`run_all`] takes the executor that runs the suite's command in the
+//! shipped tree on the machine.
 
 pub mod admit;
 pub mod ship;
 
 use crate::config::Provision;
 use crate::error::{Exit, Refusal, Result};
-use crate::exec::{self, Cmd, Termination};
+use crate::exec::{self, Cmd};
 use crate::fleet::machines::MachineRow;
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
-use crate::provision::Placed;
 use crate::record::Record;
-use crate::report::{self, Evidence, Measurement, Verdict};
+use crate::report::Verdict;
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 pub use admit::Admitted;
@@ -46,21 +47,15 @@ pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Grace between TERM and KILL of the suite's group on the machine.
 pub const GRACE: Duration = Duration::from_secs(2);
-/// Bound on what is brought back: stdout, and the report files together.
-pub const COLLECT_LIMIT: u64 = 64 * 1024 * 1024;
-/// How long the session may wait for the repository's lock on the machine.
+/// How long an attempt may wait for the repository's lock on the machine.
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
-/// How long Ctrl-C waits for the machine to kill and clean up.
-pub const INTERRUPT_BOUND: Duration = Duration::from_secs(20);
-
-const SESSION: &str = include_str!("session.sh");
 
 /// Refusals of a dispatched run (nothing was shipped).
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
     /// The machine is not admitted for the suite's program.
     #[error(
-        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; run:\n  {}\n  {}",
+        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}\n  {}",
         remedy.first().map(String::as_str).unwrap_or(""),
         remedy.get(1).map(String::as_str).unwrap_or("")
     )]
@@ -141,34 +136,7 @@ impl DispatchFault {
     }
 }
 
-/// Where the suite runs inside the shipped tree: the seam between dispatch
-/// (ship, materialize, collect) and an execution class.
-pub trait Executor: Send + Sync {
-    /// The record's `class`.
-    fn class(&self) -> &'static str;
-    /// The command the session runs with the shipped tree (`tree`, an
-    /// absolute path on the machine) as its working directory, under the
-    /// budget, in its own process group. `suite_argv` is the admitted argv
-    /// (argv[0] is the machine's declared program path).
-    fn argv(&self, tree: &str, suite_argv: &[String]) -> Vec<String>;
-    /// Add what this class knows to a machine's record before it is
-    /// appended (the container class: the image pin and ID, the engine's
-    /// API version). The default adds nothing.
-    fn annotate(&self, _record: &mut Record) {}
-}
-
-/// The host class: the suite runs as a process on the machine.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HostExecutor;
-
-impl Executor for HostExecutor {
-    fn class(&self) -> &'static str {
-        "host"
-    }
-    fn argv(&self, _tree: &str, suite_argv: &[String]) -> Vec<String> {
-        suite_argv.to_vec()
-    }
-}
+pub use crate::measure::{Executor, Host as HostExecutor};
 
 /// Progress of one machine's attempt, for a person watching.
 pub trait Progress: Send + Sync {
@@ -198,6 +166,14 @@ pub struct Job<'a> {
     pub extra_env: &'a [(String, String)],
     /// Ctrl-C.
     pub interrupt: &'a Interrupt,
+    /// The affected tier's files (`None` for certify): `report_path` is then
+    /// relative to `<run dir>/reports`, the manifest is staged at
+    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
+    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
+    pub affected: Option<&'a Path>,
+    /// This saphan binary and its sha256, shipped to
+    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
+    pub self_binary: Option<(&'a Path, &'a str)>,
 }
 
 /// One machine's attempt, recorded.
@@ -234,7 +210,8 @@ pub async fn connect(
         let prog = m.argv[0].clone();
         // A path relative to the tree (`./run-tests.sh`) is the SHA's own file.
         let in_tree = prog.contains('/') && !prog.starts_with('/');
-        if !in_tree {
+        // `saphan` (the bundled adapter) is this very binary, shipped.
+        if !in_tree && prog != "saphan" {
             let argv: Vec<String> = vec![
                 "sh".into(),
                 "-c".into(),
@@ -275,70 +252,9 @@ pub async fn run_on(
     executor: &dyn Executor,
     progress: &dyn Progress,
 ) -> Result<MachineRun> {
-    let started_at = crate::clock::now_rfc3339();
-    let layout = ship::Layout {
-        base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
-        key: repo_key(job.repo),
-    };
-    let mut phases = serde_json::Map::new();
-    phases.insert("connect".into(), serde_json::json!(secs(connect_time)));
-    let mut a = Attempt {
-        bundle_bytes: 0,
-        interrupted: false,
-        termination: None,
-        measurement: Measurement::failed("connection-lost: nothing ran"),
-        placed: Vec::new(),
-        run_time: Duration::ZERO,
-        stderr_tail: String::new(),
-        notes: Vec::new(),
-    };
-    let run_argv = executor.argv(&layout.tree(), &m.argv);
-    match connected {
-        Err(f) => a.measurement = Measurement::failed(f.note()),
-        Ok(t) => {
-            let r = attempt(
-                job,
-                m,
-                &t,
-                &layout,
-                &run_argv,
-                &mut a,
-                &mut phases,
-                progress,
-            )
-            .await;
-            if let Err(f) = r {
-                match f {
-                    Failure::Fault(f) => a.measurement = Measurement::failed(f.note()),
-                    Failure::Refused(e) => return Err(e),
-                }
-            }
-            if let Transport::Ssh(s) = &t {
-                s.disconnect().await;
-            }
-        }
-    }
-    progress.phase(
-        &m.row.id,
-        &format!("done: {}", a.measurement.verdict.as_str()),
-    );
-    let run = SuiteRun {
-        started_at,
-        finished_at: crate::clock::now_rfc3339(),
-        termination: a.termination,
-        measurement: a.measurement,
-        placed: a.placed,
-        elapsed: a.run_time,
-        stderr_tail: a.stderr_tail.clone(),
-        // Merged with core-ready: dispatch keeps its own record id and
-        // program fields (from the capability row) until it moves onto the
-        // core; no suite log is kept for a dispatched run yet.
-        id: crate::record::new_id(),
-        program: Default::default(),
-        log: None,
-    };
+    let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
     let mut suite = job.suite.clone();
-    suite.argv = run_argv;
+    suite.argv = c.argv.clone();
     let mut record = measure::record(
         Subject {
             verb: job.verb,
@@ -349,58 +265,157 @@ pub async fn run_on(
         },
         &suite,
         job.budget,
-        &run,
+        &c.run,
     );
-    record.notes.extend(a.notes);
-    executor.annotate(&mut record);
+    record.notes.extend(c.notes);
     record.extra.insert(
         "machine_program".into(),
         serde_json::json!({
             "capability": m.capability,
-            "path": m.program_path.clone().unwrap_or_else(|| m.argv[0].clone()),
+            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
             "version": m.program_version,
         }),
     );
     record
         .extra
-        .insert("bundle_bytes".into(), serde_json::json!(a.bundle_bytes));
+        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
     record
         .extra
-        .insert("phases".into(), serde_json::Value::Object(phases));
+        .insert("phases".into(), serde_json::Value::Object(c.phases));
     record
         .extra
-        .insert("remote_tree".into(), serde_json::json!(layout.tree()));
-    if !job.submodules.is_empty() {
-        record.extra.insert(
-            "submodules".into(),
-            serde_json::json!(
-                job.submodules
-                    .iter()
-                    .map(|s| serde_json::json!({"path": s.path, "commit": s.commit}))
-                    .collect::<Vec<_>>()
-            ),
-        );
-    }
-    if a.interrupted {
+        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
+    if c.interrupted {
         record
             .extra
             .insert("interrupted".into(), serde_json::json!(true));
     }
     Ok(MachineRun {
         record,
-        stderr_tail: a.stderr_tail,
+        stderr_tail: c.run.stderr_tail,
+    })
+}
+
+/// What one machine's attempt left, before it becomes a record.
+#[derive(Debug)]
+pub struct Collected {
+    /// The run, as the measurement core describes a local one.
+    pub run: SuiteRun,
+    /// What ran there.
+    pub argv: Vec<String>,
+    /// Notes to add to the record (`reaped: …`).
+    pub notes: Vec<String>,
+    /// Bundle bytes shipped.
+    pub bundle_bytes: u64,
+    /// Seconds per phase.
+    pub phases: serde_json::Map<String, serde_json::Value>,
+    /// The scratch tree path on the machine.
+    pub remote_tree: String,
+    /// Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// Local copies: `stdout`, `tree/` (report files), `scope.json`
+    /// (affected). `None` when nothing was brought back.
+    pub local: Option<tempfile::TempDir>,
+}
+
+/// Ship, materialize, run and collect `job` on the connected machine `m`:
+/// every outcome after admission is a [`Collected`] (a failure is a failed
+/// measurement naming its cause); refusals found on the machine before the
+/// suite ran (a provision dest conflict) are errors.
+///
+/// The measurement itself is the core's ([`measure::run_suite_with`]) on a
+/// scratch tree of the machine's mirror ([`crate::worktree::add_at`]):
+/// provisions placed and hashed there, the suite run under the budget
+/// enforced on the machine, report files collected through the transport,
+/// the same parsers.
+pub async fn measure_on(
+    job: &Job<'_>,
+    m: &Admitted,
+    connected: std::result::Result<Transport, DispatchFault>,
+    connect_time: Duration,
+    executor: &dyn Executor,
+    progress: &dyn Progress,
+) -> Result<Collected> {
+    let layout = ship::Layout {
+        base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
+        key: repo_key(job.repo),
+    };
+    let mut phases = serde_json::Map::new();
+    phases.insert("connect".into(), serde_json::json!(secs(connect_time)));
+    let mut argv = m.argv.clone();
+    if let Some((_, sha)) = job.self_binary
+        && argv[0] == "saphan"
+    {
+        argv[0] = format!("{}/bin/saphan-{sha}", layout.base);
+    }
+    let mut a = Attempt {
+        bundle_bytes: 0,
+        notes: Vec::new(),
+        local: None,
+        run: None,
+    };
+    let mut fault = None;
+    match connected {
+        Err(f) => fault = Some(f),
+        Ok(t) => {
+            let on = On {
+                job,
+                t: &t,
+                layout: &layout,
+                argv: &argv,
+                executor,
+                progress,
+                id: &m.row.id,
+            };
+            let r = attempt(on, &mut a, &mut phases).await;
+            match r {
+                Ok(()) => {}
+                Err(Failure::Fault(f)) => fault = Some(f),
+                Err(Failure::Refused(e)) => return Err(e),
+            }
+            if let Transport::Ssh(s) = &t {
+                s.disconnect().await;
+            }
+        }
+    }
+    let mut run = match (a.run, fault) {
+        (_, Some(f)) => SuiteRun::not_run(f.note()),
+        (None, None) => SuiteRun::not_run("connection-lost: nothing ran"),
+        (Some(run), None) => run,
+    };
+    if run.submodules.is_empty() {
+        run.submodules = job
+            .submodules
+            .iter()
+            .map(|s| (s.path.clone(), s.commit.clone()))
+            .collect();
+    }
+    run.program = measure::Program {
+        path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
+        version: m.program_version.clone(),
+    };
+    let interrupted = run.measurement.failure().as_deref() == Some("interrupted");
+    progress.phase(
+        &m.row.id,
+        &format!("done: {}", run.measurement.verdict.as_str()),
+    );
+    Ok(Collected {
+        run,
+        argv,
+        notes: a.notes,
+        bundle_bytes: a.bundle_bytes,
+        phases,
+        remote_tree: layout.tree(),
+        interrupted,
+        local: a.local,
     })
 }
 
 struct Attempt {
     bundle_bytes: u64,
-    interrupted: bool,
-    termination: Option<Termination>,
-    measurement: Measurement,
-    placed: Vec<Placed>,
-    run_time: Duration,
-    stderr_tail: String,
     notes: Vec<String>,
+    local: Option<tempfile::TempDir>,
+    run: Option<SuiteRun>,
 }
 
 enum Failure {
@@ -414,50 +429,121 @@ impl From<DispatchFault> for Failure {
     }
 }
 
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-/// The literal directory prefix of a report glob (`build/reports/*.xml` →
-/// `build/reports`); `.` when the glob starts with a pattern.
-fn report_prefix(pattern: &str) -> String {
-    let comps: Vec<&str> = pattern
-        .trim()
-        .trim_start_matches("./")
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    let literal = |c: &str| !c.contains(['*', '?', '[', ']', '{', '}', '\\']);
-    let mut out = Vec::new();
-    for (i, c) in comps.iter().enumerate() {
-        if !literal(c) || i + 1 == comps.len() {
-            break;
-        }
-        out.push(*c);
-    }
-    if out.is_empty() {
-        ".".into()
-    } else {
-        out.join("/")
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn attempt(
-    job: &Job<'_>,
-    m: &Admitted,
+/// Run `script` (POSIX sh, `$1`… = `args`) on `t` as a control command.
+async fn control(
     t: &Transport,
-    layout: &ship::Layout,
-    run_argv: &[String],
+    script: &str,
+    args: &[&str],
+) -> Result<exec::Output, DispatchFault> {
+    t.run(
+        Cmd::new("sh")
+            .args(["-c", script, "saphan-dispatch"])
+            .args(args)
+            .timeout(CONTROL_TIMEOUT),
+    )
+    .await
+    .map_err(DispatchFault::transport)
+}
+
+/// The repository's lock on the machine: `flock` held by a process whose
+/// stdin is this side's pipe. Dropping [`MachineLock::release`]'s writer
+/// ends it; a lost connection ends it too (sshd closes the channel), and the
+/// watchdog's budget bounds it in any case.
+struct MachineLock {
+    writer: Option<tokio::io::DuplexStream>,
+    holder: tokio::task::JoinHandle<std::result::Result<exec::Output, TransportError>>,
+}
+
+impl MachineLock {
+    async fn acquire(
+        t: &Transport,
+        layout: &ship::Layout,
+        ready: &str,
+        budget: Duration,
+    ) -> Result<MachineLock, DispatchFault> {
+        let (writer, reader) = tokio::io::duplex(64);
+        let lock = format!("{}/locks/{}.lock", layout.base, layout.key);
+        let cmd = Cmd::new("sh")
+            .args([
+                "-c",
+                r#"mkdir -p "$(dirname "$1")" "$(dirname "$2")" || exit 4
+exec 9>"$1"
+flock -w "$3" 9 || exit 3
+: > "$2"
+exec cat >/dev/null"#,
+                "saphan-lock",
+                &lock,
+                ready,
+                &LOCK_WAIT.as_secs().to_string(),
+            ])
+            .input(exec::Input::Stream(exec::SharedReader::new(reader)))
+            .timeout(budget);
+        let t2 = t.clone();
+        let mut holder = tokio::spawn(async move { t2.run(cmd).await });
+        let ready_arg = [ready];
+        let wait = control(
+            t,
+            r#"i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 1400 ] && exit 3; sleep 0.05; done"#,
+            &ready_arg,
+        );
+        tokio::select! {
+            r = wait => match r {
+                Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
+                Ok(_) => {
+                    holder.abort();
+                    Err(DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
+                }
+                Err(f) => {
+                    holder.abort();
+                    Err(f)
+                }
+            },
+            r = &mut holder => Err(match r {
+                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) => DispatchFault::new("lock-failed", format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
+                Ok(Err(e)) => DispatchFault::transport(e),
+                Err(e) => DispatchFault::new("lock-failed", e.to_string()),
+            }),
+        }
+    }
+
+    async fn release(mut self) {
+        drop(self.writer.take());
+        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.holder).await;
+        self.holder.abort();
+    }
+}
+
+/// One machine's attempt in progress: what every step needs.
+#[derive(Clone, Copy)]
+struct On<'a, 'j> {
+    job: &'a Job<'j>,
+    t: &'a Transport,
+    layout: &'a ship::Layout,
+    argv: &'a [String],
+    executor: &'a dyn Executor,
+    progress: &'a dyn Progress,
+    id: &'a str,
+}
+
+async fn attempt(
+    on: On<'_, '_>,
     a: &mut Attempt,
     phases: &mut serde_json::Map<String, serde_json::Value>,
-    progress: &dyn Progress,
 ) -> std::result::Result<(), Failure> {
-    let id = m.row.id.as_str();
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        progress,
+        id,
+        ..
+    } = on;
     let run_id = format!("{}-{}", crate::record::new_id(), id);
     let run_dir = layout.run(&run_id);
 
-    // Ship the SHA and every submodule commit.
+    // Ship the SHA and every submodule commit a local store holds.
     progress.phase(id, "ship");
     let t_ship = Instant::now();
     let mut sources = vec![(job.repo.clone(), job.sha.to_string())];
@@ -469,381 +555,163 @@ async fn attempt(
     let tag = format!("{}-{}", std::process::id(), id);
     let shipped = ship::ship(t, layout, &sources, &tag).await?;
     a.bundle_bytes = shipped.bundle_bytes;
+    if let Some((local_bin, sha)) = job.self_binary
+        && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
+    {
+        // Content-addressed: shipped once per build, reused after.
+        let have = control(
+            t,
+            r#"test -x "$1" || { mkdir -p "$(dirname "$1")"; exit 1; }"#,
+            &[&argv[0]],
+        )
+        .await?;
+        if !have.status.success() {
+            t.put(local_bin, &argv[0])
+                .await
+                .map_err(DispatchFault::transport)?;
+        }
+    }
     phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
     progress.phase(
         id,
         &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
     );
 
-    // Stage provisions and the submodule list in the run dir.
-    let staging = tempfile::Builder::new()
-        .prefix("saphan-stage-")
-        .tempdir()
-        .map_err(|e| DispatchFault::new("ship-failed", format!("temp dir: {e}")))?;
-    let mk = t
-        .exec(
-            &strs(&["mkdir", "-p", &format!("{run_dir}/prov")]),
-            CONTROL_TIMEOUT,
-        )
+    // Materialize under the repository's lock on the machine.
+    let t_mat = Instant::now();
+    let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
+    let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
+    let r = locked(on, a, phases, &run_dir, t_mat).await;
+    // The run dir goes; so does the (now empty) parent of the stable tree.
+    let parent = format!("{}/scratch/{}", layout.base, layout.key);
+    let _ = control(
+        t,
+        r#"rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0"#,
+        &[&run_dir, &parent],
+    )
+    .await;
+    lock.release().await;
+    r
+}
+
+async fn locked(
+    on: On<'_, '_>,
+    a: &mut Attempt,
+    phases: &mut serde_json::Map<String, serde_json::Value>,
+    run_dir: &str,
+    t_mat: Instant,
+) -> std::result::Result<(), Failure> {
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        executor,
+        progress,
+        id,
+    } = on;
+    let mirror = std::path::PathBuf::from(layout.mirror());
+    let tree = std::path::PathBuf::from(layout.tree());
+    // A tree a lost connection left is reaped (add_at heals the stable path).
+    let left = control(t, r#"test -e "$1""#, &[&layout.tree()]).await?;
+    if left.status.success() {
+        a.notes.push(format!(
+            "reaped: {} (left by an earlier attempt)",
+            layout.tree()
+        ));
+    }
+    let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
         .await
-        .map_err(DispatchFault::transport)?;
-    if !mk.status.success() {
-        return Err(DispatchFault::new(
-            "ship-failed",
-            format!("mkdir {run_dir}: {}", mk.stderr_str()),
-        )
-        .into());
-    }
-    let mut prov_args: Vec<String> = Vec::new();
-    for (i, p) in job.provisions.iter().enumerate() {
-        let remote = format!("{run_dir}/prov/{i}");
-        t.put(&p.source, &remote)
-            .await
-            .map_err(DispatchFault::transport)?;
-        prov_args.push(remote);
-        prov_args.push(p.dest.clone());
-    }
-    if !job.submodules.is_empty() {
-        let list: String = job
-            .submodules
-            .iter()
-            .map(|s| format!("{} {}\n", s.commit, s.path))
-            .collect();
-        let f = staging.path().join("submodules");
-        std::fs::write(&f, list)
-            .map_err(|e| DispatchFault::new("ship-failed", format!("staging: {e}")))?;
-        t.put(&f, &format!("{run_dir}/submodules"))
-            .await
-            .map_err(DispatchFault::transport)?;
-    }
-
-    // The session: materialize, run under the budget, keep, remove.
-    let report_prefix = match (job.suite.report, &job.suite.report_path) {
-        (report::ReportKind::JunitXml, Some(p)) => report_prefix(p),
-        _ => String::new(),
-    };
-    let budget_s = job.budget.duration.as_secs().max(1);
-    let mut argv = strs(&["sh", "-c", SESSION, "saphan-session"]);
-    argv.extend([
-        layout.base.clone(),
-        layout.key.clone(),
-        job.sha.to_string(),
-        run_id.clone(),
-        format!("{budget_s}s"),
-        format!("{}s", GRACE.as_secs()),
-        report_prefix,
-        COLLECT_LIMIT.to_string(),
-        job.provisions.len().to_string(),
-    ]);
-    argv.extend(prov_args);
-    argv.push(job.extra_env.len().to_string());
-    argv.extend(job.extra_env.iter().map(|(k, v)| format!("{k}={v}")));
-    argv.push("--".into());
-    argv.extend(run_argv.iter().cloned());
-    let session_budget = job.budget.duration + GRACE + LOCK_WAIT + CONTROL_TIMEOUT;
-    progress.phase(id, "run");
-    let t_run = Instant::now();
-    let session = t.exec(&argv, session_budget);
-    tokio::pin!(session);
-    let out = tokio::select! {
-        r = &mut session => r,
-        _ = job.interrupt.cancelled() => {
-            a.interrupted = true;
-            progress.phase(id, "interrupted: stopping the suite on the machine");
-            let cancel = format!(
-                r#"touch "$1/cancel"; i=0; while [ ! -s "$1/pid" ] && [ ! -e "$1/status" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
-[ -s "$1/pid" ] || exit 0
-p=$(cat "$1/pid"); kill -TERM -- "-$p" 2>/dev/null; sleep {g}; kill -KILL -- "-$p" 2>/dev/null; exit 0"#,
-                g = GRACE.as_secs()
-            );
-            let _ = t.exec(&strs(&["sh", "-c", &cancel, "saphan-cancel", &run_dir]), INTERRUPT_BOUND).await;
-            match tokio::time::timeout(INTERRUPT_BOUND, &mut session).await {
-                Ok(r) => r,
-                Err(_) => Err(TransportError::RemoteTimeout {
-                    alias: id.to_string(),
-                    what: "stopping the suite after Ctrl-C".into(),
-                    budget: INTERRUPT_BOUND,
-                }),
-            }
-        }
-    };
-    a.run_time = t_run.elapsed();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return Err(DispatchFault::transport(e).into()),
-    };
-    if out.status == Termination::TimedOut {
-        return Err(DispatchFault::new(
-            "remote-timeout",
-            format!(
-                "the session on {id} did not end within {} (budget + grace + lock wait + control)",
-                humantime::format_duration(session_budget)
-            ),
-        )
-        .into());
-    }
-    let status = out.stdout_str();
-    let status = status.lines().last().unwrap_or("").to_string();
-
-    // Collect.
-    progress.phase(id, "collect");
-    let t_collect = Instant::now();
+        .map_err(|e| DispatchFault::new("materialize-failed", e.to_string()))?;
+    let subs: Vec<(String, String, Option<std::path::PathBuf>)> = job
+        .submodules
+        .iter()
+        .map(|s| (s.path.clone(), s.commit.clone(), Some(mirror.clone())))
+        .collect();
+    crate::worktree::checkout_submodules(&mut scratch, &subs).await;
     let local = tempfile::Builder::new()
         .prefix("saphan-collect-")
         .tempdir()
         .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
-    let info = t
-        .exec(
-            &strs(&[
-                "sh",
-                "-c",
-                r#"cd "$1" || exit 1; echo '@@phases'; cat phases 2>/dev/null; echo '@@provisions'; cat provisions 2>/dev/null; echo '@@notes'; cat notes 2>/dev/null; echo '@@stderr'; tail -c 4096 stderr 2>/dev/null; echo; echo '@@err'; tail -c 2048 err 2>/dev/null; exit 0"#,
-                "saphan-collect",
-                &run_dir,
-            ]),
-            CONTROL_TIMEOUT,
-        )
-        .await
-        .map_err(DispatchFault::transport)?;
-    let info = info.stdout_str();
-    let mut section = "";
-    let mut stamps: Vec<(String, f64)> = Vec::new();
-    let mut stderr_tail = String::new();
-    let mut err_tail = String::new();
-    for l in info.lines() {
-        if let Some(s) = l.strip_prefix("@@") {
-            section = match s {
-                "phases" => "phases",
-                "provisions" => "provisions",
-                "notes" => "notes",
-                "stderr" => "stderr",
-                "err" => "err",
-                _ => section,
-            };
-            continue;
+    let mut env: Vec<(String, String)> = job.extra_env.to_vec();
+    let report_root = if let Some(manifest) = job.affected {
+        let reports = format!("{run_dir}/reports");
+        let mk = control(t, r#"mkdir -p "$1""#, &[&reports]).await?;
+        if !mk.status.success() {
+            let _ = scratch.remove().await;
+            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
         }
-        match section {
-            "phases" => {
-                if let Some((n, v)) = l.split_once(' ')
-                    && let Ok(v) = v.trim().parse::<f64>()
-                {
-                    stamps.push((n.to_string(), v));
-                }
-            }
-            "provisions" => {
-                if let Some((h, d)) = l.split_once(' ') {
-                    a.placed.push(Placed {
-                        dest: d.to_string(),
-                        sha256: h.to_string(),
-                    });
-                }
-            }
-            "notes" => {
-                if !l.trim().is_empty() {
-                    a.notes
-                        .push(format!("reaped: {}", l.trim_start_matches("reaped ")));
-                }
-            }
-            "stderr" => {
-                stderr_tail.push_str(l);
-                stderr_tail.push('\n');
-            }
-            "err" => {
-                err_tail.push_str(l);
-                err_tail.push('\n');
-            }
-            _ => {}
+        if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
+            let _ = scratch.remove().await;
+            return Err(DispatchFault::transport(e).into());
         }
-    }
-    a.stderr_tail = stderr_tail.trim_end().to_string();
-    let at = |n: &str| stamps.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    if let (Some(x), Some(y)) = (at("materialize"), at("run")) {
-        phases.insert(
-            "materialize".into(),
-            serde_json::json!(secs(Duration::from_secs_f64((y - x).max(0.0)))),
-        );
-    }
-    let suite_secs = match (at("run"), at("collect")) {
-        (Some(x), Some(y)) => Some((y - x).max(0.0)),
-        _ => None,
+        for (_, v) in env.iter_mut() {
+            *v = v.replace("@RUN@", run_dir);
+        }
+        Some(std::path::PathBuf::from(reports))
+    } else {
+        None
     };
-    if let Some(s) = suite_secs {
-        phases.insert(
-            "run".into(),
-            serde_json::json!(secs(Duration::from_secs_f64(s))),
-        );
-        a.run_time = Duration::from_secs_f64(s);
-    }
+    phases.insert(
+        "materialize".into(),
+        serde_json::json!(secs(t_mat.elapsed())),
+    );
 
-    let word = |k: &str| -> Option<String> {
-        status
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{k}=")).map(str::to_string))
-    };
-    let cleanup = |t: &Transport| {
-        let t = t.clone();
-        let run_dir = run_dir.clone();
-        async move {
-            let _ = t
-                .exec(&strs(&["rm", "-rf", &run_dir]), CONTROL_TIMEOUT)
-                .await;
-        }
-    };
-    let head = status.split_whitespace().next().unwrap_or("");
-    if head != "done" {
-        cleanup(t).await;
-        let rest = status
-            .split_once(' ')
-            .map(|x| x.1)
-            .unwrap_or("")
-            .to_string();
-        return Err(match head {
-            "provision-conflict" | "provision-failed" => Failure::Refused(
+    progress.phase(id, "run");
+    let mut suite = job.suite.clone();
+    suite.argv = argv.to_vec();
+    let keep = local.path().join("stdout");
+    let log_dir = measure::log_dir(job.repo);
+    let t_run = Instant::now();
+    let run = measure::run_suite_with(
+        &scratch,
+        measure::Plan {
+            suite: &suite,
+            budget: job.budget,
+            provisions: job.provisions,
+            extra_env: &env,
+            report_root: report_root.as_deref(),
+            keep_stdout: Some(&keep),
+            log_dir: Some(&log_dir),
+            catalog: None,
+        },
+        executor,
+        job.interrupt,
+    )
+    .await;
+    let run_time = t_run.elapsed();
+    progress.phase(id, "collect");
+    let t_collect = Instant::now();
+    if job.affected.is_some() {
+        // No scope file is an answer the affected engine judges, not a fault.
+        let _ = t
+            .get(
+                &format!("{run_dir}/scope.json"),
+                &local.path().join("scope.json"),
+            )
+            .await;
+    }
+    let _ = scratch.remove().await;
+    let run = match run {
+        Ok(r) => r,
+        Err(e) if e.name() == "provision-dest-conflict" || e.name() == "provision-failed" => {
+            return Err(Failure::Refused(
                 DispatchError::ProvisionConflict {
                     machine: id.to_string(),
-                    detail: rest,
+                    detail: e.inner().to_string(),
                 }
                 .into(),
-            ),
-            "submodule-missing" => {
-                let (c, p) = rest.split_once(' ').unwrap_or((&rest, ""));
-                DispatchFault::new("submodule-missing", format!("submodule {p} at commit {c} is not available on {id} (no network is used; its objects were not shipped) — the SHA was not measured")).into()
-            }
-            "lock-timeout" => DispatchFault::new(
-                "lock-timeout",
-                format!(
-                    "another run held the repository's lock on {id} for {}s",
-                    LOCK_WAIT.as_secs()
-                ),
-            )
-            .into(),
-            "" => DispatchFault::new(
-                "connection-lost",
-                format!(
-                    "the session on {id} ended without a status ({:?}): {}",
-                    out.status,
-                    out.stderr_str()
-                ),
-            )
-            .into(),
-            _ => DispatchFault::new(
-                "materialize-failed",
-                format!("{status}: {}", err_tail.trim()),
-            )
-            .into(),
-        });
-    }
-    let rc: i32 = word("rc").and_then(|v| v.parse().ok()).unwrap_or(-1);
-    let timed_out = word("timedout").as_deref() == Some("1");
-    let crash = word("crash").as_deref() == Some("1");
-    let stdout_bytes: u64 = word("stdout_bytes")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let reports = word("reports").unwrap_or_else(|| "none".into());
-
-    let stdout_path = local.path().join("stdout");
-    let root = local.path().join("tree");
-    std::fs::create_dir_all(&root)
-        .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
-    let mut collect_note = None;
-    if stdout_bytes > COLLECT_LIMIT {
-        collect_note = Some(format!(
-            "collect-bound: the suite's stdout on {id} is {stdout_bytes} bytes, over the {COLLECT_LIMIT}-byte bound; it was not brought back"
-        ));
-        let _ = std::fs::write(&stdout_path, b"");
-    } else {
-        t.get(&format!("{run_dir}/stdout"), &stdout_path)
-            .await
-            .map_err(DispatchFault::transport)?;
-    }
-    if reports == "tar" {
-        let tar = local.path().join("reports.tar");
-        t.get(&format!("{run_dir}/reports.tar"), &tar)
-            .await
-            .map_err(DispatchFault::transport)?;
-        let x = exec::run(
-            Cmd::new("tar")
-                .arg("-xf")
-                .arg(&tar)
-                .arg("-C")
-                .arg(&root)
-                .timeout(CONTROL_TIMEOUT),
-        )
-        .await;
-        if !x.as_ref().is_ok_and(|o| o.status.success()) {
-            collect_note = Some(format!(
-                "collect-failed: the report files from {id} could not be unpacked"
             ));
         }
-    } else if let Some(big) = reports.strip_prefix("too-big-") {
-        collect_note = Some(format!(
-            "collect-bound: the report files on {id} take {big}, over the {COLLECT_LIMIT}-byte bound; they were not brought back"
-        ));
-    }
-    cleanup(t).await;
+        Err(e) => return Err(DispatchFault::new(e.name(), e.inner().to_string()).into()),
+    };
+    phases.insert("run".into(), serde_json::json!(secs(run_time)));
     phases.insert(
         "collect".into(),
         serde_json::json!(secs(t_collect.elapsed())),
     );
-
-    let termination = if a.interrupted {
-        None
-    } else if timed_out {
-        Some(Termination::TimedOut)
-    } else if rc > 128 && rc < 128 + 65 {
-        Some(Termination::Signaled(rc - 128))
-    } else {
-        Some(Termination::Exited(rc))
-    };
-    a.termination = termination;
-    a.measurement = if a.interrupted {
-        Measurement::failed(
-            "interrupted: the operator pressed Ctrl-C; the suite's process group on the machine was killed and its tree removed",
-        )
-    } else if crash {
-        Measurement::failed(format!(
-            "crash: the suite's program `{}` could not be started on {id}",
-            run_argv[0]
-        ))
-    } else if let Some(n) = collect_note {
-        Measurement::failed(n)
-    } else {
-        let scope = match &job.suite.source {
-            crate::suite::SuiteSource::Config(scope) => scope,
-            crate::suite::SuiteSource::DefaultGo => "verify.full",
-        };
-        let key = format!("{scope}.report_path");
-        let ev = Evidence {
-            kind: job.suite.report,
-            termination: termination.unwrap_or(Termination::Exited(rc)),
-            stdout: &stdout_path,
-            report_root: &root,
-            report_path: job.suite.report_path.as_deref(),
-            report_path_key: &key,
-        };
-        let ev_owned = (
-            ev.kind,
-            ev.termination,
-            stdout_path.clone(),
-            root.clone(),
-            job.suite.report_path.clone(),
-            key.clone(),
-        );
-        // Parsing a big report is blocking work: off the runtime.
-        tokio::task::spawn_blocking(move || {
-            let (kind, termination, stdout, root, rp, key) = ev_owned;
-            report::measure(&Evidence {
-                kind,
-                termination,
-                stdout: &stdout,
-                report_root: &root,
-                report_path: rp.as_deref(),
-                report_path_key: &key,
-            })
-        })
-        .await
-        .unwrap_or_else(|e| Measurement::failed(format!("crash: parsing the report panicked: {e}")))
-    };
+    a.run = Some(run);
+    a.local = Some(local);
     Ok(())
 }
 
@@ -1038,15 +906,7 @@ pub async fn run_all(
                     .collect::<Vec<_>>()
             ),
         );
-        let attempts = attempts.clone();
-        let line = rec.clone();
-        tokio::task::spawn_blocking(move || crate::record::append(&attempts, &line))
-            .await
-            .map_err(|e| crate::error::IoError::Io {
-                action: "append the record",
-                path: std::path::PathBuf::new(),
-                source: std::io::Error::other(e.to_string()),
-            })??;
+        crate::record::append_off_runtime(&attempts, &rec).await?;
         r.record = rec;
     }
     Ok(Multi {
@@ -1074,7 +934,58 @@ pub fn admit_all(
         .collect()
 }
 
-/// Absolute `p` for messages.
-pub fn shown(p: &Path) -> String {
-    p.display().to_string()
+/// Refuse unless the machine's *measured* os/arch are this build's, so the
+/// running binary can be shipped there (`saphan-binary-unavailable`).
+pub fn require_same_platform(m: &Admitted) -> Result<()> {
+    let norm = |a: &str| match a {
+        "arm64" => "aarch64".to_string(),
+        "amd64" => "x86_64".to_string(),
+        a => a.to_ascii_lowercase(),
+    };
+    let local_os = std::env::consts::OS;
+    let local_arch = std::env::consts::ARCH;
+    if m.os.eq_ignore_ascii_case(local_os) && norm(&m.arch) == norm(local_arch) {
+        return Ok(());
+    }
+    Err(DispatchError::PlatformMismatch {
+        machine: m.row.id.clone(),
+        os: m.os.clone(),
+        arch: m.arch.clone(),
+        local_os: local_os.into(),
+        local_arch: local_arch.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::machines::TransportKind;
+
+    fn admitted(os: &str, arch: &str) -> Admitted {
+        Admitted {
+            row: MachineRow {
+                id: "m9".into(),
+                transport: TransportKind::Ssh,
+                host: "m9".into(),
+                workhome: "/srv".into(),
+            },
+            argv: vec!["saphan".into()],
+            capability: None,
+            program_path: None,
+            program_version: None,
+            os: os.into(),
+            arch: arch.into(),
+        }
+    }
+
+    #[test]
+    fn the_binary_ships_only_to_the_measured_platform_of_this_build() {
+        let e = require_same_platform(&admitted("Darwin", "arm64")).unwrap_err();
+        assert_eq!(e.name(), "saphan-binary-unavailable");
+        assert!(e.line().contains("Darwin/arm64"), "{}", e.line());
+        let here = admitted(std::env::consts::OS, std::env::consts::ARCH);
+        assert!(require_same_platform(&here).is_ok());
+    }
 }

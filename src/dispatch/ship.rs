@@ -169,25 +169,37 @@ exit 0"#,
         }
         let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
         let incoming = format!("{}/incoming/{tag}-{}.bundle", layout.base, &sha[..12]);
-        t.put(&file, &incoming)
+        // One round trip: the bundle streams over the connection into the
+        // incoming file, is verified and fetched there, then removed.
+        let out = t
+            .run(
+                Cmd::new("sh")
+                    .args([
+                        "-c",
+                        r#"mkdir -p "$(dirname "$2")" && cat > "$2" || { rm -f "$2"; exit 1; }
+git -C "$1" bundle verify -q "$2" >/dev/null 2>&1 || { git -C "$1" bundle verify "$2"; rm -f "$2"; exit 1; }
+git -C "$1" fetch -q "$2" "$3:refs/saphan/shipped/$4"; rc=$?; rm -f "$2"; exit $rc"#,
+                        "saphan-fetch",
+                        &mirror,
+                        &incoming,
+                        &tmp_ref,
+                        sha,
+                    ])
+                    .input(exec::Input::File(file.clone()))
+                    .timeout(CONTROL_TIMEOUT),
+            )
             .await
             .map_err(DispatchFault::transport)?;
-        remote(
-            t,
-            &[
-                "sh",
-                "-c",
-                r#"git -C "$1" bundle verify -q "$2" >/dev/null 2>&1 || { git -C "$1" bundle verify "$2"; rm -f "$2"; exit 1; }
-git -C "$1" fetch -q "$2" "$3:refs/saphan/shipped/$4"; rc=$?; rm -f "$2"; exit $rc"#,
-                "saphan-fetch",
-                &mirror,
-                &incoming,
-                &tmp_ref,
-                sha,
-            ],
-            "verifying and fetching the bundle",
-        )
-        .await?;
+        if !out.status.success() {
+            return Err(DispatchFault::new(
+                "ship-failed",
+                format!(
+                    "verifying and fetching the bundle: {:?}: {}",
+                    out.status,
+                    out.stderr_str()
+                ),
+            ));
+        }
         shipped.bundle_bytes += bytes;
         shipped.prerequisites += known.len();
     }

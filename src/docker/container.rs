@@ -565,7 +565,7 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
 pub struct LocalExecutor {
     target: Target,
     interrupt: Interrupt,
-    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl LocalExecutor {
@@ -575,21 +575,27 @@ impl LocalExecutor {
         LocalExecutor {
             target,
             interrupt,
-            task: Default::default(),
+            tasks: Default::default(),
         }
     }
     /// Where the suite runs.
     pub fn target(&self) -> &Target {
         &self.target
     }
-    /// Wait (bounded) until the container run, and so its removal, is over.
+    /// Wait (bounded) until every container run of this executor (one per
+    /// machine it ran on), and so its removal, is over.
     pub async fn settle(&self) {
-        let task = self.task.lock().map(|mut t| t.take()).unwrap_or(None);
-        if let Some(t) = task {
-            let bound = CLEANUP_BUDGET * 3;
-            if tokio::time::timeout(bound, t).await.is_err() {
-                tracing::warn!(container = %self.target.name, "container removal still running");
-            }
+        let tasks = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        let bound = CLEANUP_BUDGET * 3;
+        if tokio::time::timeout(bound, futures_util::future::join_all(tasks))
+            .await
+            .is_err()
+        {
+            tracing::warn!(container = %self.target.name, "container removal still running");
         }
     }
 }
@@ -597,6 +603,25 @@ impl LocalExecutor {
 impl crate::measure::Executor for LocalExecutor {
     fn class(&self) -> &'static str {
         "container"
+    }
+    /// What ran the suite: the pin as given, its kind, the image ID it
+    /// resolved to, the engine's API version, the socket spoken to, whether
+    /// the container had a network, and the container's name.
+    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+        let t = &self.target;
+        let mut m = serde_json::Map::new();
+        for (k, v) in [
+            ("image_pin", t.image.pin.reference()),
+            ("image_pin_kind", t.image.pin.kind().to_string()),
+            ("image_id", t.image.image_id.clone()),
+            ("docker_api_version", t.image.api_version.clone()),
+            ("docker_socket", t.socket.clone()),
+            ("container", t.name.clone()),
+        ] {
+            m.insert(k.into(), serde_json::json!(v));
+        }
+        m.insert("network".into(), serde_json::json!(t.network));
+        m
     }
     fn execute<'a>(
         &'a self,
@@ -650,9 +675,16 @@ impl crate::measure::Executor for LocalExecutor {
                 .budget()
                 .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
             // The engine is the one on the tree's machine (a dispatched
-            // run passes the fleet machine's transport).
+            // run passes the fleet machine's transport; bollard speaks to
+            // its socket forwarded through that transport).
             let mut target = self.target.clone();
             target.transport = transport.clone();
+            if let Transport::Ssh(_) = transport {
+                // The caches are this host's directories; the suite runs as
+                // the owner of the shipped tree (the machine's SSH user).
+                target.caches.clear();
+                target.user = Some(remote_user(transport).await?);
+            }
             let interrupt = self.interrupt.clone();
             let (tx, rx) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(async move {
@@ -666,8 +698,8 @@ impl crate::measure::Executor for LocalExecutor {
                 };
                 let _ = tx.send(run(&target, &r, &interrupt).await);
             });
-            if let Ok(mut t) = self.task.lock() {
-                *t = Some(task);
+            if let Ok(mut t) = self.tasks.lock() {
+                t.push(task);
             }
             let Ok(o) = rx.await else {
                 return Err(engine("the container run ended without a result".into()));
@@ -725,137 +757,23 @@ pub async fn remove_labelled(
     }
 }
 
-/// The container class on fleet machines, as an [`Executor`] of dispatch:
-/// the shipped tree's session runs the machine's docker CLI, which creates
-/// the container from the image's exact ID (`--pull never`), with the tree
-/// bind-mounted at its own path as working directory, `--init` (so the
-/// budget's TERM reaches the suite), no TTY, no network unless asked, the
-/// attempt's labels, and `--rm`. The CLI demultiplexes the container's
-/// stdout and stderr into the session's files. After dispatch returns, the
-/// caller sweeps the attempt's label on every machine through bollard
-/// ([`remove_labelled`]), so a CLI killed at the budget leaves nothing.
-///
-/// [`Executor`]: crate::dispatch::Executor
-#[derive(Debug)]
-pub struct DispatchExecutor {
-    /// The docker program on the machines (the docker-oci row's declared path).
-    pub docker: String,
-    /// The resolved suite image.
-    pub image: SuiteImage,
-    /// `--network`.
-    pub network: bool,
-    /// Labels every container of this attempt carries.
-    pub labels: Vec<(String, String)>,
-    /// The attempt id (names the containers `saphan-suite-<attempt>-<n>`).
-    pub attempt: String,
-    /// Names of the environment variables the session exports for the
-    /// suite, passed into the container by name.
-    pub env_names: Vec<String>,
-    counter: std::sync::atomic::AtomicUsize,
-}
-
-impl DispatchExecutor {
-    /// An executor for one attempt.
-    pub fn new(
-        docker: String,
-        image: SuiteImage,
-        network: bool,
-        labels: Vec<(String, String)>,
-        attempt: String,
-        env_names: Vec<String>,
-    ) -> DispatchExecutor {
-        DispatchExecutor {
-            docker,
-            image,
-            network,
-            labels,
-            attempt,
-            env_names,
-            counter: Default::default(),
-        }
+/// `uid:gid` of the user `transport` runs as on its machine (who owns a
+/// shipped tree there), so what the suite writes stays removable.
+async fn remote_user(transport: &Transport) -> Result<String, crate::transport::TransportError> {
+    let argv = ["sh", "-c", "echo \"$(id -u):$(id -g)\""].map(String::from);
+    let o = transport
+        .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
+        .await?;
+    let u = o.stdout_str().trim().to_string();
+    if !o.status.success() || u.split(':').any(|x| x.parse::<u32>().is_err()) {
+        return Err(crate::transport::TransportError::Engine {
+            detail: format!(
+                "`id -u` / `id -g` on the machine gave no uid:gid ({u:?}): {}",
+                o.stderr_str().trim()
+            ),
+        });
     }
-}
-
-/// The docker CLI's own status for "the engine failed" (`docker run`).
-const DOCKER_RUN_FAILED: i64 = 125;
-
-impl crate::dispatch::Executor for DispatchExecutor {
-    fn class(&self) -> &'static str {
-        "container"
-    }
-    fn argv(&self, tree: &str, suite_argv: &[String]) -> Vec<String> {
-        let n = self
-            .counter
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        // `sh` supplies the uid:gid the session runs as, so what the suite
-        // writes into the tree stays removable; then it is the docker CLI.
-        let mut argv: Vec<String> = vec![
-            "sh".into(),
-            "-c".into(),
-            r#"exec "$0" run --user "$(id -u):$(id -g)" "$@""#.into(),
-            self.docker.clone(),
-            "--rm".into(),
-            "--init".into(),
-            "--pull".into(),
-            "never".into(),
-            "--name".into(),
-            format!("saphan-suite-{}-{n}", self.attempt),
-            "--volume".into(),
-            format!("{tree}:{tree}"),
-            "--workdir".into(),
-            tree.to_string(),
-            "--entrypoint".into(),
-            String::new(),
-            "--security-opt".into(),
-            "no-new-privileges".into(),
-        ];
-        if !self.network {
-            argv.extend(["--network".into(), "none".into()]);
-        }
-        for (k, v) in &self.labels {
-            argv.extend(["--label".into(), format!("{k}={v}")]);
-        }
-        for k in &self.env_names {
-            argv.extend(["--env".into(), k.clone()]);
-        }
-        argv.push(self.image.image_id.clone());
-        argv.extend(suite_argv.iter().cloned());
-        argv
-    }
-    fn annotate(&self, record: &mut crate::record::Record) {
-        annotate(record, &self.image, self.network);
-        record
-            .extra
-            .insert("docker_program".into(), serde_json::json!(self.docker));
-        if record.suite_exit_code == Some(DOCKER_RUN_FAILED as i32) {
-            // `docker run` exits 125 when the engine, not the suite, failed.
-            record.verdict = crate::report::Verdict::MeasurementFailed;
-            record.notes.push(
-                "engine: the docker CLI on the machine exited 125 (the engine failed to create or run the container); see the suite's stderr"
-                    .into(),
-            );
-            record.failure = Some("engine".into());
-            record.count = crate::record::Avail::Unavailable;
-            record.named_tests = crate::record::Avail::Unavailable;
-        }
-    }
-}
-
-/// Add what ran a container-class suite to its record: the pin as given,
-/// its kind, the image ID, the engine's API version, and whether it had a
-/// network.
-pub fn annotate(record: &mut crate::record::Record, image: &SuiteImage, network: bool) {
-    for (k, v) in [
-        ("image_pin", image.pin.reference()),
-        ("image_pin_kind", image.pin.kind().to_string()),
-        ("image_id", image.image_id.clone()),
-        ("docker_api_version", image.api_version.clone()),
-    ] {
-        record.extra.insert(k.into(), serde_json::json!(v));
-    }
-    record
-        .extra
-        .insert("network".into(), serde_json::json!(network));
+    Ok(u)
 }
 
 /// Fleet machines admitted for a container-class run.

@@ -149,6 +149,13 @@ pub trait Executor: Send + Sync {
         transport: &'a Transport,
         cmd: Cmd,
     ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>;
+    /// Record fields this executor adds (object keys of the record's
+    /// `extra`), carried on the [`SuiteRun`] into [`record`]: the container
+    /// class puts its image pin, resolved image ID, engine API version and
+    /// container name here. The host class adds nothing.
+    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
 }
 
 /// The host executor: the suite is a process on the machine, in its own
@@ -193,6 +200,10 @@ pub struct SuiteRun {
     pub program: Program,
     /// The kept suite log, when [`Plan::log_dir`] asked for one.
     pub log: Option<SuiteLog>,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
+    /// Record fields the executor added ([`Executor::record_extra`]).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl SuiteRun {
@@ -209,6 +220,8 @@ impl SuiteRun {
             id: crate::record::new_id(),
             program: Program::default(),
             log: None,
+            submodules: Vec::new(),
+            extra: serde_json::Map::new(),
         }
     }
 
@@ -226,6 +239,13 @@ impl SuiteRun {
             })
             .unwrap_or_default();
         let all: Vec<&str> = text.trim_end().lines().collect();
+        // Only the section headers: the suite printed nothing.
+        if all
+            .iter()
+            .all(|l| l.starts_with("=== suite ") || l.trim().is_empty())
+        {
+            return String::new();
+        }
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 }
@@ -454,6 +474,13 @@ pub async fn run_suite_with(
     executor: &dyn Executor,
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
+    if let Some(why) = &scratch.submodule_missing {
+        let mut run = SuiteRun::not_run(format!(
+            "submodule-missing: {why} — the SHA was not measured"
+        ));
+        run.submodules = scratch.submodules.clone();
+        return Ok(run);
+    }
     let started_at = crate::clock::now_rfc3339();
     let id = crate::record::new_id();
     let t = scratch.transport();
@@ -472,14 +499,11 @@ pub async fn run_suite_with(
     }
     env.extend(plan.extra_env.iter().cloned());
 
-    let run_dir = tempfile::Builder::new()
-        .prefix("saphan-run-")
-        .tempdir()
-        .map_err(|source| IoError::Io {
-            action: "create a temp directory",
-            path: std::env::temp_dir(),
-            source,
-        })?;
+    let run_dir = crate::fsutil::run_tempdir("saphan-run-").map_err(|source| IoError::Io {
+        action: "create a temp directory",
+        path: std::env::temp_dir(),
+        source,
+    })?;
     let stdout_path = run_dir.path().join("stdout");
     // The suite inherits none of git's repository-local variables
     // (`exec::run` drops them), so git inside it finds the scratch tree from
@@ -597,6 +621,8 @@ pub async fn run_suite_with(
         id,
         program,
         log,
+        submodules: scratch.submodules.clone(),
+        extra: executor.record_extra(),
     })
 }
 
@@ -680,6 +706,20 @@ pub fn record(
         suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
         suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,
-        extra: Default::default(),
+        extra: {
+            let mut m = run.extra.clone();
+            if !run.submodules.is_empty() {
+                m.insert(
+                    "submodules".into(),
+                    serde_json::json!(
+                        run.submodules
+                            .iter()
+                            .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
+                            .collect::<Vec<_>>()
+                    ),
+                );
+            }
+            m
+        },
     }
 }
