@@ -26,12 +26,7 @@ impl Here {
     }
 
     fn setup(go: bool, probe: bool) -> Option<Here> {
-        if let Err(why) = engine_up() {
-            common::skip_unless(false, &why);
-            return None;
-        }
-        if let Some(why) = suite_images::missing(go) {
-            common::skip_unless(false, &why);
+        if !prerequisites(go) {
             return None;
         }
         let env = Env::new();
@@ -119,6 +114,19 @@ fn files<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     v.iter().map(|(p, c)| (*p, c.as_str())).collect()
 }
 
+/// The engine answers and the suite images (`go`: the Go one too) are
+/// built; otherwise the test prints `SKIPPED: <why>` and returns false.
+fn prerequisites(go: bool) -> bool {
+    if let Err(why) = engine_up() {
+        common::skip_unless(false, &why);
+        return false;
+    }
+    if let Some(why) = suite_images::missing(go) {
+        common::skip_unless(false, &why);
+        return false;
+    }
+    true
+}
 #[test]
 fn go_suite_green_with_its_count_then_red_naming_the_failing_test() {
     let Some(here) = Here::new(true) else {
@@ -384,12 +392,7 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
     use saphan::docker::container::{self, Ended, Target};
     use saphan::exec::Termination;
     use saphan::transport::{SshOptions, Transport};
-    if let Err(why) = engine_up() {
-        common::skip_unless(false, &why);
-        return;
-    }
-    if let Some(why) = suite_images::missing(false) {
-        common::skip_unless(false, &why);
+    if !prerequisites(false) {
         return;
     }
     // m3's /root is empty: its ssh sessions do not run this machine's rc files.
@@ -539,17 +542,13 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
 }
 
 /// `certify --class container --machine m3`: the repository is shipped to
-/// the lab host, the docker CLI there runs the suite image with the shipped
-/// tree mounted, and saphan's sweep through the forwarded socket leaves no
-/// container; a red names its test; the budget leaves nothing behind.
+/// the lab host, the container executor runs the suite image through m3's
+/// engine (bollard over the forwarded socket) with the shipped tree mounted,
+/// the record carries the container fields, and no container stays; a red
+/// names its test; the budget leaves nothing behind.
 #[test]
 fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
-    if let Err(why) = engine_up() {
-        common::skip_unless(false, &why);
-        return;
-    }
-    if let Some(why) = suite_images::missing(true) {
-        common::skip_unless(false, &why);
+    if !prerequisites(true) {
         return;
     }
     let Some(lab) = common::lab::Lab::start(4) else {
