@@ -420,7 +420,8 @@ pub(crate) async fn remove_container(
 /// mid-run are failed measurements (`engine: …`), never an exit code.
 pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outcome {
     let t0 = Instant::now();
-    let work = run_inner(target, run, &t0);
+    let mut idle: Option<Docker> = None;
+    let work = run_inner(target, run, &t0, &mut idle);
     let ended = tokio::select! {
         e = work => e,
         _ = interrupt.cancelled() => Ended::Failed(
@@ -428,9 +429,17 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
         ),
     };
     let elapsed = t0.elapsed();
-    // The container is removed on every path, by its name, over a fresh
-    // connection (the run's may be gone with the future above).
-    let ended = match remove_container(&target.transport, &target.socket, None, &target.name).await
+    // The container is removed on every path, by its name: over the run's
+    // connection when the run ended with no request in flight on it (saves
+    // a connect and version handshake per run, an SSH channel remotely),
+    // else over a fresh one (the run's may be gone with the future above).
+    let ended = match remove_container(
+        &target.transport,
+        &target.socket,
+        idle.as_ref(),
+        &target.name,
+    )
+    .await
     {
         Ok(()) => ended,
         Err(why) => {
@@ -452,7 +461,14 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
     Outcome { ended, elapsed }
 }
 
-async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
+/// The run itself; `idle` gets the connection back when the run ended with
+/// no request in flight on it (so the removal may reuse it).
+async fn run_inner(
+    target: &Target,
+    run: &Run<'_>,
+    t0: &Instant,
+    idle: &mut Option<Docker>,
+) -> Ended {
     let engine_fail = |why: String| Ended::Failed(format!("engine: {why}"));
     let docker = match connect(
         &target.transport,
@@ -544,6 +560,7 @@ async fn run_inner(target: &Target, run: &Run<'_>, t0: &Instant) -> Ended {
         Ok(c) => Termination::Exited(c),
         Err(_) => return engine_fail(format!("the engine reported exit status {code}")),
     };
+    *idle = Some(docker);
     Ended::Finished {
         status,
         stderr: logs.stderr,
