@@ -944,6 +944,8 @@ mod tests {
             "  ",
             " a = '1'\n b='x y'",
             " a='&amp;&#x41;&#65;'",
+            " a='\"&lt;\"' b=\"'&amp;'\"",
+            " é='1' a·b='2' _:x.y-z='3'",
         ] {
             assert!(check_attr_run(raw.as_bytes()).is_ok(), "{raw:?}");
         }
@@ -961,6 +963,13 @@ mod tests {
             " a='1",
             " /",
             " ='1'",
+            " a='&amp' b='x;'",
+            " a='x&' b=';'",
+            " a='&lt;<'",
+            " ·a='1'",
+            " a\"b='1'",
+            " é\"='1'",
+            " a='1' é='2' é='3'",
         ] {
             assert!(check_attr_run(raw.as_bytes()).is_err(), "{raw:?}");
         }
@@ -1210,7 +1219,7 @@ mod tests {
         }
 
         #[test]
-        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t]{0,24}") {
+        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t1é·]{0,24}") {
             if check_attr_run(raw.as_bytes()).is_ok() {
                 let mut keys = Vec::new();
                 for a in Attributes::new(&raw, 0) {
