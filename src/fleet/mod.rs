@@ -84,6 +84,12 @@ pub enum FleetError {
         "signing key {path} is missing while {ledger} holds signed rows, so none of them can be verified — restore the key from a backup, or move the ledger (and fleet/ledger.head) aside and re-measure"
     )]
     SigningKeyMissing { path: PathBuf, ledger: PathBuf },
+    /// The signing key is there but the ledger and its head are gone (or
+    /// empty): deleting both must not silently start an empty ledger.
+    #[error(
+        "{path} and its signed head are missing or empty, but the key {key} that signed them is still there — the ledger was deleted or emptied, and saphan will not start an empty one under the same key by itself; restore the ledger and fleet/ledger.head from a backup, or start a new ledger on purpose: move the key aside as well (`mv {key} {key}.retired`), then re-measure"
+    )]
+    LedgerVanished { path: PathBuf, key: PathBuf },
     /// A ledger line whose `seq`/`prev` does not continue the line before it.
     #[error(
         "{path} line {line}: {detail} — lines were reordered, removed or duplicated; saphan trusts none of the ledger while it holds it: move the ledger and fleet/ledger.head aside and re-measure"
@@ -160,7 +166,9 @@ impl Refusal for FleetError {
             FleetError::SigningKeyMissing { .. } => "row-signing-key-missing",
             FleetError::HomeExposed { .. } => "saphan-home-exposed",
             FleetError::LedgerChainBroken { .. } => "ledger-chain-broken",
-            FleetError::LedgerHeadMismatch { .. } => "ledger-head-mismatch",
+            FleetError::LedgerHeadMismatch { .. } | FleetError::LedgerVanished { .. } => {
+                "ledger-head-mismatch"
+            }
             FleetError::LedgerTorn { .. } => "ledger-row-torn",
             FleetError::DeclaredPathNotAbsolute { .. } => "declared-path-not-absolute",
             FleetError::WorkhomeNotAbsolute { .. } => "workhome-not-absolute",

@@ -89,9 +89,9 @@ pub fn install_line(home: &Home, row: &MachineRow, install: &str) -> String {
 /// `saphan machine measure --machine <id>`.
 pub fn measure_line(home: &Home, catalog: Option<&Path>, machine: &str) -> String {
     format!(
-        "{} machine measure --machine {}",
+        "{} machine measure {}",
         saphan_prefix(home, catalog),
-        quote(machine)
+        flag("machine", machine)
     )
 }
 
@@ -104,15 +104,26 @@ pub fn probe_line(
     inputs: &ProbeInputs,
 ) -> String {
     format!(
-        "{} machine probe --machine {} --capability {} --declared-path {} --workhome {} --probed-by {} --workspace {}",
+        "{} machine probe {} {} {} {} {} {}",
         saphan_prefix(home, catalog),
-        quote(machine),
-        quote(capability),
-        quote(&inputs.declared_path),
-        quote(&inputs.workhome),
-        quote(&inputs.probed_by),
-        quote(&inputs.workspace),
+        flag("machine", machine),
+        flag("capability", capability),
+        flag("declared-path", &inputs.declared_path),
+        flag("workhome", &inputs.workhome),
+        flag("probed-by", &inputs.probed_by),
+        flag("workspace", &inputs.workspace),
     )
+}
+
+/// `--name value`, quoted for a POSIX shell — or `--name=value` when the
+/// value begins with `-`, which the parser would otherwise take for a flag
+/// (`--probed-by=-x`), so every printed command runs as printed.
+pub fn flag(name: &str, value: &str) -> String {
+    if value.starts_with('-') {
+        format!("--{name}={}", quote(value))
+    } else {
+        format!("--{name} {}", quote(value))
+    }
 }
 
 /// The two remedy lines for a failed probe of `capability` on `row`.
@@ -169,5 +180,8 @@ mod tests {
         assert_eq!(single_quote("it's"), r"'it'\''s'");
         assert_eq!(quote("/usr/bin/go"), "/usr/bin/go");
         assert_eq!(quote("/a b;c'd"), r"'/a b;c'\''d'");
+        assert_eq!(flag("probed-by", "-x"), "--probed-by=-x");
+        assert_eq!(flag("probed-by", "- x"), "--probed-by='- x'");
+        assert_eq!(flag("probed-by", "x"), "--probed-by x");
     }
 }

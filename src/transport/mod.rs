@@ -69,6 +69,19 @@ pub enum TransportError {
         file: PathBuf,
         detail: String,
     },
+    /// A file that steers SSH (the ssh config, its directory, an included
+    /// file, a known_hosts file) can be changed by someone other than the
+    /// operator: nothing was read from it or run.
+    #[error(
+        "{}: {detail}; {why}, so saphan neither resolves nor connects through it — nothing was run. Run `{fix}`, then check the file for lines you did not write",
+        path.display()
+    )]
+    ConfigExposed {
+        path: PathBuf,
+        detail: String,
+        why: String,
+        fix: String,
+    },
     /// Nothing answered (connection refused, no route, timed out).
     #[error(
         "{alias} ({addr}{}) did not answer: {cause} after {} (budget {}) — check that the machine is up and sshd listens there: `ssh -F {} {alias} true`",
@@ -184,6 +197,7 @@ impl Refusal for TransportError {
             TransportError::Spawn { .. } => "spawn",
             TransportError::Copy { .. } | TransportError::RemoteCopy { .. } => "copy",
             TransportError::SshConfig { .. } => "ssh-config",
+            TransportError::ConfigExposed { .. } => "saphan-home-exposed",
             TransportError::HostUnreachable { .. } => "host-unreachable",
             TransportError::HostKeyUnknown { .. } => "host-key-unknown",
             TransportError::HostKeyChanged { .. } => "host-key-changed",

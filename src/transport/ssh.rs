@@ -616,12 +616,6 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
     }
     let budget = s.connect_timeout.unwrap_or(opts.connect_timeout);
     let hs_budget = opts.handshake_timeout.max(budget);
-    let config = Arc::new(client::Config {
-        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
-        keepalive_max: s.server_alive_count_max.max(1) as usize,
-        nodelay: true,
-        ..Default::default()
-    });
     let verdict = Arc::new(Mutex::new(None));
     let handler = Client {
         name: s
@@ -637,6 +631,13 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             .collect(),
         verdict: verdict.clone(),
     };
+    let config = Arc::new(client::Config {
+        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
+        keepalive_max: s.server_alive_count_max.max(1) as usize,
+        nodelay: true,
+        preferred: known_first(&handler),
+        ..Default::default()
+    });
     let start = Instant::now();
     let unreachable = |cause: String, via: Option<String>| TransportError::HostUnreachable {
         alias: s.alias.clone(),
@@ -798,6 +799,27 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             )],
         }),
     }
+}
+
+/// russh's preferred algorithms with the host key types on record for this
+/// host moved to the front (OpenSSH does the same), so a server with several
+/// host keys shows the recorded one, and one that no longer has it is
+/// refused as changed.
+fn known_first(c: &Client) -> russh::Preferred {
+    let mut p = russh::Preferred::default();
+    let known = known_hosts::known_algorithms(&c.files, &c.name, c.port);
+    if known.is_empty() {
+        return p;
+    }
+    let on_record = |a: &russh::keys::Algorithm| {
+        known
+            .iter()
+            .any(|k| k == a || (matches!(k, russh::keys::Algorithm::Rsa { .. }) && matches!(a, russh::keys::Algorithm::Rsa { .. })))
+    };
+    let (mut first, rest): (Vec<_>, Vec<_>) = p.key.iter().cloned().partition(on_record);
+    first.extend(rest);
+    p.key = first.into();
+    p
 }
 
 fn known_hosts_name(s: &HostSettings) -> String {
