@@ -209,7 +209,7 @@ pub async fn connect(
                 Err(_) => Err(FleetError::Timeout {
                     machine: row.id.clone(),
                     budget: timeout,
-                    ssh_config: super::remedy::ssh_config_display(home),
+                    hint: super::remedy::reach_hint(home, row),
                 }),
             }
         }

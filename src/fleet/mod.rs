@@ -118,6 +118,15 @@ pub enum FleetError {
         "--declared-path `{path}` is not an absolute path — declare the program by its absolute path on the machine (e.g. /usr/bin/go)"
     )]
     DeclaredPathNotAbsolute { path: String },
+    /// An argument that travels to the machine is longer than any path there.
+    #[error(
+        "{flag} is {bytes} bytes long, more than the {max} a path on a machine can have — nothing was contacted or recorded; give the real path"
+    )]
+    ArgumentTooLong {
+        flag: &'static str,
+        bytes: usize,
+        max: usize,
+    },
     /// `--workhome` was not absolute.
     #[error(
         "--workhome `{path}` is not an absolute path — pass the machine's absolute work directory"
@@ -131,11 +140,13 @@ pub enum FleetError {
         source: Box<crate::transport::TransportError>,
     },
     /// The whole exchange with the machine ran past its budget.
-    #[error("{machine}: no answer within {}s — check that the machine is up and reachable (`ssh -F {ssh_config} {machine} true`), or raise --timeout", budget.as_secs_f64())]
+    #[error("{machine}: no answer within {}s — {hint}, or raise --timeout", budget.as_secs_f64())]
     Timeout {
         machine: String,
         budget: Duration,
-        ssh_config: String,
+        /// What to check: `ssh -F … HOST true` for an SSH machine; for the
+        /// local machine, what it is busy with.
+        hint: String,
     },
     /// The measure script's output could not be read.
     #[error(
@@ -172,6 +183,7 @@ impl Refusal for FleetError {
             FleetError::LedgerTorn { .. } => "ledger-row-torn",
             FleetError::DeclaredPathNotAbsolute { .. } => "declared-path-not-absolute",
             FleetError::WorkhomeNotAbsolute { .. } => "workhome-not-absolute",
+            FleetError::ArgumentTooLong { .. } => "argument-too-long",
             FleetError::Transport { source, .. } => source.name(),
             FleetError::Timeout { .. } => "machine-timeout",
             FleetError::MeasureOutput { .. } => "measure-output-unreadable",

@@ -21,6 +21,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The longest `--declared-path` or `--workhome`, in bytes (Linux's
+/// `PATH_MAX` less its NUL); longer is refused as `argument-too-long`.
+pub const PATH_MAX: usize = 4095;
+
 /// The most version output a row keeps, in bytes.
 pub const VERSION_OUTPUT_MAX: usize = 4096;
 
@@ -50,10 +54,24 @@ pub struct ProbeSettings {
 impl ProbeSettings {
     /// Check what can be checked before any machine is contacted.
     ///
-    /// Errors: `declared-path-not-absolute`, `workhome-not-absolute`, and
+    /// Errors: `argument-too-long`, `declared-path-not-absolute`,
+    /// `workhome-not-absolute`, and
     /// whatever [`precheck_other`] refuses for non-toolchain kinds.
     pub fn validate(&self) -> Result<()> {
         for it in &self.items {
+            for (flag, v) in [
+                ("--declared-path", &it.inputs.declared_path),
+                ("--workhome", &it.inputs.workhome),
+            ] {
+                if v.len() > PATH_MAX {
+                    return Err(FleetError::ArgumentTooLong {
+                        flag,
+                        bytes: v.len(),
+                        max: PATH_MAX,
+                    }
+                    .into());
+                }
+            }
             if !it.inputs.declared_path.starts_with('/') {
                 return Err(FleetError::DeclaredPathNotAbsolute {
                     path: it.inputs.declared_path.clone(),
@@ -522,7 +540,7 @@ pub async fn probe_toolchains(
         return Err(FleetError::Timeout {
             machine: machine.id.clone(),
             budget: timeout,
-            ssh_config: super::remedy::ssh_config_display(home),
+            hint: super::remedy::reach_hint(home, machine),
         });
     }
     tracing::debug!(machine = %machine.id, output = %String::from_utf8_lossy(&out.stdout), "probe output");

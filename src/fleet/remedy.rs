@@ -53,6 +53,22 @@ pub fn ssh_config_display(home: &Home) -> String {
     }
 }
 
+/// What a `machine-timeout` tells the operator to check: that an SSH
+/// machine answers (`ssh -F <config> <host> true`); for the local machine,
+/// which no ssh reaches, what is keeping it busy.
+pub fn reach_hint(home: &Home, row: &MachineRow) -> String {
+    match row.transport {
+        TransportKind::Ssh => format!(
+            "check that the machine is up and reachable (`ssh -F {} {} true`)",
+            ssh_config_display(home),
+            row.host
+        ),
+        TransportKind::Local => {
+            "this is the local machine: check what keeps it (or the program probed) busy".into()
+        }
+    }
+}
+
 /// `saphan`, or `SAPHAN_HOME=<path> saphan` for a non-default home, plus
 /// `--catalog <absolute file>` when one was given.
 pub fn saphan_prefix(home: &Home, catalog: Option<&Path>) -> String {

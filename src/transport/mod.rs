@@ -186,6 +186,12 @@ pub enum TransportError {
         path: String,
         detail: String,
     },
+    /// The quoted command line is longer than a remote shell accepts as one
+    /// argument; nothing was sent.
+    #[error(
+        "the command line for the machine is {bytes} bytes once quoted, more than the {max} a remote shell accepts as one argument — nothing was sent; shorten the arguments (a path is at most 4095 bytes)"
+    )]
+    ArgumentTooLong { bytes: usize, max: usize },
     /// A command that cannot be sent as given.
     #[error("cannot run this command: {detail}")]
     BadArgument { detail: String },
@@ -209,6 +215,7 @@ impl Refusal for TransportError {
             TransportError::RemoteTimeout { .. } => "remote-timeout",
             TransportError::UnixSocket { .. } => "unix-socket-unreachable",
             TransportError::BadArgument { .. } => "bad-argument",
+            TransportError::ArgumentTooLong { .. } => "argument-too-long",
         }
     }
     fn exit(&self) -> Exit {

@@ -516,12 +516,24 @@ fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {
             detail: "an empty command".into(),
         });
     }
-    quote::command_line(argv).map_err(|i| TransportError::BadArgument {
+    let line = quote::command_line(argv).map_err(|i| TransportError::BadArgument {
         detail: format!(
             "word {i} of the command holds a NUL byte, which no remote command can receive"
         ),
-    })
+    })?;
+    if line.len() > MAX_COMMAND_LINE {
+        return Err(TransportError::ArgumentTooLong {
+            bytes: line.len(),
+            max: MAX_COMMAND_LINE,
+        });
+    }
+    Ok(line)
 }
+
+/// The longest command line sent to a machine, in bytes: sshd hands it to
+/// the login shell as the one argument of `$SHELL -c LINE`, and Linux takes
+/// at most 131072 bytes (`MAX_ARG_STRLEN`, NUL included) in one argument.
+pub const MAX_COMMAND_LINE: usize = 131071;
 
 fn addr(s: &HostSettings) -> String {
     if s.hostname.contains(':') {
