@@ -208,7 +208,8 @@ async fn unreachable(
     let mut platform = s.platform.clone();
     // Who the connected user is sharpens the fix (`usermod -aG docker`);
     // asked only within the time left, so the finding itself is never late.
-    let ask = Duration::from_secs(10).min(left(deadline).saturating_sub(Duration::from_millis(200)));
+    let ask =
+        Duration::from_secs(10).min(left(deadline).saturating_sub(Duration::from_millis(200)));
     if platform.user.is_none() && platform.is_linux() && !ask.is_zero() {
         let argv = vec!["id".to_string(), "-un".to_string()];
         if let Ok(o) = transport.exec(&argv, ask).await
@@ -303,7 +304,10 @@ async fn probe_inner(
     // Each step's own budget ends a little before the run's, so a step that
     // hangs is named for what it is (`daemon-unreachable` …) within --timeout.
     const MARGIN: Duration = Duration::from_millis(500);
-    let step = |cap: Duration| cap.min(left(deadline).saturating_sub(MARGIN)).max(Duration::from_millis(100));
+    let step = |cap: Duration| {
+        cap.min(left(deadline).saturating_sub(MARGIN))
+            .max(Duration::from_millis(100))
+    };
     // 1. The declared docker program.
     let argv = vec![s.declared_path.clone(), "--version".to_string()];
     let version_output = match transport.exec(&argv, step(Duration::from_secs(20))).await {
@@ -381,14 +385,13 @@ async fn probe_inner(
             ));
         }
         Err(e) => {
-            let mut f =
-                unreachable(
-                    transport,
-                    s,
-                    format!("inspecting {reference} failed: {e}"),
-                    deadline,
-                )
-                .await;
+            let mut f = unreachable(
+                transport,
+                s,
+                format!("inspecting {reference} failed: {e}"),
+                deadline,
+            )
+            .await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -413,7 +416,14 @@ async fn probe_inner(
     // The container is removed whatever happened; a broken connection gets
     // a fresh one for the removal.
     if let Some(cid) = ran.container.as_deref() {
-        remove(transport, &s.socket, &docker, cid, deadline + CLEANUP_RESERVE).await;
+        remove(
+            transport,
+            &s.socket,
+            &docker,
+            cid,
+            deadline + CLEANUP_RESERVE,
+        )
+        .await;
     }
     let mut f = match ran.result {
         Err(why) => finding(s, Outcome::Failed, "probe-run-failed", why, install),

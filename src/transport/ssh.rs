@@ -824,9 +824,11 @@ fn known_first(c: &Client) -> russh::Preferred {
         return p;
     }
     let on_record = |a: &russh::keys::Algorithm| {
-        known
-            .iter()
-            .any(|k| k == a || (matches!(k, russh::keys::Algorithm::Rsa { .. }) && matches!(a, russh::keys::Algorithm::Rsa { .. })))
+        known.iter().any(|k| {
+            k == a
+                || (matches!(k, russh::keys::Algorithm::Rsa { .. })
+                    && matches!(a, russh::keys::Algorithm::Rsa { .. }))
+        })
     };
     let (mut first, rest): (Vec<_>, Vec<_>) = p.key.iter().cloned().partition(on_record);
     first.extend(rest);

@@ -131,7 +131,10 @@ fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
     for line in text.lines() {
         let line = line.trim();
         let (key, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
-            Some(i) => (&line[..i], line[i..].trim_start_matches(|c: char| c.is_whitespace() || c == '=')),
+            Some(i) => (
+                &line[..i],
+                line[i..].trim_start_matches(|c: char| c.is_whitespace() || c == '='),
+            ),
             None => continue,
         };
         if !key.eq_ignore_ascii_case("include") {
@@ -149,7 +152,9 @@ fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
 /// The files one `Include` argument names (ssh_config(5): `~` is the home
 /// directory, a relative path is under `~/.ssh`, glob wildcards allowed).
 fn include_targets(arg: &str) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     let path = if let Some(rest) = arg.strip_prefix("~/") {
         home.join(rest)
     } else if arg.starts_with('/') {
