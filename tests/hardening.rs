@@ -36,25 +36,27 @@ fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// `machine probe` of go at `path` on `machine` plus `extra` flags; human
+/// output unless `extra` holds `--json`.
 fn probe(env: &Env, machine: &str, path: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "machine",
-        "probe",
-        "--machine",
-        machine,
-        "--capability",
-        "go",
-        "--declared-path",
-        path,
-        "--workhome",
-        "/tmp",
-        "--probed-by",
-        "tester",
-        "--workspace",
-        "ws/main",
-    ];
+    let mut args = common::probe_args(machine, "go", path);
+    args.retain(|a| *a != "--json");
     args.extend_from_slice(extra);
     env.run(&args)
+}
+
+/// Point the `UserKnownHostsFile` lines of `env`'s ssh config at `kh`.
+fn use_known_hosts(env: &Env, lab: &Lab, kh: &Path) {
+    let config = env.home().join("ssh/config");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            &format!("UserKnownHostsFile {}", lab.known_hosts().display()),
+            &format!("UserKnownHostsFile {}", kh.display()),
+        ),
+    )
+    .unwrap();
 }
 
 fn ledger(env: &Env) -> String {
@@ -93,7 +95,7 @@ fn program(path: &Path, body: &str) {
 /// directory, a file it includes, a known_hosts file and machines.toml.
 #[test]
 fn exposed_files_that_steer_ssh_are_refused_before_anything_runs() {
-    let Some((_lab, env)) = lab_env() else { return };
+    let Some((lab, env)) = lab_env() else { return };
     let ssh_dir = env.home().join("ssh");
     let config = ssh_dir.join("config");
     let scratch = tempfile::tempdir().unwrap();
@@ -161,16 +163,8 @@ fn exposed_files_that_steer_ssh_are_refused_before_anything_runs() {
     // it is named only by the resolved settings, so it is checked after
     // resolution and before any connection.
     let kh = scratch.path().join("known_hosts");
-    std::fs::copy(_lab.known_hosts(), &kh).unwrap();
-    let cfg = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        cfg.replace(
-            &format!("UserKnownHostsFile {}", _lab.known_hosts().display()),
-            &format!("UserKnownHostsFile {}", kh.display()),
-        ),
-    )
-    .unwrap();
+    std::fs::copy(lab.known_hosts(), &kh).unwrap();
+    use_known_hosts(&env, lab, &kh);
     chmod(&kh, 0o646);
     let out = machine_error(&env.run(&measure), "saphan-home-exposed");
     assert!(out.contains(&kh.display().to_string()), "{out}");
@@ -322,16 +316,7 @@ fn a_host_that_changes_its_key_type_is_refused_as_changed() {
         format!("# m2 as once recorded\n{ip} ecdsa-sha2-nistp256 {b64}\n"),
     )
     .unwrap();
-    let config = env.home().join("ssh/config");
-    let text_cfg = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text_cfg.replace(
-            &format!("UserKnownHostsFile {}", lab.known_hosts().display()),
-            &format!("UserKnownHostsFile {}", kh.display()),
-        ),
-    )
-    .unwrap();
+    use_known_hosts(&env, lab, &kh);
     let measure = ["machine", "measure", "--machine", "m2"];
     let out = machine_error(&env.run(&measure), "host-key-changed");
     assert!(
@@ -471,30 +456,17 @@ fn a_hanging_docker_socket_is_daemon_unreachable_within_the_budget() {
     }
     let catalog: PathBuf = env.home().join("catalog.toml");
     std::fs::write(&catalog, cat).unwrap();
-    let docker = which("docker");
+    let Some(docker) = common::which("docker") else {
+        common::skip_unless(false, "no docker program on PATH");
+        return;
+    };
+    let docker = docker.display().to_string();
     for machine in ["m0", "here"] {
         let started = Instant::now();
-        let o = env.run(&[
-            "--json",
-            "--catalog",
-            catalog.to_str().unwrap(),
-            "machine",
-            "probe",
-            "--machine",
-            machine,
-            "--capability",
-            "docker-oci",
-            "--declared-path",
-            &docker,
-            "--workhome",
-            "/tmp",
-            "--probed-by",
-            "t",
-            "--workspace",
-            "w",
-            "--timeout",
-            "6s",
-        ]);
+        let mut args = vec!["--catalog", catalog.to_str().unwrap()];
+        args.extend(common::probe_args(machine, "docker-oci", &docker));
+        args.extend(["--timeout", "6s"]);
+        let o = env.run(&args);
         let took = started.elapsed();
         assert_code(&o, 1);
         let r = &json(&o)["results"][0];
@@ -509,16 +481,6 @@ fn a_hanging_docker_socket_is_daemon_unreachable_within_the_budget() {
         // Within the budget (plus process start-up), not 2 s past it.
         assert!(took < Duration::from_secs(6 + 1), "{machine}: {took:?}");
     }
-}
-
-fn which(program: &str) -> String {
-    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
-        let p = dir.join(program);
-        if p.is_file() {
-            return p.display().to_string();
-        }
-    }
-    format!("/usr/bin/{program}")
 }
 
 /// Over-long arguments are named for what they are, before any machine is

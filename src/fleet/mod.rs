@@ -87,7 +87,11 @@ pub enum FleetError {
     /// The signing key is there but the ledger and its head are gone (or
     /// empty): deleting both must not silently start an empty ledger.
     #[error(
-        "{path} and its signed head are missing or empty, but the key {key} that signed them is still there — the ledger was deleted or emptied, and saphan will not start an empty one under the same key by itself; restore the ledger and fleet/ledger.head from a backup, or start a new ledger on purpose: move the key aside as well (`mv {key} {key}.retired`), then re-measure"
+        "{} and its signed head are missing or empty, but the key {} that signed them is still there — the ledger was deleted or emptied, and saphan will not start an empty one under the same key by itself; restore the ledger and fleet/ledger.head from a backup, or start a new ledger on purpose: move the key aside as well (`mv {} {}`), then re-measure",
+        path.display(),
+        key.display(),
+        remedy::quote(&key.to_string_lossy()),
+        remedy::quote(&format!("{}.retired", key.display()))
     )]
     LedgerVanished { path: PathBuf, key: PathBuf },
     /// A ledger line whose `seq`/`prev` does not continue the line before it.

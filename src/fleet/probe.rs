@@ -543,7 +543,7 @@ pub async fn probe_toolchains(
             hint: super::remedy::reach_hint(home, machine),
         });
     }
-    tracing::debug!(machine = %machine.id, output = %String::from_utf8_lossy(&out.stdout), "probe output");
+    tracing::debug!(machine = %machine.id, output = ?String::from_utf8_lossy(&out.stdout), "probe output");
     let script_items: Vec<ScriptItem<'_>> = items
         .iter()
         .map(|(entry, i)| ScriptItem {
