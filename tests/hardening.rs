@@ -289,6 +289,27 @@ fn terminal_escapes_from_a_host_are_shown_escaped_and_recorded_exactly() {
     let caps = json(&o)["capabilities"].clone();
     assert_eq!(caps[0]["version_output"], exact, "{caps}");
     std::fs::remove_file(lab.home_dir("m1").join(&name)).unwrap();
+    // Remote stderr of a failing command, shown in the reason, likewise.
+    program(
+        &lab.home_dir("m1").join(&name),
+        r"printf 'boom\033[1A\033[2K\rm1  go  present\n' >&2; exit 3",
+    );
+    let o = probe(&env, "m1", &path, &[]);
+    assert_code(&o, 1);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        !o.stdout.contains(&0x1b) && !o.stdout.contains(&b'\r'),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(r"exited 3 on m1: boom\x1b[1A\x1b[2K\x0dm1  go  present"),
+        "{out}"
+    );
+    assert_eq!(
+        rows(&env).pop().unwrap()["version_output"],
+        "boom\u{1b}[1A\u{1b}[2K\rm1  go  present"
+    );
+    std::fs::remove_file(lab.home_dir("m1").join(&name)).unwrap();
 }
 
 // ------------------------------------------------------------------ item 4
