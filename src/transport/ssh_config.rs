@@ -708,6 +708,44 @@ fn config_err(file: &Path, alias: &str, detail: &str) -> TransportError {
 mod tests {
     use super::*;
 
+    #[test]
+    fn included_files_others_can_write_are_found_through_globs_and_nesting() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("conf.d");
+        std::fs::create_dir(&conf).unwrap();
+        let cfg = d.path().join("config");
+        std::fs::write(
+            &cfg,
+            format!("Host x\n  Include={}/*.conf\n", conf.display()),
+        )
+        .unwrap();
+        let nested = d.path().join("nested");
+        std::fs::write(
+            conf.join("a.conf"),
+            format!("Include \"{}\"\n", nested.display()),
+        )
+        .unwrap();
+        std::fs::write(conf.join("skip.txt"), "").unwrap();
+        std::fs::write(&nested, "").unwrap();
+        let mode =
+            |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        check_config_files(&cfg).unwrap();
+        // Not matched by the glob: not included, not checked.
+        mode(&conf.join("skip.txt"), 0o666);
+        check_config_files(&cfg).unwrap();
+        mode(&nested, 0o666);
+        let e = check_config_files(&cfg).unwrap_err();
+        assert!(
+            matches!(&e, TransportError::ConfigExposed { path, .. } if *path == nested),
+            "{e}"
+        );
+        mode(&nested, 0o644);
+        mode(d.path(), 0o777);
+        assert!(check_config_files(&cfg).is_err());
+        mode(d.path(), 0o700);
+    }
+
     /// Verbatim `ssh -G` output from OpenSSH 9.2 (trimmed to the keys saphan reads
     /// plus a few it ignores).
     const SSH_G: &str = "\
