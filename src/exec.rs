@@ -28,6 +28,35 @@ pub const DRAIN_BOUND: Duration = Duration::from_secs(1);
 /// How much of a child's stderr is kept: the last 1 MiB.
 pub const STDERR_TAIL: usize = 1024 * 1024;
 
+/// git's repository-local environment variables: what
+/// `git rev-parse --local-env-vars` prints (git 2.47), plus
+/// `GIT_INTERNAL_SUPER_PREFIX` (older gits) and `GIT_QUARANTINE_PATH`
+/// (set with the object variables in a `pre-receive` hook). A git hook runs
+/// with some of them set (`GIT_DIR`, `GIT_INDEX_FILE`, …); a child that
+/// inherited them would act on the hook's repository and index instead of
+/// the one saphan names. [`run`] removes every one of them from every child
+/// (git itself and the suite alike); a variable a [`Cmd`] sets explicitly
+/// with [`Cmd::env`] still applies.
+pub const GIT_LOCAL_ENV: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_QUARANTINE_PATH",
+];
+
 /// Where a child's stdout goes.
 #[derive(Debug, Clone)]
 pub enum Sink {
@@ -288,6 +317,9 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     c.args(&cmd.args);
     if let Some(d) = &cmd.cwd {
         c.current_dir(d);
+    }
+    for k in GIT_LOCAL_ENV {
+        c.env_remove(k);
     }
     for (k, v) in &cmd.env {
         match v {

@@ -39,6 +39,11 @@ pub enum GitError {
     /// git could not be started.
     #[error("could not start git: {0} — install git")]
     Spawn(#[source] std::io::Error),
+    /// A process of an earlier, killed attempt still runs at the scratch path.
+    #[error(
+        "process(es) {pids:?} of an earlier certify attempt still run in {path} and survived SIGKILL — stop them (`kill -9 {pids:?}`), then re-run; nothing was measured"
+    )]
+    LeftoverAlive { pids: Vec<i32>, path: PathBuf },
 }
 
 impl Refusal for GitError {
@@ -50,6 +55,7 @@ impl Refusal for GitError {
             GitError::BadRevision { .. } => "bad-revision",
             GitError::Failed { .. } => "git-failed",
             GitError::Spawn(_) => "git-absent",
+            GitError::LeftoverAlive { .. } => "scratch-leftover-alive",
         }
     }
 }
@@ -65,12 +71,26 @@ pub struct Repo {
 
 /// Run `git -C dir args…` with the plumbing budget; non-zero exit is an error.
 pub async fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-    let cmd = Cmd::new("git")
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    git_os(dir, &args).await
+}
+
+/// [`git`] with arguments that need not be UTF-8 (paths, by their bytes).
+pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, GitError> {
+    checked(git_cmd(dir).args(args)).await
+}
+
+/// `git -C dir` with prompts off and the plumbing budget.
+fn git_cmd(dir: &Path) -> Cmd {
+    Cmd::new("git")
         .arg("-C")
         .arg(dir)
-        .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+        .timeout(GIT_TIMEOUT)
+}
+
+/// Run a git command; a non-zero exit is [`GitError::Failed`].
+async fn checked(cmd: Cmd) -> Result<Output, GitError> {
     let shown = cmd.display();
     let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
     if !out.status.success() {
@@ -91,16 +111,134 @@ pub async fn git_status_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Output, GitError> {
-    let mut cmd = Cmd::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT);
+    let mut cmd = git_cmd(dir).args(args);
     for (k, v) in env {
         cmd = cmd.env(k, v);
     }
     exec::run(cmd).await.map_err(GitError::Spawn)
+}
+
+/// The one path git printed on a line of its own: exactly one trailing
+/// newline is cut, every other byte (newlines, non-UTF-8) is kept.
+pub fn one_path(stdout: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let b = stdout.strip_suffix(b"\n").unwrap_or(stdout);
+    PathBuf::from(std::ffi::OsStr::from_bytes(b))
+}
+
+/// The environment variable every process saphan starts for a stable
+/// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
+/// suite, and the `git worktree` calls that create and remove the tree).
+/// A process still carrying it when the next attempt starts is a leftover
+/// of an earlier attempt (saphan was killed) and is killed before the tree
+/// is made again — see [`Repo::scratch_worktree_at`].
+pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
+
+/// How long a leftover process may take to die after SIGKILL.
+pub const LEFTOVER_BOUND: Duration = Duration::from_secs(10);
+
+/// Every process of this user, other than saphan itself, whose environment
+/// holds `SAPHAN_SCRATCH=<path>` exactly (read from `/proc/<pid>/environ`).
+pub fn scratch_leftovers(path: &Path) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut want = format!("{SCRATCH_MARKER}=").into_bytes();
+    want.extend_from_slice(path.as_os_str().as_bytes());
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me || !alive(pid) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == want.as_slice()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A process that exists and is not a zombie (a zombie writes nothing).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(st) => st
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// Kill (SIGKILL) every leftover process of an earlier attempt at the
+/// stable scratch `path`, and its process group, then wait up to
+/// [`LEFTOVER_BOUND`] until none is alive. Only for callers that hold the
+/// repository lock: under it no attempt of this repository is running, so
+/// whatever still carries the marker belongs to a dead one.
+///
+/// Errors: [`GitError::LeftoverAlive`] when one survives the bound.
+pub async fn kill_scratch_leftovers(path: &Path) -> Result<(), GitError> {
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::{Pid, getpgid};
+    let deadline = std::time::Instant::now() + LEFTOVER_BOUND;
+    let own_group = getpgid(None).ok();
+    loop {
+        let left = scratch_leftovers(path);
+        if left.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(GitError::LeftoverAlive {
+                pids: left,
+                path: path.to_path_buf(),
+            });
+        }
+        for pid in left {
+            tracing::warn!(pid, path = %path.display(), "killing a leftover of an earlier attempt");
+            let p = Pid::from_raw(pid);
+            if let Ok(g) = getpgid(Some(p))
+                && Some(g) != own_group
+            {
+                let _ = killpg(g, Signal::SIGKILL);
+            }
+            let _ = kill(p, Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Remove exactly the worktree registrations (`<common>/worktrees/<id>/`)
+/// whose `gitdir` file points at `<path>/.git` — what a `git worktree add`
+/// or `remove` killed half-way leaves behind ("missing but registered",
+/// "missing but locked"). Never a `git worktree prune`: the operator's own
+/// missing or locked worktrees are left alone.
+pub fn heal_registration(common_dir: &Path, path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let mut wants: Vec<PathBuf> = vec![path.join(".git")];
+    if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+        && let Ok(real) = std::fs::canonicalize(parent)
+    {
+        wants.push(real.join(name).join(".git"));
+    }
+    let Ok(dir) = std::fs::read_dir(common_dir.join("worktrees")) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let Ok(gitdir) = std::fs::read(e.path().join("gitdir")) else {
+            continue;
+        };
+        let gd = gitdir.strip_suffix(b"\n").unwrap_or(&gitdir);
+        if wants.iter().any(|w| w.as_os_str().as_bytes() == gd) {
+            tracing::warn!(entry = %e.path().display(), "removing saphan's own stale scratch registration");
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 impl Repo {
@@ -115,29 +253,27 @@ impl Repo {
         if !path.is_dir() {
             return Err(not("no such directory".into()));
         }
-        let out = git(
-            path,
-            &[
-                "rev-parse",
-                "--path-format=absolute",
-                "--show-toplevel",
-                "--git-common-dir",
-            ],
-        )
-        .await
-        .map_err(|e| match e {
-            GitError::Failed { stderr, .. } if stderr.contains("must be run in a work tree") => {
-                GitError::Bare {
-                    path: path.to_path_buf(),
-                }
-            }
-            GitError::Failed { stderr, .. } => not(stderr),
-            other => other,
-        })?;
-        let s = out.stdout_str();
-        let mut lines = s.lines();
-        let top = PathBuf::from(lines.next().unwrap_or_default());
-        let common_dir = PathBuf::from(lines.next().unwrap_or_default());
+        // One value per call, its one trailing newline cut: a path that
+        // holds a newline (or bytes that are not UTF-8) is read whole, never
+        // split into two paths.
+        let ask = |flag: &'static str| async move {
+            git(path, &["rev-parse", "--path-format=absolute", flag])
+                .await
+                .map_err(|e| match e {
+                    GitError::Failed { stderr, .. }
+                        if stderr.contains("must be run in a work tree") =>
+                    {
+                        GitError::Bare {
+                            path: path.to_path_buf(),
+                        }
+                    }
+                    GitError::Failed { stderr, .. } => not(stderr),
+                    other => other,
+                })
+                .map(|o| one_path(&o.stdout))
+        };
+        let top = ask("--show-toplevel").await?;
+        let common_dir = ask("--git-common-dir").await?;
         if top.as_os_str().is_empty() || common_dir.as_os_str().is_empty() {
             return Err(not("git printed no toplevel (a bare repository?)".into()));
         }
@@ -221,9 +357,14 @@ impl Repo {
     /// that hold the repository lock: a stable path lets build caches keyed
     /// by directory (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        let p = path.to_string_lossy().into_owned();
+        // Whatever an earlier attempt left running (its suite, its `git
+        // worktree add`) dies before the path is touched: nothing of a dead
+        // attempt may write into this one's tree.
+        kill_scratch_leftovers(path).await?;
         if path.exists() {
-            let _ = git(&self.top, &["worktree", "remove", "--force", "--force", &p]).await;
+            let _ = self
+                .scratch_git(&["worktree", "remove", "--force", "--force"], path)
+                .await;
         }
         // The parent belongs to this scratch alone: clear whatever the last
         // attempt (or a suite writing to `..`) left, so nothing leaks into
@@ -235,7 +376,23 @@ impl Repo {
                 stderr: e.to_string(),
             })?;
         }
+        // A registration left by a killed `git worktree add/remove` would
+        // refuse the add below ("missing but registered/locked"). After the
+        // parent exists again, so its real path can be compared too.
+        heal_registration(&self.common_dir, path);
         self.add_scratch(path.to_path_buf(), sha, None).await
+    }
+
+    /// `git -C <top> <args…> <path>` carrying the scratch marker, so a
+    /// copy of it outliving a killed saphan is found by the next attempt.
+    async fn scratch_git(&self, args: &[&str], path: &Path) -> Result<Output, GitError> {
+        checked(
+            git_cmd(&self.top)
+                .args(args)
+                .arg(path)
+                .env(SCRATCH_MARKER, path),
+        )
+        .await
     }
 
     async fn add_scratch(
@@ -244,10 +401,12 @@ impl Repo {
         sha: &str,
         parent: Option<tempfile::TempDir>,
     ) -> Result<Scratch, GitError> {
-        let p = path.to_string_lossy().into_owned();
-        git(
-            &self.top,
-            &["worktree", "add", "--detach", "--quiet", &p, sha],
+        checked(
+            git_cmd(&self.top)
+                .args(["worktree", "add", "--detach", "--quiet", "--end-of-options"])
+                .arg(&path)
+                .arg(sha)
+                .env(SCRATCH_MARKER, &path),
         )
         .await?;
         let mut scratch = Scratch {
@@ -257,13 +416,13 @@ impl Repo {
             _parent: parent,
             armed: true,
         };
-        scratch.git_dir = PathBuf::from(
-            git(
+        scratch.git_dir = one_path(
+            &git(
                 &scratch.path,
                 &["rev-parse", "--path-format=absolute", "--git-dir"],
             )
             .await?
-            .stdout_str(),
+            .stdout,
         );
         Ok(scratch)
     }
@@ -286,12 +445,14 @@ pub struct Scratch {
 impl Scratch {
     /// Remove the worktree (forced: it is scratch) and its admin entry.
     pub async fn remove(mut self) -> Result<(), GitError> {
-        let p = self.path.to_string_lossy().into_owned();
-        let res = git(
-            &self.repo_top,
-            &["worktree", "remove", "--force", "--force", &p],
-        )
-        .await;
+        let res = git_cmd(&self.repo_top)
+            .args(["worktree", "remove", "--force", "--force"])
+            .arg(&self.path)
+            .env(SCRATCH_MARKER, &self.path);
+        let res = match exec::run(res).await {
+            Ok(o) if o.status.success() => Ok(()),
+            _ => Err(()),
+        };
         if res.is_err() {
             self.remove_by_hand();
         }
@@ -320,7 +481,11 @@ impl Drop for Scratch {
         if !self.armed {
             return;
         }
-        let removed = std::process::Command::new("git")
+        let mut git = std::process::Command::new("git");
+        for k in crate::exec::GIT_LOCAL_ENV {
+            git.env_remove(k);
+        }
+        let removed = git
             .arg("-C")
             .arg(&self.repo_top)
             .args(["worktree", "remove", "--force", "--force"])

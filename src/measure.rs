@@ -167,8 +167,13 @@ pub async fn run_suite(
             source,
         })?;
     let stdout_path = run_dir.path().join("stdout");
+    // The suite inherits none of git's repository-local variables
+    // (`exec::run` drops them), so git inside it finds the scratch tree from
+    // its working directory; the marker lets a later attempt find it should
+    // it outlive a killed saphan.
     let mut cmd = Cmd::from_argv(&plan.suite.argv)
         .cwd(&scratch.path)
+        .env(crate::git::SCRATCH_MARKER, &scratch.path)
         .timeout(plan.budget.duration)
         .stdout(Sink::File(stdout_path.clone()));
     for (k, v) in &env {

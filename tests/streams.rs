@@ -88,6 +88,31 @@ impl Fixture {
         }
         self.set_status(&s);
     }
+    /// Write a file whose name is given as raw bytes.
+    fn write_bytes(&self, rel: &[u8], content: &str) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let p = self.wt().join(std::ffi::OsStr::from_bytes(rel));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+    /// Append raw bytes to the status file (after its `- return:` field).
+    fn append_status(&self, lines: &[u8]) {
+        let f = self.wt().join(".saphan/status");
+        let mut s = std::fs::read(&f).unwrap();
+        s.extend_from_slice(lines);
+        std::fs::write(f, s).unwrap();
+    }
+    /// The one archive directory of this stream.
+    fn archive(&self) -> PathBuf {
+        let d = self.env.home().join("archive").join(&self.name);
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.pop().unwrap()
+    }
     fn base(&self) -> String {
         git(&self.repo(), &["rev-parse", "main"])
     }
@@ -903,4 +928,91 @@ fn a_stream_whose_worktree_was_removed_by_hand_can_be_forgotten_not_torn_down() 
     assert_code(&o, 0);
     assert!(text(&o).0.contains("torn down"), "{}", text(&o).0);
     git(&f.repo(), &["rev-parse", "--verify", "stream/gone"]);
+}
+
+// Issue 15 item 1: a file whose name is not UTF-8 is seen by the gate,
+// refused by teardown while undeclared, and archived by its exact bytes
+// once declared.
+#[test]
+fn a_non_utf8_name_is_seen_refused_and_archived_by_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::new("bytes");
+    let name: &[u8] = b"caf\xe9.txt";
+    let file = f.write_bytes(name, "work\n");
+    let (code, v) = f.gate_json();
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        v["returns_complete"]["lost"],
+        serde_json::json!(["\"caf\\351.txt\""]),
+        "{v}"
+    );
+    let o = f.stream(&["teardown"], &[]);
+    let err = assert_refused(&o, "returns-complete");
+    assert!(err.contains("\"caf\\351.txt\""), "{err}");
+    assert!(file.exists(), "teardown removed work the gate never saw");
+    // Declared by its quoted form: archived under the same bytes.
+    f.append_status(b"  \"caf\\351.txt\"\n");
+    let o = f.stream(&["teardown"], &["--json"]);
+    assert_code(&o, 0);
+    let copy = f
+        .archive()
+        .join("files")
+        .join(std::ffi::OsStr::from_bytes(name));
+    assert_eq!(std::fs::read_to_string(copy).unwrap(), "work\n");
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(f.archive().join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["files"][0]["path"], "\"caf\\351.txt\"");
+}
+
+// Issue 15 item 2: a waiver names one path, whatever it holds.
+#[test]
+fn a_waiver_for_a_name_holding_the_separator_waives_only_that_name() {
+    let f = Fixture::new("waive");
+    f.write_bytes(b"a=b.log", "log\n");
+    let keep = f.write_bytes(b"a/important.txt", "keep\n");
+    // Unquoted, `a=b.log=scratch` could waive `a` or `a=b.log`: refused.
+    let o = f.stream(&["teardown"], &["--waive", "a=b.log=scratch"]);
+    assert_refused(&o, "waive-ambiguous");
+    assert!(keep.exists());
+    // Quoted: it waives `a=b.log` alone, so `a/important.txt` is still lost.
+    let o = f.stream(&["teardown"], &["--waive", "\"a=b.log\"=scratch"]);
+    let err = assert_refused(&o, "returns-complete");
+    assert!(err.contains("a/important.txt"), "{err}");
+    assert!(keep.exists());
+    // The same in the status file: an unquoted line with two separators is
+    // refused, a quoted one waives exactly that name.
+    f.append_status("- waive: a — b.log — scratch\n".as_bytes());
+    assert_refused(&f.gate(), "status-file-malformed");
+    let t = f.status_text().replace(
+        "- waive: a — b.log — scratch\n",
+        "  a\n- waive: \"a=b.log\" — scratch\n",
+    );
+    f.set_status(&t);
+    let o = f.stream(&["teardown"], &["--json"]);
+    assert_code(&o, 0);
+    let v = common::json(&o);
+    assert_eq!(v["manifest"]["waived"][0]["path"], "\"a=b.log\"", "{v}");
+    let copy = f.archive().join("files/a/important.txt");
+    assert_eq!(std::fs::read_to_string(copy).unwrap(), "keep\n");
+}
+
+// Issue 15 item 3: the teardown report prints names escaped.
+#[test]
+fn the_teardown_report_escapes_names() {
+    let f = Fixture::new("esc");
+    f.write_bytes(b"\x1b[31mred", "x\n");
+    f.write_bytes(b"x\n  removed worktree /forged", "y\n");
+    // One declared as written (a raw escape byte), one by its quoted form.
+    f.append_status(b"  \x1b[31mred\n  \"x\\n  removed worktree /forged\"\n");
+    let o = f.stream(&["teardown"], &[]);
+    assert_code(&o, 0);
+    assert!(!o.stdout.contains(&0x1b), "{}", text(&o).0);
+    let out = text(&o).0;
+    assert!(
+        !out.lines()
+            .any(|l| l.starts_with("  removed worktree /forged")),
+        "{out}"
+    );
+    assert!(out.contains("\"\\033[31mred\""), "{out}");
+    assert!(out.contains("\"x\\n  removed worktree /forged\""), "{out}");
 }

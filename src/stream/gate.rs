@@ -13,10 +13,13 @@
 //! fail the gate. Uncovered committed paths survive on the kept branch and are
 //! listed as a warning.
 
+use super::quote::{encode, os};
 use super::status::{self, STATUS_DIR, StatusFile, Waiver, check_path, covers};
 use super::{Entry, StreamError, shown};
 use crate::git;
 use serde::Serialize;
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// The status file after every path in it was checked and normalized.
@@ -147,11 +150,12 @@ pub async fn authored(root: &Path, base: &str, branch: &str) -> Result<Vec<Autho
         if rec.len() < 4 {
             continue;
         }
-        let path = String::from_utf8_lossy(&rec[3..]).into_owned();
-        if std::fs::symlink_metadata(root.join(&path)).is_err() {
+        // Every path by its exact bytes: a name that is not UTF-8 is seen
+        // (and later declared, waived or refused) like any other.
+        if std::fs::symlink_metadata(root.join(OsStr::from_bytes(&rec[3..]))).is_err() {
             continue; // deleted in the worktree
         }
-        uncommitted.push(path);
+        uncommitted.push(encode(&rec[3..]));
     }
     for p in hidden_edits(root).await? {
         if !uncommitted.contains(&p) {
@@ -169,7 +173,7 @@ pub async fn authored(root: &Path, base: &str, branch: &str) -> Result<Vec<Autho
         if rec.is_empty() {
             continue;
         }
-        let p = String::from_utf8_lossy(rec).into_owned();
+        let p = encode(rec);
         if !uncommitted.contains(&p) {
             out.push(Authored {
                 path: p,
@@ -198,9 +202,8 @@ pub async fn hidden_edits(root: &Path) -> Result<Vec<String>, StreamError> {
         if !(tag.is_ascii_lowercase() || tag == b'S') {
             continue;
         }
-        let path = String::from_utf8_lossy(&rec[2..]).into_owned();
-        if std::fs::symlink_metadata(root.join(&path)).is_ok() {
-            flagged.push(path);
+        if std::fs::symlink_metadata(root.join(OsStr::from_bytes(&rec[2..]))).is_ok() {
+            flagged.push(encode(&rec[2..]));
         }
     }
     if flagged.is_empty() {
@@ -209,24 +212,28 @@ pub async fn hidden_edits(root: &Path) -> Result<Vec<String>, StreamError> {
     // The index's blob for each flagged path.
     let lss = git::git(root, &["ls-files", "-s", "-z"]).await?;
     let mut index: std::collections::HashMap<String, String> = Default::default();
-    for rec in lss.stdout.split(|b| *b == 0) {
-        let r = String::from_utf8_lossy(rec);
-        if let Some((meta, path)) = r.split_once('\t')
-            && let Some(sha) = meta.split(' ').nth(1)
-        {
-            index.insert(path.to_string(), sha.to_string());
+    for (meta, path) in staged_entries(&lss.stdout) {
+        if let Some(sha) = meta.split(' ').nth(1) {
+            index.insert(encode(path), sha.to_string());
         }
     }
     // Hash the working-tree files the way `git add` would (filters included).
-    // A path git cannot take on one line, or a symlink, counts as changed.
+    // A path git cannot take on one line (a newline, or a leading `"` that
+    // `--stdin-paths` would unquote), or a symlink, counts as changed.
     let (plain, odd): (Vec<String>, Vec<String>) = flagged.into_iter().partition(|p| {
-        !p.contains('\n')
-            && std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.file_type().is_file())
+        let b = os(p);
+        let b = b.as_os_str().as_bytes();
+        !b.contains(&b'\n')
+            && !b.starts_with(b"\"")
+            && std::fs::symlink_metadata(root.join(os(p))).is_ok_and(|m| m.file_type().is_file())
     });
     let mut out = odd;
     if !plain.is_empty() {
-        let mut input = plain.join("\n").into_bytes();
-        input.push(b'\n');
+        let mut input = Vec::new();
+        for p in &plain {
+            input.extend_from_slice(os(p).as_os_str().as_bytes());
+            input.push(b'\n');
+        }
         let o = crate::exec::run(
             crate::exec::Cmd::new("git")
                 .arg("-C")
@@ -245,6 +252,17 @@ pub async fn hidden_edits(root: &Path) -> Result<Vec<String>, StreamError> {
         }
     }
     Ok(out)
+}
+
+/// The records of `git ls-files -s -z`: `(mode sha stage, path bytes)`.
+fn staged_entries(out: &[u8]) -> impl Iterator<Item = (String, &[u8])> {
+    out.split(|b| *b == 0).filter_map(|rec| {
+        let tab = rec.iter().position(|b| *b == b'\t')?;
+        Some((
+            String::from_utf8_lossy(&rec[..tab]).into_owned(),
+            &rec[tab + 1..],
+        ))
+    })
 }
 
 /// Ignored files teardown will delete with the worktree (gitignored build
@@ -272,7 +290,7 @@ pub async fn ignored_deleted(
         if rec.is_empty() {
             continue;
         }
-        let p = String::from_utf8_lossy(rec).into_owned();
+        let p = encode(rec);
         if p == status::STATUS_FILE || p == status::STATUS_GITIGNORE {
             continue;
         }
@@ -292,12 +310,9 @@ pub async fn ignored_deleted(
 pub async fn submodules_lost(root: &Path) -> Result<Vec<String>, StreamError> {
     let ls = git::git(root, &["ls-files", "-s", "-z"]).await?;
     let mut subs: Vec<String> = Vec::new();
-    for rec in ls.stdout.split(|b| *b == 0) {
-        let r = String::from_utf8_lossy(rec);
-        if let Some((meta, path)) = r.split_once('\t')
-            && meta.starts_with("160000 ")
-        {
-            subs.push(path.to_string());
+    for (meta, path) in staged_entries(&ls.stdout) {
+        if meta.starts_with("160000 ") {
+            subs.push(encode(path));
         }
     }
     if subs.is_empty() {
@@ -312,7 +327,7 @@ pub async fn submodules_lost(root: &Path) -> Result<Vec<String>, StreamError> {
         .unwrap_or_else(|| repo.top.clone());
     let mut out = Vec::new();
     for sub in subs {
-        let dir = root.join(&sub);
+        let dir = root.join(os(&sub));
         if std::fs::symlink_metadata(dir.join(".git")).is_err() {
             continue; // not initialized: nothing of its own to lose
         }
@@ -321,14 +336,14 @@ pub async fn submodules_lost(root: &Path) -> Result<Vec<String>, StreamError> {
         };
         let obj = format!("{}^{{commit}}", head.stdout_str());
         let mut found = false;
-        let main_sub = main.join(&sub);
+        let main_sub = main.join(os(&sub));
         if std::fs::canonicalize(&main_sub).ok() != std::fs::canonicalize(&dir).ok()
             && std::fs::symlink_metadata(main_sub.join(".git")).is_ok()
             && git::git(&main_sub, &["cat-file", "-e", &obj]).await.is_ok()
         {
             found = true;
         }
-        let store = repo.common_dir.join("modules").join(&sub);
+        let store = repo.common_dir.join("modules").join(os(&sub));
         if !found && store.is_dir() {
             let gd = format!("--git-dir={}", store.display());
             found = git::git(&repo.common_dir, &[&gd, "cat-file", "-e", &obj])
@@ -393,7 +408,7 @@ pub enum ReturnEntry {
 pub fn return_entries(root: &Path, declared: &[String]) -> Result<Vec<ReturnEntry>, StreamError> {
     let mut out = Vec::new();
     for rel in declared {
-        let p = root.join(rel);
+        let p = root.join(os(rel));
         let Ok(meta) = std::fs::metadata(&p) else {
             continue;
         };
@@ -424,7 +439,10 @@ pub fn return_entries(root: &Path, declared: &[String]) -> Result<Vec<ReturnEntr
                 })
             })?;
             let sub = e.path().strip_prefix(&real).unwrap_or(e.path());
-            let child = format!("{rel}/{}", sub.to_string_lossy());
+            let mut child = os(rel).into_os_string().into_vec();
+            child.push(b'/');
+            child.extend_from_slice(sub.as_os_str().as_bytes());
+            let child = encode(&child);
             let ft = e.file_type();
             if ft.is_symlink() {
                 // Judge it exactly like a declared path.
@@ -520,6 +538,7 @@ pub struct Gate {
     /// The base from the status file.
     pub base: String,
     /// The worktree.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree: PathBuf,
     /// The first check.
     pub returns_exist: ReturnsExist,
@@ -535,7 +554,7 @@ pub async fn evaluate(root: &Path, entry: &Entry, m: &Manifest) -> Result<Gate, 
     let declared = m.returns.clone().unwrap_or_default();
     let absent: Vec<String> = declared
         .iter()
-        .filter(|p| std::fs::metadata(root.join(p)).is_err())
+        .filter(|p| std::fs::metadata(root.join(os(p))).is_err())
         .cloned()
         .collect();
     check_base(root, entry, &m.base).await?;
@@ -697,7 +716,7 @@ impl Gate {
         if !rc.waived.is_empty() {
             s += "  waived:\n";
             for w in &rc.waived {
-                s += &format!("    {} — {}\n", shown(&w.path), w.reason);
+                s += &format!("    {} — {}\n", shown(&w.path), shown(&w.reason));
             }
         }
         s += &render_ignored(&self.ignored_deleted);

@@ -11,6 +11,7 @@
 //! then removes the worktree. The branch is kept.
 
 pub mod gate;
+pub mod quote;
 pub mod status;
 pub mod teardown;
 
@@ -119,16 +120,21 @@ pub enum StreamError {
     },
     /// `teardown --waive` not in `PATH=REASON` form.
     #[error(
-        "--waive `{arg}` is not PATH=REASON with a non-empty reason — e.g. --waive 'scratch.log=debug output'"
+        "--waive `{arg}` is not PATH=REASON with a non-empty reason — e.g. --waive 'scratch.log=debug output' (quote an odd path as saphan prints it: '\"a=b.log\"=REASON')"
     )]
     WaiveMalformed { arg: String },
+    /// `teardown --waive` whose unquoted path could end at more than one `=`.
+    #[error(
+        "--waive {arg} holds `=` more than once, so it is unclear where the path ends — quote the path the way saphan prints it: --waive '\"a=b.log\"=REASON'"
+    )]
+    WaiveAmbiguous { arg: String },
     /// A declared or waived path leaves the worktree.
     #[error(
         "`{path}` is refused: {why} — returns are paths inside the stream's worktree, relative to its top"
     )]
     ReturnPathHostile { path: String, why: String },
     /// Teardown: declared returns are not on disk.
-    #[error("declared returns are not on disk: {} — create them, or remove them from `- return:`, then re-run", .absent.join(", "))]
+    #[error("declared returns are not on disk: {} — create them, or remove them from `- return:`, then re-run", shown_list(.absent))]
     ReturnsExist { absent: Vec<String> },
     /// Teardown: authored paths would be destroyed.
     #[error("teardown would destroy undeclared work: {} — declare each under `- return:`, or waive it with `--waive PATH=REASON` (or `- waive: PATH — reason`)", shown_list(.lost))]
@@ -208,6 +214,7 @@ impl Refusal for StreamError {
             StatusMismatch { .. } => "status-file-mismatch",
             WaiverWithoutReason { .. } => "waiver-without-reason",
             WaiveMalformed { .. } => "waive-malformed",
+            WaiveAmbiguous { .. } => "waive-ambiguous",
             ReturnPathHostile { .. } => "return-path-hostile",
             ReturnsExist { .. } => "returns-exist",
             ReturnsComplete { .. } => "returns-complete",
@@ -224,12 +231,14 @@ impl Refusal for StreamError {
     }
 }
 
-/// A path as printed to a person: as-is when plain, Rust-escaped and quoted
-/// when it holds a control character (a newline) or leading/trailing spaces,
-/// so a hostile name cannot forge extra report lines.
+/// A path (or a reason) as printed to a person: as-is when it holds no
+/// control character and no leading/trailing space — every path saphan
+/// read from git is already in [`quote`]'s text form, which never does —
+/// else C-quoted by [`quote::encode`], so a hostile name cannot forge extra
+/// report lines or send escape sequences to the terminal.
 pub fn shown(p: &str) -> String {
     if p.chars().any(char::is_control) || p.starts_with(' ') || p.ends_with(' ') {
-        format!("{p:?}")
+        quote::encode(p.as_bytes())
     } else {
         p.to_string()
     }
@@ -305,6 +314,7 @@ pub struct Entry {
     /// The branch, `stream/NAME`.
     pub branch: String,
     /// Absolute path of the stream's worktree.
+    #[serde(with = "quote::path_serde")]
     pub worktree: PathBuf,
     /// Full SHA the stream started from.
     pub base: String,
@@ -314,6 +324,7 @@ pub struct Entry {
     pub state: State,
     /// The archive directory, once torn down.
     #[serde(default)]
+    #[serde(with = "quote::opt_path_serde")]
     pub archive: Option<PathBuf>,
     /// RFC 3339 UTC, once torn down.
     #[serde(default)]
@@ -481,14 +492,16 @@ pub async fn worktrees(repo: &Repo) -> Result<Vec<Worktree>, StreamError> {
     let out = git::git(&repo.top, &["worktree", "list", "--porcelain", "-z"]).await?;
     let mut res: Vec<Worktree> = Vec::new();
     for field in out.stdout.split(|b| *b == 0) {
-        let f = String::from_utf8_lossy(field);
-        if let Some(p) = f.strip_prefix("worktree ") {
+        // The path by its bytes; the other fields are ASCII keywords.
+        if let Some(p) = field.strip_prefix(b"worktree ") {
+            use std::os::unix::ffi::OsStrExt;
             res.push(Worktree {
-                path: PathBuf::from(p),
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(p)),
                 branch: None,
                 locked: false,
             });
         } else if let Some(last) = res.last_mut() {
+            let f = String::from_utf8_lossy(field);
             if let Some(b) = f.strip_prefix("branch ") {
                 last.branch = Some(b.to_string());
             } else if f == "locked" || f.starts_with("locked ") {
@@ -564,11 +577,13 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
                 .map(|w| w.path)
                 .unwrap_or_else(|| repo.top.clone());
             let parent = main.parent().unwrap_or(Path::new("/")).to_path_buf();
-            let base_name = main
+            // The repository's directory name by its bytes, plus `.streams`.
+            let mut dir_name = main
                 .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
+                .map(|n| n.to_os_string())
                 .unwrap_or_else(|| "repo".into());
-            parent.join(format!("{base_name}.streams")).join(&s.name)
+            dir_name.push(".streams");
+            parent.join(dir_name).join(&s.name)
         }
     };
     if std::fs::symlink_metadata(&worktree).is_ok() {
@@ -577,10 +592,18 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
     if let Some(parent) = worktree.parent() {
         std::fs::create_dir_all(parent).map_err(io("create directory", parent))?;
     }
-    let wt = worktree.to_string_lossy().into_owned();
-    git::git(
+    let wt = worktree.as_os_str();
+    git::git_os(
         &repo.top,
-        &["worktree", "add", "--quiet", "-b", &branch, &wt, &base],
+        &[
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            "-b".as_ref(),
+            branch.as_ref(),
+            wt,
+            base.as_ref(),
+        ],
     )
     .await?;
     let entry = Entry {
@@ -618,7 +641,16 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
         save(&repo, &entry)
     };
     if let Err(e) = finish.await {
-        let _ = git::git(&repo.top, &["worktree", "remove", "--force", &wt]).await;
+        let _ = git::git_os(
+            &repo.top,
+            &[
+                "worktree".as_ref(),
+                "remove".as_ref(),
+                "--force".as_ref(),
+                wt,
+            ],
+        )
+        .await;
         let _ = git::git(&repo.top, &["branch", "-D", &branch]).await;
         return Err(e);
     }
@@ -634,6 +666,7 @@ pub struct StatusView {
     /// The branch's current commit (`None` if the branch is gone).
     pub head: Option<String>,
     /// `<worktree>/.saphan/status` (active streams).
+    #[serde(with = "quote::opt_path_serde")]
     pub status_file: Option<PathBuf>,
     /// Whether the status file has a `- return:` field (active streams).
     pub return_field: Option<bool>,
@@ -695,11 +728,11 @@ impl StatusView {
                 } else {
                     s += &format!("  returns   {} declared\n", self.returns.len());
                     for p in &self.returns {
-                        s += &format!("    {p}\n");
+                        s += &format!("    {}\n", shown(p));
                     }
                 }
                 for w in &self.waivers {
-                    s += &format!("  waived    {} — {}\n", w.path, w.reason);
+                    s += &format!("  waived    {} — {}\n", shown(&w.path), shown(&w.reason));
                 }
             }
             State::TornDown => {

@@ -16,11 +16,17 @@
 //! (leading spaces and an optional `- ` bullet are stripped; blank lines
 //! and lines starting with `#` are skipped). A value on the `- return:` line
 //! itself counts as the first path. `- waive:` takes a
-//! path, then ` — ` (or ` -- `), then a reason that must not be empty.
+//! path, then ` — ` (or ` -- `, ` – `), then a reason that must not be
+//! empty; an unquoted path must leave exactly one separator on the line.
+//! A path starting with `"` is C-quoted ([`super::quote`]), so any name —
+//! a newline, `=`, a separator, bytes that are not UTF-8 — can be named
+//! exactly.
 //! Unknown fields are refused, so a misspelt `- retrun:` cannot silently
 //! declare nothing.
 
-use super::StreamError;
+use super::{StreamError, quote};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Directory inside the worktree that holds saphan's stream files.
@@ -67,14 +73,46 @@ pub fn render_initial(stream: &str, base: &str) -> String {
     )
 }
 
-/// Split a waiver value `PATH — reason` (or `PATH -- reason`).
-fn split_waiver(v: &str) -> Option<(&str, &str)> {
-    for sep in [" — ", " -- ", " – "] {
-        if let Some((p, r)) = v.split_once(sep) {
-            return Some((p.trim(), r.trim()));
+/// How a waiver value failed to split.
+enum Split {
+    /// No separator: no reason given.
+    NoReason,
+    /// More than one way to read it, or a malformed quoted path.
+    Bad(String),
+}
+
+/// Split a waiver value `PATH — reason` (or ` -- `, ` – `) into the path's
+/// text form and the reason. A quoted path (`"a — b.log" — reason`, see
+/// [`super::quote`]) ends at its closing quote; an unquoted one must hold
+/// exactly one separator, since `a — b — c` could name `a` or `a — b`.
+fn split_waiver(v: &str) -> Result<(String, &str), Split> {
+    if v.starts_with('"') {
+        let (bytes, rest) = quote::unquote_prefix(v).map_err(Split::Bad)?;
+        let rest = rest.trim_start();
+        for sep in quote::WAIVER_SEPARATORS {
+            if let Some(r) = rest.strip_prefix(sep.trim_start()) {
+                return Ok((quote::encode(&bytes), r.trim()));
+            }
         }
+        return if rest.is_empty() {
+            Err(Split::NoReason)
+        } else {
+            Err(Split::Bad(format!(
+                "after the quoted path comes `{rest}`, not ` — reason`"
+            )))
+        };
     }
-    None
+    let hits: Vec<(usize, &str)> = quote::WAIVER_SEPARATORS
+        .iter()
+        .flat_map(|sep| v.match_indices(sep))
+        .collect();
+    match hits.as_slice() {
+        [] => Err(Split::NoReason),
+        [(at, sep)] => Ok((v[..*at].trim().to_string(), v[at + sep.len()..].trim())),
+        _ => Err(Split::Bad(format!(
+            "`{v}` holds the separator more than once, so it is unclear where the path ends — quote the path: `- waive: \"PATH\" — reason`"
+        ))),
+    }
 }
 
 impl StatusFile {
@@ -142,13 +180,17 @@ impl StatusFile {
                             in_return = true;
                         }
                         "waive" => {
-                            let (p, r) = split_waiver(value).ok_or_else(|| {
-                                StreamError::WaiverWithoutReason {
-                                    file: file.to_path_buf(),
-                                    line: n,
-                                    path: value.to_string(),
+                            let (p, r) = match split_waiver(value) {
+                                Ok(x) => x,
+                                Err(Split::NoReason) => {
+                                    return Err(StreamError::WaiverWithoutReason {
+                                        file: file.to_path_buf(),
+                                        line: n,
+                                        path: value.to_string(),
+                                    });
                                 }
-                            })?;
+                                Err(Split::Bad(why)) => return Err(bad(n, why)),
+                            };
                             if p.is_empty() {
                                 return Err(bad(n, "`- waive:` names no path".into()));
                             }
@@ -160,7 +202,7 @@ impl StatusFile {
                                 });
                             }
                             sf.waivers.push(Waiver {
-                                path: p.to_string(),
+                                path: p,
                                 reason: r.to_string(),
                                 source: "status-file",
                             });
@@ -222,19 +264,21 @@ pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, S
         path: raw.to_string(),
         why,
     };
-    if raw.is_empty() {
+    let bytes =
+        quote::decode(raw).map_err(|why| hostile(format!("it is not a readable path: {why}")))?;
+    if bytes.is_empty() {
         return Err(hostile("the path is empty".into()));
     }
-    if raw.starts_with('/') {
+    if bytes.starts_with(b"/") {
         return Err(hostile(
             "it is absolute; returns are repository-relative".into(),
         ));
     }
-    let mut parts: Vec<&str> = Vec::new();
-    for c in raw.split('/') {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in bytes.split(|b| *b == b'/') {
         match c {
-            "" | "." => {}
-            ".." => return Err(hostile("it climbs out with `..`".into())),
+            b"" | b"." => {}
+            b".." => return Err(hostile("it climbs out with `..`".into())),
             c => parts.push(c),
         }
     }
@@ -243,7 +287,7 @@ pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, S
             "it names the worktree itself, not a path in it".into(),
         ));
     }
-    if parts[0] == ".git" {
+    if parts[0] == b".git" {
         return Err(hostile("it points into git's own files (.git)".into()));
     }
     // Walk the prefixes that exist on disk; any symlink among them must
@@ -255,7 +299,7 @@ pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, S
         &parts[..parts.len() - 1]
     };
     for c in walk {
-        cur.push(c);
+        cur.push(OsStr::from_bytes(c));
         let meta = match std::fs::symlink_metadata(&cur) {
             Ok(m) => m,
             Err(_) => break,
@@ -289,7 +333,7 @@ pub fn check_path(root: &Path, raw: &str, follow_last: bool) -> Result<String, S
             }
         }
     }
-    Ok(parts.join("/"))
+    Ok(quote::encode(&parts.join(&b'/')))
 }
 
 /// Resolve `.` and `..` without touching the filesystem.
@@ -307,12 +351,13 @@ fn lexical_normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// Does `path` lie at or under `prefix` (both normalized, `/`-separated)?
+/// Does `path` lie at or under `prefix` (both normalized, `/`-separated,
+/// in the text form of [`quote`]; compared by their bytes)?
 pub fn covers(prefix: &str, path: &str) -> bool {
+    let (prefix, path) = (quote::os(prefix), quote::os(path));
+    let (prefix, path) = (prefix.as_os_str().as_bytes(), path.as_os_str().as_bytes());
     path == prefix
-        || (path.len() > prefix.len()
-            && path.starts_with(prefix)
-            && path.as_bytes()[prefix.len()] == b'/')
+        || (path.len() > prefix.len() && path.starts_with(prefix) && path[prefix.len()] == b'/')
 }
 
 #[cfg(test)]
@@ -393,6 +438,47 @@ mod tests {
         let sf = p("\u{feff}- stream: s\n- return:\n  a\n").unwrap();
         assert_eq!(sf.stream.as_deref(), Some("s"));
         assert_eq!(sf.returns.unwrap(), vec!["a"]);
+    }
+
+    #[test]
+    fn waivers_name_one_path_quoted_or_not() {
+        let sf =
+            p("- waive: \"a — b.log\" — scratch — really\n- waive: \"caf\\351\" -- x\n").unwrap();
+        assert_eq!(sf.waivers[0].path, "\"a — b.log\"");
+        assert_eq!(sf.waivers[0].reason, "scratch — really");
+        assert_eq!(quote::decode(&sf.waivers[1].path).unwrap(), b"caf\xe9");
+        assert_eq!(
+            p("- waive: a — b.log — scratch\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        assert_eq!(
+            p("- waive: \"a\"\n").unwrap_err().name(),
+            "waiver-without-reason"
+        );
+        assert_eq!(
+            p("- waive: \"a\" scratch\n").unwrap_err().name(),
+            "status-file-malformed"
+        );
+        let root = Path::new("/nonexistent-root");
+        assert_eq!(
+            check_path(root, "\"a/./b\\n\"", true).unwrap(),
+            "\"a/b\\n\""
+        );
+        assert_eq!(check_path(root, "\"\\377\"", true).unwrap(), "\"\\377\"");
+        assert_eq!(
+            check_path(root, "\"../x\"", true).unwrap_err().name(),
+            "return-path-hostile"
+        );
+        assert_eq!(
+            check_path(root, "\"open", true).unwrap_err().name(),
+            "return-path-hostile"
+        );
+    }
+
+    #[test]
+    fn covers_compares_bytes() {
+        assert!(covers("a", "\"a/\\377\""));
+        assert!(!covers("\"a=b\"", "a/x"));
     }
 
     #[test]

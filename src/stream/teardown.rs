@@ -19,6 +19,7 @@
 //!    what the operator already decided. The branch is kept.
 
 use super::gate::{self, Outcome, ReturnEntry, Waived, Where};
+use super::quote::os;
 use super::status::{STATUS_FILE, Waiver, covers};
 use super::{State, StreamError, io, shown};
 use crate::fsutil::sha256_file;
@@ -55,6 +56,7 @@ pub struct ArchivedLink {
     /// Repository-relative path.
     pub path: String,
     /// The link's target, as written in the link.
+    #[serde(with = "super::quote::path_serde")]
     pub target: PathBuf,
 }
 
@@ -72,6 +74,7 @@ pub struct ArchiveManifest {
     /// The branch's commit at teardown.
     pub head: String,
     /// The removed worktree.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree: PathBuf,
     /// RFC 3339 UTC.
     pub archived_at: String,
@@ -100,27 +103,47 @@ pub struct Teardown {
     /// The stream.
     pub stream: String,
     /// `SAPHAN_HOME/archive/<stream>/<timestamp>`.
+    #[serde(with = "super::quote::path_serde")]
     pub archive: PathBuf,
     /// The manifest written there.
     pub manifest: ArchiveManifest,
     /// The worktree that was removed.
+    #[serde(with = "super::quote::path_serde")]
     pub worktree_removed: PathBuf,
     /// The branch, kept.
     pub branch_kept: String,
 }
 
-/// Parse `PATH=REASON`.
+/// Parse `PATH=REASON`. A path that holds `=` (or any odd character) is
+/// written quoted (`"a=b.log"=REASON`, see [`super::quote`]); an unquoted
+/// `PATH=REASON` must hold exactly one `=`, since `a=b.log=x` could waive
+/// `a` or `a=b.log`.
+///
+/// Errors: [`StreamError::WaiveMalformed`], [`StreamError::WaiveAmbiguous`].
 pub fn parse_waive(arg: &str) -> Result<Waiver, StreamError> {
-    match arg.split_once('=') {
-        Some((p, r)) if !p.trim().is_empty() && !r.trim().is_empty() => Ok(Waiver {
-            path: p.trim().to_string(),
-            reason: r.trim().to_string(),
-            source: "command-line",
-        }),
-        _ => Err(StreamError::WaiveMalformed {
-            arg: arg.to_string(),
-        }),
+    let malformed = || StreamError::WaiveMalformed { arg: shown(arg) };
+    let (path, reason) = if arg.starts_with('"') {
+        let (bytes, rest) = super::quote::unquote_prefix(arg).map_err(|_| malformed())?;
+        let reason = rest.strip_prefix('=').ok_or_else(malformed)?;
+        (super::quote::encode(&bytes), reason)
+    } else {
+        match arg.matches('=').count() {
+            0 => return Err(malformed()),
+            1 => {
+                let (p, r) = arg.split_once('=').expect("one `=`");
+                (p.trim().to_string(), r)
+            }
+            _ => return Err(StreamError::WaiveAmbiguous { arg: shown(arg) }),
+        }
+    };
+    if path.is_empty() || reason.trim().is_empty() {
+        return Err(malformed());
     }
+    Ok(Waiver {
+        path,
+        reason: reason.trim().to_string(),
+        source: "command-line",
+    })
 }
 
 /// Archive, verify, remove. See the module docs for the order.
@@ -231,12 +254,12 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
     for e in &entries {
         match e {
             ReturnEntry::Dir { rel } => {
-                let d = files_dir.join(rel);
+                let d = files_dir.join(os(rel));
                 std::fs::create_dir_all(&d).map_err(io("create directory", &d))?;
                 manifest.dirs.push(rel.clone());
             }
             ReturnEntry::Symlink { rel, target } => {
-                let d = files_dir.join(rel);
+                let d = files_dir.join(os(rel));
                 if let Some(p) = d.parent() {
                     std::fs::create_dir_all(p).map_err(io("create directory", p))?;
                 }
@@ -247,7 +270,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
                 });
             }
             ReturnEntry::File { rel, src } => {
-                let d = files_dir.join(rel);
+                let d = files_dir.join(os(rel));
                 if let Some(p) = d.parent() {
                     std::fs::create_dir_all(p).map_err(io("create directory", p))?;
                 }
@@ -283,7 +306,7 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
     crate::fsutil::atomic_write(&staging.path().join("manifest.json"), text.as_bytes())?;
     // Verify the whole staged copy against the manifest once more.
     for f in &manifest.files {
-        let p = files_dir.join(&f.path);
+        let p = files_dir.join(os(&f.path));
         let got = sha256_file(&p).map_err(io("read", &p))?;
         if got != f.sha256 {
             return Err(StreamError::ArchiveVerifyFailed {
@@ -344,8 +367,16 @@ pub async fn teardown(home: &Home, s: &TeardownSettings) -> Result<Teardown, Str
         .map(|w| w.path)
         .find(|p| !is_root(p))
         .unwrap_or_else(|| repo.common_dir.clone());
-    let wt = root.to_string_lossy().into_owned();
-    git::git(&from, &["worktree", "remove", "--force", &wt]).await?;
+    git::git_os(
+        &from,
+        &[
+            "worktree".as_ref(),
+            "remove".as_ref(),
+            "--force".as_ref(),
+            root.as_os_str(),
+        ],
+    )
+    .await?;
     // Tidy the default `<repo>.streams/` parent once its last stream is gone
     // (remove_dir only removes an empty directory).
     if let Some(parent) = root.parent()
@@ -378,13 +409,17 @@ impl Teardown {
             self.archive.display()
         );
         for f in &m.files {
-            s += &format!("    {}  {}\n", f.sha256, f.path);
+            s += &format!("    {}  {}\n", f.sha256, shown(&f.path));
         }
         if !m.return_field {
             s += "  the status file had no `- return:` field: nothing was declared\n";
         }
         for w in &m.waived {
-            s += &format!("  dropped (waived): {} — {}\n", shown(&w.path), w.reason);
+            s += &format!(
+                "  dropped (waived): {} — {}\n",
+                shown(&w.path),
+                shown(&w.reason)
+            );
         }
         for p in &m.committed_undeclared {
             s += &format!(
@@ -404,5 +439,32 @@ impl Teardown {
             self.branch_kept
         );
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Refusal;
+
+    #[test]
+    fn a_waive_argument_names_one_path() {
+        assert_eq!(parse_waive("x.log=debug").unwrap().path, "x.log");
+        let w = parse_waive("\"a=b.log\"=scratch=old").unwrap();
+        assert_eq!(
+            (w.path.as_str(), w.reason.as_str()),
+            ("\"a=b.log\"", "scratch=old")
+        );
+        assert_eq!(
+            parse_waive("a=b.log=x").unwrap_err().name(),
+            "waive-ambiguous"
+        );
+        for bad in ["x.log", "=r", "x=", "\"a\"r", "\"a=r"] {
+            assert_eq!(
+                parse_waive(bad).unwrap_err().name(),
+                "waive-malformed",
+                "{bad}"
+            );
+        }
     }
 }
