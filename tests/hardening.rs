@@ -253,6 +253,36 @@ fn ledger_files_are_private_and_a_deleted_ledger_is_not_silently_restarted() {
     assert_eq!(rows(&env)[0]["seq"], 1);
 }
 
+/// The refusal of a deleted ledger never fires on a brand-new one: several
+/// machines measured at once by one process, or several processes at once,
+/// all appending the very first rows, leave one chain and no refusal.
+#[test]
+fn first_appends_at_once_are_not_mistaken_for_a_deleted_ledger() {
+    let Some((_lab, env)) = lab_env() else { return };
+    let o = env.run(&["machine", "measure", "--machine", "here,m0,m1,m2"]);
+    assert_code(&o, 0);
+    assert_eq!(rows(&env).len(), 4);
+    let Some((_lab, env)) = lab_env() else { return };
+    let kids: Vec<_> = ["here", "m0", "m1", "m2"]
+        .iter()
+        .map(|m| {
+            env.cmd()
+                .args(["machine", "measure", "--machine", m])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        assert_code(&k.wait_with_output().unwrap(), 0);
+    }
+    let all = rows(&env);
+    assert_eq!(all.len(), 4);
+    for (i, r) in all.iter().enumerate() {
+        assert_eq!(r["seq"], i as u64 + 1);
+    }
+}
+
 // ------------------------------------------------------------------ item 3
 
 /// A version command that prints terminal escapes (set the title, erase the

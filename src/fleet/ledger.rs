@@ -615,19 +615,30 @@ impl Ledger {
         let path = home.ledger();
         let key_path = home.signing_key();
         check_home_dirs(&ledger_dirs(&path))?;
-        let key = load_key(&key_path)?;
-        check_home_dirs(&[key_path.parent().unwrap_or(Path::new("."))])?;
-        check_home_dirs(&[&path, &head_path(&path), &key_path])?;
         // The shared lock is held until the head is read too, so an append
         // in between cannot make the two disagree.
-        let (text, _guard) = match std::fs::File::open(&path) {
-            Ok(mut f) => {
-                f.lock_shared().map_err(io_err("lock", &path))?;
-                (read_all(&mut f, &path)?, Some(f))
+        let read = || -> crate::error::Result<(String, Option<std::fs::File>)> {
+            match std::fs::File::open(&path) {
+                Ok(mut f) => {
+                    f.lock_shared().map_err(io_err("lock", &path))?;
+                    Ok((read_all(&mut f, &path)?, Some(f)))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((String::new(), None)),
+                Err(e) => Err(io_err("read", &path)(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
-            Err(e) => return Err(io_err("read", &path)(e)),
         };
+        // The key is read after the ledger is locked: a first append creates
+        // the ledger file, then (under its lock) the key, then the row — so
+        // a key seen here with no ledger file seen a moment ago means the
+        // file appeared since: read it again.
+        let (mut text, mut guard) = read()?;
+        let key = load_key(&key_path)?;
+        if key.is_some() && guard.is_none() {
+            (text, guard) = read()?;
+        }
+        let _guard = guard;
+        check_home_dirs(&[key_path.parent().unwrap_or(Path::new("."))])?;
+        check_home_dirs(&[&path, &head_path(&path), &key_path])?;
         let lines = split_lines(&path, &text)?;
         let Some(key) = key else {
             if lines.is_empty() && !head_path(&path).exists() {
@@ -713,14 +724,6 @@ impl Ledger {
     pub fn append(&self, row: Row) -> crate::error::Result<()> {
         use std::io::Write;
         check_home_dirs(&ledger_dirs(&self.path))?;
-        let (key, key_was_there) = {
-            let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
-            let was = k.is_some();
-            if k.is_none() {
-                *k = Some(load_or_create_key(&self.key_path)?);
-            }
-            (k.clone().expect("key loaded"), was)
-        };
         let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
@@ -736,6 +739,18 @@ impl Ledger {
             .map_err(io_err("open for append", &self.path))?;
         check_home_dirs(&[&self.path, &head_path(&self.path), &self.key_path])?;
         f.lock().map_err(io_err("lock", &self.path))?;
+        // The key is created under the ledger's lock, after the file exists
+        // and before the first row, so no reader ever sees a fresh key with
+        // no ledger file. A key that was there before this append, with no
+        // rows and no head, is a deleted ledger (refused below).
+        let (key, key_was_there) = {
+            let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
+            let was = k.is_some() || self.key_path.exists();
+            if k.is_none() {
+                *k = Some(load_or_create_key(&self.key_path)?);
+            }
+            (k.clone().expect("key loaded"), was)
+        };
         let text = read_all(&mut f, &self.path)?;
         let lines = split_lines(&self.path, &text)?;
         let vk = key.verifying_key();
