@@ -81,8 +81,10 @@ pub struct Outcome {
     pub record: Record,
     /// Where it was appended.
     pub attempts: PathBuf,
-    /// What happened to the verified pointer.
-    pub pointer: Option<String>,
+    /// What happened to the verified pointer: `moved`, or `unchanged: <why>`
+    /// (on every verdict — a red or failed measurement reads
+    /// `unchanged: <sha> is not green`).
+    pub pointer: String,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
 }
@@ -147,18 +149,13 @@ pub async fn certify(
         }
         .into());
     }
-    crate::suite::preflight_local(&suite, catalog, in_tree)?;
+    crate::suite::preflight_local(&suite, catalog, &sha, in_tree)?;
     let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
     let _lock = record::Lock::acquire(&repo, interrupt).await?;
-    // Under the lock one certification of this repository runs at a time,
-    // so its scratch worktree can live at one stable path: a fresh detached
-    // checkout every attempt, but at the same directory, which keeps
-    // directory-keyed build caches (Go's) warm.
-    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
     let scratch = repo
-        .scratch_worktree_at(&home.scratch(&key[..16]), &sha)
+        .scratch_worktree_at(&scratch_path(home, &repo), &sha)
         .await?;
     watch.running(&sha, &suite.argv, &budget);
     let run = measure::run_then_remove(
@@ -197,11 +194,12 @@ pub async fn certify(
     record::append(&attempts, &record)?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
-        Some("unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".to_string())
+        "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA"
+            .to_string()
     } else if record.verdict == Verdict::Green {
-        Some(record::advance_verified(&repo, &sha, trunk.as_deref()).await?)
+        record::advance_verified(&repo, &sha, trunk.as_deref()).await?
     } else {
-        None
+        format!("unchanged: {sha} is not green")
     };
     Ok(Outcome {
         record,
@@ -209,6 +207,19 @@ pub async fn certify(
         pointer,
         stderr_tail: run.stderr_tail,
     })
+}
+
+/// The one scratch worktree path of `repo` (keyed by its git common dir,
+/// so every worktree of one repository shares it):
+/// `SAPHAN_HOME/scratch/<16 hex>/tree`. Only a holder of the repository
+/// lock ([`record::Lock`]) may check out there — certify, verify-affected,
+/// verify-union and verify-stream all do — so one measurement at a time
+/// uses it: a fresh detached checkout every attempt, but at the same
+/// directory, which keeps directory-keyed build caches (Go's) warm across
+/// attempts and across those verbs.
+pub fn scratch_path(home: &Home, repo: &Repo) -> PathBuf {
+    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
+    home.scratch(&key[..16])
 }
 
 /// The records of the repository containing `repo`, and where they live.

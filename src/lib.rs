@@ -22,6 +22,7 @@ pub mod platform;
 pub mod provision;
 pub mod record;
 pub mod report;
+pub mod status;
 pub mod stepgo;
 pub mod stream;
 pub mod suite;

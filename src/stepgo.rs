@@ -198,7 +198,7 @@ pub async fn verify_stream(
         timeout: None,
         source: SuiteSource::DefaultGo,
     };
-    crate::suite::preflight_local(&test_suite, catalog, |_| false)?;
+    crate::suite::preflight_local(&test_suite, catalog, &sha, |_| false)?;
     let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
     crate::provision::preflight(&provisions)?;
     let budget = step_budget(&cfg);
@@ -221,7 +221,10 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let scratch = repo.scratch_worktree(&sha).await?;
+    let _lock = crate::record::Lock::acquire(&repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &sha)
+        .await?;
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;

@@ -239,10 +239,15 @@ pub async fn verify_union(
     }
     let union = build_union(&repo, &base, &heads).await?;
     let tree_files = repo.tree_files(&union).await?;
-    crate::suite::preflight_local(&suite, catalog, |p| tree_files.iter().any(|f| f == p))?;
+    crate::suite::preflight_local(&suite, catalog, &union, |p| {
+        tree_files.iter().any(|f| f == p)
+    })?;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
-    let scratch = repo.scratch_worktree(&union).await?;
+    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &union)
+        .await?;
     let run = measure::run_then_remove(
         scratch,
         measure::Plan {

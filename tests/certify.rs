@@ -212,8 +212,20 @@ fn relative_suite_program_missing_from_the_sha_is_refused() {
     env.write_config("[verify.full]\nargv = \"./missing.sh\"\n");
     let repo = Repo::new(&[("a.txt", "a")]);
     let o = env.run(&["certify", "--repo", &repo.path_str()]);
-    assert_code(&o, 2);
-    assert!(text(&o).1.contains("verification-toolchain-absent"));
+    let err = common::assert_refused(&o, "suite-program-not-in-commit");
+    let sha = repo.head();
+    assert!(
+        err.contains("`./missing.sh` is a path inside the repository")
+            && err.contains(&format!("commit {sha} does not carry it"))
+            && err.contains("`missing.sh`")
+            && !err.contains("NO INSTALL COMMAND"),
+        "{err}"
+    );
+    assert!(
+        !repo.path().join(".git/saphan").exists(),
+        "no lock, no record"
+    );
+    assert_only_main_worktree(&repo);
 }
 
 #[test]

@@ -206,7 +206,7 @@ fn usage_errors_are_one_prefixed_line_and_json_under_json() {
     assert!(out.is_empty(), "{out}");
     assert_eq!(
         err,
-        "saphan: usage: unexpected argument '--bogus' found — see `saphan certify --help`\n"
+        "saphan: usage: unexpected argument '--bogus' found — see `saphan certify --help`\n  Usage: saphan certify [OPTIONS]\n"
     );
     let o = env.run(&["--json", "certify", "--bogus"]);
     assert_code(&o, 2);

@@ -283,11 +283,15 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
     if suite.argv.is_empty() || suite.argv[0].is_empty() {
         return Err(AffectedError::NoArgv.into());
     }
-    run_adapter(&repo, &config, &suite, changed, &mut res, interrupt).await?;
+    run_adapter(
+        &s.home, &repo, &config, &suite, changed, &mut res, interrupt,
+    )
+    .await?;
     Ok(res)
 }
 
 async fn run_adapter(
+    home: &Home,
     repo: &Repo,
     cfg: &Config,
     declared: &Suite,
@@ -341,7 +345,13 @@ async fn run_adapter(
     .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned()))
     .collect();
 
-    let scratch = repo.scratch_worktree(&res.head).await?;
+    // Under the repository lock, at the repository's one stable scratch
+    // path (certify's): Go's build cache is keyed by directory, so a fresh
+    // random path every run would make every run cold.
+    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
+    let scratch = repo
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &res.head)
+        .await?;
     let stream_path = private.path().join("stdout");
     let run = measure::run_then_remove(
         scratch,

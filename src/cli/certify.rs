@@ -114,6 +114,11 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
+        // The human output shows the suite's last stderr lines on a
+        // non-green verdict; so does the JSON.
+        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
+            v["stderr_tail"] = serde_json::json!(o.stderr_tail.trim_end());
+        }
         out_json(&v);
     } else {
         let mut s = format!(
@@ -144,22 +149,18 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         }
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
-        match o.pointer.as_deref() {
-            Some("moved") => s.push_str(&format!(
+        if o.pointer == "moved" {
+            s.push_str(&format!(
                 "verified: {} -> {} (moved)\n",
                 crate::record::VERIFIED_REF,
                 r.sha
-            )),
-            Some(why) => s.push_str(&format!(
+            ));
+        } else {
+            s.push_str(&format!(
                 "verified: {} not moved ({})\n",
                 crate::record::VERIFIED_REF,
-                why.trim_start_matches("unchanged: ")
-            )),
-            None => s.push_str(&format!(
-                "verified: {} not moved ({} is not green)\n",
-                crate::record::VERIFIED_REF,
-                r.sha
-            )),
+                o.pointer.trim_start_matches("unchanged: ")
+            ));
         }
         out(&s);
         if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {

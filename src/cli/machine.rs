@@ -68,7 +68,7 @@ pub struct ProbeArgs {
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like 30s or 2m: {e}"))
+    crate::config::schema::humantime_parse(s)
 }
 
 /// Run `machine …`.
@@ -184,12 +184,21 @@ fn show(ctx: &Ctx, id: &str) -> Result<Exit> {
             v["platform_ids"] = json!(f.platform_ids());
             v
         });
-        out_json(&json!({
+        let mut v = json!({
             "machine": row,
             "freshness_window": window_s,
             "facts": facts_json,
             "capabilities": caps_json,
-        }));
+        });
+        // The human output's "never measured — run: …" line.
+        if facts.is_none() {
+            v["measure"] = json!(crate::fleet::remedy::measure_line(
+                &ctx.home,
+                ctx.catalog.as_deref(),
+                id
+            ));
+        }
+        out_json(&v);
         return Ok(Exit::Ok);
     }
     let mut s = format!(

@@ -19,6 +19,8 @@ pub mod catalog;
 pub mod config;
 pub mod init;
 pub mod machine;
+pub mod shell;
+pub mod status;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.
@@ -67,6 +69,12 @@ pub enum Command {
     },
     // Help text: the doc comment of the Args type.
     Adapter(affected::AdapterArgs),
+    // Help text: the doc comment of the Args type.
+    Status(status::StatusArgs),
+    // Help text: the doc comment of the Args type.
+    Completions(shell::CompletionsArgs),
+    // Help text: the doc comment of the Args type.
+    Man(shell::ManArgs),
 }
 
 /// What every verb gets besides its own arguments.
@@ -140,6 +148,9 @@ async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
         Command::Adapter(a) => affected::adapter(a),
         Command::VerifyUnion(a) => union::verify_union(&ctx, a).await,
         Command::VerifyStream(a) => union::verify_stream(&ctx, a).await,
+        Command::Status(a) => status::run(&ctx, a).await,
+        Command::Completions(a) => shell::completions(a),
+        Command::Man(a) => shell::man(&ctx, a),
     }
 }
 
@@ -166,17 +177,39 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ExitCode::from(Exit::Refusal as u8)
 }
 
-/// The one usage line for a parse error of `args` (without the program
-/// name), and whether `--json` was among them.
+/// The usage refusal for a parse error of `args` (without the program
+/// name), and whether `--json` was among them. The first line is
+/// `saphan: usage: <what> — see `saphan <verb> --help``; when clap's first
+/// line ends in `:` (the missing arguments follow it) the names it lists are
+/// joined onto it. Every other line clap printed (its `tip:` lines, possible
+/// values, the `Usage:` line) follows, indented two spaces, except its
+/// closing "For more information, try '--help'." which the first line says.
 fn usage_line(e: &clap::Error, args: &[String]) -> (String, bool) {
     use clap::CommandFactory;
     let rendered = e.render().to_string();
-    let first = rendered
+    let mut lines = rendered
         .lines()
+        .map(str::trim_end)
+        .skip_while(|l| l.trim().is_empty())
+        .peekable();
+    let first = lines
+        .next()
         .map(str::trim)
-        .find(|l| !l.is_empty())
         .unwrap_or("the arguments could not be parsed");
-    let what = first.strip_prefix("error: ").unwrap_or(first);
+    let mut what = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if what.ends_with(':') {
+        let mut named = Vec::new();
+        while let Some(l) = lines.next_if(|l| l.starts_with(' ') && !l.trim().is_empty()) {
+            named.push(l.trim().to_string());
+        }
+        if !named.is_empty() {
+            what = format!("{what} {}", named.join(", "));
+        }
+    }
+    let hints: Vec<String> = lines
+        .filter(|l| !l.trim().is_empty() && !l.trim().starts_with("For more information, try"))
+        .map(|l| format!("  {}", l.trim()))
+        .collect();
     let until_dashdash = args.iter().take_while(|a| a.as_str() != "--");
     let json = until_dashdash.clone().any(|a| a == "--json");
     // The verb path: each argument that names a subcommand of the last one.
@@ -197,7 +230,12 @@ fn usage_line(e: &clap::Error, args: &[String]) -> (String, bool) {
         help.push(' ');
         help.push_str(v);
     }
-    (format!("saphan: usage: {what} — see `{help} --help`"), json)
+    let mut line = format!("saphan: usage: {what} — see `{help} --help`");
+    for h in hints {
+        line.push('\n');
+        line.push_str(&h);
+    }
+    (line, json)
 }
 
 /// Parse the command line, run the verb, print any error, return the exit code.

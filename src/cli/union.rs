@@ -96,9 +96,19 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     }
     t.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
-    t.push_str("verified pointer: unchanged (verify-union never moves it)\n");
+    t.push_str(&pointer_line(r));
     out(&t);
     Ok(r.verdict.exit())
+}
+
+/// The human form of the record's `verified_pointer` (`unchanged: <why>`
+/// → `verified pointer: unchanged (<why>)`), so both outputs say one thing.
+fn pointer_line(r: &crate::record::Record) -> String {
+    let p = r.verified_pointer.as_deref().unwrap_or("unchanged");
+    match p.split_once(": ") {
+        Some((word, why)) => format!("verified pointer: {word} ({why})\n"),
+        None => format!("verified pointer: {p}\n"),
+    }
 }
 
 struct Progress(bool);
@@ -124,7 +134,12 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     let o = stepgo::verify_stream(&ctx.home, &catalog, &s, &watch, &interrupt).await?;
     let r = &o.record;
     if ctx.json {
-        out_json(&serde_json::to_value(r).expect("records serialize"));
+        let mut v = serde_json::to_value(r).expect("records serialize");
+        // The human output's `note:` about uncommitted edits.
+        if let Some(d) = &o.dirty {
+            v["dirty"] = serde_json::json!(d);
+        }
+        out_json(&v);
         return Ok(r.verdict.exit());
     }
     let budget = format!(
@@ -175,6 +190,7 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     }
     t.push_str(&format!("result: {}\n", r.verdict.as_str()));
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
+    t.push_str(&pointer_line(r));
     out(&t);
     Ok(r.verdict.exit())
 }

@@ -253,11 +253,27 @@ pub fn argv_from_value(v: &toml_edit::Value) -> Result<Vec<String>, String> {
 /// Parse a duration such as `20m`, `90s`, `1h30m` (humantime syntax). Zero
 /// is refused: a budget of nothing measures nothing.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim()).map_err(|e| e.to_string())?;
+    let d = humantime_parse(s)?;
     if d.is_zero() {
         return Err("a zero duration is no budget at all".into());
     }
     Ok(d)
+}
+
+/// humantime's parse of `s` (trimmed), with an error that names the
+/// input. A bare number gets a hint every saphan duration accepts —
+/// `5` → "write 5s (seconds) or 5m (minutes)" — rather than humantime's
+/// own "for example 5sec or 5ms", which the one-second floors refuse.
+pub fn humantime_parse(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    humantime::parse_duration(t).map_err(|e| match e {
+        humantime::DurationError::UnknownUnit { unit, value, .. } if unit.is_empty() => {
+            format!(
+                "`{t}` is not a duration: {value} has no unit — write {value}s (seconds) or {value}m (minutes)"
+            )
+        }
+        e => format!("`{t}` is not a duration like 30s, 20m or 1h30m ({e})"),
+    })
 }
 
 /// The shortest suite budget accepted: one second.
@@ -271,8 +287,7 @@ pub const BUDGET_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
 /// the range.
 pub fn parse_budget(s: &str) -> Result<Duration, String> {
     let range = "a budget must be between 1s and 30d";
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{}` is not a duration ({e}); {range}", s.trim()))?;
+    let d = humantime_parse(s).map_err(|e| format!("{e}; {range}"))?;
     if d < BUDGET_MIN {
         return Err(format!("`{}` is too short; {range}", s.trim()));
     }

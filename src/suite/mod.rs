@@ -77,6 +77,16 @@ pub enum SuiteError {
         catalog_row: String,
         install: String,
     },
+    /// argv[0] is a path inside the repository (`./ci/test.sh`) and the
+    /// commit being measured has no file there: nothing to install.
+    #[error(
+        "the suite's program `{token}` is a path inside the repository, and commit {sha} does not carry it (its tree has no `{path}`) — nothing to install: commit the script at that path, or point verify.full.argv at a program the commit carries or this machine has, then re-run"
+    )]
+    ProgramNotInCommit {
+        token: String,
+        path: String,
+        sha: String,
+    },
 }
 
 impl Refusal for SuiteError {
@@ -84,6 +94,7 @@ impl Refusal for SuiteError {
         match self {
             SuiteError::NoSuite(_) => "trunkcert",
             SuiteError::ToolchainAbsent { .. } => "verification-toolchain-absent",
+            SuiteError::ProgramNotInCommit { .. } => "suite-program-not-in-commit",
         }
     }
 }
@@ -163,10 +174,13 @@ fn no_suite_text(top: &Path, verb: &str, detected: Option<stack::Proposal>) -> S
 /// command for the local platform (from /etc/os-release).
 ///
 /// A relative token with a `/` (`./run-tests.sh`) names a file of the tree
-/// itself: `in_tree` says whether the measured SHA carries it.
+/// itself: `in_tree` says whether the measured commit `sha` carries it, and
+/// when it does not the refusal is [`SuiteError::ProgramNotInCommit`]
+/// (`suite-program-not-in-commit`), not a toolchain to install.
 pub fn preflight_local(
     suite: &ResolvedSuite,
     catalog: &Catalog,
+    sha: &str,
     in_tree: impl Fn(&str) -> bool,
 ) -> Result<(), SuiteError> {
     let token = suite.argv.first().cloned().unwrap_or_default();
@@ -175,6 +189,11 @@ pub fn preflight_local(
         if in_tree(rel) {
             return Ok(());
         }
+        return Err(SuiteError::ProgramNotInCommit {
+            path: rel.to_string(),
+            token,
+            sha: sha.to_string(),
+        });
     } else if crate::exec::which(&token).is_some() {
         return Ok(());
     }

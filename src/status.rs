@@ -1,0 +1,292 @@
+//! `saphan status`: one screen of a repository's trunk state, read from what
+//! exists — the refs, the attempt records, config-v1, the fleet's machine
+//! rows and its signed ledger. It measures nothing, runs no suite and
+//! connects to no machine; every value it shows was written by another verb.
+//!
+//! The operator's guide is `docs/status.md`.
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::error::Result;
+use crate::fleet::ledger::{self, Ledger, Outcome};
+use crate::fleet::machines::Machines;
+use crate::git::Repo;
+use crate::home::Home;
+use crate::record::{self, Record};
+use crate::report::Verdict;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The whole status of one repository, as `--json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The repository's top directory.
+    pub repo: PathBuf,
+    /// The trunk ref (`refs/heads/main`), `None` when none is known.
+    pub trunk: Option<String>,
+    /// The trunk's head SHA.
+    pub trunk_head: Option<String>,
+    /// `refs/saphan/verified`, `None` when it was never moved.
+    pub verified: Option<String>,
+    /// Trunk commits the verified SHA does not contain
+    /// (`git rev-list --count <verified>..<trunk>`; every trunk commit when
+    /// nothing is verified yet). `None` when there is no trunk.
+    pub unverified_commits: Option<u64>,
+    /// `<common>/saphan/attempts.jsonl`.
+    pub attempts: PathBuf,
+    /// Lines of it that are not records.
+    pub corrupt_lines: Vec<usize>,
+    /// The last `certify` attempt on each machine, by machine id.
+    pub last_attempts: Vec<Attempt>,
+    /// The last red `certify` attempt (any machine).
+    pub last_red: Option<Attempt>,
+    /// The fleet's readiness for the declared suite.
+    pub fleet: Fleet,
+}
+
+/// One attempt as status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// The record id.
+    pub id: String,
+    /// The machine id (`local` or a fleet id).
+    pub machine: String,
+    /// The SHA measured.
+    pub sha: String,
+    /// `green` | `red` | `measurement-failed`.
+    pub verdict: Verdict,
+    /// Why a measurement failed (`timeout`, `crash`, `report` …).
+    pub failure: Option<String>,
+    /// Tests that ran, or `"unavailable"`.
+    pub count: record::Avail<u64>,
+    /// When it finished (RFC 3339 UTC).
+    pub finished_at: String,
+    /// Wall time of the suite in seconds.
+    pub suite_seconds: f64,
+    /// Failing test names, or `"unavailable"`.
+    pub named_tests: record::Avail<Vec<String>>,
+}
+
+impl Attempt {
+    fn of(r: &Record) -> Attempt {
+        Attempt {
+            id: r.id.clone(),
+            machine: r.machine.clone(),
+            sha: r.sha.clone(),
+            verdict: r.verdict,
+            failure: r.failure.clone(),
+            count: r.count.clone(),
+            finished_at: r.finished_at.clone(),
+            suite_seconds: r.suite_seconds,
+            named_tests: r.named_tests.clone(),
+        }
+    }
+    /// The count as a person reads it.
+    pub fn count_words(&self) -> String {
+        crate::report::count_words(self.count.value())
+    }
+}
+
+/// The fleet's readiness, from `fleet/machines.toml` and the ledger.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fleet {
+    /// The suite's program (`verify.full.argv[0]`, or default-go's `go`),
+    /// `None` when no suite is declared and trunk carries no go.mod.
+    pub program: Option<String>,
+    /// The catalog capability that program maps to, when one does.
+    pub capability: Option<String>,
+    /// The freshness window in seconds (`[fleet] freshness`, default 24 h).
+    pub freshness_seconds: Option<u64>,
+    /// One entry per machine row.
+    pub machines: Vec<MachineStatus>,
+    /// Why the fleet could not be read (a malformed machines.toml, a
+    /// ledger that fails verification): `{ "error", "message" }`.
+    pub error: Option<serde_json::Value>,
+}
+
+/// One fleet machine's rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineStatus {
+    /// The machine id.
+    pub machine: String,
+    /// The latest facts row: `fresh`, `stale` or `none`.
+    pub facts: Freshness,
+    /// When those facts were measured.
+    pub facts_measured_at: Option<String>,
+    /// The latest row of the suite's capability: `fresh` (and `present`),
+    /// `stale`, `not-present` (fresh but absent or failed) or `none`; `None`
+    /// when the program maps to no catalog capability.
+    pub toolchain: Option<Freshness>,
+    /// That row's outcome (`present`, `absent`, `failed`).
+    pub toolchain_outcome: Option<String>,
+    /// When it was probed.
+    pub toolchain_measured_at: Option<String>,
+    /// True when the machine lacks a fresh facts row or a fresh `present`
+    /// toolchain row: it needs `machine measure` / `machine probe`.
+    pub needs_attention: bool,
+}
+
+/// How current a ledger row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Freshness {
+    /// Within the freshness window (and, for a capability, `present` against
+    /// the current catalog entry).
+    Fresh,
+    /// Older than the window, or probed against a catalog entry that changed.
+    Stale,
+    /// Fresh, but the probe found the program absent or failing.
+    NotPresent,
+    /// No row at all.
+    None,
+}
+
+impl Freshness {
+    /// The word status prints.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Freshness::Fresh => "fresh",
+            Freshness::Stale => "stale",
+            Freshness::NotPresent => "not-present",
+            Freshness::None => "none",
+        }
+    }
+}
+
+/// Read the status of the repository containing `dir`; `trunk` is
+/// `--trunk` (else found as certify finds it, [`record::trunk_ref`]).
+///
+/// Errors: only when `dir` is not in a git repository, `trunk` names no
+/// branch (`trunk-not-a-branch`), or the attempt records cannot be read at
+/// all; a broken config, machines.toml or ledger
+/// shows up in [`Fleet::error`] rather than hiding the rest.
+pub async fn status(
+    home: &Home,
+    catalog: &Catalog,
+    dir: &Path,
+    trunk: Option<&str>,
+) -> Result<Status> {
+    let repo = Repo::open(dir).await?;
+    let trunk = record::trunk_ref(&repo, trunk).await?;
+    let trunk_head = match &trunk {
+        Some(t) => repo.read_ref(t).await?,
+        None => None,
+    };
+    let verified = repo.read_ref(record::VERIFIED_REF).await?;
+    let unverified_commits = match (&trunk_head, &verified) {
+        (Some(head), Some(v)) => rev_count(&repo, &format!("{v}..{head}")).await,
+        (Some(head), None) => rev_count(&repo, head).await,
+        _ => None,
+    };
+    let attempts = record::attempts_path(&repo);
+    let all = record::read_all(&attempts)?;
+    let certs: Vec<&Record> = all.records.iter().filter(|r| r.verb == "certify").collect();
+    let mut by_machine: std::collections::BTreeMap<&str, &Record> = Default::default();
+    for r in &certs {
+        by_machine.insert(&r.machine, r);
+    }
+    let last_red = certs
+        .iter()
+        .rev()
+        .find(|r| r.verdict == Verdict::Red)
+        .map(|r| Attempt::of(r));
+    let fleet = fleet(home, catalog, &repo, trunk_head.as_deref()).await;
+    Ok(Status {
+        repo: repo.top.clone(),
+        trunk,
+        trunk_head,
+        verified,
+        unverified_commits,
+        attempts,
+        corrupt_lines: all.corrupt.iter().map(|(l, _)| *l).collect(),
+        last_attempts: by_machine.values().map(|r| Attempt::of(r)).collect(),
+        last_red,
+        fleet,
+    })
+}
+
+async fn rev_count(repo: &Repo, range: &str) -> Option<u64> {
+    crate::git::git(&repo.top, &["rev-list", "--count", range])
+        .await
+        .ok()?
+        .stdout_str()
+        .parse()
+        .ok()
+}
+
+async fn fleet(home: &Home, catalog: &Catalog, repo: &Repo, head: Option<&str>) -> Fleet {
+    let mut f = Fleet {
+        program: None,
+        capability: None,
+        freshness_seconds: None,
+        machines: Vec::new(),
+        error: None,
+    };
+    if let Err(e) = fill_fleet(&mut f, home, catalog, repo, head).await {
+        f.error = Some(e.to_json());
+    }
+    f
+}
+
+async fn fill_fleet(
+    f: &mut Fleet,
+    home: &Home,
+    catalog: &Catalog,
+    repo: &Repo,
+    head: Option<&str>,
+) -> Result<()> {
+    let cfg = Config::load(home)?;
+    f.program = match (&cfg.full, head) {
+        (Some(s), _) => s.argv.first().cloned(),
+        (None, Some(h)) => {
+            let files = repo.tree_files(h).await?;
+            files
+                .iter()
+                .any(|p| p == "go.mod")
+                .then(crate::suite::default_go_program)
+        }
+        (None, None) => None,
+    };
+    let entry = f
+        .program
+        .as_deref()
+        .and_then(|p| catalog.for_program(p))
+        .map(|(n, c)| (n.to_string(), c.clone()));
+    f.capability = entry.as_ref().map(|(n, _)| n.clone());
+    let window = crate::fleet::freshness_window(home)?;
+    f.freshness_seconds = Some(window.as_secs());
+    let machines = Machines::load(home)?;
+    if machines.rows.is_empty() {
+        return Ok(());
+    }
+    let ledger = Ledger::open(home)?;
+    let now = time::OffsetDateTime::now_utc();
+    for id in machines.rows.keys() {
+        let facts_row = ledger.latest_facts(id);
+        let facts = match &facts_row {
+            None => Freshness::None,
+            Some(r) if ledger::facts_fresh(r, now, window) => Freshness::Fresh,
+            Some(_) => Freshness::Stale,
+        };
+        let cap_row = entry
+            .as_ref()
+            .and_then(|(name, _)| ledger.latest_capability(id, name));
+        let toolchain = entry.as_ref().map(|(_, c)| match &cap_row {
+            None => Freshness::None,
+            Some(r) if !ledger::is_fresh(r, now, window, c) => Freshness::Stale,
+            Some(r) if r.outcome == Outcome::Present => Freshness::Fresh,
+            Some(_) => Freshness::NotPresent,
+        });
+        f.machines.push(MachineStatus {
+            machine: id.clone(),
+            facts,
+            facts_measured_at: facts_row.map(|r| r.measured_at),
+            needs_attention: facts != Freshness::Fresh
+                || toolchain.is_some_and(|t| t != Freshness::Fresh),
+            toolchain,
+            toolchain_outcome: cap_row.as_ref().map(|r| r.outcome.as_str().to_string()),
+            toolchain_measured_at: cap_row.map(|r| r.measured_at),
+        });
+    }
+    Ok(())
+}
