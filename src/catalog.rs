@@ -124,7 +124,7 @@ impl Capability {
     pub fn digest(&self, name: &str) -> String {
         let row = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
         let v = serde_json::json!({ "name": name, "row": row });
-        crate::fsutil::sha256_hex(crate::fleet::ledger::canonical_json(&v).as_bytes())
+        crate::fsutil::sha256_hex(crate::canonical::canonical_json(&v).as_bytes())
     }
 }
 

@@ -5,7 +5,6 @@
 //! removed on every path (green, red, timeout, error, Ctrl-C).
 
 use crate::catalog::Catalog;
-use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
 use crate::home::Home;
@@ -55,10 +54,10 @@ pub struct Settings {
 /// Refusals of certify itself.
 #[derive(Debug, thiserror::Error)]
 pub enum CertifyError {
-    /// Remote or container dispatch was asked for; this version measures
-    /// host-class runs on the local machine only.
+    /// Container-class dispatch was asked for; this version dispatches
+    /// host-class runs only.
     #[error(
-        "certify --class {class} --machine {machines} asks for dispatch, which this version does not run yet — certify on this machine with --class host and no --machine; `saphan machine probe` prepares the fleet meanwhile"
+        "certify --class {class} --machine {machines} asks for container-class dispatch, which this version does not run yet — certify with --class host (on this machine, or with --machine on admitted fleet machines)"
     )]
     DispatchUnavailable {
         machines: String,
@@ -74,6 +73,10 @@ impl Refusal for CertifyError {
     }
 }
 
+/// How many lines of the suite log a person sees on red and
+/// measurement-failed.
+pub const LOG_TAIL_LINES: usize = 30;
+
 /// The outcome printed by the CLI.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -87,6 +90,9 @@ pub struct Outcome {
     pub pointer: String,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (stdout then stderr; shown on
+    /// red / failure). Empty when no log was kept.
+    pub log_tail: String,
 }
 
 /// Observer for a person watching (spinner); silent by default.
@@ -101,6 +107,72 @@ pub trait Watch: Send + Sync {
 pub struct Quiet;
 impl Watch for Quiet {}
 
+/// True when `settings` names fleet machines (anything but `local` alone).
+pub fn is_dispatch(settings: &Settings) -> bool {
+    settings.machines.iter().any(|m| m != "local")
+}
+
+/// Certify `settings.rev` of `settings.repo` on the fleet machines named in
+/// `settings.machines` (host class): the same local refusals first, then
+/// admission from the ledger, then [`crate::dispatch::run_all`].
+///
+/// Errors: the local refusals, `machine-unknown`,
+/// `verification-toolchain-absent` (with the machine and remedy lines),
+/// `dispatch-unavailable` for the container class (not built yet), a
+/// provision dest conflict found on a machine.
+pub async fn certify_machines(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    progress: &dyn crate::dispatch::Progress,
+    interrupt: &Interrupt,
+) -> Result<crate::dispatch::Multi> {
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let (suite, _) = setup.full_suite(&sha, "certify").await?;
+    let provisions = setup.provisions()?;
+    if settings.class == Class::Container {
+        let now = time::OffsetDateTime::now_utc();
+        for m in settings.machines.iter().filter(|m| *m != "local") {
+            crate::docker::require_container_capability(home, catalog, m, now)?;
+        }
+        return Err(CertifyError::DispatchUnavailable {
+            machines: settings.machines.join(","),
+            class: settings.class.as_str(),
+        }
+        .into());
+    }
+    let admitted = crate::dispatch::admit_all(home, catalog, &settings.machines, &suite)?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
+    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+    let submodules = repo.submodules(&sha).await?;
+    let job = crate::dispatch::Job {
+        home,
+        repo,
+        sha: &sha,
+        suite: &suite,
+        budget: &budget,
+        provisions: &provisions,
+        submodules: &submodules,
+        verb: "certify",
+        extra_env: &[],
+        interrupt,
+        affected: None,
+        self_binary: None,
+    };
+    crate::dispatch::run_all(
+        &job,
+        &admitted,
+        trunk.as_deref(),
+        &crate::dispatch::HostExecutor,
+        progress,
+    )
+    .await
+}
+
 /// Certify `settings.rev` of `settings.repo` on the local machine.
 ///
 /// Errors: every refusal happens before the lock and before any worktree
@@ -113,16 +185,14 @@ pub async fn certify(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&settings.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
     let sha = repo
         .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
         .await?;
-    let tree_files = repo.tree_files(&sha).await?;
+    let (suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let in_tree = |p: &str| tree_files.iter().any(|f| f == p);
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "certify", in_tree)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = setup.provisions()?;
     let remote: Vec<&String> = settings.machines.iter().filter(|m| *m != "local").collect();
     if settings.class == Class::Container {
         // Container-class runs need proof that each machine can run the
@@ -142,20 +212,13 @@ pub async fn certify(
         }
         .into());
     }
-    if !remote.is_empty() {
-        return Err(CertifyError::DispatchUnavailable {
-            machines: settings.machines.join(","),
-            class: settings.class.as_str(),
-        }
-        .into());
-    }
     crate::suite::preflight_local(&suite, catalog, &sha, in_tree)?;
-    let trunk = record::trunk_ref(&repo, settings.trunk.as_deref()).await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
-        .scratch_worktree_at(&scratch_path(home, &repo), &sha)
+        .scratch_worktree_at(&scratch_path(home, repo), &sha)
         .await?;
     watch.running(&sha, &suite.argv, &budget);
     let run = measure::run_then_remove(
@@ -167,6 +230,8 @@ pub async fn certify(
             extra_env: &[],
             report_root: None,
             keep_stdout: None,
+            log_dir: Some(&measure::log_dir(repo)),
+            catalog: Some(catalog),
         },
         interrupt,
     )
@@ -190,14 +255,14 @@ pub async fn certify(
     record
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
-    let attempts = record::attempts_path(&repo);
-    record::append(&attempts, &record)?;
+    let attempts = record::attempts_path(repo);
+    record::append_off_runtime(&attempts, &record).await?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
         // Measured truthfully, but a suite that ran nothing verified nothing.
         "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA"
             .to_string()
     } else if record.verdict == Verdict::Green {
-        record::advance_verified(&repo, &sha, trunk.as_deref()).await?
+        record::advance_verified(repo, &sha, trunk.as_deref()).await?
     } else {
         format!("unchanged: {sha} is not green")
     };
@@ -205,6 +270,7 @@ pub async fn certify(
         record,
         attempts,
         pointer,
+        log_tail: run.log_tail(LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

@@ -28,6 +28,69 @@ pub const DRAIN_BOUND: Duration = Duration::from_secs(1);
 /// How much of a child's stderr is kept: the last 1 MiB.
 pub const STDERR_TAIL: usize = 1024 * 1024;
 
+/// How much of a child's captured stdout ([`Sink::Capture`]) is kept: the
+/// last 64 MiB. Bounds what a machine (or a login shell printing before the
+/// command) can make saphan hold in memory; stdout that may be larger goes
+/// to a [`Sink::File`].
+pub const STDOUT_TAIL: usize = 64 * 1024 * 1024;
+
+/// A boxed async reader, as [`Input::open`] hands it out.
+pub type BoxReader = std::pin::Pin<Box<dyn AsyncRead + Send>>;
+
+/// A byte stream fed to a child's stdin, taken once (see [`Input::Stream`]).
+/// Cloning a [`Cmd`] shares the stream: whichever clone runs first takes it.
+#[derive(Clone)]
+pub struct SharedReader(std::sync::Arc<std::sync::Mutex<Option<BoxReader>>>);
+
+impl SharedReader {
+    /// Wrap a reader.
+    pub fn new(r: impl AsyncRead + Send + 'static) -> SharedReader {
+        SharedReader(std::sync::Arc::new(std::sync::Mutex::new(Some(Box::pin(
+            r,
+        )))))
+    }
+    /// Take the reader (`None` once taken).
+    pub fn take(&self) -> Option<BoxReader> {
+        self.0.lock().ok().and_then(|mut g| g.take())
+    }
+}
+
+impl std::fmt::Debug for SharedReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedReader")
+    }
+}
+
+/// What a child reads on stdin. Every variant is streamed (never read whole
+/// into memory by the runner) and closed at its end.
+#[derive(Debug, Clone, Default)]
+pub enum Input {
+    /// `/dev/null` locally; closed at once remotely.
+    #[default]
+    Null,
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// The bytes of this local file (a git bundle of many MB goes this way).
+    File(PathBuf),
+    /// Whatever this reader yields.
+    Stream(SharedReader),
+}
+
+impl Input {
+    /// Open the input as one async reader; `Ok(None)` for [`Input::Null`]
+    /// (or a stream already taken).
+    ///
+    /// Errors: the local file cannot be opened.
+    pub async fn open(&self) -> std::io::Result<Option<BoxReader>> {
+        Ok(match self {
+            Input::Null => None,
+            Input::Bytes(b) => Some(Box::pin(std::io::Cursor::new(b.clone()))),
+            Input::File(p) => Some(Box::pin(tokio::fs::File::open(p).await?)),
+            Input::Stream(s) => s.take(),
+        })
+    }
+}
+
 /// git's repository-local environment variables: what
 /// `git rev-parse --local-env-vars` prints (git 2.47), plus
 /// `GIT_INTERNAL_SUPER_PREFIX` (older gits) and `GIT_QUARANTINE_PATH`
@@ -77,7 +140,7 @@ pub struct Cmd {
     env: Vec<(OsString, Option<OsString>)>,
     timeout: Option<Duration>,
     stdout: Sink,
-    stdin: Option<Vec<u8>>,
+    stdin: Input,
 }
 
 impl Cmd {
@@ -90,7 +153,7 @@ impl Cmd {
             env: Vec::new(),
             timeout: None,
             stdout: Sink::Capture,
-            stdin: None,
+            stdin: Input::Null,
         }
     }
     /// `argv[0]` then the rest, as given.
@@ -142,12 +205,41 @@ impl Cmd {
     }
     /// Bytes written to the child's stdin, then closed (default: /dev/null).
     pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
-        self.stdin = Some(bytes);
+        self.stdin = Input::Bytes(bytes);
+        self
+    }
+    /// What the child reads on stdin (default: nothing, [`Input::Null`]).
+    pub fn input(mut self, input: Input) -> Cmd {
+        self.stdin = input;
         self
     }
     /// The program, as given.
     pub fn program(&self) -> &OsStr {
         &self.program
+    }
+    /// The arguments after the program.
+    pub fn argv_tail(&self) -> &[OsString] {
+        &self.args
+    }
+    /// The working directory, if set.
+    pub fn working_dir(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+    /// Environment changes in order: `Some(v)` sets, `None` removes.
+    pub fn env_changes(&self) -> &[(OsString, Option<OsString>)] {
+        &self.env
+    }
+    /// The budget, if set.
+    pub fn budget(&self) -> Option<Duration> {
+        self.timeout
+    }
+    /// Where stdout goes.
+    pub fn sink(&self) -> &Sink {
+        &self.stdout
+    }
+    /// What stdin reads.
+    pub fn stdin_input(&self) -> &Input {
+        &self.stdin
     }
     /// A shell-like rendering for messages (not for execution).
     pub fn display(&self) -> String {
@@ -189,7 +281,8 @@ impl Termination {
 pub struct Output {
     /// How it ended.
     pub status: Termination,
-    /// Captured stdout ([`Sink::Capture`] only).
+    /// Captured stdout ([`Sink::Capture`] only) — only its last
+    /// [`STDOUT_TAIL`] bytes (64 MiB).
     pub stdout: Vec<u8>,
     /// Captured stderr, always — only its last [`STDERR_TAIL`] bytes (1 MiB):
     /// a tail buffer, so a suite that floods stderr cannot exhaust memory.
@@ -206,6 +299,43 @@ impl Output {
     /// stderr as UTF-8 (lossy), trimmed at the end.
     pub fn stderr_str(&self) -> String {
         String::from_utf8_lossy(&self.stderr).trim_end().to_string()
+    }
+}
+
+/// A buffer that keeps only the last `cap` bytes of what is pushed into it
+/// (amortized: it trims when it reaches twice the cap). Every stream saphan
+/// reads from a child, local or remote, goes through one of these or a file.
+#[derive(Debug, Clone)]
+pub struct TailBuf {
+    cap: usize,
+    buf: Vec<u8>,
+}
+
+impl TailBuf {
+    /// An empty buffer keeping at most `cap` bytes.
+    pub fn new(cap: usize) -> TailBuf {
+        TailBuf {
+            cap,
+            buf: Vec::new(),
+        }
+    }
+    /// Append bytes, dropping the oldest beyond twice the cap.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() > 2 * self.cap {
+            self.buf.drain(..self.buf.len() - self.cap);
+        }
+    }
+    /// What is held so far (up to twice the cap).
+    pub fn peek(&self) -> &[u8] {
+        &self.buf
+    }
+    /// The last `cap` bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.buf.len() > self.cap {
+            self.buf.drain(..self.buf.len() - self.cap);
+        }
+        self.buf
     }
 }
 
@@ -238,7 +368,7 @@ async fn drain<R: AsyncRead + Unpin>(
     tail: Option<usize>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = TailBuf::new(tail.unwrap_or(usize::MAX / 2));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = tokio::select! {
@@ -255,26 +385,14 @@ async fn drain<R: AsyncRead + Unpin>(
                     break;
                 }
             }
-            None => {
-                out.extend_from_slice(&buf[..n]);
-                if let Some(cap) = tail
-                    && out.len() > 2 * cap
-                {
-                    out.drain(..out.len() - cap);
-                }
-            }
+            None => out.push(&buf[..n]),
         }
-    }
-    if let Some(cap) = tail
-        && out.len() > cap
-    {
-        out.drain(..out.len() - cap);
     }
     if let Some(mut f) = file {
         let _ = f.flush().await;
         let _ = f.sync_all().await;
     }
-    out
+    out.finish()
 }
 
 /// Wait for both drain tasks together; if the pipes are still open
@@ -328,7 +446,8 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         };
     }
     c.process_group(0);
-    c.stdin(if cmd.stdin.is_some() {
+    let input = cmd.stdin.open().await?;
+    c.stdin(if input.is_some() {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -349,10 +468,12 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         pgid: child.id().map(|p| p as i32),
     };
     tracing::debug!(cmd = %cmd.display(), pgid = ?guard.pgid, "spawned");
+    // A second signal force-kills every registered group before exiting.
+    let _registered = guard.pgid.map(crate::cancel::register_local);
 
-    if let (Some(bytes), Some(mut stdin)) = (cmd.stdin.clone(), child.stdin.take()) {
+    if let (Some(mut input), Some(mut stdin)) = (input, child.stdin.take()) {
         tokio::spawn(async move {
-            let _ = stdin.write_all(&bytes).await;
+            let _ = tokio::io::copy(&mut input, &mut stdin).await;
             let _ = stdin.shutdown().await;
         });
     }
@@ -360,7 +481,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     let out_task = child
         .stdout
         .take()
-        .map(|s| tokio::spawn(drain(s, file, None, stop_rx.clone())));
+        .map(|s| tokio::spawn(drain(s, file, Some(STDOUT_TAIL), stop_rx.clone())));
     let err_task = child
         .stderr
         .take()
@@ -492,6 +613,26 @@ mod tests {
         );
         assert!(total < Duration::from_secs(3), "returned after {total:?}");
         assert!(total >= DRAIN_BOUND, "the pipes were open: {total:?}");
+    }
+
+    #[tokio::test]
+    async fn stdin_streams_from_a_reader_and_a_file() {
+        let big: Vec<u8> = (0..5_000_000u32).map(|i| (i % 253) as u8).collect();
+        let o = run(Cmd::new("wc")
+            .arg("-c")
+            .input(Input::Stream(SharedReader::new(std::io::Cursor::new(
+                big.clone(),
+            )))))
+        .await
+        .unwrap();
+        assert_eq!(o.stdout_str(), big.len().to_string());
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("in");
+        std::fs::write(&f, &big).unwrap();
+        let o = run(Cmd::new("sha256sum").input(Input::File(f)))
+            .await
+            .unwrap();
+        assert!(o.stdout_str().starts_with(&crate::fsutil::sha256_hex(&big)));
     }
 
     #[tokio::test]

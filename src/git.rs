@@ -80,8 +80,9 @@ pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, Git
     checked(git_cmd(dir).args(args)).await
 }
 
-/// `git -C dir` with prompts off and the plumbing budget.
-fn git_cmd(dir: &Path) -> Cmd {
+/// `git -C dir` with prompts off and the plumbing budget (git's
+/// repository-local variables are dropped by [`exec::run`] for every child).
+pub fn git_cmd(dir: &Path) -> Cmd {
     Cmd::new("git")
         .arg("-C")
         .arg(dir)
@@ -90,7 +91,7 @@ fn git_cmd(dir: &Path) -> Cmd {
 }
 
 /// Run a git command; a non-zero exit is [`GitError::Failed`].
-async fn checked(cmd: Cmd) -> Result<Output, GitError> {
+pub async fn checked(cmd: Cmd) -> Result<Output, GitError> {
     let shown = cmd.display();
     let out = exec::run(cmd).await.map_err(GitError::Spawn)?;
     if !out.status.success() {
@@ -213,34 +214,6 @@ pub async fn kill_scratch_leftovers(path: &Path) -> Result<(), GitError> {
     }
 }
 
-/// Remove exactly the worktree registrations (`<common>/worktrees/<id>/`)
-/// whose `gitdir` file points at `<path>/.git` — what a `git worktree add`
-/// or `remove` killed half-way leaves behind ("missing but registered",
-/// "missing but locked"). Never a `git worktree prune`: the operator's own
-/// missing or locked worktrees are left alone.
-pub fn heal_registration(common_dir: &Path, path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let mut wants: Vec<PathBuf> = vec![path.join(".git")];
-    if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
-        && let Ok(real) = std::fs::canonicalize(parent)
-    {
-        wants.push(real.join(name).join(".git"));
-    }
-    let Ok(dir) = std::fs::read_dir(common_dir.join("worktrees")) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let Ok(gitdir) = std::fs::read(e.path().join("gitdir")) else {
-            continue;
-        };
-        let gd = gitdir.strip_suffix(b"\n").unwrap_or(&gitdir);
-        if wants.iter().any(|w| w.as_os_str().as_bytes() == gd) {
-            tracing::warn!(entry = %e.path().display(), "removing saphan's own stale scratch registration");
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
 impl Repo {
     /// Discover the repository containing `path`.
     ///
@@ -337,165 +310,144 @@ impl Repo {
         Ok(())
     }
 
-    /// Create a detached worktree at `sha` under a fresh temp directory.
-    /// The returned guard removes it on [`Scratch::remove`] or, as a last
-    /// resort, on drop.
+    /// Create a detached worktree at `sha` under a fresh temp directory
+    /// (see [`crate::worktree::add_temp`]).
     pub async fn scratch_worktree(&self, sha: &str) -> Result<Scratch, GitError> {
-        let parent = tempfile::Builder::new()
-            .prefix("saphan-scratch-")
-            .tempdir()
-            .map_err(|e| GitError::Failed {
-                cmd: "create a temp directory".into(),
-                stderr: e.to_string(),
-            })?;
-        let path = parent.path().join("tree");
-        self.add_scratch(path, sha, Some(parent)).await
+        crate::worktree::add_temp(&self.top, sha).await
     }
 
     /// Create a detached worktree at `sha` at the fixed path `path`, first
-    /// removing whatever an earlier crashed run left there. Only for callers
-    /// that hold the repository lock: a stable path lets build caches keyed
-    /// by directory (Go's) stay warm between attempts.
+    /// healing whatever an earlier crashed run left there (see
+    /// [`crate::worktree::add_at`]). Only for callers that hold the
+    /// repository lock: a stable path lets build caches keyed by directory
+    /// (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        // Whatever an earlier attempt left running (its suite, its `git
-        // worktree add`) dies before the path is touched: nothing of a dead
-        // attempt may write into this one's tree.
-        kill_scratch_leftovers(path).await?;
-        if path.exists() {
-            let _ = self
-                .scratch_git(&["worktree", "remove", "--force", "--force"], path)
-                .await;
-        }
-        // The parent belongs to this scratch alone: clear whatever the last
-        // attempt (or a suite writing to `..`) left, so nothing leaks into
-        // the next attempt.
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::remove_dir_all(parent);
-            std::fs::create_dir_all(parent).map_err(|e| GitError::Failed {
-                cmd: format!("create {}", parent.display()),
-                stderr: e.to_string(),
-            })?;
-        }
-        // A registration left by a killed `git worktree add/remove` would
-        // refuse the add below ("missing but registered/locked"). After the
-        // parent exists again, so its real path can be compared too.
-        heal_registration(&self.common_dir, path);
-        self.add_scratch(path.to_path_buf(), sha, None).await
-    }
-
-    /// `git -C <top> <args…> <path>` carrying the scratch marker, so a
-    /// copy of it outliving a killed saphan is found by the next attempt.
-    async fn scratch_git(&self, args: &[&str], path: &Path) -> Result<Output, GitError> {
-        checked(
-            git_cmd(&self.top)
-                .args(args)
-                .arg(path)
-                .env(SCRATCH_MARKER, path),
+        crate::worktree::add_at(
+            &crate::transport::Transport::Local(Default::default()),
+            &self.top,
+            path,
+            sha,
         )
         .await
     }
+}
 
-    async fn add_scratch(
-        &self,
-        path: PathBuf,
-        sha: &str,
-        parent: Option<tempfile::TempDir>,
-    ) -> Result<Scratch, GitError> {
-        checked(
-            git_cmd(&self.top)
-                .args(["worktree", "add", "--detach", "--quiet", "--end-of-options"])
-                .arg(&path)
-                .arg(sha)
-                .env(SCRATCH_MARKER, &path),
+/// A submodule of a commit: its gitlink and where its objects are found
+/// locally (no network is ever used).
+#[derive(Debug, Clone)]
+pub struct Submodule {
+    /// The path in the superproject's tree.
+    pub path: String,
+    /// The gitlink commit.
+    pub commit: String,
+    /// A local repository holding that commit: the superproject's own
+    /// `<common-dir>/modules/<name>` store, or the submodule checked out in
+    /// the operator's working tree. `None`: no local repository has it.
+    pub store: Option<Repo>,
+}
+
+impl Repo {
+    /// The gitlinks of `sha` (recursively only one level: nested submodules
+    /// are not followed), each with a local store that holds its commit.
+    ///
+    /// Errors: git failures reading the tree.
+    pub async fn submodules(&self, sha: &str) -> Result<Vec<Submodule>, GitError> {
+        let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
+        let mut links = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let e = String::from_utf8_lossy(entry);
+            let Some((meta, path)) = e.split_once('\t') else {
+                continue;
+            };
+            let mut f = meta.split_whitespace();
+            if f.next() == Some("160000")
+                && f.next() == Some("commit")
+                && let Some(c) = f.next()
+            {
+                links.push((path.to_string(), c.to_string()));
+            }
+        }
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Names from the commit's .gitmodules (path -> name); the name is the
+        // directory under <common-dir>/modules.
+        let mut names: Vec<(String, String)> = Vec::new();
+        let spec = format!("{sha}:.gitmodules");
+        if let Ok(o) = git(
+            &self.top,
+            &[
+                "config",
+                "--blob",
+                &spec,
+                "--get-regexp",
+                r"^submodule\..*\.path$",
+            ],
         )
-        .await?;
-        let mut scratch = Scratch {
-            repo_top: self.top.clone(),
-            path,
-            git_dir: PathBuf::new(),
-            _parent: parent,
-            armed: true,
-        };
-        scratch.git_dir = one_path(
-            &git(
-                &scratch.path,
-                &["rev-parse", "--path-format=absolute", "--git-dir"],
-            )
-            .await?
-            .stdout,
-        );
-        Ok(scratch)
+        .await
+        {
+            for l in o.stdout_str().lines() {
+                if let Some((k, p)) = l.split_once(' ')
+                    && let Some(n) = k
+                        .strip_prefix("submodule.")
+                        .and_then(|k| k.strip_suffix(".path"))
+                {
+                    names.push((p.to_string(), n.to_string()));
+                }
+            }
+        }
+        let mut subs = Vec::new();
+        for (path, commit) in links {
+            let name = names
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, n)| n.clone())
+                .unwrap_or_else(|| path.clone());
+            let mut candidates = vec![
+                self.common_dir.join("modules").join(&name),
+                self.top.join(&path),
+            ];
+            candidates.dedup();
+            let mut store = None;
+            for c in candidates {
+                if !c.exists() {
+                    continue;
+                }
+                let check = format!("{commit}^{{commit}}");
+                let ok = crate::exec::run(
+                    crate::exec::Cmd::new("git")
+                        .arg("--git-dir")
+                        .arg(if c.join(".git").exists() {
+                            c.join(".git")
+                        } else {
+                            c.clone()
+                        })
+                        .args(["cat-file", "-e", &check])
+                        .timeout(GIT_TIMEOUT),
+                )
+                .await
+                .is_ok_and(|o| o.status.success());
+                if ok {
+                    let git_dir = if c.join(".git").exists() {
+                        c.join(".git")
+                    } else {
+                        c.clone()
+                    };
+                    store = Some(Repo {
+                        top: c.clone(),
+                        common_dir: git_dir,
+                    });
+                    break;
+                }
+            }
+            subs.push(Submodule {
+                path,
+                commit,
+                store,
+            });
+        }
+        Ok(subs)
     }
 }
 
-/// A scratch detached worktree. Removed by [`Scratch::remove`]; if that was
-/// never reached (panic, early return, an error while creating it) the drop
-/// removes it synchronously.
-#[derive(Debug)]
-pub struct Scratch {
-    repo_top: PathBuf,
-    /// The worktree's top directory.
-    pub path: PathBuf,
-    /// The worktree's own git dir (`<common>/worktrees/<name>`).
-    pub git_dir: PathBuf,
-    _parent: Option<tempfile::TempDir>,
-    armed: bool,
-}
-
-impl Scratch {
-    /// Remove the worktree (forced: it is scratch) and its admin entry.
-    pub async fn remove(mut self) -> Result<(), GitError> {
-        let res = git_cmd(&self.repo_top)
-            .args(["worktree", "remove", "--force", "--force"])
-            .arg(&self.path)
-            .env(SCRATCH_MARKER, &self.path);
-        let res = match exec::run(res).await {
-            Ok(o) if o.status.success() => Ok(()),
-            _ => Err(()),
-        };
-        if res.is_err() {
-            self.remove_by_hand();
-        }
-        self.armed = false;
-        Ok(())
-    }
-
-    /// When `git worktree remove` could not: delete the tree and exactly this
-    /// worktree's admin entry — never a repository-wide `git worktree
-    /// prune`, which would also drop the operator's own moved worktrees.
-    fn remove_by_hand(&self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-        let is_admin_entry = self
-            .git_dir
-            .parent()
-            .and_then(|p| p.file_name())
-            .is_some_and(|n| n == "worktrees");
-        if is_admin_entry {
-            let _ = std::fs::remove_dir_all(&self.git_dir);
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let mut git = std::process::Command::new("git");
-        for k in crate::exec::GIT_LOCAL_ENV {
-            git.env_remove(k);
-        }
-        let removed = git
-            .arg("-C")
-            .arg(&self.repo_top)
-            .args(["worktree", "remove", "--force", "--force"])
-            .arg(&self.path)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !removed {
-            self.remove_by_hand();
-        }
-    }
-}
+pub use crate::worktree::Scratch;

@@ -5,11 +5,14 @@
 //! architecture and `docs/` for the operator guide.
 
 pub mod affected;
+pub mod cancel;
+pub mod canonical;
 pub mod catalog;
 pub mod certify;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod dispatch;
 pub mod docker;
 pub mod error;
 pub mod exec;
@@ -28,3 +31,4 @@ pub mod stream;
 pub mod suite;
 pub mod transport;
 pub mod union;
+pub mod worktree;

@@ -11,6 +11,8 @@
 
 use crate::config::Provision;
 use crate::error::Refusal;
+use crate::exec::Cmd;
+use crate::transport::{Transport, TransportError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -160,21 +162,12 @@ pub fn place(
     tree: &Path,
     exclude: &Path,
 ) -> Result<Vec<Placed>, ProvisionError> {
-    let mut seen: Vec<&str> = Vec::new();
+    unique_dests(entries.iter().copied())?;
     for p in entries {
-        let conflict = |why: String| ProvisionError::DestConflict {
-            alias: p.alias.clone(),
-            dest: p.dest.clone(),
-            why,
-        };
-        if seen.contains(&p.dest.as_str()) {
-            return Err(conflict("is named by another provision entry too".into()));
-        }
-        seen.push(&p.dest);
-        check_dest(tree, &p.dest).map_err(conflict)?;
+        check_dest(tree, &p.dest).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from("# saphan: provisioned files placed in this scratch worktree\n");
+    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         let bytes = std::fs::read(&p.source).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ProvisionError::SourceMissing {
@@ -228,6 +221,199 @@ pub fn place(
         detail: e.to_string(),
     })?;
     Ok(placed)
+}
+
+/// The first line of every exclude file saphan writes.
+const EXCLUDE_HEADER: &str = "# saphan: provisioned files placed in this scratch worktree\n";
+
+fn conflict(p: &Provision, why: String) -> ProvisionError {
+    ProvisionError::DestConflict {
+        alias: p.alias.clone(),
+        dest: p.dest.clone(),
+        why,
+    }
+}
+
+/// Refuse two entries naming one dest.
+fn unique_dests<'a>(entries: impl Iterator<Item = &'a Provision>) -> Result<(), ProvisionError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in entries {
+        if seen.contains(&p.dest.as_str()) {
+            return Err(conflict(
+                p,
+                "is named by another provision entry too".into(),
+            ));
+        }
+        seen.push(&p.dest);
+    }
+    Ok(())
+}
+
+/// The sha256 (lowercase hex) of the file `path` on the machine `t`, of the
+/// bytes as they are there: locally hashed as a stream off the runtime
+/// (`spawn_blocking`); on an SSH machine by `sha256sum` there.
+///
+/// Errors: the file cannot be read, `sha256sum` is missing or prints no
+/// digest (as [`TransportError::RemoteCopy`]), the connection errors.
+pub async fn sha256_on(t: &Transport, path: &Path) -> Result<String, TransportError> {
+    let what = || format!("hashing {} on {}", path.display(), t.describe());
+    if t.is_local() {
+        let p = path.to_path_buf();
+        return tokio::task::spawn_blocking(move || crate::fsutil::sha256_file(&p))
+            .await
+            .map_err(|e| TransportError::RemoteCopy {
+                what: what(),
+                detail: e.to_string(),
+            })?
+            .map_err(|source| TransportError::Copy {
+                what: what(),
+                source,
+            });
+    }
+    let out = t
+        .run(
+            Cmd::new("sha256sum")
+                .arg("--")
+                .arg(path)
+                .timeout(std::time::Duration::from_secs(600)),
+        )
+        .await?;
+    let text = out.stdout_str();
+    let hex = text.split_whitespace().next().unwrap_or_default();
+    if !out.status.success() || hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(TransportError::RemoteCopy {
+            what: what(),
+            detail: format!("{:?}: {}", out.status, out.stderr_str()),
+        });
+    }
+    Ok(hex.to_ascii_lowercase())
+}
+
+/// Checks `dest` under `$1` on the machine the way [`check_dest`] does
+/// locally, printing the reason (or nothing) on stdout.
+const CHECK_DEST: &str = r#"t=$1 d=$2 cur=$1 shown=
+old_ifs=$IFS; IFS=/; set -f; set -- $d; set +f; IFS=$old_ifs
+n=$#; i=0
+for c in "$@"; do
+  i=$((i+1)); cur=$cur/$c; shown=${shown:+$shown/}$c
+  if [ -L "$cur" ]; then echo "passes through $shown, a symlink committed in the tree"; exit 0; fi
+  [ -e "$cur" ] || exit 0
+  if [ "$i" = "$n" ]; then echo "is a path the tree already carries"; exit 0; fi
+  [ -d "$cur" ] || { echo "passes through $shown, which is not a directory"; exit 0; }
+done"#;
+
+/// Place `entries` into `tree` on the machine `t` and write the exclude
+/// file `exclude` there (same rules and errors as [`place`]): locally this
+/// is [`place`] off the runtime; on an SSH machine every dest is checked
+/// there first, each source is sent with [`Transport::put`] (a temp file
+/// beside the dest, renamed into place) and hashed there with
+/// [`sha256_on`], so the record's sha256 is of the bytes as placed *on the
+/// machine*.
+pub async fn place_on(
+    t: &Transport,
+    entries: &[Provision],
+    tree: &Path,
+    exclude: &Path,
+) -> Result<Vec<Placed>, ProvisionError> {
+    if t.is_local() {
+        let (entries, tree, exclude) =
+            (entries.to_vec(), tree.to_path_buf(), exclude.to_path_buf());
+        return tokio::task::spawn_blocking(move || {
+            let refs: Vec<&Provision> = entries.iter().collect();
+            place(&refs, &tree, &exclude)
+        })
+        .await
+        .map_err(|e| ProvisionError::Place {
+            alias: "*".into(),
+            dest: "the scratch tree".into(),
+            detail: e.to_string(),
+        })?;
+    }
+    let budget = std::time::Duration::from_secs(120);
+    let fail = |p: &Provision, detail: String| ProvisionError::Place {
+        alias: p.alias.clone(),
+        dest: p.dest.clone(),
+        detail,
+    };
+    unique_dests(entries.iter())?;
+    for p in entries {
+        let out = t
+            .run(
+                Cmd::new("sh")
+                    .args(["-c", CHECK_DEST, "saphan-check-dest"])
+                    .arg(tree)
+                    .arg(&p.dest)
+                    .timeout(budget),
+            )
+            .await
+            .map_err(|e| fail(p, e.to_string()))?;
+        if !out.status.success() {
+            return Err(fail(p, out.stderr_str()));
+        }
+        let why = out.stdout_str();
+        if !why.is_empty() {
+            return Err(conflict(p, why));
+        }
+    }
+    let mut placed = Vec::new();
+    let mut lines = String::from(EXCLUDE_HEADER);
+    for p in entries {
+        preflight(&[p])?;
+        let target = tree.join(&p.dest);
+        if let Some(parent) = target.parent() {
+            let out = t
+                .run(
+                    Cmd::new("mkdir")
+                        .arg("-p")
+                        .arg("--")
+                        .arg(parent)
+                        .timeout(budget),
+                )
+                .await
+                .map_err(|e| fail(p, e.to_string()))?;
+            if !out.status.success() {
+                return Err(fail(p, out.stderr_str()));
+            }
+        }
+        let remote = target
+            .to_str()
+            .ok_or_else(|| fail(p, "the dest path is not UTF-8".into()))?;
+        t.put(&p.source, remote)
+            .await
+            .map_err(|e| fail(p, e.to_string()))?;
+        let sha256 = sha256_on(t, &target)
+            .await
+            .map_err(|e| fail(p, e.to_string()))?;
+        placed.push(Placed {
+            dest: p.dest.clone(),
+            sha256,
+        });
+        lines.push('/');
+        lines.push_str(&p.dest);
+        lines.push('\n');
+    }
+    let out = t
+        .run(
+            Cmd::new("sh")
+                .args(["-c", r#"cat > "$1""#, "saphan-exclude"])
+                .arg(exclude)
+                .stdin(lines.into_bytes())
+                .timeout(budget),
+        )
+        .await;
+    match out {
+        Ok(o) if o.status.success() => Ok(placed),
+        Ok(o) => Err(ProvisionError::Place {
+            alias: "*".into(),
+            dest: exclude.display().to_string(),
+            detail: o.stderr_str(),
+        }),
+        Err(e) => Err(ProvisionError::Place {
+            alias: "*".into(),
+            dest: exclude.display().to_string(),
+            detail: e.to_string(),
+        }),
+    }
 }
 
 /// Check that `dest` (relative, already validated to stay inside the tree)

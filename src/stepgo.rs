@@ -25,7 +25,6 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Refusal, Result};
 use crate::exec::{self, Cmd, Termination};
-use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
@@ -177,8 +176,8 @@ pub async fn verify_stream(
     watch: &dyn Watch,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&s.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &s.repo).await?;
+    let (repo, cfg) = (&setup.repo, &setup.cfg);
     let sha = repo.resolve(&s.rev).await?;
     let tree_files = repo.tree_files(&sha).await?;
     if !tree_files.iter().any(|f| f == "go.mod") {
@@ -199,9 +198,8 @@ pub async fn verify_stream(
         source: SuiteSource::DefaultGo,
     };
     crate::suite::preflight_local(&test_suite, catalog, &sha, |_| false)?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
-    let budget = step_budget(&cfg);
+    let provisions = setup.provisions()?;
+    let budget = step_budget(cfg);
     let dirty = match crate::git::git(&repo.top, &["status", "--porcelain"]).await {
         Ok(o) if !o.stdout.is_empty() && s.rev == "HEAD" => Some(format!(
             "{} has uncommitted changes; they are not measured — verify-stream measures the committed {}",
@@ -221,15 +219,16 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let _lock = crate::record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &sha)
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &sha)
         .await?;
+    let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;
     for (name, suite) in [("build", &build), ("vet", &vet), ("test", &test_suite)] {
-        if measure::interrupted(interrupt) {
+        if interrupt.is_cancelled() {
             break;
         }
         watch.step(name, &suite.argv);
@@ -242,6 +241,8 @@ pub async fn verify_stream(
                 extra_env: &[],
                 report_root: None,
                 keep_stdout: None,
+                log_dir: (name == "test").then_some(log_dir.as_path()),
+                catalog: Some(catalog),
             },
             interrupt,
         )
@@ -293,7 +294,7 @@ pub async fn verify_stream(
             test_run = Some(run);
         }
     }
-    if err.is_none() && !measure::interrupted(interrupt) {
+    if err.is_none() && !interrupt.is_cancelled() {
         let argv = vec![gofmt_program(&go), "-l".into(), ".".into()];
         watch.step("gofmt", &argv);
         let ran = exec::run(
@@ -315,17 +316,13 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun {
-                started_at: crate::clock::now_rfc3339(),
-                finished_at: crate::clock::now_rfc3339(),
-                termination: None,
-                measurement: crate::report::Measurement::failed(
-                    "interrupted: the operator pressed Ctrl-C before go test ran",
-                ),
-                placed: Vec::new(),
-                elapsed: Duration::ZERO,
-                stderr_tail: String::new(),
-            };
+            interrupted_run = measure::SuiteRun::not_run(format!(
+                "interrupted: {} before go test ran",
+                interrupt
+                    .reason()
+                    .unwrap_or(crate::cancel::Reason::Requested)
+                    .words()
+            ));
             &interrupted_run
         }
     };
@@ -341,13 +338,11 @@ pub async fn verify_stream(
         &budget,
         run,
     );
-    let verdict = overall(&steps, measure::interrupted(interrupt));
+    let verdict = overall(&steps, interrupt.is_cancelled());
     if verdict != rec.verdict {
         rec.verdict = verdict;
         rec.failure = match verdict {
-            Verdict::MeasurementFailed if measure::interrupted(interrupt) => {
-                Some("interrupted".into())
-            }
+            Verdict::MeasurementFailed if interrupt.is_cancelled() => Some("interrupted".into()),
             Verdict::MeasurementFailed
                 if steps.iter().any(|s| s.outcome == StepOutcome::Timeout) =>
             {
@@ -400,8 +395,8 @@ pub async fn verify_stream(
         "steps".into(),
         serde_json::to_value(&steps).expect("steps serialize"),
     );
-    let attempts = record::attempts_path(&repo);
-    record::append(&attempts, &rec)?;
+    let attempts = record::attempts_path(repo);
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,

@@ -21,7 +21,6 @@
 //! no union measurement was obtained.
 
 use crate::catalog::Catalog;
-use crate::config::Config;
 use crate::error::{Exit, Refusal, Result};
 use crate::git::{self, GitError, Repo};
 use crate::home::Home;
@@ -109,6 +108,8 @@ pub struct Outcome {
     pub attempts: PathBuf,
     /// The last lines of the suite's stderr.
     pub stderr_tail: String,
+    /// The last lines of the kept suite log (shown on red).
+    pub log_tail: String,
 }
 
 fn short(sha: &str) -> &str {
@@ -221,15 +222,11 @@ pub async fn verify_union(
     s: &Settings,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
-    let repo = Repo::open(&s.repo).await?;
-    let cfg = Config::load(home)?;
+    let setup = measure::Setup::open(home, &s.repo).await?;
+    let repo = &setup.repo;
     let base = repo.resolve(&s.base).await?;
-    let base_files = repo.tree_files(&base).await?;
-    let suite = crate::suite::resolve_full(&cfg, &repo.top, "measure a union in", |p| {
-        base_files.iter().any(|f| f == p)
-    })?;
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let (suite, _) = setup.full_suite(&base, "measure a union in").await?;
+    let provisions = setup.provisions()?;
     let mut heads = Vec::with_capacity(s.streams.len());
     for name in &s.streams {
         heads.push(StreamHead {
@@ -237,16 +234,16 @@ pub async fn verify_union(
             sha: repo.resolve(name).await?,
         });
     }
-    let union = build_union(&repo, &base, &heads).await?;
+    let union = build_union(repo, &base, &heads).await?;
     let tree_files = repo.tree_files(&union).await?;
     crate::suite::preflight_local(&suite, catalog, &union, |p| {
         tree_files.iter().any(|f| f == p)
     })?;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(&repo, interrupt).await?;
+    let _lock = record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, &repo), &union)
+        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &union)
         .await?;
     let run = measure::run_then_remove(
         scratch,
@@ -257,6 +254,8 @@ pub async fn verify_union(
             extra_env: &[],
             report_root: None,
             keep_stdout: None,
+            log_dir: Some(&measure::log_dir(repo)),
+            catalog: Some(catalog),
         },
         interrupt,
     )
@@ -299,11 +298,12 @@ pub async fn verify_union(
         serde_json::to_value(&heads).expect("stream heads serialize"),
     );
     rec.extra.insert("union".into(), union.clone().into());
-    let attempts = record::attempts_path(&repo);
-    record::append(&attempts, &rec)?;
+    let attempts = record::attempts_path(repo);
+    record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
         record: rec,
         attempts,
+        log_tail: run.log_tail(crate::certify::LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

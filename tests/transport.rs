@@ -766,3 +766,191 @@ async fn known_hosts_lookup_respects_port_and_host_key_alias() {
         "host-key-unknown"
     );
 }
+
+/// `Transport::run` over SSH: cwd, env changes, a streamed stdin file,
+/// stdout into a local file, the exit code, and stderr without the
+/// supervisor's markers — the same `Output` meaning as a local run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_carries_cwd_env_stdin_and_stdout_file_like_a_local_run() {
+    use saphan::exec::{Cmd, Input, Sink};
+    let Some(lab) = Lab::shared() else { return };
+    let t = connect(lab, "m0").await;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&input, &big).unwrap();
+    let stdout = dir.path().join("out");
+    let script =
+        "pwd; echo \"$SAPHAN_X\"; echo \"${HOME_GONE-unset}\"; wc -c; echo to-err >&2; exit 7";
+    for t in [Transport::Local(Default::default()), t] {
+        let cmd = Cmd::new("sh")
+            .args(["-c", script])
+            .cwd(dir.path())
+            .env("SAPHAN_X", "a b 'c'")
+            .env("HOME_GONE", "x")
+            .env_remove("HOME_GONE")
+            .input(Input::File(input.clone()))
+            .stdout(Sink::File(stdout.clone()))
+            .timeout(T);
+        let out = t.run(cmd).await.unwrap();
+        assert_eq!(out.status, Termination::Exited(7), "{}", t.describe());
+        assert_eq!(out.stderr_str(), "to-err", "{}", t.describe());
+        let text = std::fs::read_to_string(&stdout).unwrap();
+        let want = format!(
+            "{}\na b 'c'\nunset\n{}\n",
+            dir.path().canonicalize().unwrap().display(),
+            big.len()
+        );
+        assert_eq!(text.trim_start(), want, "{}", t.describe());
+    }
+}
+
+/// The budget is enforced on the machine: a suite whose grandchild holds
+/// stdout is timed out within budget + grace, and its whole group is gone
+/// there; a missing program is a spawn failure, as locally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_kills_the_remote_group_at_the_budget() {
+    use saphan::exec::Cmd;
+    let Some(lab) = Lab::shared() else { return };
+    let t = connect(lab, "m1").await;
+    let dir = tempfile::tempdir().unwrap();
+    let gc = dir.path().join("gc");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; echo started; wait",
+        gc.display()
+    );
+    let t0 = Instant::now();
+    let out = t
+        .run(
+            Cmd::new("sh")
+                .args(["-c", &script])
+                .timeout(Duration::from_secs(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, Termination::TimedOut);
+    assert_eq!(out.stdout_str(), "started");
+    assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
+    let pid: i32 = std::fs::read_to_string(&gc)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..100).any(|_| {
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        if alive {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        !alive
+    });
+    assert!(gone, "the grandchild {pid} still runs on the machine");
+
+    let err = t
+        .run(Cmd::new("no-such-program-saphan").timeout(T))
+        .await
+        .unwrap_err();
+    assert_eq!(err.name(), "spawn", "{err}");
+}
+
+/// Issue 13.5: a login shell that prints a flood before saphan's command
+/// cannot grow saphan's memory: captured stdout keeps its last 64 MiB and
+/// stderr its last 1 MiB, and the command's own output is at their ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_shell_flood_is_bounded() {
+    use saphan::exec::{STDERR_TAIL, STDOUT_TAIL};
+    let Some(lab) = Lab::start(1) else { return };
+    let flood_out = STDOUT_TAIL + 4 * 1024 * 1024;
+    let flood_err = 8 * STDERR_TAIL;
+    std::fs::write(
+        lab.home_dir("m0").join(".bashrc"),
+        format!(
+            "head -c {flood_out} /dev/zero | tr '\\0' o\nhead -c {flood_err} /dev/zero | tr '\\0' e >&2\n"
+        ),
+    )
+    .unwrap();
+    let t = connect(&lab, "m0").await;
+    let out = t
+        .exec(
+            &argv(&["sh", "-c", "echo the-command; echo its-stderr >&2"]),
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, Termination::Exited(0));
+    assert!(
+        out.stdout.len() <= STDOUT_TAIL,
+        "stdout kept {} bytes",
+        out.stdout.len()
+    );
+    assert!(
+        out.stdout.ends_with(b"oooothe-command\n"),
+        "the flood did not run, or the command's output is lost"
+    );
+    assert!(
+        out.stderr.len() <= STDERR_TAIL,
+        "stderr kept {} bytes",
+        out.stderr.len()
+    );
+    assert!(out.stderr.ends_with(b"eeeeits-stderr\n"));
+}
+
+/// A partition mid-run: the local side gives up within budget + grace +
+/// slack, and the machine's own watchdog kills the suite's group there at
+/// budget + grace — a lost connection leaves nothing running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_machine_still_kills_the_group_at_the_budget() {
+    use saphan::exec::{Cmd, GRACE};
+    use saphan::transport::watchdog::LINK_SLACK;
+    let Some(lab) = Lab::start(1) else { return };
+    let t = connect(&lab, "m0").await;
+    let dir = tempfile::tempdir().unwrap();
+    let gc = dir.path().join("gc");
+    let script = format!(
+        "sleep 300 & echo $! > '{g}.tmp'; mv '{g}.tmp' '{g}'; wait",
+        g = gc.display()
+    );
+    let budget = Duration::from_secs(3);
+    let t0 = Instant::now();
+    let run = tokio::spawn(async move {
+        t.run(Cmd::new("sh").args(["-c", &script]).timeout(budget))
+            .await
+    });
+    while !gc.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the suite never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lab.partition("m0");
+    let res = run.await.unwrap();
+    let waited = t0.elapsed();
+    match &res {
+        Ok(o) => assert_eq!(o.status, Termination::TimedOut),
+        Err(e) => assert_eq!(e.name(), "connection-lost", "{e}"),
+    }
+    assert!(
+        waited < budget + GRACE + LINK_SLACK + Duration::from_secs(3),
+        "returned after {waited:?}"
+    );
+    let pid: i32 = std::fs::read_to_string(&gc)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat.is_empty() && !stat.contains(") Z ")
+    };
+    while alive(pid) {
+        assert!(
+            t0.elapsed() < budget + GRACE + Duration::from_secs(10),
+            "the suite's grandchild {pid} still runs on the partitioned machine"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    lab.heal("m0");
+}

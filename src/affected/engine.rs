@@ -50,6 +50,11 @@ pub struct Settings {
     pub head: String,
     /// The operator's home (config).
     pub home: Home,
+    /// `--machine`: run the adapter on this fleet machine instead of here
+    /// (empty = this machine).
+    pub machines: Vec<String>,
+    /// The catalog in use (admission on a machine).
+    pub catalog: Option<crate::catalog::Catalog>,
 }
 
 /// The result's one-word outcome (`result` in JSON).
@@ -283,13 +288,43 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
     if suite.argv.is_empty() || suite.argv[0].is_empty() {
         return Err(AffectedError::NoArgv.into());
     }
+    let remote: Vec<String> = s
+        .machines
+        .iter()
+        .flat_map(|m| m.split(','))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty() && m != "local")
+        .collect();
+    let target = match remote.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        _ => {
+            return Err(AffectedError::OneMachine {
+                machines: remote.join(","),
+            }
+            .into());
+        }
+    };
+    let on = target.map(|m| Remote {
+        home: &s.home,
+        catalog: s.catalog.as_ref(),
+        machine: m,
+    });
     run_adapter(
-        &s.home, &repo, &config, &suite, changed, &mut res, interrupt,
+        &s.home, &repo, &config, &suite, changed, &mut res, interrupt, on,
     )
     .await?;
     Ok(res)
 }
 
+/// A fleet machine the adapter runs on.
+struct Remote<'a> {
+    home: &'a Home,
+    catalog: Option<&'a crate::catalog::Catalog>,
+    machine: String,
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_adapter(
     home: &Home,
     repo: &Repo,
@@ -298,12 +333,14 @@ async fn run_adapter(
     changed: Vec<String>,
     res: &mut AffectedResult,
     interrupt: &Interrupt,
+    on: Option<Remote<'_>>,
 ) -> Result<()> {
     let mut suite = ResolvedSuite::declared(declared, "verify.affected");
-    suite.argv = adapter_argv(&suite.argv);
+    if on.is_none() {
+        suite.argv = adapter_argv(&suite.argv);
+    }
     let budget = Budget::attempt(None, &suite, "verify.affected");
-    let provisions = crate::provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
-    crate::provision::preflight(&provisions)?;
+    let provisions = measure::provisions(cfg, repo)?;
     res.report = Some(suite.report);
     res.budget_seconds = Some(budget.duration.as_secs());
     res.budget_source = Some(budget.source.clone());
@@ -345,6 +382,42 @@ async fn run_adapter(
     .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned()))
     .collect();
 
+    let stream_path = private.path().join("stdout");
+    if let Some(on) = on {
+        let (run, local) = run_remote(
+            repo,
+            &on,
+            &suite,
+            &budget,
+            &provisions,
+            &manifest_path,
+            &res.head,
+            interrupt,
+        )
+        .await?;
+        res.adapter_argv = run.1.clone();
+        let (run, _) = run;
+        let (scope_path, stream) = match &local {
+            Some(d) => (d.path().join("scope.json"), d.path().join("stdout")),
+            None => (
+                private.path().join("no-scope.json"),
+                private.path().join("no-stdout"),
+            ),
+        };
+        let judged = judge(
+            &run,
+            &shown,
+            &budget,
+            &suite,
+            &manifest,
+            &scope_path,
+            &stream,
+            res,
+        );
+        drop(local);
+        drop(private);
+        return judged;
+    }
     // Under the repository lock, at the repository's one stable scratch
     // path (certify's): Go's build cache is keyed by directory, so a fresh
     // random path every run would make every run cold.
@@ -352,7 +425,6 @@ async fn run_adapter(
     let scratch = repo
         .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &res.head)
         .await?;
-    let stream_path = private.path().join("stdout");
     let run = measure::run_then_remove(
         scratch,
         measure::Plan {
@@ -362,6 +434,8 @@ async fn run_adapter(
             extra_env: &env,
             report_root: Some(&report_dir),
             keep_stdout: Some(&stream_path),
+            log_dir: None,
+            catalog: None,
         },
         interrupt,
     )
@@ -379,6 +453,91 @@ async fn run_adapter(
     );
     drop(private);
     judged
+}
+
+/// Run the adapter on a fleet machine through dispatch: admission from the
+/// ledger (fresh facts; the bundled adapter needs this very binary, shipped
+/// only when the machine's measured os/arch match this build), ship, run
+/// with the protocol's files in the machine's run dir, bring back stdout,
+/// the scope and the reports.
+#[allow(clippy::too_many_arguments)]
+async fn run_remote(
+    repo: &Repo,
+    on: &Remote<'_>,
+    suite: &ResolvedSuite,
+    budget: &Budget,
+    provisions: &[crate::config::Provision],
+    manifest_path: &Path,
+    head: &str,
+    interrupt: &Interrupt,
+) -> Result<((SuiteRun, Vec<String>), Option<tempfile::TempDir>)> {
+    use crate::dispatch;
+    let embedded;
+    let catalog = match on.catalog {
+        Some(c) => c,
+        None => {
+            embedded = crate::catalog::Catalog::load(None)?;
+            &embedded
+        }
+    };
+    let admitted = dispatch::admit_all(on.home, catalog, std::slice::from_ref(&on.machine), suite)?;
+    let m = &admitted[0];
+    let mut self_sha = String::new();
+    let me = std::env::current_exe().map_err(|source| crate::error::IoError::Io {
+        action: "find the running saphan binary",
+        path: PathBuf::from("/proc/self/exe"),
+        source,
+    })?;
+    if suite.argv.first().map(String::as_str) == Some("saphan") {
+        dispatch::require_same_platform(m)?;
+        let p = me.clone();
+        self_sha = tokio::task::spawn_blocking(move || crate::fsutil::sha256_file(&p))
+            .await
+            .map_err(|e| crate::error::IoError::Io {
+                action: "hash",
+                path: me.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+            .map_err(|source| crate::error::IoError::Io {
+                action: "hash",
+                path: me.clone(),
+                source,
+            })?;
+    }
+    let submodules = repo.submodules(head).await?;
+    let env: Vec<(String, String)> = vec![
+        (ENV_MANIFEST.to_string(), "@RUN@/manifest.json".to_string()),
+        (ENV_SCOPE_OUT.to_string(), "@RUN@/scope.json".to_string()),
+        (ENV_REPORT_DIR.to_string(), "@RUN@/reports".to_string()),
+    ];
+    let job = dispatch::Job {
+        home: on.home,
+        repo,
+        sha: head,
+        suite,
+        budget,
+        provisions,
+        submodules: &submodules,
+        verb: "verify-affected",
+        extra_env: &env,
+        interrupt,
+        affected: Some(manifest_path),
+        self_binary: (!self_sha.is_empty()).then_some((me.as_path(), self_sha.as_str())),
+    };
+    let t0 = std::time::Instant::now();
+    let c = dispatch::connect(on.home, m).await?;
+    let c = dispatch::measure_on(
+        &job,
+        m,
+        c,
+        t0.elapsed(),
+        &dispatch::HostExecutor,
+        &dispatch::Silent,
+    )
+    .await?;
+    let mut run = c.run;
+    run.stderr_tail = format!("(on {}) {}", on.machine, run.stderr_tail);
+    Ok(((run, c.argv), c.local))
 }
 
 /// The packages a go test -json stream finished: those with a terminal

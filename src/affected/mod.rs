@@ -25,6 +25,11 @@ use std::path::PathBuf;
 /// Errors of the affected tier, engine and bundled adapter.
 #[derive(Debug, thiserror::Error)]
 pub enum AffectedError {
+    /// verify-affected names more than one fleet machine.
+    #[error(
+        "verify-affected --machine {machines} names several machines; the advisory tier runs on one — name one machine (certify --machine takes several)"
+    )]
+    OneMachine { machines: String },
     /// The adapter was started without the protocol's environment.
     #[error(
         "{var} is not set — `saphan adapter go-affected` is run by `saphan verify-affected`, which sets it; run that instead"
@@ -112,6 +117,7 @@ pub enum AffectedError {
 impl Refusal for AffectedError {
     fn name(&self) -> &'static str {
         match self {
+            AffectedError::OneMachine { .. } => "affected-one-machine",
             AffectedError::AdapterEnv { .. } => "affected-protocol-env-missing",
             AffectedError::Manifest { .. } => "affected-manifest-invalid",
             AffectedError::NotAtHead { .. } => "affected-not-at-head",

@@ -25,6 +25,11 @@ pub struct VerifyAffectedArgs {
     /// The revision measured; the adapter runs in a detached worktree here.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub head: String,
+    /// Run the adapter on this fleet machine instead of here (see
+    /// docs/dispatch.md); the bundled adapter ships this saphan binary there
+    /// when the machine's measured os/arch match this build.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub machine: Vec<String>,
 }
 
 /// Bundled proc adapters, run by the engine, not by hand.
@@ -53,8 +58,14 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
         base: a.base,
         head: a.head,
         home: ctx.home.clone(),
+        catalog: if a.machine.is_empty() {
+            None
+        } else {
+            Some(ctx.catalog()?)
+        },
+        machines: a.machine,
     };
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let r = engine::verify_affected(&settings, &interrupt).await?;
     if ctx.json {
         out_json(&serde_json::to_value(&r).expect("a result serializes"));

@@ -30,9 +30,10 @@ pub struct CertifyArgs {
     /// Budget for this attempt (e.g. 90s, 20m); always wins over verify.full.timeout.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Run on these fleet machines instead of this one (comma-separated ids).
-    /// Dispatch is not in this version: the run is refused after the local
-    /// preflight (and, for --class container, after the docker-oci gate).
+    /// Run on these fleet machines instead of this one (comma-separated ids;
+    /// host class). Each must be admitted from the ledger (`machine measure`,
+    /// `machine probe`); see docs/dispatch.md. The pointer moves only when
+    /// every named machine is green.
     #[arg(long, value_name = "ID[,ID…]", value_delimiter = ',')]
     pub machine: Vec<String>,
     /// Run directly on the machine (host) or in a container on its Docker engine.
@@ -87,6 +88,41 @@ impl Watch for Spinner {
     }
 }
 
+/// What a person sees of the suite on a non-green verdict: `(json key,
+/// header, text)`. The suite log's tail (stdout then stderr) when the
+/// report cannot name failures (`exitcode`), or a junit-xml suite wrote
+/// nothing on stderr — a suite that prints its failures on stdout (pytest)
+/// shows them; otherwise (and always for go-test-json, whose stdout is the
+/// event stream) the last lines of its stderr.
+fn failure_tail(o: &certify::Outcome) -> Option<(&'static str, String, String)> {
+    let r = &o.record;
+    if r.verdict == Verdict::Green {
+        return None;
+    }
+    let use_log = !o.log_tail.trim().is_empty()
+        && (r.report == crate::report::ReportKind::Exitcode
+            || (r.report == crate::report::ReportKind::JunitXml
+                && o.stderr_tail.trim().is_empty()));
+    if use_log {
+        Some((
+            "log_tail",
+            format!(
+                "last lines of the suite's log ({})",
+                r.suite_log.as_deref().unwrap_or("not kept")
+            ),
+            o.log_tail.trim_end().to_string(),
+        ))
+    } else if !o.stderr_tail.trim().is_empty() {
+        Some((
+            "stderr_tail",
+            "last lines of the suite's stderr".into(),
+            o.stderr_tail.trim_end().to_string(),
+        ))
+    } else {
+        None
+    }
+}
+
 /// Run `certify`.
 pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
@@ -108,45 +144,24 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     } else {
         Spinner(None)
     };
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
+    if certify::is_dispatch(&settings) {
+        drop(spinner);
+        return dispatched(ctx, &catalog, &settings, &interrupt).await;
+    }
     let o = certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?;
     let r = &o.record;
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
-        // The human output shows the suite's last stderr lines on a
-        // non-green verdict; so does the JSON.
-        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            v["stderr_tail"] = serde_json::json!(o.stderr_tail.trim_end());
+        // The human output shows the suite's last lines on a non-green
+        // verdict; so does the JSON (`stderr_tail` or `log_tail`).
+        if let Some((key, _, tail)) = failure_tail(&o) {
+            v[key] = serde_json::json!(tail);
         }
         out_json(&v);
     } else {
-        let mut s = format!(
-            "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
-            r.sha,
-            r.machine,
-            r.verdict.as_str(),
-            r.count_words(),
-            r.report.as_str(),
-            r.suite_source,
-            r.suite_seconds,
-        );
-        if let Avail::Value(names) = &r.named_tests
-            && !names.is_empty()
-        {
-            s.push_str(&format!("failing ({}):\n", names.len()));
-            for n in names {
-                s.push_str(&format!("  {n}\n"));
-            }
-        }
-        if let Some(code) = r.suite_exit_code
-            && r.verdict != Verdict::Green
-        {
-            s.push_str(&format!("suite exit code: {code}\n"));
-        }
-        for n in &r.notes {
-            s.push_str(&format!("note: {n}\n"));
-        }
+        let mut s = verdict_lines(r, "");
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
         if o.pointer == "moved" {
@@ -163,14 +178,121 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             ));
         }
         out(&s);
-        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            eprintln!(
-                "--- last lines of the suite's stderr ---\n{}",
-                o.stderr_tail.trim_end()
-            );
+        if let Some((_, header, tail)) = failure_tail(&o) {
+            eprintln!("--- {header} ---\n{tail}");
         }
     }
     Ok(r.verdict.exit())
+}
+
+/// The verdict line of a record and what explains it (failing tests, exit
+/// code, notes), each following line indented by `indent`: the same words
+/// for a local record and for each machine's.
+fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
+    let mut s = format!(
+        "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
+        r.sha,
+        r.machine,
+        r.verdict.as_str(),
+        r.count_words(),
+        r.report.as_str(),
+        r.suite_source,
+        r.suite_seconds,
+    );
+    if r.machine != "local" {
+        if let Some(p) = &r.program_path {
+            s.push_str(&format!(
+                "{indent}program: {p} ({})\n",
+                r.program_version.as_deref().unwrap_or("version unknown")
+            ));
+        }
+        if let Some(b) = r.extra.get("bundle_bytes").and_then(|b| b.as_u64()) {
+            s.push_str(&format!("{indent}shipped: {b} bytes\n"));
+        }
+    }
+    if let Avail::Value(names) = &r.named_tests
+        && !names.is_empty()
+    {
+        s.push_str(&format!("{indent}failing ({}):\n", names.len()));
+        for n in names {
+            s.push_str(&format!("{indent}  {n}\n"));
+        }
+    }
+    if let Some(code) = r.suite_exit_code
+        && r.verdict != Verdict::Green
+    {
+        s.push_str(&format!("{indent}suite exit code: {code}\n"));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("{indent}note: {n}\n"));
+    }
+    s
+}
+
+/// One machine's record, then the tail of its suite's stderr on a non-green.
+fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
+    let mut s = verdict_lines(r, "  ");
+    if r.verdict != Verdict::Green && !stderr_tail.trim().is_empty() {
+        s.push_str("  --- last lines of the suite's stderr there ---\n");
+        let lines: Vec<&str> = stderr_tail.trim_end().lines().collect();
+        for l in &lines[lines.len().saturating_sub(20)..] {
+            s.push_str(&format!("  {l}\n"));
+        }
+    }
+    s
+}
+
+/// `certify --machine …`: dispatch, then one summary.
+async fn dispatched(
+    ctx: &Ctx,
+    catalog: &crate::catalog::Catalog,
+    settings: &Settings,
+    interrupt: &crate::measure::Interrupt,
+) -> Result<Exit> {
+    let ids: Vec<String> = settings
+        .machines
+        .iter()
+        .flat_map(|m| m.split(','))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let lines = crate::dispatch::Lines::new(&ids, ctx.json);
+    let m = certify::certify_machines(&ctx.home, catalog, settings, &lines, interrupt).await;
+    lines.finish();
+    let m = m?;
+    if ctx.json {
+        out_json(&serde_json::json!({
+            "sha": m.runs.first().map(|r| r.record.sha.clone()),
+            "records": m.runs.iter().map(|r| serde_json::to_value(&r.record).expect("records serialize")).collect::<Vec<_>>(),
+            "verified_pointer": m.pointer,
+            "disagreement": m.disagreement,
+            "attempts": m.attempts,
+            "exit_code": m.exit() as u8,
+        }));
+    } else {
+        let mut s = String::new();
+        for r in &m.runs {
+            s.push_str(&record_lines(&r.record, &r.stderr_tail));
+        }
+        if let Some(d) = &m.disagreement {
+            s.push_str(&format!("machines disagree: {d}\n"));
+        }
+        s.push_str(&format!("records: {}\n", m.attempts.display()));
+        match m.pointer.as_str() {
+            "moved" => s.push_str(&format!(
+                "verified: {} -> {} (moved: green on every named machine)\n",
+                crate::record::VERIFIED_REF,
+                m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
+            )),
+            why => s.push_str(&format!(
+                "verified: {} not moved ({})\n",
+                crate::record::VERIFIED_REF,
+                why.trim_start_matches("unchanged: ")
+            )),
+        }
+        out(&s);
+    }
+    Ok(m.exit())
 }
 
 /// Run `records`.

@@ -266,7 +266,8 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
         async move {
             let t = crate::fleet::machines::connect(&home, &row, timeout).await?;
             let f = crate::fleet::measure::measure(&t, &row.id, timeout).await?;
-            led.append_facts(f.clone())?;
+            led.append_off_runtime(crate::fleet::ledger::Row::Machine(f.clone()))
+                .await?;
             Ok(f)
         }
     })

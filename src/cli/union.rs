@@ -50,7 +50,7 @@ pub struct VerifyStreamArgs {
 /// Run `verify-union`.
 pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let s = union::Settings {
         repo: a.repo,
         base: a.base,
@@ -98,6 +98,13 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     t.push_str(&pointer_line(r));
     out(&t);
+    if r.verdict != crate::report::Verdict::Green && !o.log_tail.trim().is_empty() {
+        eprintln!(
+            "--- last lines of the suite's log ({}) ---\n{}",
+            r.suite_log.as_deref().unwrap_or("not kept"),
+            o.log_tail.trim_end()
+        );
+    }
     Ok(r.verdict.exit())
 }
 
@@ -125,7 +132,7 @@ impl stepgo::Watch for Progress {
 pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     use std::io::IsTerminal;
     let catalog = ctx.catalog()?;
-    let interrupt = crate::measure::interrupt_watch();
+    let interrupt = crate::cancel::install();
     let s = stepgo::Settings {
         repo: a.repo,
         rev: a.rev,

@@ -12,8 +12,8 @@
 
 use super::output;
 use super::{Pin, Platform, failed};
+use crate::fleet::finding::Finding;
 use crate::fleet::ledger::Outcome;
-use crate::fleet::probe::Finding;
 use crate::transport::{AsyncReadWrite, Transport, TransportError};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{

@@ -6,7 +6,7 @@
 use super::{DOCKER_OCI, DockerError};
 use crate::catalog::Catalog;
 use crate::error::Result;
-use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, ProbeInputs};
+use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome};
 use crate::fleet::machines::Machines;
 use crate::fleet::remedy;
 use crate::home::Home;
@@ -68,19 +68,7 @@ pub fn require_container_capability(
     let inputs = latest
         .as_ref()
         .map(|c| c.inputs.clone())
-        .unwrap_or_else(|| ProbeInputs {
-            declared_path: "/usr/bin/docker".into(),
-            workhome: row.workhome.clone(),
-            probed_by: std::env::var("USER")
-                .ok()
-                .filter(|u| !u.is_empty())
-                .unwrap_or_else(|| "operator".into()),
-            workspace: std::env::current_dir()
-                .ok()
-                .and_then(|d| d.canonicalize().ok())
-                .map(|d| d.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "/".into()),
-        });
+        .unwrap_or_else(|| remedy::default_inputs(&row, "/usr/bin/docker"));
     let probe = remedy::probe_line(home, catalog_path, machine_id, DOCKER_OCI, &inputs);
     let commands = match ids.as_deref() {
         None => vec![

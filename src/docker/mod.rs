@@ -22,8 +22,8 @@ pub mod userns;
 
 use crate::catalog::Capability;
 use crate::error::Refusal;
+use crate::fleet::finding::{Finding, ProbeRequest};
 use crate::fleet::ledger::{MachineFacts, Outcome};
-use crate::fleet::probe::{Finding, ProbeRequest};
 use crate::transport::Transport;
 
 pub use engine::{DockerProbeSettings, probe_docker_oci};

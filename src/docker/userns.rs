@@ -12,8 +12,8 @@
 //! from docker-oci, which says nothing about user namespaces.
 
 use super::{Platform, failed};
+use crate::fleet::finding::Finding;
 use crate::fleet::ledger::Outcome;
-use crate::fleet::probe::Finding;
 use crate::transport::Transport;
 use serde_json::{Map, Value};
 use std::time::Duration;

@@ -196,42 +196,7 @@ pub enum Row {
     Capability(CapabilityRow),
 }
 
-/// Serialize `v` canonically: keys sorted by byte order at every depth, no
-/// whitespace, serde_json string escaping. These are the signed bytes.
-pub fn canonical_json(v: &Value) -> String {
-    fn walk(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    walk(&m[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    walk(x, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    walk(v, &mut s);
-    s
-}
+pub use crate::canonical::canonical_json;
 
 /// Refuse a key file others can read, or a key directory others can write.
 ///
@@ -805,6 +770,27 @@ impl Ledger {
         rows.push(row);
         Ok(())
     }
+    /// [`Ledger::append`] on a blocking thread: it takes an exclusive file
+    /// lock (waiting for another saphan) and fsyncs, which must not stall
+    /// the async runtime.
+    pub async fn append_off_runtime(
+        self: &std::sync::Arc<Self>,
+        row: Row,
+    ) -> crate::error::Result<()> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.append(row))
+            .await
+            .map_err(|e| {
+                crate::error::IoError::Io {
+                    action: "append to",
+                    path: self.path.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+                .into()
+            })
+            .and_then(|r| r)
+    }
+
     /// Sign and append a machine's facts.
     pub fn append_facts(&self, facts: MachineFacts) -> crate::error::Result<()> {
         self.append(Row::Machine(facts))

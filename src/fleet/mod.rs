@@ -10,6 +10,7 @@
 //! - [`probe`]: prove or refute a declared absolute program; remedies.
 //! - [`run`]: several machines at once, one connection and one progress line each.
 
+pub mod finding;
 pub mod ledger;
 pub mod machines;
 pub mod measure;

@@ -16,7 +16,7 @@ use crate::catalog::Capability;
 use crate::error::Result;
 use crate::home::Home;
 use crate::transport::Transport;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,44 +96,7 @@ impl ProbeSettings {
     }
 }
 
-/// One probe of one machine, as the probe functions see it.
-#[derive(Debug)]
-pub struct ProbeRequest<'a> {
-    /// `SAPHAN_HOME`.
-    pub home: &'a Home,
-    /// The machine row.
-    pub machine: &'a MachineRow,
-    /// The capability name.
-    pub capability: &'a str,
-    /// Its catalog entry.
-    pub entry: &'a Capability,
-    /// The operator's inputs.
-    pub inputs: &'a ProbeInputs,
-    /// The machine's latest measured facts, if any.
-    pub facts: Option<&'a MachineFacts>,
-    /// The remaining budget for this machine.
-    pub timeout: Duration,
-}
-
-/// What a probe found; the caller adds facts, time, digest, remedy and signs it.
-#[derive(Debug, Clone, Default)]
-pub struct Finding {
-    /// present / absent / failed.
-    pub outcome: Option<Outcome>,
-    /// Stable short reason when not present (`not-found`, `not-executable`,
-    /// `version-command-failed`, `binary-absent`, `daemon-unreachable` …).
-    pub reason: Option<String>,
-    /// A sentence about the reason.
-    pub reason_detail: Option<String>,
-    /// Version output, when a version command ran.
-    pub version_output: Option<String>,
-    /// Extra evidence for the row's `detail`.
-    pub detail: Map<String, Value>,
-    /// The platform command for remedy line 1, when the probe knows a
-    /// better one than the catalog's install command for the measured
-    /// platform (e.g. starting a daemon). `None`: the catalog's.
-    pub install: Option<String>,
-}
+pub use super::finding::{Finding, ProbeRequest};
 
 /// The most version output the probe script captures per program, in bytes;
 /// the rest is read and discarded on the machine (`version_output_truncated`
@@ -643,7 +606,10 @@ pub async fn probe_machine(
             }
         };
         let cap = build_row(home, s.catalog_path.as_deref(), row, it, facts.clone(), f);
-        match ledger.append_capability(cap.clone()) {
+        match ledger
+            .append_off_runtime(super::ledger::Row::Capability(cap.clone()))
+            .await
+        {
             Ok(()) => out.push(Ok(cap)),
             Err(e) => out.push(Err(e)),
         }

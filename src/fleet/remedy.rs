@@ -142,6 +142,25 @@ pub fn flag(name: &str, value: &str) -> String {
     }
 }
 
+/// The probe inputs a remedy line proposes when no row recorded any: the
+/// machine row's workhome, `$USER` (else `operator`) as the prober, the
+/// current directory as the workspace, and `declared` as the path.
+pub fn default_inputs(row: &MachineRow, declared: &str) -> ProbeInputs {
+    ProbeInputs {
+        declared_path: declared.to_string(),
+        workhome: row.workhome.clone(),
+        probed_by: std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "operator".into()),
+        workspace: std::env::current_dir()
+            .ok()
+            .and_then(|d| d.canonicalize().ok())
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/".into()),
+    }
+}
+
 /// The two remedy lines for a failed probe of `capability` on `row`.
 ///
 /// `install` is the platform's install command when the machine was measured

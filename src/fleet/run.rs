@@ -37,14 +37,14 @@ pub async fn cancelled() {
     let _ = rx.wait_for(|c| *c).await;
 }
 
-/// Turn the first Ctrl-C into [`cancel`] (replacing the default "die at
+/// Turn the first Ctrl-C, SIGTERM or SIGHUP (the process's
+/// [`crate::cancel`] token) into [`cancel`] (replacing the default "die at
 /// once", which would leave probe containers and version commands behind).
 pub fn cancel_on_ctrl_c() {
-    let mut i = crate::measure::interrupt_watch();
+    let t = crate::cancel::install();
     tokio::spawn(async move {
-        if i.changed().await.is_ok() {
-            cancel();
-        }
+        t.cancelled().await;
+        cancel();
     });
 }
 

@@ -122,6 +122,25 @@ pub struct Record {
     pub provisions: Vec<Placed>,
     /// Where evidence disagreed or why the measurement failed.
     pub notes: Vec<String>,
+    /// The resolved absolute path of the suite's program (argv[0]) on the
+    /// machine that ran it; null when it could not be resolved. Local runs:
+    /// resolved like `execvp` (a relative `./x` against the tree). Dispatched
+    /// runs: the capability row's declared path (set by dispatch).
+    #[serde(default)]
+    pub program_path: Option<String>,
+    /// That program's version output (stdout then stderr, trimmed, at most
+    /// 4 KiB): default-go runs `go version`; otherwise the catalog row's
+    /// version command when argv[0] maps to a row; else null.
+    #[serde(default)]
+    pub program_version: Option<String>,
+    /// Path of this attempt's suite log (`<git-common-dir>/saphan/logs/<id>.log`):
+    /// the suite's stdout and stderr, bounded (see `measure::LOG_CAP`); null
+    /// when none was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_log: Option<String>,
+    /// Lowercase hex sha256 of the suite log's bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_log_sha256: Option<String>,
     /// What happened to `refs/saphan/verified` (`moved`, `unchanged: …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_pointer: Option<String>,
@@ -177,6 +196,21 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), IoError> {
     crate::fsutil::append_line(path, &line)
 }
 
+/// [`append`] on a blocking thread (the append locks and fsyncs the file).
+pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), IoError> {
+    let line = serde_json::to_string(rec).expect("records serialize");
+    let p = path.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::fsutil::append_line(&p, &line))
+        .await
+        .unwrap_or_else(|e| {
+            Err(IoError::Io {
+                action: "append to",
+                path: path.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            })
+        })
+}
+
 /// What `attempts.jsonl` holds: the whole records in append order, and the
 /// 1-based numbers of lines that are not records (a torn write, a hand
 /// edit) — kept apart so one bad line never hides every good one.
@@ -225,11 +259,11 @@ pub struct Lock {
 
 impl Lock {
     /// Take the lock, waiting for any other holder (off the async runtime).
-    /// Ctrl-C while waiting gives up: [`RecordError::Interrupted`], nothing
+    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up: [`RecordError::Interrupted`], nothing
     /// measured, nothing written.
     pub async fn acquire(
         repo: &Repo,
-        interrupt: &crate::measure::Interrupt,
+        interrupt: &crate::cancel::Token,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
         let shown = path.clone();
@@ -258,10 +292,9 @@ impl Lock {
             })?;
             Ok::<_, IoError>(Lock { _file: f })
         });
-        let mut intr = interrupt.clone();
         tokio::select! {
             got = wait => Ok(got.expect("lock task does not panic")?),
-            _ = crate::measure::wait_interrupt(&mut intr) => Err(RecordError::Interrupted { lock: shown }.into()),
+            _ = interrupt.cancelled() => Err(RecordError::Interrupted { lock: shown }.into()),
         }
     }
 }

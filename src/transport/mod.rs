@@ -19,6 +19,7 @@ pub mod known_hosts;
 pub mod quote;
 pub mod ssh;
 pub mod ssh_config;
+pub mod watchdog;
 
 pub use ssh::{Ssh, SshOptions};
 pub use ssh_config::{HostSettings, resolve};
@@ -192,6 +193,14 @@ pub enum TransportError {
         "the command line for the machine is {bytes} bytes once quoted, more than the {max} a remote shell accepts as one argument — nothing was sent; shorten the arguments (a path is at most 4095 bytes)"
     )]
     ArgumentTooLong { bytes: usize, max: usize },
+    /// The program (or its working directory, or `setsid`) is missing on
+    /// the machine: nothing ran.
+    #[error("could not start `{program}` on {alias}: {detail} — install it there or fix the path")]
+    RemoteSpawn {
+        alias: String,
+        program: String,
+        detail: String,
+    },
     /// A command that cannot be sent as given.
     #[error("cannot run this command: {detail}")]
     BadArgument { detail: String },
@@ -200,7 +209,7 @@ pub enum TransportError {
 impl Refusal for TransportError {
     fn name(&self) -> &'static str {
         match self {
-            TransportError::Spawn { .. } => "spawn",
+            TransportError::Spawn { .. } | TransportError::RemoteSpawn { .. } => "spawn",
             TransportError::Copy { .. } | TransportError::RemoteCopy { .. } => "copy",
             TransportError::SshConfig { .. } => "ssh-config",
             TransportError::ConfigExposed { .. } => "saphan-home-exposed",
@@ -308,6 +317,35 @@ impl Transport {
                 }),
             Transport::Ssh(s) => s.exec(argv, timeout).await,
         }
+    }
+
+    /// Run one [`Cmd`] on the machine — the one call for both sides, with the
+    /// same [`Output`] meaning: cwd, env changes, stdin ([`exec::Input`]:
+    /// bytes, a local file or a reader, streamed), stdout to a local file
+    /// ([`exec::Sink::File`]) or captured (last [`exec::STDOUT_TAIL`] bytes),
+    /// stderr's last [`exec::STDERR_TAIL`] bytes, and the budget enforced by
+    /// killing the command's whole process group (locally by
+    /// [`exec::run`]; on an SSH machine by a watchdog running *there*, see
+    /// [`watchdog`]). A `Cmd` without a budget gets none locally and the
+    /// transfer budget remotely.
+    ///
+    /// Errors: the program cannot be started (`spawn`), a word that cannot
+    /// be sent (`bad-argument`), the connection errors.
+    pub async fn run(&self, cmd: Cmd) -> Result<Output, TransportError> {
+        match self {
+            Transport::Local(_) => {
+                let program = cmd.program().to_string_lossy().into_owned();
+                exec::run(cmd)
+                    .await
+                    .map_err(|source| TransportError::Spawn { program, source })
+            }
+            Transport::Ssh(s) => s.run(cmd).await,
+        }
+    }
+
+    /// True for the local machine.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Transport::Local(_))
     }
 
     /// Copy a local file to `remote` (an absolute path on the machine).

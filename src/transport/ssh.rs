@@ -16,7 +16,7 @@
 
 use super::ssh_config::{self, HostSettings, parse_jump};
 use super::{AsyncReadWrite, TransportError, known_hosts, quote};
-use crate::exec::{Output, Termination};
+use crate::exec::{Output, STDERR_TAIL, STDOUT_TAIL, TailBuf, Termination};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelOpenFailure, Sig};
@@ -333,6 +333,10 @@ impl Ssh {
         }
     }
 
+    pub(super) fn transfer_budget(&self) -> Duration {
+        self.inner.opts.transfer_timeout
+    }
+
     fn connect_budget(&self) -> Duration {
         self.inner
             .settings
@@ -344,21 +348,45 @@ impl Ssh {
     /// then closed (no stdin: closed at once); stdout goes to `out_file` or is
     /// captured. Reads until the channel closes, because the exit status can
     /// arrive after EOF.
+    ///
+    /// Every stream is bounded: captured stdout keeps its last
+    /// [`STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
+    /// login shell printing hundreds of MB cannot grow saphan's memory).
     async fn run_line(
         &self,
         line: &str,
         stdin: Option<Pin<Box<dyn AsyncRead + Send>>>,
-        mut out_file: Option<tokio::fs::File>,
+        out_file: Option<tokio::fs::File>,
         timeout: Duration,
+    ) -> Result<Output, TransportError> {
+        let sink = match out_file {
+            Some(f) => OutSink::File(f),
+            None => OutSink::Capture,
+        };
+        self.run_line_with(line, stdin, sink, timeout, None).await
+    }
+
+    pub(super) async fn run_line_with(
+        &self,
+        line: &str,
+        stdin: Option<Pin<Box<dyn AsyncRead + Send>>>,
+        sink: OutSink,
+        timeout: Duration,
+        mut scan: Option<&mut super::watchdog::GroupScan>,
     ) -> Result<Output, TransportError> {
         let start = Instant::now();
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let timed_out = |stdout, stderr| Output {
+        let (mut out_file, discard) = match sink {
+            OutSink::File(f) => (Some(f), false),
+            OutSink::Capture => (None, false),
+            OutSink::Null => (None, true),
+        };
+        let mut stdout = TailBuf::new(STDOUT_TAIL);
+        let mut stderr = TailBuf::new(STDERR_TAIL);
+        let timed_out = |stdout: TailBuf, stderr: TailBuf| Output {
             status: Termination::TimedOut,
-            stdout,
-            stderr,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
             elapsed: start.elapsed(),
         };
         let Ok(permit) =
@@ -413,10 +441,14 @@ impl Ssh {
                                     break;
                                 }
                             }
-                            None => stdout.extend_from_slice(&data),
+                            None if discard => {}
+                            None => stdout.push(&data),
                         },
                         ChannelMsg::ExtendedData { data, ext: 1 } => {
-                            stderr.extend_from_slice(&data)
+                            if let Some(sc) = scan.as_deref_mut() {
+                                sc.feed(&data);
+                            }
+                            stderr.push(&data)
                         }
                         ChannelMsg::ExitStatus { exit_status } => {
                             status = Some(Termination::Exited(exit_status as i32))
@@ -479,8 +511,8 @@ impl Ssh {
                 match status {
                     Some(status) => Ok(Output {
                         status,
-                        stdout,
-                        stderr,
+                        stdout: stdout.finish(),
+                        stderr: stderr.finish(),
                         elapsed: start.elapsed(),
                     }),
                     None => Err(self.lost(&conn, "the channel closed without an exit status")),
@@ -508,6 +540,16 @@ impl Ssh {
             detail,
         }
     }
+}
+
+/// Where a remote command's stdout goes.
+pub(super) enum OutSink {
+    /// Kept in memory, its last [`STDOUT_TAIL`] bytes.
+    Capture,
+    /// Streamed into this local file.
+    File(tokio::fs::File),
+    /// Read and dropped.
+    Null,
 }
 
 fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {

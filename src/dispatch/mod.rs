@@ -1,0 +1,991 @@
+//! Dispatch: the same measurement as a local certify, executed on admitted
+//! fleet machines (DESIGN §6a; operator's view: docs/dispatch.md).
+//!
+//! Order of one dispatched run, every refusal before anything is shipped:
+//! 1. local refusals (the caller: bad repo/revision, no suite, bad config,
+//!    provision sources);
+//! 2. [`admit`] from the ledger only, per machine;
+//! 3. connect to every machine; a program no catalog row maps is resolved
+//!    there and refused if absent;
+//! 4. per machine, concurrently: [`ship`] only the commits the mirror lacks,
+//!    take the repository's lock on the machine (`flock`, held by a process
+//!    fed by this side's channel), materialize the stable scratch tree from
+//!    the mirror ([`crate::worktree::add_at`], which also reaps what a lost
+//!    connection left; submodules from the mirror), then the one measurement
+//!    core ([`measure::run_suite_with`]: provisions placed and hashed there,
+//!    the suite under the budget enforced on the machine, reports collected
+//!    through the transport, the same parsers), remove the tree;
+//! 5. record locally, one record per machine; the pointer moves only when
+//!    every named machine is green.
+//!
+//! The seam for other execution classes is [`Executor`] (the core's):
+//! [`run_all`] takes the executor that runs the suite's command in the
+//! shipped tree on the machine.
+
+pub mod admit;
+pub mod ship;
+
+use crate::config::Provision;
+use crate::error::{Exit, Refusal, Result};
+use crate::exec::{self, Cmd};
+use crate::fleet::machines::MachineRow;
+use crate::git::Repo;
+use crate::home::Home;
+use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
+use crate::record::Record;
+use crate::report::Verdict;
+use crate::suite::ResolvedSuite;
+use crate::transport::{Transport, TransportError};
+pub use admit::Admitted;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Budget for one control command on a machine (mirror listing, fetch,
+/// staging, cleanup).
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Connect budget per machine.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Grace between TERM and KILL of the suite's group on the machine.
+pub const GRACE: Duration = Duration::from_secs(2);
+/// How long an attempt may wait for the repository's lock on the machine.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// Refusals of a dispatched run (nothing was shipped).
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    /// The machine is not admitted for the suite's program.
+    #[error(
+        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}\n  {}",
+        remedy.first().map(String::as_str).unwrap_or(""),
+        remedy.get(1).map(String::as_str).unwrap_or("")
+    )]
+    ToolchainAbsent {
+        machine: String,
+        program: String,
+        catalog_row: String,
+        why: String,
+        remedy: Vec<String>,
+    },
+    /// A program no catalog row maps is not on the machine.
+    #[error(
+        "the suite's program `{program}` is not on machine {machine} (no catalog row maps this program; resolved there: {detail}) — nothing was shipped; install it there, or declare the suite with a program the machine has"
+    )]
+    ProgramAbsent {
+        machine: String,
+        program: String,
+        detail: String,
+    },
+    /// A provision could not be placed in the shipped tree.
+    #[error(
+        "on machine {machine}: provision {detail} — nothing was measured; change the provision's dest"
+    )]
+    ProvisionConflict { machine: String, detail: String },
+    /// The verify-affected adapter needs a saphan binary the machine can run.
+    #[error(
+        "machine {machine} measured {os}/{arch}, but this saphan is built for {local_os}/{local_arch}, so it cannot be shipped there — install saphan {version} for {os}/{arch} on the machine and declare its path as verify.affected's adapter, or dispatch to a machine of this platform"
+    )]
+    PlatformMismatch {
+        machine: String,
+        os: String,
+        arch: String,
+        local_os: String,
+        local_arch: String,
+        version: String,
+    },
+}
+
+impl Refusal for DispatchError {
+    fn name(&self) -> &'static str {
+        match self {
+            DispatchError::ToolchainAbsent { .. } | DispatchError::ProgramAbsent { .. } => {
+                "verification-toolchain-absent"
+            }
+            DispatchError::ProvisionConflict { .. } => "provision-dest-conflict",
+            DispatchError::PlatformMismatch { .. } => "saphan-binary-unavailable",
+        }
+    }
+}
+
+/// Why a machine's attempt failed after admission: a stable name
+/// (`host-unreachable`, `connection-lost`, `ship-failed` …) and a sentence.
+#[derive(Debug, Clone)]
+pub struct DispatchFault {
+    /// Stable kebab-case name.
+    pub name: &'static str,
+    /// What happened.
+    pub detail: String,
+}
+
+impl DispatchFault {
+    /// A fault named `name`.
+    pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
+        DispatchFault {
+            name,
+            detail: detail.into(),
+        }
+    }
+    /// A transport error as a fault (its own stable name).
+    pub fn transport(e: TransportError) -> DispatchFault {
+        DispatchFault {
+            name: e.name(),
+            detail: e.to_string(),
+        }
+    }
+    fn note(&self) -> String {
+        format!("{}: {}", self.name, self.detail)
+    }
+}
+
+pub use crate::measure::{Executor, Host as HostExecutor};
+
+/// Progress of one machine's attempt, for a person watching.
+pub trait Progress: Send + Sync {
+    /// `machine` entered a phase (`connect`, `ship 12 KiB`, `run`, `collect`).
+    fn phase(&self, machine: &str, what: &str);
+}
+
+/// One measurement to dispatch.
+pub struct Job<'a> {
+    /// The operator's home.
+    pub home: &'a Home,
+    /// The local repository.
+    pub repo: &'a Repo,
+    /// The full SHA.
+    pub sha: &'a str,
+    /// The resolved suite (argv as resolved locally; admission rewrites argv[0]).
+    pub suite: &'a ResolvedSuite,
+    /// The attempt budget.
+    pub budget: &'a Budget,
+    /// Provisions that apply (already preflighted locally).
+    pub provisions: &'a [Provision],
+    /// Submodules at their gitlinks: (path, commit, the local repository holding it).
+    pub submodules: &'a [crate::git::Submodule],
+    /// The verb (`certify`).
+    pub verb: &'a str,
+    /// Extra environment for the suite.
+    pub extra_env: &'a [(String, String)],
+    /// Ctrl-C.
+    pub interrupt: &'a Interrupt,
+    /// The affected tier's files (`None` for certify): `report_path` is then
+    /// relative to `<run dir>/reports`, the manifest is staged at
+    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
+    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
+    pub affected: Option<&'a Path>,
+    /// This saphan binary and its sha256, shipped to
+    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
+    pub self_binary: Option<(&'a Path, &'a str)>,
+}
+
+/// One machine's attempt, recorded.
+#[derive(Debug, Clone)]
+pub struct MachineRun {
+    /// The record (not yet appended).
+    pub record: Record,
+    /// The last lines of the suite's stderr on the machine.
+    pub stderr_tail: String,
+}
+
+/// The repository key on a machine: the same key local certify uses for
+/// its stable scratch path.
+pub fn repo_key(repo: &Repo) -> String {
+    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
+    key[..16].to_string()
+}
+
+/// Connect to an admitted machine and, when no catalog row maps the
+/// program, resolve it there (refused if absent). Connection failures are
+/// faults (the attempt is recorded as measurement-failed), not refusals.
+pub async fn connect(
+    home: &Home,
+    m: &Admitted,
+) -> Result<std::result::Result<Transport, DispatchFault>> {
+    let t = match crate::fleet::machines::connect(home, &m.row, CONNECT_TIMEOUT).await {
+        Ok(t) => t,
+        Err(e) => {
+            let e: crate::error::Error = e.into();
+            return Ok(Err(DispatchFault::new(e.name(), e.inner().to_string())));
+        }
+    };
+    if m.capability.is_none() {
+        let prog = m.argv[0].clone();
+        // A path relative to the tree (`./run-tests.sh`) is the SHA's own file.
+        let in_tree = prog.contains('/') && !prog.starts_with('/');
+        // `saphan` (the bundled adapter) is this very binary, shipped.
+        if !in_tree && prog != "saphan" {
+            let argv: Vec<String> = vec![
+                "sh".into(),
+                "-c".into(),
+                r#"command -v "$1""#.into(),
+                "saphan-resolve".into(),
+                prog.clone(),
+            ];
+            match t.exec(&argv, CONTROL_TIMEOUT).await {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => {
+                    return Err(DispatchError::ProgramAbsent {
+                        machine: m.row.id.clone(),
+                        program: prog,
+                        detail: format!("`command -v` found nothing ({:?})", o.status),
+                    }
+                    .into());
+                }
+                Err(e) => return Ok(Err(DispatchFault::transport(e))),
+            }
+        }
+    }
+    Ok(Ok(t))
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// Run `job` on the connected machine `m` (or record why it could not) and
+/// build its record. Never returns an error for what happened on the
+/// machine: every outcome after admission is a record. Refusals found on the
+/// machine before the suite ran (a provision dest conflict) are errors.
+pub async fn run_on(
+    job: &Job<'_>,
+    m: &Admitted,
+    connected: std::result::Result<Transport, DispatchFault>,
+    connect_time: Duration,
+    executor: &dyn Executor,
+    progress: &dyn Progress,
+) -> Result<MachineRun> {
+    let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
+    let mut suite = job.suite.clone();
+    suite.argv = c.argv.clone();
+    let mut record = measure::record(
+        Subject {
+            verb: job.verb,
+            repo: &job.repo.top,
+            sha: job.sha,
+            machine: &m.row.id,
+            class: executor.class(),
+        },
+        &suite,
+        job.budget,
+        &c.run,
+    );
+    record.notes.extend(c.notes);
+    record.extra.insert(
+        "machine_program".into(),
+        serde_json::json!({
+            "capability": m.capability,
+            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
+            "version": m.program_version,
+        }),
+    );
+    record
+        .extra
+        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
+    record
+        .extra
+        .insert("phases".into(), serde_json::Value::Object(c.phases));
+    record
+        .extra
+        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
+    if c.interrupted {
+        record
+            .extra
+            .insert("interrupted".into(), serde_json::json!(true));
+    }
+    Ok(MachineRun {
+        record,
+        stderr_tail: c.run.stderr_tail,
+    })
+}
+
+/// What one machine's attempt left, before it becomes a record.
+#[derive(Debug)]
+pub struct Collected {
+    /// The run, as the measurement core describes a local one.
+    pub run: SuiteRun,
+    /// What ran there.
+    pub argv: Vec<String>,
+    /// Notes to add to the record (`reaped: …`).
+    pub notes: Vec<String>,
+    /// Bundle bytes shipped.
+    pub bundle_bytes: u64,
+    /// Seconds per phase.
+    pub phases: serde_json::Map<String, serde_json::Value>,
+    /// The scratch tree path on the machine.
+    pub remote_tree: String,
+    /// Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// Local copies: `stdout`, `tree/` (report files), `scope.json`
+    /// (affected). `None` when nothing was brought back.
+    pub local: Option<tempfile::TempDir>,
+}
+
+/// Ship, materialize, run and collect `job` on the connected machine `m`:
+/// every outcome after admission is a [`Collected`] (a failure is a failed
+/// measurement naming its cause); refusals found on the machine before the
+/// suite ran (a provision dest conflict) are errors.
+///
+/// The measurement itself is the core's ([`measure::run_suite_with`]) on a
+/// scratch tree of the machine's mirror ([`crate::worktree::add_at`]):
+/// provisions placed and hashed there, the suite run under the budget
+/// enforced on the machine, report files collected through the transport,
+/// the same parsers.
+pub async fn measure_on(
+    job: &Job<'_>,
+    m: &Admitted,
+    connected: std::result::Result<Transport, DispatchFault>,
+    connect_time: Duration,
+    executor: &dyn Executor,
+    progress: &dyn Progress,
+) -> Result<Collected> {
+    let layout = ship::Layout {
+        base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
+        key: repo_key(job.repo),
+    };
+    let mut phases = serde_json::Map::new();
+    phases.insert("connect".into(), serde_json::json!(secs(connect_time)));
+    let mut argv = m.argv.clone();
+    if let Some((_, sha)) = job.self_binary
+        && argv[0] == "saphan"
+    {
+        argv[0] = format!("{}/bin/saphan-{sha}", layout.base);
+    }
+    let mut a = Attempt {
+        bundle_bytes: 0,
+        notes: Vec::new(),
+        local: None,
+        run: None,
+    };
+    let mut fault = None;
+    match connected {
+        Err(f) => fault = Some(f),
+        Ok(t) => {
+            let on = On {
+                job,
+                t: &t,
+                layout: &layout,
+                argv: &argv,
+                executor,
+                progress,
+                id: &m.row.id,
+            };
+            let r = attempt(on, &mut a, &mut phases).await;
+            match r {
+                Ok(()) => {}
+                Err(Failure::Fault(f)) => fault = Some(f),
+                Err(Failure::Refused(e)) => return Err(e),
+            }
+            if let Transport::Ssh(s) = &t {
+                s.disconnect().await;
+            }
+        }
+    }
+    let mut run = match (a.run, fault) {
+        (_, Some(f)) => SuiteRun::not_run(f.note()),
+        (None, None) => SuiteRun::not_run("connection-lost: nothing ran"),
+        (Some(run), None) => run,
+    };
+    if run.submodules.is_empty() {
+        run.submodules = job
+            .submodules
+            .iter()
+            .map(|s| (s.path.clone(), s.commit.clone()))
+            .collect();
+    }
+    run.program = measure::Program {
+        path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
+        version: m.program_version.clone(),
+    };
+    let interrupted = run.measurement.failure().as_deref() == Some("interrupted");
+    progress.phase(
+        &m.row.id,
+        &format!("done: {}", run.measurement.verdict.as_str()),
+    );
+    Ok(Collected {
+        run,
+        argv,
+        notes: a.notes,
+        bundle_bytes: a.bundle_bytes,
+        phases,
+        remote_tree: layout.tree(),
+        interrupted,
+        local: a.local,
+    })
+}
+
+struct Attempt {
+    bundle_bytes: u64,
+    notes: Vec<String>,
+    local: Option<tempfile::TempDir>,
+    run: Option<SuiteRun>,
+}
+
+enum Failure {
+    Fault(DispatchFault),
+    Refused(crate::error::Error),
+}
+
+impl From<DispatchFault> for Failure {
+    fn from(f: DispatchFault) -> Failure {
+        Failure::Fault(f)
+    }
+}
+
+/// Run `script` (POSIX sh, `$1`… = `args`) on `t` as a control command.
+async fn control(
+    t: &Transport,
+    script: &str,
+    args: &[&str],
+) -> Result<exec::Output, DispatchFault> {
+    t.run(
+        Cmd::new("sh")
+            .args(["-c", script, "saphan-dispatch"])
+            .args(args)
+            .timeout(CONTROL_TIMEOUT),
+    )
+    .await
+    .map_err(DispatchFault::transport)
+}
+
+/// The repository's lock on the machine: `flock` held by a process whose
+/// stdin is this side's pipe. Dropping [`MachineLock::release`]'s writer
+/// ends it; a lost connection ends it too (sshd closes the channel), and the
+/// watchdog's budget bounds it in any case.
+struct MachineLock {
+    writer: Option<tokio::io::DuplexStream>,
+    holder: tokio::task::JoinHandle<std::result::Result<exec::Output, TransportError>>,
+}
+
+impl MachineLock {
+    async fn acquire(
+        t: &Transport,
+        layout: &ship::Layout,
+        ready: &str,
+        budget: Duration,
+    ) -> Result<MachineLock, DispatchFault> {
+        let (writer, reader) = tokio::io::duplex(64);
+        let lock = format!("{}/locks/{}.lock", layout.base, layout.key);
+        let cmd = Cmd::new("sh")
+            .args([
+                "-c",
+                r#"mkdir -p "$(dirname "$1")" "$(dirname "$2")" || exit 4
+exec 9>"$1"
+flock -w "$3" 9 || exit 3
+: > "$2"
+exec cat >/dev/null"#,
+                "saphan-lock",
+                &lock,
+                ready,
+                &LOCK_WAIT.as_secs().to_string(),
+            ])
+            .input(exec::Input::Stream(exec::SharedReader::new(reader)))
+            .timeout(budget);
+        let t2 = t.clone();
+        let mut holder = tokio::spawn(async move { t2.run(cmd).await });
+        let ready_arg = [ready];
+        let wait = control(
+            t,
+            r#"i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 1400 ] && exit 3; sleep 0.05; done"#,
+            &ready_arg,
+        );
+        tokio::select! {
+            r = wait => match r {
+                Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
+                Ok(_) => {
+                    holder.abort();
+                    Err(DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
+                }
+                Err(f) => {
+                    holder.abort();
+                    Err(f)
+                }
+            },
+            r = &mut holder => Err(match r {
+                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) => DispatchFault::new("lock-failed", format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
+                Ok(Err(e)) => DispatchFault::transport(e),
+                Err(e) => DispatchFault::new("lock-failed", e.to_string()),
+            }),
+        }
+    }
+
+    async fn release(mut self) {
+        drop(self.writer.take());
+        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.holder).await;
+        self.holder.abort();
+    }
+}
+
+/// One machine's attempt in progress: what every step needs.
+#[derive(Clone, Copy)]
+struct On<'a, 'j> {
+    job: &'a Job<'j>,
+    t: &'a Transport,
+    layout: &'a ship::Layout,
+    argv: &'a [String],
+    executor: &'a dyn Executor,
+    progress: &'a dyn Progress,
+    id: &'a str,
+}
+
+async fn attempt(
+    on: On<'_, '_>,
+    a: &mut Attempt,
+    phases: &mut serde_json::Map<String, serde_json::Value>,
+) -> std::result::Result<(), Failure> {
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        progress,
+        id,
+        ..
+    } = on;
+    let run_id = format!("{}-{}", crate::record::new_id(), id);
+    let run_dir = layout.run(&run_id);
+
+    // Ship the SHA and every submodule commit a local store holds.
+    progress.phase(id, "ship");
+    let t_ship = Instant::now();
+    let mut sources = vec![(job.repo.clone(), job.sha.to_string())];
+    for s in job.submodules {
+        if let Some(store) = &s.store {
+            sources.push((store.clone(), s.commit.clone()));
+        }
+    }
+    let tag = format!("{}-{}", std::process::id(), id);
+    let shipped = ship::ship(t, layout, &sources, &tag).await?;
+    a.bundle_bytes = shipped.bundle_bytes;
+    if let Some((local_bin, sha)) = job.self_binary
+        && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
+    {
+        // Content-addressed: shipped once per build, reused after.
+        let have = control(
+            t,
+            r#"test -x "$1" || { mkdir -p "$(dirname "$1")"; exit 1; }"#,
+            &[&argv[0]],
+        )
+        .await?;
+        if !have.status.success() {
+            t.put(local_bin, &argv[0])
+                .await
+                .map_err(DispatchFault::transport)?;
+        }
+    }
+    phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
+    progress.phase(
+        id,
+        &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
+    );
+
+    // Materialize under the repository's lock on the machine.
+    let t_mat = Instant::now();
+    let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
+    let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
+    let r = locked(on, a, phases, &run_dir, t_mat).await;
+    // The run dir goes; so does the (now empty) parent of the stable tree.
+    let parent = format!("{}/scratch/{}", layout.base, layout.key);
+    let _ = control(
+        t,
+        r#"rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0"#,
+        &[&run_dir, &parent],
+    )
+    .await;
+    lock.release().await;
+    r
+}
+
+async fn locked(
+    on: On<'_, '_>,
+    a: &mut Attempt,
+    phases: &mut serde_json::Map<String, serde_json::Value>,
+    run_dir: &str,
+    t_mat: Instant,
+) -> std::result::Result<(), Failure> {
+    let On {
+        job,
+        t,
+        layout,
+        argv,
+        executor,
+        progress,
+        id,
+    } = on;
+    let mirror = std::path::PathBuf::from(layout.mirror());
+    let tree = std::path::PathBuf::from(layout.tree());
+    // A tree a lost connection left is reaped (add_at heals the stable path).
+    let left = control(t, r#"test -e "$1""#, &[&layout.tree()]).await?;
+    if left.status.success() {
+        a.notes.push(format!(
+            "reaped: {} (left by an earlier attempt)",
+            layout.tree()
+        ));
+    }
+    let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
+        .await
+        .map_err(|e| DispatchFault::new("materialize-failed", e.to_string()))?;
+    let subs: Vec<(String, String, Option<std::path::PathBuf>)> = job
+        .submodules
+        .iter()
+        .map(|s| (s.path.clone(), s.commit.clone(), Some(mirror.clone())))
+        .collect();
+    crate::worktree::checkout_submodules(&mut scratch, &subs).await;
+    let local = tempfile::Builder::new()
+        .prefix("saphan-collect-")
+        .tempdir()
+        .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
+    let mut env: Vec<(String, String)> = job.extra_env.to_vec();
+    let report_root = if let Some(manifest) = job.affected {
+        let reports = format!("{run_dir}/reports");
+        let mk = control(t, r#"mkdir -p "$1""#, &[&reports]).await?;
+        if !mk.status.success() {
+            let _ = scratch.remove().await;
+            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
+        }
+        if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
+            let _ = scratch.remove().await;
+            return Err(DispatchFault::transport(e).into());
+        }
+        for (_, v) in env.iter_mut() {
+            *v = v.replace("@RUN@", run_dir);
+        }
+        Some(std::path::PathBuf::from(reports))
+    } else {
+        None
+    };
+    phases.insert(
+        "materialize".into(),
+        serde_json::json!(secs(t_mat.elapsed())),
+    );
+
+    progress.phase(id, "run");
+    let mut suite = job.suite.clone();
+    suite.argv = argv.to_vec();
+    let keep = local.path().join("stdout");
+    let log_dir = measure::log_dir(job.repo);
+    let t_run = Instant::now();
+    let run = measure::run_suite_with(
+        &scratch,
+        measure::Plan {
+            suite: &suite,
+            budget: job.budget,
+            provisions: job.provisions,
+            extra_env: &env,
+            report_root: report_root.as_deref(),
+            keep_stdout: Some(&keep),
+            log_dir: Some(&log_dir),
+            catalog: None,
+        },
+        executor,
+        job.interrupt,
+    )
+    .await;
+    let run_time = t_run.elapsed();
+    progress.phase(id, "collect");
+    let t_collect = Instant::now();
+    if job.affected.is_some() {
+        // No scope file is an answer the affected engine judges, not a fault.
+        let _ = t
+            .get(
+                &format!("{run_dir}/scope.json"),
+                &local.path().join("scope.json"),
+            )
+            .await;
+    }
+    let _ = scratch.remove().await;
+    let run = match run {
+        Ok(r) => r,
+        Err(e) if e.name() == "provision-dest-conflict" || e.name() == "provision-failed" => {
+            return Err(Failure::Refused(
+                DispatchError::ProvisionConflict {
+                    machine: id.to_string(),
+                    detail: e.inner().to_string(),
+                }
+                .into(),
+            ));
+        }
+        Err(e) => return Err(DispatchFault::new(e.name(), e.inner().to_string()).into()),
+    };
+    phases.insert("run".into(), serde_json::json!(secs(run_time)));
+    phases.insert(
+        "collect".into(),
+        serde_json::json!(secs(t_collect.elapsed())),
+    );
+    a.run = Some(run);
+    a.local = Some(local);
+    Ok(())
+}
+
+/// Every machine's attempt of one invocation, and what the pointer did.
+#[derive(Debug, Clone)]
+pub struct Multi {
+    /// One run per machine, in the order named.
+    pub runs: Vec<MachineRun>,
+    /// Where the records were appended.
+    pub attempts: std::path::PathBuf,
+    /// What happened to the verified pointer.
+    pub pointer: String,
+    /// `green on m0, red on m1` when the machines disagree.
+    pub disagreement: Option<String>,
+}
+
+impl Multi {
+    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
+    pub fn exit(&self) -> Exit {
+        let rank = |v: Verdict| match v {
+            Verdict::Green => 0,
+            Verdict::Red => 1,
+            Verdict::MeasurementFailed => 2,
+        };
+        self.runs
+            .iter()
+            .map(|r| r.record.verdict)
+            .max_by_key(|v| rank(*v))
+            .map(|v| v.exit())
+            .unwrap_or(Exit::Ok)
+    }
+}
+
+/// `green on m0, red on m1` when the verdicts differ, else `None`.
+pub fn disagreement(runs: &[MachineRun]) -> Option<String> {
+    let first = runs.first()?.record.verdict;
+    if runs.iter().all(|r| r.record.verdict == first) {
+        return None;
+    }
+    let mut groups: Vec<(Verdict, Vec<&str>)> = Vec::new();
+    for r in runs {
+        match groups.iter_mut().find(|(v, _)| *v == r.record.verdict) {
+            Some((_, ms)) => ms.push(&r.record.machine),
+            None => groups.push((r.record.verdict, vec![&r.record.machine])),
+        }
+    }
+    Some(
+        groups
+            .iter()
+            .map(|(v, ms)| format!("{} on {}", v.as_str(), ms.join(", ")))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Plain progress lines on stderr (no terminal), or one indicatif line per
+/// machine.
+pub struct Lines {
+    bars: Vec<(String, indicatif::ProgressBar)>,
+    start: Instant,
+}
+
+impl Lines {
+    /// One line per machine in `ids`; indicatif when stderr is a terminal
+    /// and `quiet` is false, plain lines otherwise (none when `quiet`).
+    pub fn new(ids: &[String], quiet: bool) -> Lines {
+        use std::io::IsTerminal;
+        let mut bars = Vec::new();
+        if !quiet && std::io::stderr().is_terminal() {
+            let mp = indicatif::MultiProgress::new();
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} {prefix:.bold} {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            let w = ids.iter().map(String::len).max().unwrap_or(0);
+            for id in ids {
+                let pb = mp.add(indicatif::ProgressBar::new_spinner());
+                pb.set_style(style.clone());
+                pb.set_prefix(format!("{id:w$}"));
+                pb.enable_steady_tick(Duration::from_millis(120));
+                bars.push((id.clone(), pb));
+            }
+        }
+        Lines {
+            bars,
+            start: Instant::now(),
+        }
+    }
+    /// Finish every line.
+    pub fn finish(&self) {
+        for (_, pb) in &self.bars {
+            pb.finish();
+        }
+    }
+}
+
+impl Progress for Lines {
+    fn phase(&self, machine: &str, what: &str) {
+        match self.bars.iter().find(|(id, _)| id == machine) {
+            Some((_, pb)) => {
+                if what.starts_with("done") {
+                    pb.finish_with_message(what.to_string());
+                } else {
+                    pb.set_message(what.to_string());
+                }
+            }
+            None if self.bars.is_empty() => {
+                let e = self.start.elapsed().as_secs();
+                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
+            }
+            None => {}
+        }
+    }
+}
+
+/// No progress output.
+pub struct Silent;
+impl Progress for Silent {
+    fn phase(&self, _: &str, _: &str) {}
+}
+
+/// Dispatch `job` to every admitted machine concurrently, append one record
+/// each, and move the verified pointer only when every machine is green for
+/// the SHA in this invocation.
+pub async fn run_all(
+    job: &Job<'_>,
+    admitted: &[Admitted],
+    trunk: Option<&str>,
+    executor: &dyn Executor,
+    progress: &dyn Progress,
+) -> Result<Multi> {
+    // Connect everywhere first: a program resolved on a machine is refused
+    // before anything is shipped anywhere.
+    let mut conns = Vec::new();
+    for m in admitted {
+        progress.phase(&m.row.id, "connect");
+    }
+    let connected = futures_util::future::join_all(admitted.iter().map(|m| async move {
+        let t0 = Instant::now();
+        let c = connect(job.home, m).await;
+        (c, t0.elapsed())
+    }))
+    .await;
+    for (c, d) in connected {
+        conns.push((c?, d));
+    }
+    let runs = futures_util::future::join_all(
+        admitted
+            .iter()
+            .zip(conns)
+            .map(|(m, (c, d))| run_on(job, m, c, d, executor, progress)),
+    )
+    .await;
+    let mut out = Vec::new();
+    let mut refused = None;
+    for r in runs {
+        match r {
+            Ok(r) => out.push(r),
+            Err(e) => refused = refused.or(Some(e)),
+        }
+    }
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    let attempts = crate::record::attempts_path(job.repo);
+    let all_green = !out.is_empty() && out.iter().all(|r| r.record.verdict == Verdict::Green);
+    let any_zero = out
+        .iter()
+        .any(|r| r.record.count == crate::record::Avail::Value(0));
+    let disagreement = disagreement(&out);
+    let pointer = if all_green && any_zero {
+        "unchanged: the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA".to_string()
+    } else if all_green {
+        crate::record::advance_verified(job.repo, job.sha, trunk).await?
+    } else {
+        match &disagreement {
+            Some(d) => format!("unchanged: the machines disagree ({d})"),
+            None => format!("unchanged: {} is not green on every named machine", job.sha),
+        }
+    };
+    for r in &mut out {
+        let mut rec = r.record.clone();
+        if let Some(t) = trunk {
+            rec.extra.insert("trunk".into(), serde_json::json!(t));
+        }
+        rec.extra.insert(
+            "dispatch_machines".into(),
+            serde_json::json!(
+                admitted
+                    .iter()
+                    .map(|m| m.row.id.clone())
+                    .collect::<Vec<_>>()
+            ),
+        );
+        crate::record::append_off_runtime(&attempts, &rec).await?;
+        r.record = rec;
+    }
+    Ok(Multi {
+        runs: out,
+        attempts,
+        pointer,
+        disagreement,
+    })
+}
+
+/// Admit every machine in `ids` for `suite`, from the ledger only.
+pub fn admit_all(
+    home: &Home,
+    catalog: &crate::catalog::Catalog,
+    ids: &[String],
+    suite: &ResolvedSuite,
+) -> Result<Vec<Admitted>> {
+    let machines = crate::fleet::machines::Machines::load(home)?;
+    let rows: Vec<MachineRow> = machines.select(home, ids)?;
+    let ledger = crate::fleet::ledger::Ledger::open(home)?;
+    let window = crate::fleet::freshness_window(home)?;
+    let now = time::OffsetDateTime::now_utc();
+    rows.iter()
+        .map(|r| admit::admit(home, catalog, &ledger, window, r, suite, now))
+        .collect()
+}
+
+/// Refuse unless the machine's *measured* os/arch are this build's, so the
+/// running binary can be shipped there (`saphan-binary-unavailable`).
+pub fn require_same_platform(m: &Admitted) -> Result<()> {
+    let norm = |a: &str| match a {
+        "arm64" => "aarch64".to_string(),
+        "amd64" => "x86_64".to_string(),
+        a => a.to_ascii_lowercase(),
+    };
+    let local_os = std::env::consts::OS;
+    let local_arch = std::env::consts::ARCH;
+    if m.os.eq_ignore_ascii_case(local_os) && norm(&m.arch) == norm(local_arch) {
+        return Ok(());
+    }
+    Err(DispatchError::PlatformMismatch {
+        machine: m.row.id.clone(),
+        os: m.os.clone(),
+        arch: m.arch.clone(),
+        local_os: local_os.into(),
+        local_arch: local_arch.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::machines::TransportKind;
+
+    fn admitted(os: &str, arch: &str) -> Admitted {
+        Admitted {
+            row: MachineRow {
+                id: "m9".into(),
+                transport: TransportKind::Ssh,
+                host: "m9".into(),
+                workhome: "/srv".into(),
+            },
+            argv: vec!["saphan".into()],
+            capability: None,
+            program_path: None,
+            program_version: None,
+            os: os.into(),
+            arch: arch.into(),
+        }
+    }
+
+    #[test]
+    fn the_binary_ships_only_to_the_measured_platform_of_this_build() {
+        let e = require_same_platform(&admitted("Darwin", "arm64")).unwrap_err();
+        assert_eq!(e.name(), "saphan-binary-unavailable");
+        assert!(e.line().contains("Darwin/arm64"), "{}", e.line());
+        let here = admitted(std::env::consts::OS, std::env::consts::ARCH);
+        assert!(require_same_platform(&here).is_ok());
+    }
+}

@@ -1,0 +1,207 @@
+//! Shipping commits to a machine's bare mirror (DESIGN §6a step 3): learn
+//! which shipped commits the mirror already holds, bundle only what it
+//! lacks (`git bundle create <ref> --not <what it has>`), stream the bundle
+//! over the connection, verify it there and fetch it into
+//! `refs/saphan/shipped/<sha>` of the mirror. Nothing already there is
+//! re-sent.
+
+use super::{CONTROL_TIMEOUT, DispatchFault};
+use crate::exec::{self, Cmd};
+use crate::git::Repo;
+use crate::transport::Transport;
+
+/// The namespace of the mirror's refs: one per shipped commit.
+pub const SHIPPED: &str = "refs/saphan/shipped/";
+
+/// What one ship sent.
+#[derive(Debug, Clone, Default)]
+pub struct Shipped {
+    /// Bundle bytes sent (0 when the mirror already had every commit).
+    pub bundle_bytes: u64,
+    /// How many commits the mirror already had that the bundle excluded.
+    pub prerequisites: usize,
+}
+
+/// Paths on the machine for one repository.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `<workhome>/saphan`.
+    pub base: String,
+    /// The repository key (16 hex of the sha256 of the local common dir).
+    pub key: String,
+}
+
+impl Layout {
+    /// The bare mirror.
+    pub fn mirror(&self) -> String {
+        format!("{}/mirrors/{}.git", self.base, self.key)
+    }
+    /// The stable scratch worktree.
+    pub fn tree(&self) -> String {
+        format!("{}/scratch/{}/tree", self.base, self.key)
+    }
+    /// One attempt's run directory.
+    pub fn run(&self, id: &str) -> String {
+        format!("{}/runs/{}", self.base, id)
+    }
+}
+
+async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, DispatchFault> {
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let out = t
+        .exec(&argv, CONTROL_TIMEOUT)
+        .await
+        .map_err(DispatchFault::transport)?;
+    if !out.status.success() {
+        return Err(DispatchFault::new(
+            "ship-failed",
+            format!("{what}: {:?}: {}", out.status, out.stderr_str()),
+        ));
+    }
+    Ok(out.stdout_str())
+}
+
+async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, DispatchFault> {
+    exec::run(
+        Cmd::new("git")
+            .arg("-C")
+            .arg(&repo.top)
+            .args(args)
+            .timeout(crate::git::GIT_TIMEOUT),
+    )
+    .await
+    .map_err(|e| DispatchFault::new("ship-failed", format!("running git: {e}")))
+}
+
+/// Ship every commit in `shas` (the measured SHA, then submodule commits the
+/// caller found locally) into the machine's mirror.
+///
+/// `sources` pairs each SHA with the local repository that holds it (the
+/// superproject, or a submodule's own object store). `tag` names this
+/// shipment's temporary local ref (`refs/saphan/ship/<tag>`), removed after.
+pub async fn ship(
+    t: &Transport,
+    layout: &Layout,
+    sources: &[(Repo, String)],
+    tag: &str,
+) -> Result<Shipped, DispatchFault> {
+    let mirror = layout.mirror();
+    let mut shas: Vec<&str> = sources.iter().map(|(_, s)| s.as_str()).collect();
+    shas.dedup();
+    let mut probe_args = vec![
+        "sh",
+        "-c",
+        r#"m=$1; shift; mkdir -p "$(dirname "$m")" "$(dirname "$m")/../incoming" || exit 1
+[ -d "$m" ] || git init --bare -q "$m" || exit 1
+git -C "$m" for-each-ref --format='have %(objectname)' refs/saphan/shipped/
+for s in "$@"; do git -C "$m" cat-file -e "$s^{commit}" 2>/dev/null && echo "present $s"; done
+exit 0"#,
+        "saphan-ship",
+        &mirror,
+    ];
+    probe_args.extend(shas.iter().copied());
+    let listing = remote(t, &probe_args, "reading the mirror").await?;
+    let mut haves: Vec<String> = Vec::new();
+    let mut present: Vec<String> = Vec::new();
+    for l in listing.lines() {
+        if let Some(h) = l.strip_prefix("have ") {
+            haves.push(h.trim().to_string());
+        } else if let Some(p) = l.strip_prefix("present ") {
+            present.push(p.trim().to_string());
+        }
+    }
+    let mut shipped = Shipped::default();
+    for (repo, sha) in sources {
+        if present.iter().any(|p| p == sha) {
+            continue;
+        }
+        // Prerequisites: the mirror's commits this repository knows.
+        let mut known = Vec::new();
+        if !haves.is_empty() {
+            let out = exec::run(
+                Cmd::new("git")
+                    .arg("-C")
+                    .arg(&repo.top)
+                    .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+                    .stdin(haves.join("\n").into_bytes())
+                    .timeout(crate::git::GIT_TIMEOUT),
+            )
+            .await
+            .map_err(|e| DispatchFault::new("ship-failed", format!("running git: {e}")))?;
+            for l in out.stdout_str().lines() {
+                if let Some(h) = l.strip_suffix(" commit") {
+                    known.push(h.to_string());
+                }
+            }
+        }
+        let tmp_ref = format!("refs/saphan/ship/{tag}-{}", &sha[..12.min(sha.len())]);
+        let dir = tempfile::Builder::new()
+            .prefix("saphan-bundle-")
+            .tempdir()
+            .map_err(|e| DispatchFault::new("ship-failed", format!("temp dir: {e}")))?;
+        let file = dir.path().join("ship.bundle");
+        let up = local_git(repo, &["update-ref".into(), tmp_ref.clone(), sha.clone()]).await?;
+        if !up.status.success() {
+            return Err(DispatchFault::new(
+                "ship-failed",
+                format!("cannot name {sha} for the bundle: {}", up.stderr_str()),
+            ));
+        }
+        let mut args = vec![
+            "bundle".to_string(),
+            "create".into(),
+            "--quiet".into(),
+            file.display().to_string(),
+            tmp_ref.clone(),
+        ];
+        if !known.is_empty() {
+            args.push("--not".into());
+            args.extend(known.iter().cloned());
+        }
+        let made = local_git(repo, &args).await;
+        let _ = local_git(repo, &["update-ref".into(), "-d".into(), tmp_ref.clone()]).await;
+        let made = made?;
+        if !made.status.success() {
+            return Err(DispatchFault::new(
+                "ship-failed",
+                format!("git bundle create: {}", made.stderr_str()),
+            ));
+        }
+        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        let incoming = format!("{}/incoming/{tag}-{}.bundle", layout.base, &sha[..12]);
+        // One round trip: the bundle streams over the connection into the
+        // incoming file, is verified and fetched there, then removed.
+        let out = t
+            .run(
+                Cmd::new("sh")
+                    .args([
+                        "-c",
+                        r#"mkdir -p "$(dirname "$2")" && cat > "$2" || { rm -f "$2"; exit 1; }
+git -C "$1" bundle verify -q "$2" >/dev/null 2>&1 || { git -C "$1" bundle verify "$2"; rm -f "$2"; exit 1; }
+git -C "$1" fetch -q "$2" "$3:refs/saphan/shipped/$4"; rc=$?; rm -f "$2"; exit $rc"#,
+                        "saphan-fetch",
+                        &mirror,
+                        &incoming,
+                        &tmp_ref,
+                        sha,
+                    ])
+                    .input(exec::Input::File(file.clone()))
+                    .timeout(CONTROL_TIMEOUT),
+            )
+            .await
+            .map_err(DispatchFault::transport)?;
+        if !out.status.success() {
+            return Err(DispatchFault::new(
+                "ship-failed",
+                format!(
+                    "verifying and fetching the bundle: {:?}: {}",
+                    out.status,
+                    out.stderr_str()
+                ),
+            ));
+        }
+        shipped.bundle_bytes += bytes;
+        shipped.prerequisites += known.len();
+    }
+    Ok(shipped)
+}

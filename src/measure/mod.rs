@@ -1,0 +1,717 @@
+//! The one measurement core shared by certify, verify-union, verify-stream
+//! and the affected tier — and by dispatch, which runs it against a scratch
+//! tree on another machine. Four phases:
+//!
+//! 1. **prepare** ([`Setup`], [`Budget::attempt`]): open the repository and
+//!    the config, select and preflight the provisions, resolve the suite,
+//!    pick the budget — before any lock or tree, so every refusal comes
+//!    first;
+//! 2. **execute** ([`run_suite_with`]): place provisions and the exclude file
+//!    in the tree *through its [`Transport`]*, then run the suite in the tree
+//!    through an [`Executor`] ([`Host`]: a process on the machine via
+//!    [`Transport::run`], in its own process group under the budget; a
+//!    container executor plugs in here);
+//! 3. **collect** ([`collect`]): the suite's stdout (already in a local file)
+//!    and the files `report_path` matches, brought to a local directory when
+//!    the tree is remote;
+//! 4. **judge**: the same [`report::measure`] parsers (off the runtime), and
+//!    [`record`] builds the record.
+//!
+//! Worktree creation and removal stay with the caller (certify checks out a
+//! SHA; verify-union merges streams first; dispatch ships a bundle), so this
+//! module never decides *which* tree is measured — only *how*.
+
+pub mod collect;
+
+use crate::config::{Config, Provision};
+use crate::error::{IoError, Result};
+use crate::exec::{Cmd, Output, Sink, Termination};
+use crate::git::{Repo, Scratch};
+use crate::home::Home;
+use crate::provision::{self, Placed};
+use crate::record::{Avail, Record};
+use crate::report::{self, Evidence, Measurement};
+use crate::suite::ResolvedSuite;
+use crate::transport::{Transport, TransportError};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+/// The measuring code's own default budget for one attempt at a suite: the
+/// 10-minute floor, used when neither `--timeout` nor the config's
+/// `timeout` says otherwise.
+pub const DEFAULT_SUITE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// An attempt budget and where the number came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// The wall-clock budget.
+    pub duration: Duration,
+    /// `default`, `config:<scope>.timeout` or `flag:--timeout`.
+    pub source: String,
+}
+
+impl Budget {
+    /// `--timeout` always wins; then the declared `timeout` of `scope`
+    /// (`verify.full`…); then [`DEFAULT_SUITE_TIMEOUT`].
+    pub fn attempt(flag: Option<Duration>, suite: &ResolvedSuite, scope: &str) -> Budget {
+        match (flag, suite.timeout) {
+            (Some(d), _) => Budget {
+                duration: d,
+                source: "flag:--timeout".into(),
+            },
+            (None, Some(d)) => Budget {
+                duration: d,
+                source: format!("config:{scope}.timeout"),
+            },
+            (None, None) => Budget {
+                duration: DEFAULT_SUITE_TIMEOUT,
+                source: "default".into(),
+            },
+        }
+    }
+}
+
+/// The process's cancellation token ([`crate::cancel::Token`]): Ctrl-C,
+/// SIGTERM and SIGHUP cancel it once [`crate::cancel::install`] ran.
+pub type Interrupt = crate::cancel::Token;
+
+/// Prepare: the repository and config every verb opens first.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The repository.
+    pub repo: Repo,
+    /// The validated config.
+    pub cfg: Config,
+}
+
+impl Setup {
+    /// Open the repository containing `path`, then load the config.
+    ///
+    /// Errors: `not-a-repository`, `bare-repository`, the config refusals.
+    pub async fn open(home: &Home, path: &Path) -> Result<Setup> {
+        let repo = Repo::open(path).await?;
+        let cfg = Config::load(home)?;
+        Ok(Setup { repo, cfg })
+    }
+
+    /// The provision entries that apply to this repository, preflighted
+    /// (source exists, readable, non-empty), owned.
+    ///
+    /// Errors: the `provision-source-*` refusals.
+    pub fn provisions(&self) -> Result<Vec<Provision>> {
+        provisions(&self.cfg, &self.repo)
+    }
+
+    /// The full suite for commit `sha` (declared `verify.full`, or default-go
+    /// when the tree has `go.mod`), and the tree's file list.
+    /// `purpose` completes the no-declaration refusal ("certify", …).
+    ///
+    /// Errors: the spec's no-declaration refusal, git failures.
+    pub async fn full_suite(
+        &self,
+        sha: &str,
+        purpose: &str,
+    ) -> Result<(ResolvedSuite, Vec<String>)> {
+        let files = self.repo.tree_files(sha).await?;
+        let suite = crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, |p| {
+            files.iter().any(|f| f == p)
+        })?;
+        Ok((suite, files))
+    }
+}
+
+/// The provision entries of `cfg` that apply to `repo`, preflighted
+/// (source exists, readable, non-empty), owned — the one place every verb
+/// selects them.
+///
+/// Errors: the `provision-source-*` refusals.
+pub fn provisions(cfg: &Config, repo: &Repo) -> Result<Vec<Provision>> {
+    let sel = provision::select(&cfg.provisions, &repo.top, &repo.common_dir);
+    provision::preflight(&sel)?;
+    Ok(sel.into_iter().cloned().collect())
+}
+
+/// Execute: how the suite's command is run in a tree. The default is
+/// [`Host`] (a process on the tree's machine, through [`Transport::run`]);
+/// a container executor implements this to run the same [`Cmd`] — argv,
+/// cwd (the tree's path on the machine), env, budget, stdout file — in a
+/// container that bind-mounts the tree, and must give the same [`Output`]
+/// meaning (budget past → [`Termination::TimedOut`] with everything it
+/// started killed; stderr bounded to [`crate::exec::STDERR_TAIL`]).
+pub trait Executor: Send + Sync {
+    /// `host` or `container`: the record's `class`.
+    fn class(&self) -> &'static str;
+    /// Run `cmd` in the tree on `transport`'s machine.
+    fn execute<'a>(
+        &'a self,
+        transport: &'a Transport,
+        cmd: Cmd,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>;
+}
+
+/// The host executor: the suite is a process on the machine, in its own
+/// process group under the budget ([`Transport::run`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Host;
+
+impl Executor for Host {
+    fn class(&self) -> &'static str {
+        "host"
+    }
+    fn execute<'a>(
+        &'a self,
+        transport: &'a Transport,
+        cmd: Cmd,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>
+    {
+        Box::pin(transport.run(cmd))
+    }
+}
+
+/// What one suite run left.
+#[derive(Debug, Clone)]
+pub struct SuiteRun {
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// RFC 3339 UTC.
+    pub finished_at: String,
+    /// How the suite ended; `None` when the operator interrupted it.
+    pub termination: Option<Termination>,
+    /// The derived measurement.
+    pub measurement: Measurement,
+    /// Provisions placed.
+    pub placed: Vec<Placed>,
+    /// Suite wall time.
+    pub elapsed: Duration,
+    /// The last 4 KiB of the suite's stderr (for the operator, not the record).
+    pub stderr_tail: String,
+    /// The record id this attempt will carry (the log is named after it).
+    pub id: String,
+    /// Which program ran (record `program_path` / `program_version`).
+    pub program: Program,
+    /// The kept suite log, when [`Plan::log_dir`] asked for one.
+    pub log: Option<SuiteLog>,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
+}
+
+impl SuiteRun {
+    /// A run that never started (interrupted before it), with `note`.
+    pub fn not_run(note: impl Into<String>) -> SuiteRun {
+        SuiteRun {
+            started_at: crate::clock::now_rfc3339(),
+            finished_at: crate::clock::now_rfc3339(),
+            termination: None,
+            measurement: Measurement::failed(note),
+            placed: Vec::new(),
+            elapsed: Duration::ZERO,
+            stderr_tail: String::new(),
+            id: crate::record::new_id(),
+            program: Program::default(),
+            log: None,
+            submodules: Vec::new(),
+        }
+    }
+
+    /// The last `lines` lines of the kept suite log (stdout and stderr
+    /// sections), for the operator on red and measurement-failed; empty when
+    /// no log was kept.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let Some(log) = &self.log else {
+            return String::new();
+        };
+        let text = std::fs::read(&log.path)
+            .map(|b| {
+                let start = b.len().saturating_sub(64 * 1024);
+                String::from_utf8_lossy(&b[start..]).into_owned()
+            })
+            .unwrap_or_default();
+        let all: Vec<&str> = text.trim_end().lines().collect();
+        // Only the section headers: the suite printed nothing.
+        if all
+            .iter()
+            .all(|l| l.starts_with("=== suite ") || l.trim().is_empty())
+        {
+            return String::new();
+        }
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// Which program a suite ran (issue 12.5: two records of one SHA from two
+/// toolchains must be distinguishable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Program {
+    /// Resolved absolute path of argv[0] on the machine.
+    pub path: Option<String>,
+    /// Its version output, at most [`VERSION_CAP`] bytes.
+    pub version: Option<String>,
+}
+
+/// How much of a version command's output is kept (4 KiB).
+pub const VERSION_CAP: usize = 4096;
+
+/// Budget for one version command.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The kept log of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteLog {
+    /// `<log_dir>/<record id>.log`, absolute.
+    pub path: PathBuf,
+    /// Lowercase hex sha256 of its bytes.
+    pub sha256: String,
+}
+
+/// The most bytes a suite log keeps (8 MiB): stdout's first [`LOG_HEAD`]
+/// bytes and its last bytes up to the cap, then stderr's last
+/// [`crate::exec::STDERR_TAIL`] bytes.
+pub const LOG_CAP: usize = 8 * 1024 * 1024;
+
+/// How much of the start of stdout a log keeps when stdout is too big.
+pub const LOG_HEAD: usize = 1024 * 1024;
+
+/// Resolve `suite`'s argv[0] on the local machine (`tree` for a relative
+/// `./x`) and run its version command: default-go → `<path> version`; a
+/// catalog row mapping argv[0] → its `version` argv with `{path}`; else no
+/// version. Never fails: what cannot be learned is `None`.
+pub async fn identify_local(
+    suite: &ResolvedSuite,
+    catalog: Option<&crate::catalog::Catalog>,
+    tree: &Path,
+) -> Program {
+    let Some(token) = suite.argv.first() else {
+        return Program::default();
+    };
+    let path = if token.contains('/') && !token.starts_with('/') {
+        let p = tree.join(token.trim_start_matches("./"));
+        p.is_file().then_some(p)
+    } else {
+        crate::exec::which(token)
+    };
+    let Some(path) = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p)) else {
+        return Program::default();
+    };
+    let shown = path.display().to_string();
+    let argv: Option<Vec<String>> =
+        match (&suite.source, catalog.and_then(|c| c.for_program(token))) {
+            (_, Some((_, row))) if !row.version.is_empty() => Some(
+                row.version
+                    .iter()
+                    .map(|w| w.replace("{path}", &shown))
+                    .collect(),
+            ),
+            (crate::suite::SuiteSource::DefaultGo, _) => {
+                Some(vec![shown.clone(), "version".into()])
+            }
+            _ => None,
+        };
+    // In the tree, as the suite runs: a Go toolchain switch the tree's
+    // go.mod asks for shows up in the version too.
+    let version = match argv {
+        Some(argv) => version_of(&argv, tree).await,
+        None => None,
+    };
+    Program {
+        path: Some(shown),
+        version,
+    }
+}
+
+/// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
+/// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
+async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
+    let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
+        .await
+        .ok()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let mut text = text.trim().to_string();
+    if text.len() > VERSION_CAP {
+        let mut cut = VERSION_CAP;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// Write the bounded suite log of one attempt to `dir/<id>.log` (atomic),
+/// off the runtime: stdout (whole when it fits, else its first
+/// [`LOG_HEAD`] bytes, an elision line, and its last bytes), then stderr's
+/// kept tail.
+async fn write_log(dir: PathBuf, id: String, stdout: PathBuf, stderr: Vec<u8>) -> Option<SuiteLog> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(&stdout).ok();
+        let len = f
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .unwrap_or(0) as usize;
+        let room = LOG_CAP.saturating_sub(stderr.len() + 256);
+        let mut log = Vec::with_capacity(len.min(room) + stderr.len() + 256);
+        log.extend_from_slice(b"=== suite stdout ===\n");
+        if let Some(f) = f.as_mut() {
+            if len <= room {
+                let _ = f.read_to_end(&mut log);
+            } else {
+                let mut head = vec![0u8; LOG_HEAD.min(room)];
+                let _ = f.read_exact(&mut head);
+                log.extend_from_slice(&head);
+                let tail_len = room - head.len();
+                log.extend_from_slice(
+                    format!(
+                        "\n=== [{} bytes of stdout elided] ===\n",
+                        len - head.len() - tail_len
+                    )
+                    .as_bytes(),
+                );
+                let _ = f.seek(SeekFrom::Start((len - tail_len) as u64));
+                let mut tail = Vec::with_capacity(tail_len);
+                let _ = f.take(tail_len as u64).read_to_end(&mut tail);
+                log.extend_from_slice(&tail);
+            }
+        }
+        if !log.ends_with(b"\n") {
+            log.push(b'\n');
+        }
+        log.extend_from_slice(b"=== suite stderr (last 1 MiB) ===\n");
+        log.extend_from_slice(&stderr);
+        std::fs::create_dir_all(&dir).ok()?;
+        let path = dir.join(format!("{id}.log"));
+        crate::fsutil::atomic_write(&path, &log).ok()?;
+        Some(SuiteLog {
+            path,
+            sha256: crate::fsutil::sha256_hex(&log),
+        })
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// Where and how to run one suite.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    /// The suite.
+    pub suite: &'a ResolvedSuite,
+    /// The attempt budget.
+    pub budget: &'a Budget,
+    /// Provision entries that apply (already preflighted).
+    pub provisions: &'a [Provision],
+    /// Extra environment for the suite (e.g. the affected protocol's variables).
+    pub extra_env: &'a [(String, String)],
+    /// What `report_path` is relative to, a path on the tree's machine;
+    /// `None` = the tree.
+    pub report_root: Option<&'a Path>,
+    /// Also copy the suite's stdout here (a local path: the affected tier
+    /// reads which packages the go test -json stream named); `None` = keep
+    /// nothing.
+    pub keep_stdout: Option<&'a Path>,
+    /// Keep the bounded suite log in this local directory (normally
+    /// `<git-common-dir>/saphan/logs`, see [`log_dir`]); `None` = no log.
+    pub log_dir: Option<&'a Path>,
+    /// The catalog, to find the program's version command (local runs);
+    /// `None` = only default-go's `go version`.
+    pub catalog: Option<&'a crate::catalog::Catalog>,
+}
+
+/// `<git-common-dir>/saphan/logs`: where the suite logs of `repo`'s
+/// attempts are kept, next to `attempts.jsonl`.
+pub fn log_dir(repo: &Repo) -> PathBuf {
+    repo.state_dir().join("logs")
+}
+
+/// Run the suite of `plan` in `scratch`, then remove the scratch worktree —
+/// whatever the run did. The usual shape of one measurement.
+///
+/// Errors: those of [`run_suite`], then a failure to remove the worktree.
+pub async fn run_then_remove(
+    scratch: Scratch,
+    plan: Plan<'_>,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
+    let run = run_suite(&scratch, plan, interrupt).await;
+    let removed = scratch.remove().await;
+    let run = run?;
+    removed?;
+    Ok(run)
+}
+
+/// [`run_suite_with`] the [`Host`] executor.
+pub async fn run_suite(
+    scratch: &Scratch,
+    plan: Plan<'_>,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
+    run_suite_with(scratch, plan, &Host, interrupt).await
+}
+
+/// Execute, collect and judge the suite of `plan` in the scratch worktree
+/// `scratch` on its machine (provisions and the exclude file go there,
+/// through its transport) with `executor`.
+///
+/// Errors: provision placement refusals, or an I/O failure preparing the
+/// run. A suite that cannot be started is a measurement (failed), not an
+/// error: the attempt happened.
+pub async fn run_suite_with(
+    scratch: &Scratch,
+    plan: Plan<'_>,
+    executor: &dyn Executor,
+    interrupt: &Interrupt,
+) -> Result<SuiteRun> {
+    if let Some(why) = &scratch.submodule_missing {
+        let mut run = SuiteRun::not_run(format!(
+            "submodule-missing: {why} — the SHA was not measured"
+        ));
+        run.submodules = scratch.submodules.clone();
+        return Ok(run);
+    }
+    let started_at = crate::clock::now_rfc3339();
+    let id = crate::record::new_id();
+    let t = scratch.transport();
+    // Which program runs: resolved here for a local tree; a dispatched run
+    // sets it from the machine's capability row.
+    let program = if t.is_local() {
+        identify_local(plan.suite, plan.catalog, &scratch.path).await
+    } else {
+        Program::default()
+    };
+    let exclude = scratch.git_dir.join("saphan-exclude");
+    let placed = provision::place_on(t, plan.provisions, &scratch.path, &exclude).await?;
+    let mut env: Vec<(String, String)> = Vec::new();
+    if !placed.is_empty() {
+        env.extend(provision::exclude_env(&exclude));
+    }
+    env.extend(plan.extra_env.iter().cloned());
+
+    let run_dir = tempfile::Builder::new()
+        .prefix("saphan-run-")
+        .tempdir()
+        .map_err(|source| IoError::Io {
+            action: "create a temp directory",
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let stdout_path = run_dir.path().join("stdout");
+    // The suite inherits none of git's repository-local variables
+    // (`exec::run` drops them), so git inside it finds the scratch tree from
+    // its working directory; the marker lets a later attempt find it should
+    // it outlive a killed saphan.
+    let mut cmd = Cmd::from_argv(&plan.suite.argv)
+        .cwd(&scratch.path)
+        .env(crate::git::SCRATCH_MARKER, &scratch.path)
+        .timeout(plan.budget.duration)
+        .stdout(Sink::File(stdout_path.clone()));
+    for (k, v) in &env {
+        cmd = cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let intr = interrupt.clone();
+    let outcome = tokio::select! {
+        r = executor.execute(t, cmd) => Some(r),
+        _ = intr.cancelled() => None,
+    };
+    let elapsed = t0.elapsed();
+    let mut stderr_all: Vec<u8> = Vec::new();
+    let (termination, measurement, stderr_tail) = match outcome {
+        None => (
+            None,
+            Measurement::failed(format!(
+                "interrupted: {}; the suite's process group was killed",
+                interrupt
+                    .reason()
+                    .unwrap_or(crate::cancel::Reason::Requested)
+                    .words()
+            )),
+            String::new(),
+        ),
+        Some(Err(TransportError::Spawn { source, .. })) => (
+            None,
+            Measurement::failed(format!(
+                "crash: the suite's program `{}` could not be started: {source}",
+                plan.suite.argv[0]
+            )),
+            String::new(),
+        ),
+        Some(Err(TransportError::RemoteSpawn { alias, detail, .. })) => (
+            None,
+            Measurement::failed(format!(
+                "crash: the suite's program `{}` could not be started on {alias}: {detail}",
+                plan.suite.argv[0]
+            )),
+            String::new(),
+        ),
+        Some(Err(e)) => (
+            None,
+            Measurement::failed(format!(
+                "{}: the suite's run on {} failed: {e}",
+                crate::error::Refusal::name(&e),
+                t.describe()
+            )),
+            String::new(),
+        ),
+        Some(Ok(out)) => {
+            if !stdout_path.exists() {
+                let _ = std::fs::write(&stdout_path, b"");
+            }
+            let scope = match &plan.suite.source {
+                crate::suite::SuiteSource::Config(scope) => scope.to_string(),
+                crate::suite::SuiteSource::DefaultGo => "verify.full".to_string(),
+            };
+            let key = match plan.report_root {
+                Some(_) => format!("{scope}.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)"),
+                None => format!("{scope}.report_path"),
+            };
+            // Collect: the report files, brought here when the tree is remote.
+            let machine_root = plan.report_root.unwrap_or(&scratch.path).to_path_buf();
+            let collected = match (plan.suite.report, plan.suite.report_path.as_deref()) {
+                (report::ReportKind::JunitXml, Some(pattern)) if out.status.code().is_some() => {
+                    let local = run_dir.path().join("reports");
+                    let _ = std::fs::create_dir_all(&local);
+                    collect::reports(t, &machine_root, pattern, &local).await
+                }
+                _ => Ok(machine_root.clone()),
+            };
+            // Judge: the same parsers, off the runtime.
+            let m = match collected {
+                Err(e) => Measurement::failed(e.note()),
+                Ok(root) => judge(plan.suite, out.status, stdout_path.clone(), root, key).await,
+            };
+            if let Some(keep) = plan.keep_stdout {
+                let _ = std::fs::copy(&stdout_path, keep);
+            }
+            let tail_start = out.stderr.len().saturating_sub(4096);
+            let tail = String::from_utf8_lossy(&out.stderr[tail_start..]).into_owned();
+            stderr_all = out.stderr;
+            (Some(out.status), m, tail)
+        }
+    };
+    let log = match plan.log_dir {
+        Some(dir) => {
+            write_log(
+                dir.to_path_buf(),
+                id.clone(),
+                stdout_path.clone(),
+                stderr_all,
+            )
+            .await
+        }
+        None => None,
+    };
+    Ok(SuiteRun {
+        started_at,
+        finished_at: crate::clock::now_rfc3339(),
+        termination,
+        measurement,
+        placed,
+        elapsed,
+        stderr_tail,
+        id,
+        program,
+        log,
+        submodules: scratch.submodules.clone(),
+    })
+}
+
+/// Judge: [`report::measure`] on the evidence, on a blocking thread (a big
+/// report can take a while to parse).
+async fn judge(
+    suite: &ResolvedSuite,
+    termination: Termination,
+    stdout: PathBuf,
+    report_root: PathBuf,
+    key: String,
+) -> Measurement {
+    let kind = suite.report;
+    let pattern = suite.report_path.clone();
+    tokio::task::spawn_blocking(move || {
+        report::measure(&Evidence {
+            kind,
+            termination,
+            stdout: &stdout,
+            report_root: &report_root,
+            report_path: pattern.as_deref(),
+            report_path_key: &key,
+        })
+    })
+    .await
+    .unwrap_or_else(|e| Measurement::failed(format!("crash: reading the report failed: {e}")))
+}
+
+/// Who measured what, for [`record`].
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The verb (`certify`, `verify-union`, …).
+    pub verb: &'a str,
+    /// Repository top.
+    pub repo: &'a Path,
+    /// The SHA measured (for a union: the merge commit or base; see the verb).
+    pub sha: &'a str,
+    /// `local` or a fleet id.
+    pub machine: &'a str,
+    /// `host` or `container`.
+    pub class: &'a str,
+}
+
+/// Build the record of one suite run.
+pub fn record(
+    subject: Subject<'_>,
+    suite: &ResolvedSuite,
+    budget: &Budget,
+    run: &SuiteRun,
+) -> Record {
+    let m = &run.measurement;
+    Record {
+        format: crate::record::FORMAT,
+        id: run.id.clone(),
+        verb: subject.verb.to_string(),
+        repo: subject.repo.display().to_string(),
+        sha: subject.sha.to_string(),
+        machine: subject.machine.to_string(),
+        class: subject.class.to_string(),
+        started_at: run.started_at.clone(),
+        finished_at: run.finished_at.clone(),
+        verdict: m.verdict,
+        failure: m.failure(),
+        suite_source: suite.source.as_str(),
+        suite_argv: suite.argv.clone(),
+        report: suite.report,
+        suite_report_path: suite.report_path.clone(),
+        suite_report_files: m.report_files.clone(),
+        count: Avail::from(m.count),
+        count_derived: m.count_derived,
+        named_tests: Avail::from(m.named_tests.clone()),
+        suite_exit_code: run.termination.and_then(|t| t.code()),
+        budget: humantime::format_duration(budget.duration).to_string(),
+        budget_seconds: budget.duration.as_secs_f64(),
+        budget_source: budget.source.clone(),
+        suite_seconds: (run.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+        provisions: run.placed.clone(),
+        notes: m.notes.clone(),
+        program_path: run.program.path.clone(),
+        program_version: run.program.version.clone(),
+        suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
+        suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
+        verified_pointer: None,
+        extra: if run.submodules.is_empty() {
+            Default::default()
+        } else {
+            let mut m = serde_json::Map::new();
+            m.insert(
+                "submodules".into(),
+                serde_json::json!(
+                    run.submodules
+                        .iter()
+                        .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
+                        .collect::<Vec<_>>()
+                ),
+            );
+            m
+        },
+    }
+}

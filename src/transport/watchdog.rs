@@ -1,0 +1,445 @@
+//! Running one [`Cmd`] on an SSH machine with the same meaning as
+//! [`crate::exec::run`] locally: its own process group, a budget enforced *on
+//! the machine* (SIGTERM to the whole group, [`GRACE`], SIGKILL), stdout to a
+//! local file or a bounded capture, stderr bounded to [`STDERR_TAIL`].
+//!
+//! The remote command line is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
+//! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by
+//! [`super::quote`]. The POSIX-sh [`WATCHDOG`] script:
+//!
+//! 1. `cd`s into CWD (empty: the login directory);
+//! 2. starts the [`INNER`] shell under `setsid` (a new session and process
+//!    group; without job control the backgrounded `setsid` is no group
+//!    leader, so it does not fork and `$!` is the group id), its stdin the
+//!    channel's; INNER applies the environment changes (`+K=V` exports, `-K`
+//!    unsets) to the program alone — the supervisor and its watchdog never
+//!    carry them, so a search for the scratch marker finds only the
+//!    program's processes — checks the program is on PATH,
+//! 3. prints `NONCE pgid N` on stderr (so a dropped run can kill the group)
+//!    and execs the program;
+//! 4. runs a watchdog subshell: after BUDGET seconds it sends SIGTERM to the
+//!    group, after GRACE more SIGKILL — whether or not the SSH connection is
+//!    still there (LAB.md: a partitioned host keeps running orphaned
+//!    processes, so the local side alone cannot enforce a budget);
+//! 5. when the program's leader exits, kills what is left of its group (a
+//!    grandchild cannot hold the channel open) and prints a final stderr line
+//!    `NONCE exit CODE` or `NONCE timeout`, which is stripped from the
+//!    captured stderr and mapped to [`Termination`]. An exit status above 128
+//!    is read as "killed by signal status−128" (a POSIX shell cannot tell the
+//!    two apart; locally they can be).
+//!
+//! The local side waits BUDGET + GRACE + [`LINK_SLACK`] for the channel; past
+//! that (a partitioned machine) it returns [`Termination::TimedOut`] and
+//! leaves the group to the machine's watchdog. A run whose future is dropped
+//! (Ctrl-C, a lost `select!`) sends `kill -KILL -PGID` over the connection
+//! in the background, best effort.
+//!
+//! Requirements on the machine: a POSIX `sh`, `setsid` (util-linux or
+//! busybox), `sleep` with fractional seconds (GNU coreutils, busybox), and
+//! `kill`. A missing program is reported as [`TransportError::RemoteSpawn`],
+//! like a local spawn failure.
+
+use super::ssh::{OutSink, Ssh};
+use super::{TransportError, quote};
+use crate::exec::{Cmd, GRACE, Output, Sink, Termination};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long past budget + grace the local side waits for a remote command's
+/// channel to report before calling it timed out (the machine's watchdog has
+/// killed the group by then unless the machine is unreachable).
+pub const LINK_SLACK: Duration = Duration::from_secs(5);
+
+/// The POSIX-sh supervisor every [`Ssh::run`] command runs under (see the
+/// module docs). `$0` is `saphan-run`.
+pub const WATCHDOG: &str = r#"n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
+if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2; exit 0; }; fi
+command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
+exec 3<&0
+setsid sh -c "$i" "$n" "$@" <&3 3<&- &
+p=$!
+exec 3<&-
+(
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  sleep "$b" & s=$!; wait "$s"
+  trap 'kill "$s" 2>/dev/null; kill -KILL -"$p" 2>/dev/null; exit 3' TERM
+  kill -TERM -"$p" 2>/dev/null
+  sleep "$g" & s=$!; wait "$s"
+  kill -KILL -"$p" 2>/dev/null
+  exit 3
+) </dev/null >/dev/null 2>&1 &
+w=$!
+wait "$p"; st=$?
+kill -TERM "$w" 2>/dev/null
+wait "$w"; ws=$?
+kill -KILL -"$p" 2>/dev/null
+if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
+exit 0"#;
+
+/// The program's own shell, inside the new process group: applies the
+/// environment changes (`+K=V` exports, `-K` unsets) to the program alone —
+/// never to the supervisor or its watchdog, so nothing but the program's
+/// group carries them (the scratch marker included) — checks the program
+/// exists on the resulting PATH, prints `NONCE pgid N` on stderr, and execs.
+pub const INNER: &str = r#"n=$0
+while [ "$#" -gt 0 ]; do
+  case $1 in
+    --) shift; break ;;
+    +*) export "${1#+}" ;;
+    -*) unset "${1#-}" ;;
+  esac
+  shift
+done
+command -v "$1" >/dev/null 2>&1 || { printf '\n%s noprogram\n' "$n" >&2; exit 127; }
+printf '%s pgid %s\n' "$n" "$$" >&2
+exec "$@""#;
+
+/// Watches a remote stderr stream for the `NONCE pgid N` line.
+#[derive(Debug)]
+pub(super) struct GroupScan {
+    needle: Vec<u8>,
+    window: Vec<u8>,
+    found: Arc<Mutex<Option<i32>>>,
+}
+
+impl GroupScan {
+    fn new(nonce: &str, found: Arc<Mutex<Option<i32>>>) -> GroupScan {
+        GroupScan {
+            needle: format!("{nonce} pgid ").into_bytes(),
+            window: Vec::new(),
+            found,
+        }
+    }
+
+    /// Feed the next stderr bytes; keeps only a small window, so a flood
+    /// costs nothing.
+    pub(super) fn feed(&mut self, data: &[u8]) {
+        if self.found.lock().map(|g| g.is_some()).unwrap_or(true) {
+            return;
+        }
+        self.window.extend_from_slice(data);
+        if let Some(i) = find(&self.window, &self.needle) {
+            let rest = &self.window[i + self.needle.len()..];
+            if let Some(end) = rest.iter().position(|b| *b == b'\n') {
+                if let Some(p) = std::str::from_utf8(&rest[..end])
+                    .ok()
+                    .and_then(|s| s.parse::<i32>().ok())
+                    && let Ok(mut g) = self.found.lock()
+                {
+                    *g = Some(p);
+                }
+                self.window.clear();
+            }
+            return;
+        }
+        let keep = self.needle.len() + 16;
+        if self.window.len() > keep {
+            self.window.drain(..self.window.len() - keep);
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// Kills the remote group in the background when a run is dropped before
+/// its end was read.
+struct GroupGuard {
+    ssh: Ssh,
+    pgid: Arc<Mutex<Option<i32>>>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(p) = self.pgid.lock().ok().and_then(|g| *g) else {
+            return;
+        };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let ssh = self.ssh.clone();
+            rt.spawn(async move {
+                let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
+                let _ = ssh.exec(&argv, Duration::from_secs(10)).await;
+            });
+        }
+    }
+}
+
+fn word(s: &std::ffi::OsStr, what: &str) -> Result<String, TransportError> {
+    s.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| TransportError::BadArgument {
+            detail: format!("{what} `{}` is not UTF-8", s.to_string_lossy()),
+        })
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64())
+}
+
+/// The remote argv for `cmd` under the watchdog, with `nonce` and `budget`.
+fn remote_argv(cmd: &Cmd, nonce: &str, budget: Duration) -> Result<Vec<String>, TransportError> {
+    let mut w: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        WATCHDOG.into(),
+        "saphan-run".into(),
+        nonce.into(),
+        seconds(budget),
+        seconds(GRACE),
+        match cmd.working_dir() {
+            Some(d) => word(d.as_os_str(), "the working directory")?,
+            None => String::new(),
+        },
+        INNER.into(),
+    ];
+    for (k, v) in cmd.env_changes() {
+        let k = word(k, "an environment variable name")?;
+        if k.is_empty() || k.contains('=') {
+            return Err(TransportError::BadArgument {
+                detail: format!("`{k}` is not an environment variable name"),
+            });
+        }
+        match v {
+            Some(v) => w.push(format!("+{k}={}", word(v, "an environment value")?)),
+            None => w.push(format!("-{k}")),
+        }
+    }
+    w.push("--".into());
+    w.push(word(cmd.program(), "the program")?);
+    for a in cmd.argv_tail() {
+        w.push(word(a, "an argument")?);
+    }
+    if let Some(i) = w.iter().position(|x| x.contains('\0')) {
+        return Err(TransportError::BadArgument {
+            detail: format!("word {i} of the command holds a NUL byte"),
+        });
+    }
+    Ok(w)
+}
+
+/// How the remote side said the command ended.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    Exit(i32),
+    TimedOut,
+    NoCwd,
+    NoSetsid,
+    NoProgram,
+}
+
+/// Find and strip the final `\nNONCE …\n` marker and the `NONCE pgid N\n`
+/// line from `stderr`.
+fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
+    let pg = format!("{nonce} pgid ").into_bytes();
+    if let Some(i) = find(stderr, &pg) {
+        let end = stderr[i..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|e| i + e + 1)
+            .unwrap_or(stderr.len());
+        stderr.drain(i..end);
+    }
+    let np = format!("\n{nonce} noprogram\n").into_bytes();
+    if let Some(i) = find(stderr, &np) {
+        stderr.truncate(i);
+        return Some(End::NoProgram);
+    }
+    let m = format!("\n{nonce} ").into_bytes();
+    let i = rfind(stderr, &m)?;
+    let text = String::from_utf8_lossy(&stderr[i + m.len()..])
+        .trim()
+        .to_string();
+    let end = match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["exit", c] => End::Exit(c.parse().ok()?),
+        ["timeout"] => End::TimedOut,
+        ["nocwd"] => End::NoCwd,
+        ["nosetsid"] => End::NoSetsid,
+        ["noprogram"] => End::NoProgram,
+        _ => return None,
+    };
+    stderr.truncate(i);
+    Some(end)
+}
+
+impl Ssh {
+    /// Run `cmd` on the machine under the [`WATCHDOG`] (module docs): same
+    /// [`Output`] meaning as [`crate::exec::run`]. Without a budget in `cmd`
+    /// the transfer budget ([`super::SshOptions::transfer_timeout`]) applies.
+    ///
+    /// Errors: `bad-argument` (a word that is not UTF-8 or holds a NUL),
+    /// `spawn` (the program, `setsid` or the working directory is missing on
+    /// the machine), `copy` (the local stdin file or stdout file),
+    /// `connection-lost`, and the connection errors of [`Ssh::connect`].
+    pub async fn run(&self, cmd: Cmd) -> Result<Output, TransportError> {
+        let budget = cmd.budget().unwrap_or(self.transfer_budget());
+        let mut nb = [0u8; 12];
+        let _ = getrandom::fill(&mut nb);
+        let nonce = format!("saphan-{}", hex::encode(nb));
+        let argv = remote_argv(&cmd, &nonce, budget)?;
+        let line = quote::command_line(&argv).map_err(|i| TransportError::BadArgument {
+            detail: format!("word {i} of the command holds a NUL byte"),
+        })?;
+        let copy = |what: String| move |source| TransportError::Copy { what, source };
+        let stdin = cmd
+            .stdin_input()
+            .open()
+            .await
+            .map_err(copy(format!("the stdin of `{}`", cmd.display())))?;
+        let sink = match cmd.sink() {
+            Sink::Capture => OutSink::Capture,
+            Sink::Null => OutSink::Null,
+            Sink::File(p) => OutSink::File(tokio::fs::File::create(p).await.map_err(copy(
+                format!("the stdout of `{}` to {}", cmd.display(), p.display()),
+            ))?),
+        };
+        let pgid = Arc::new(Mutex::new(None));
+        let mut scan = GroupScan::new(&nonce, pgid.clone());
+        let _registered = {
+            let (ssh, pgid) = (self.clone(), pgid.clone());
+            crate::cancel::register_remote(Box::new(move || {
+                Box::pin(async move {
+                    let p = pgid.lock().ok().and_then(|g| *g);
+                    if let Some(p) = p {
+                        let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
+                        let _ = ssh.exec(&argv, crate::cancel::FORCE_BOUND).await;
+                    }
+                })
+            }))
+        };
+        let mut guard = GroupGuard {
+            ssh: self.clone(),
+            pgid,
+            armed: true,
+        };
+        let mut out = self
+            .run_line_with(
+                &line,
+                stdin,
+                sink,
+                budget + GRACE + LINK_SLACK,
+                Some(&mut scan),
+            )
+            .await?;
+        if out.status == Termination::TimedOut {
+            // The machine did not report within budget + grace + slack: the
+            // guard's drop asks it to kill the group (its own watchdog does
+            // anyway).
+            let _ = split_markers(&mut out.stderr, &nonce);
+            return Ok(out);
+        }
+        let end = split_markers(&mut out.stderr, &nonce);
+        let spawn = |why: &str| TransportError::RemoteSpawn {
+            alias: self.settings().alias.clone(),
+            program: cmd.program().to_string_lossy().into_owned(),
+            detail: why.to_string(),
+        };
+        out.status = match end {
+            Some(End::Exit(c)) if c > 128 && c < 128 + 65 => Termination::Signaled(c - 128),
+            Some(End::Exit(c)) => Termination::Exited(c),
+            Some(End::TimedOut) => Termination::TimedOut,
+            Some(End::NoCwd) => {
+                guard.armed = false;
+                return Err(spawn(&format!(
+                    "the working directory {} does not exist there",
+                    cmd.working_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_default()
+                )));
+            }
+            Some(End::NoSetsid) => {
+                guard.armed = false;
+                return Err(spawn(
+                    "`setsid` is not installed there (util-linux or busybox provides it)",
+                ));
+            }
+            Some(End::NoProgram) => {
+                guard.armed = false;
+                return Err(spawn("no such program on the machine's PATH"));
+            }
+            None => {
+                // The wrapper itself died (the shell was killed, or the
+                // machine's sh is not POSIX): no honest status to give.
+                return Err(TransportError::ConnectionLost {
+                    alias: self.settings().alias.clone(),
+                    detail: format!(
+                        "the remote supervisor ended ({:?}) without reporting how `{}` ended",
+                        out.status,
+                        cmd.display()
+                    ),
+                });
+            }
+        };
+        guard.armed = false;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_stripped_and_read() {
+        let mut e = b"noise\nsaphan-x pgid 42\nboom\n\nsaphan-x exit 3\n".to_vec();
+        assert_eq!(split_markers(&mut e, "saphan-x"), Some(End::Exit(3)));
+        assert_eq!(e, b"noise\nboom\n");
+        let mut e = b"saphan-x pgid 42\n\nsaphan-x timeout\n".to_vec();
+        assert_eq!(split_markers(&mut e, "saphan-x"), Some(End::TimedOut));
+        assert_eq!(e, b"");
+        let mut e = b"no marker".to_vec();
+        assert_eq!(split_markers(&mut e, "saphan-x"), None);
+    }
+
+    #[test]
+    fn the_scan_finds_the_group_across_chunks() {
+        let found = Arc::new(Mutex::new(None));
+        let mut s = GroupScan::new("saphan-x", found.clone());
+        s.feed(&vec![b'y'; 100_000]);
+        s.feed(b"sapha");
+        s.feed(b"n-x pg");
+        s.feed(b"id 77");
+        s.feed(b"1\nrest");
+        assert_eq!(*found.lock().unwrap(), Some(771));
+    }
+
+    /// The watchdog script itself, run by the local `sh`: its budget kills
+    /// a group whose grandchild holds stdout, and the markers come out.
+    #[test]
+    fn the_watchdog_script_enforces_the_budget_locally() {
+        let t0 = std::time::Instant::now();
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                WATCHDOG,
+                "saphan-run",
+                "N1",
+                "0.5",
+                "0.5",
+                "",
+                INNER,
+                "+A=b c",
+                "--",
+            ])
+            .args(["sh", "-c", "echo \"$A\"; sleep 300 & wait"])
+            .output()
+            .unwrap();
+        let mut e = out.stderr.clone();
+        assert_eq!(
+            split_markers(&mut e, "N1"),
+            Some(End::TimedOut),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "b c\n");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+}

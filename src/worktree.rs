@@ -1,0 +1,386 @@
+//! Scratch detached worktrees on any machine, through [`Transport`]: the
+//! local machine is simply [`Transport::Local`], and dispatch runs the very
+//! same operations against its bare mirror on a remote machine.
+//!
+//! - [`add_at`]: a fresh detached checkout of a SHA at a *stable* path (warm
+//!   directory-keyed build caches), after healing whatever an earlier
+//!   attempt left there — a registration of exactly that path (missing,
+//!   locked, or present) and the contents of its parent directory, which
+//!   belongs to the scratch tree alone. Never a repository-wide `git
+//!   worktree prune`: the operator's own worktrees are not touched.
+//! - [`add_temp`]: the same under a fresh local temp directory.
+//! - [`Scratch::remove`]: `git worktree remove --force --force`, falling
+//!   back to deleting the tree and exactly its admin entry.
+//!
+//! `repo` is any path `git -C` accepts for the repository: a working tree,
+//! or a bare mirror's git dir. Every git call runs with the git variables a
+//! hook environment could carry (`GIT_DIR`, `GIT_WORK_TREE`,
+//! `GIT_INDEX_FILE`, …) removed, and with [`GIT_TIMEOUT`].
+
+use crate::exec::{Cmd, Output};
+use crate::git::{GIT_TIMEOUT, GitError};
+use crate::transport::{Transport, TransportError};
+use std::path::{Path, PathBuf};
+
+/// `git -C dir args…` as a [`Cmd`]: no prompt, the plumbing budget
+/// ([`crate::git::git_cmd`]; [`crate::exec::run`] drops git's
+/// repository-local variables from every local child).
+pub fn git_cmd<I, S>(dir: &Path, args: I) -> Cmd
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    crate::git::git_cmd(dir).args(args)
+}
+
+fn transport_err(cmd: &Cmd, e: TransportError) -> GitError {
+    match e {
+        TransportError::Spawn { source, .. } => GitError::Spawn(source),
+        e => GitError::Failed {
+            cmd: cmd.display(),
+            stderr: e.to_string(),
+        },
+    }
+}
+
+/// Run `cmd` on `t`; a non-zero exit is [`GitError::Failed`].
+pub async fn run_ok(t: &Transport, cmd: Cmd) -> Result<Output, GitError> {
+    let shown = cmd.display();
+    let out = t
+        .run(cmd.clone())
+        .await
+        .map_err(|e| transport_err(&cmd, e))?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            cmd: shown,
+            stderr: out.stderr_str(),
+        });
+    }
+    Ok(out)
+}
+
+/// Heal the registration of exactly `path` in `repo` and clear the parent
+/// directory (see the module docs), as one POSIX-sh script on the machine:
+/// unlock and `worktree remove --force --force` the path (each carrying the
+/// scratch marker), empty and recreate the parent, then — with the parent
+/// there again, so its real path can be compared too — delete the one admin
+/// entry whose `gitdir` names `path/.git` if git still has it.
+const HEAL: &str = r#"r=$1 p=$2 q=$(dirname -- "$p") b=$(basename -- "$p")
+git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
+git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
+c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
+rm -rf -- "$q" && mkdir -p -- "$q" || exit 1
+rq=$(cd -P -- "$q" && pwd)
+for a in "$c"/worktrees/*; do
+  [ -f "$a/gitdir" ] || continue
+  g=$(cat "$a/gitdir")
+  if [ "$g" = "$p/.git" ] || [ "$g" = "$rq/$b/.git" ]; then rm -rf -- "$a"; fi
+done"#;
+
+/// Kill whatever an earlier, killed attempt left running at the stable
+/// `path` on the machine (every process saphan starts for it carries
+/// `SAPHAN_SCRATCH=<path>`, [`crate::git::SCRATCH_MARKER`]): its process
+/// group gets SIGKILL, then the script waits (up to 10 s) until none is left.
+/// Linux `/proc`; elsewhere nothing is found. Prints the pids that survive.
+const KILL_LEFTOVERS: &str = r#"want="SAPHAN_SCRATCH=$1" n=0 me=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)
+while :; do
+  left=
+  for e in /proc/[0-9]*/environ; do
+    d=${e%/environ}; pid=${d#/proc/}
+    [ "$pid" = "$$" ] && continue
+    tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -- "$want" || continue
+    st=$(cat "$d/stat" 2>/dev/null) || continue
+    rest=${st##*) }
+    case $rest in Z*|X*) continue ;; esac
+    left="$left $pid"
+    set -- $rest
+    [ -n "$3" ] && [ "$3" != "$me" ] && kill -KILL -"$3" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null
+  done
+  [ -z "$left" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 500 ] && { echo $left; exit 0; }
+  sleep 0.02
+done"#;
+
+/// Kill an earlier attempt's leftovers at the stable `path` on `t` (see
+/// [`crate::git::kill_scratch_leftovers`], which does it locally).
+///
+/// Errors: [`GitError::LeftoverAlive`] naming the survivors.
+pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> {
+    if t.is_local() {
+        return crate::git::kill_scratch_leftovers(path).await;
+    }
+    let out = run_ok(t, sh(KILL_LEFTOVERS, "saphan-leftovers", &[path])).await?;
+    let pids: Vec<i32> = out
+        .stdout_str()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    if pids.is_empty() {
+        Ok(())
+    } else {
+        Err(GitError::LeftoverAlive {
+            pids,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
+    Cmd::new("sh")
+        .args(["-c", script, name])
+        .args(args)
+        .timeout(GIT_TIMEOUT)
+}
+
+/// Heal `path`'s registration in `repo` and recreate its (emptied) parent
+/// directory on `t`. Idempotent; touches no other worktree.
+///
+/// Errors: [`GitError::Failed`] when the parent cannot be recreated or
+/// `repo` is not a repository.
+pub async fn heal(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
+    run_ok(
+        t,
+        sh(HEAL, "saphan-heal", &[repo, path]).env(crate::git::SCRATCH_MARKER, path),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Create a detached worktree of `sha` at the stable `path` on `t`, after
+/// killing an earlier attempt's leftovers there ([`kill_leftovers`]) and
+/// [`heal`]. Only for callers holding the repository's lock (locally
+/// `record::Lock`; on a machine, dispatch's lock): under it, whatever still
+/// carries the path's marker belongs to a dead attempt.
+///
+/// Errors: [`GitError::LeftoverAlive`], [`GitError::Failed`] (e.g. the SHA
+/// is not in `repo`).
+pub async fn add_at(
+    t: &Transport,
+    repo: &Path,
+    path: &Path,
+    sha: &str,
+) -> Result<Scratch, GitError> {
+    kill_leftovers(t, path).await?;
+    heal(t, repo, path).await?;
+    add(t, repo, path.to_path_buf(), sha, None).await
+}
+
+/// Create a detached worktree of `sha` under a fresh local temp directory.
+pub async fn add_temp(repo: &Path, sha: &str) -> Result<Scratch, GitError> {
+    let parent = tempfile::Builder::new()
+        .prefix("saphan-scratch-")
+        .tempdir()
+        .map_err(|e| GitError::Failed {
+            cmd: "create a temp directory".into(),
+            stderr: e.to_string(),
+        })?;
+    let path = parent.path().join("tree");
+    add(
+        &Transport::Local(Default::default()),
+        repo,
+        path,
+        sha,
+        Some(parent),
+    )
+    .await
+}
+
+async fn add(
+    t: &Transport,
+    repo: &Path,
+    path: PathBuf,
+    sha: &str,
+    parent: Option<tempfile::TempDir>,
+) -> Result<Scratch, GitError> {
+    run_ok(
+        t,
+        git_cmd(
+            repo,
+            ["worktree", "add", "--detach", "--quiet", "--end-of-options"],
+        )
+        .arg(&path)
+        .arg(sha)
+        .env(crate::git::SCRATCH_MARKER, &path),
+    )
+    .await?;
+    let mut scratch = Scratch {
+        transport: t.clone(),
+        repo: repo.to_path_buf(),
+        path,
+        git_dir: PathBuf::new(),
+        submodules: Vec::new(),
+        submodule_missing: None,
+        _parent: parent,
+        armed: true,
+    };
+    scratch.git_dir = crate::git::one_path(
+        &run_ok(
+            t,
+            git_cmd(
+                &scratch.path,
+                ["rev-parse", "--path-format=absolute", "--git-dir"],
+            ),
+        )
+        .await?
+        .stdout,
+    );
+    if t.is_local() {
+        // Locally the stores are found here; a dispatched tree gets its
+        // submodules from the machine's mirror (see dispatch).
+        let local = crate::git::Repo::open(repo).await?;
+        let subs: Vec<(String, String, Option<PathBuf>)> = local
+            .submodules(sha)
+            .await?
+            .into_iter()
+            .map(|s| (s.path, s.commit, s.store.map(|r| r.common_dir)))
+            .collect();
+        checkout_submodules(&mut scratch, &subs).await;
+    }
+    Ok(scratch)
+}
+
+/// Check each submodule `(path, commit, store)` out at its gitlink commit in
+/// `scratch`, on the scratch's machine, from `store` (a repository on that
+/// machine holding the commit: a `--shared` clone, so no network and no
+/// copy). A gitlink with no store, or whose checkout fails, is noted in
+/// [`Scratch::submodule_missing`]: the attempt is then measurement-failed
+/// naming the path and commit, never red. Every gitlink is listed in
+/// [`Scratch::submodules`].
+pub async fn checkout_submodules(
+    scratch: &mut Scratch,
+    subs: &[(String, String, Option<PathBuf>)],
+) {
+    for (path, commit, store) in subs {
+        scratch.submodules.push((path.clone(), commit.clone()));
+        if scratch.submodule_missing.is_some() {
+            continue;
+        }
+        let Some(store) = store else {
+            scratch.submodule_missing = Some(format!(
+                "submodule {path} at commit {commit} is not available on this machine (no local store holds it; no network is used)"
+            ));
+            continue;
+        };
+        let dest = scratch.path.join(path);
+        let out = scratch
+            .transport
+            .run(sh(
+                r#"rm -rf -- "$2" && git clone -q --shared --no-checkout -- "$1" "$2" && git -C "$2" checkout -q --detach "$3""#,
+                "saphan-submodule",
+                &[store.as_path(), dest.as_path(), Path::new(commit)],
+            ))
+            .await;
+        if !out.is_ok_and(|o| o.status.success()) {
+            scratch.submodule_missing = Some(format!(
+                "submodule {path} at commit {commit} could not be checked out from {} (its objects are not there; no network is used)",
+                store.display()
+            ));
+        }
+    }
+}
+
+/// A scratch detached worktree on a machine. Removed by
+/// [`Scratch::remove`]; if that was never reached (panic, early return) the
+/// drop removes it — synchronously on the local machine, in the background
+/// (best effort) on a remote one, where the next [`add_at`] heals anyway.
+#[derive(Debug)]
+pub struct Scratch {
+    transport: Transport,
+    repo: PathBuf,
+    /// The worktree's top directory (a path on the machine).
+    pub path: PathBuf,
+    /// The worktree's own git dir (`<common>/worktrees/<name>`), where the
+    /// provision exclude file goes.
+    pub git_dir: PathBuf,
+    /// Submodules checked out at their gitlinks: (path, commit).
+    pub submodules: Vec<(String, String)>,
+    /// Why a submodule could not be checked out (the attempt is then
+    /// measurement-failed, naming the path and commit).
+    pub submodule_missing: Option<String>,
+    _parent: Option<tempfile::TempDir>,
+    armed: bool,
+}
+
+impl Scratch {
+    /// The machine the tree lives on.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// The repository path the tree was added from.
+    pub fn repo(&self) -> &Path {
+        &self.repo
+    }
+
+    /// Remove the worktree (forced: it is scratch) and its admin entry.
+    /// Never fails: what `git worktree remove` cannot do is done by hand
+    /// (the tree and exactly this worktree's admin entry).
+    pub async fn remove(mut self) -> Result<(), GitError> {
+        self.armed = false;
+        let res = run_ok(
+            &self.transport,
+            git_cmd(&self.repo, ["worktree", "remove", "--force", "--force"])
+                .arg(&self.path)
+                .env(crate::git::SCRATCH_MARKER, &self.path),
+        )
+        .await;
+        if res.is_err() {
+            let _ = self
+                .transport
+                .run(sh(BY_HAND, "saphan-rm", &[&self.path, &self.git_dir]))
+                .await;
+        }
+        Ok(())
+    }
+}
+
+/// Delete the tree `$1` and the admin entry `$2` if it is one
+/// (`…/worktrees/<name>`).
+const BY_HAND: &str = r#"rm -rf -- "$1"
+case $2 in */worktrees/*) rm -rf -- "$2" ;; esac"#;
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        match &self.transport {
+            Transport::Local(_) => {
+                let mut git = std::process::Command::new("git");
+                for k in crate::exec::GIT_LOCAL_ENV {
+                    git.env_remove(k);
+                }
+                let removed = git
+                    .arg("-C")
+                    .arg(&self.repo)
+                    .args(["worktree", "remove", "--force", "--force"])
+                    .arg(&self.path)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if !removed {
+                    let _ = std::fs::remove_dir_all(&self.path);
+                    if self
+                        .git_dir
+                        .parent()
+                        .and_then(|p| p.file_name())
+                        .is_some_and(|n| n == "worktrees")
+                    {
+                        let _ = std::fs::remove_dir_all(&self.git_dir);
+                    }
+                }
+            }
+            t => {
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    let t = t.clone();
+                    let cmd = sh(HEAL, "saphan-heal", &[&self.repo, &self.path]);
+                    rt.spawn(async move {
+                        let _ = t.run(cmd).await;
+                    });
+                }
+            }
+        }
+    }
+}

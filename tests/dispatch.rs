@@ -1,0 +1,676 @@
+//! `certify --machine`: dispatch to the lab's real sshd hosts with real git
+//! and real Go. Admission rows come from the real `machine measure` and
+//! `machine probe` verbs. Lab hosts share this machine's filesystem (except
+//! each host's own `/root`), so a remote workhome is also visible here: the
+//! tests look at it directly to prove what was (not) left behind.
+
+mod common;
+
+use common::gomod;
+use common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A saphan home wired to a lab, with machine rows whose workhomes are
+/// unique to this fleet.
+struct Fleet {
+    env: Env,
+    work: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
+        let env = Env::new();
+        lab.install_ssh_config(env.home());
+        let work = tempfile::Builder::new()
+            .prefix(&format!(
+                "saphan-dispatch-{}-{}-",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ))
+            .tempdir()
+            .unwrap();
+        let mut s = String::new();
+        for h in hosts {
+            s += &format!(
+                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+                work.path().join(h).display()
+            );
+        }
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        Fleet { env, work }
+    }
+    fn workhome(&self, host: &str) -> PathBuf {
+        self.work.path().join(host)
+    }
+    fn measure(&self, hosts: &str) {
+        assert_code(
+            &self.env.run(&["machine", "measure", "--machine", hosts]),
+            0,
+        );
+    }
+    fn probe(&self, hosts: &str, cap: &str, path: &str) -> std::process::Output {
+        self.env.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            hosts,
+            "--capability",
+            cap,
+            "--declared-path",
+            path,
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "tester",
+            "--workspace",
+            "ws/main",
+        ])
+    }
+    fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            machines,
+        ];
+        args.extend_from_slice(extra);
+        self.env.run(&args)
+    }
+    /// Nothing left under the machine's workhome but the mirror, locks and
+    /// empty directories.
+    fn assert_clean(&self, host: &str) {
+        let base = self.workhome(host).join("saphan");
+        for d in ["scratch", "runs", "incoming"] {
+            let p = base.join(d);
+            if p.exists() {
+                let left: Vec<_> = std::fs::read_dir(&p).unwrap().flatten().collect();
+                assert!(left.is_empty(), "{} still holds {left:?}", p.display());
+            }
+        }
+    }
+}
+
+fn go_repo(test_body: &str) -> Repo {
+    let (m, mod_text) = gomod::go_mod();
+    Repo::new(&[
+        (m, &mod_text),
+        ("a/a.go", "package a\n\nfunc V() int { return 1 }\n"),
+        (
+            "a/a_test.go",
+            &format!("package a\n\nimport \"testing\"\n\n{test_body}\n"),
+        ),
+    ])
+}
+
+const PASSING: &str = "func TestOne(t *testing.T) {\n\tif V() != 1 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n\nfunc TestTwo(t *testing.T) {}\n";
+
+fn record_on<'a>(v: &'a Value, machine: &str) -> &'a Value {
+    v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["machine"] == machine)
+        .unwrap_or_else(|| panic!("no record for {machine}: {v}"))
+}
+
+fn go_ready_lab() -> Option<&'static Lab> {
+    if common::skip_unless(
+        Path::new("/usr/bin/go").exists(),
+        "no /usr/bin/go for the lab hosts",
+    ) {
+        return None;
+    }
+    Lab::shared()
+}
+
+#[test]
+fn default_go_green_on_one_machine_records_the_machine_and_its_go() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    assert_code(&f.probe("m0", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(PASSING);
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m0");
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(r["count"], 2, "{r}");
+    assert_eq!(r["suite_source"], "default-go");
+    assert_eq!(r["suite_argv"][0], "/usr/bin/go", "{r}");
+    assert_eq!(r["machine_program"]["path"], "/usr/bin/go");
+    assert_eq!(r["program_path"], "/usr/bin/go", "{r}");
+    assert!(
+        r["machine_program"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("go version go1."),
+        "{r}"
+    );
+    assert!(r["bundle_bytes"].as_u64().unwrap() > 0, "{r}");
+    for p in ["connect", "ship", "materialize", "run", "collect"] {
+        assert!(r["phases"][p].is_number(), "phase {p}: {r}");
+    }
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    let recs = repo.records();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["machine"], "m0");
+    f.assert_clean("m0");
+    common::assert_only_main_worktree(&repo);
+
+    // The next commit ships only what the mirror lacks.
+    let first = r["bundle_bytes"].as_u64().unwrap();
+    repo.commit(&[("a/b.txt", "next\n")], "next");
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let second = record_on(&v, "m0")["bundle_bytes"].as_u64().unwrap();
+    assert!(
+        second > 0 && second < first,
+        "second bundle {second} bytes, first {first}"
+    );
+    // The same commit again ships nothing.
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    assert_eq!(record_on(&json(&o), "m0")["bundle_bytes"], 0);
+}
+
+#[test]
+fn red_names_the_failing_test_and_keeps_the_pointer() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(
+        "func TestGood(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+    );
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["verdict"], "red", "{r}");
+    assert_eq!(
+        r["named_tests"],
+        serde_json::json!(["example.com/m/a.TestBroken"]),
+        "{r}"
+    );
+    assert_eq!(r["count"], 2);
+    assert_eq!(repo.verified(), None);
+    f.assert_clean("m1");
+
+    // A tree a lost connection left behind is reaped by the next dispatch.
+    let tree = PathBuf::from(r["remote_tree"].as_str().unwrap());
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("left-behind"), "x").unwrap();
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let notes = record_on(&v, "m1")["notes"].to_string();
+    assert!(notes.contains("reaped"), "{notes}");
+    assert!(!tree.exists());
+    f.assert_clean("m1");
+}
+
+#[test]
+fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m2"]);
+    let repo = go_repo(PASSING);
+    // Never measured: the remedy is the measure line.
+    let o = f.certify(&repo, "m0", &[]);
+    let (_, err) = text(&o);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("machine m0"), "{err}");
+    assert!(msg.contains("catalog row: go"), "{err}");
+    assert!(msg.contains("machine measure --machine m0"), "{err}");
+    assert!(!f.workhome("m0").exists(), "something was shipped");
+
+    // Measured but go never probed on m2 (which has no Go): install + probe lines.
+    f.measure("m2");
+    let o = f.certify(&repo, "m2", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("machine m2"), "{msg}");
+    assert!(msg.contains("never probed"), "{msg}");
+    assert!(msg.contains("apt-get install -y golang-go"), "{msg}");
+    assert!(
+        msg.contains("machine probe --machine m2 --capability go"),
+        "{msg}"
+    );
+    // Probed absent: still refused, still nothing shipped.
+    assert_code(&f.probe("m2", "go", "/usr/bin/go"), 1);
+    let o = f.certify(&repo, "m2", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("absent"), "{msg}");
+    assert!(!f.workhome("m2").exists(), "something was shipped");
+    assert!(repo.records().is_empty());
+}
+
+#[test]
+fn no_declaration_is_refused_before_any_connection() {
+    // No lab needed: the machine row points at a host that does not exist,
+    // and the refusal must come before any attempt to reach it.
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.far]\ntransport = \"ssh\"\nhost = \"nowhere.invalid\"\nworkhome = \"/tmp/x\"\n",
+    )
+    .unwrap();
+    let repo = Repo::new(&[("README", "no suite here\n")]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        "far",
+    ]);
+    let msg = assert_refused(&o, "trunkcert");
+    assert!(msg.contains("NO suite to run here"), "{msg}");
+    assert!(repo.records().is_empty());
+}
+
+#[test]
+fn provision_hash_is_computed_on_the_machine_and_machines_disagree() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    f.measure("m0,m1");
+    // `sh` has no catalog row: it is resolved on each machine.
+    let secret = f.env.home().join("secret.txt");
+    std::fs::write(&secret, "provisioned bytes\n").unwrap();
+    let repo = Repo::new(&[(
+        "check.sh",
+        "#!/bin/sh\nset -e\ngrep -q provisioned conf/secret.txt\n# fails where this machine's own /root says so\ntest ! -e \"$HOME/saphan-fail-here\"\n",
+    )]);
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n\n[verify.provision.secret]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"conf/secret.txt\"\n",
+        repo.path().display(),
+        secret.display()
+    ));
+    std::fs::write(lab.home_dir("m1").join("saphan-fail-here"), "").unwrap();
+    let o = f.certify(&repo, "m0,m1", &[]);
+    std::fs::remove_file(lab.home_dir("m1").join("saphan-fail-here")).unwrap();
+    assert_code(&o, 1);
+    let v = json(&o);
+    let want = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b"provisioned bytes\n"))
+    };
+    for m in ["m0", "m1"] {
+        let r = record_on(&v, m);
+        assert_eq!(r["provisions"][0]["dest"], "conf/secret.txt", "{r}");
+        assert_eq!(r["provisions"][0]["sha256"], want.as_str(), "{r}");
+    }
+    assert_eq!(record_on(&v, "m0")["verdict"], "green");
+    assert_eq!(record_on(&v, "m1")["verdict"], "red");
+    assert_eq!(v["disagreement"], "green on m0, red on m1", "{v}");
+    assert_eq!(repo.verified(), None, "the pointer moved on a disagreement");
+    assert_eq!(repo.records().len(), 2);
+    f.assert_clean("m0");
+    f.assert_clean("m1");
+
+    // Both green: the pointer moves.
+    let o = f.certify(&repo, "m0,m1", &[]);
+    assert_code(&o, 0);
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+}
+
+/// Processes on this machine (lab hosts share its PID space) whose command
+/// line holds `token`.
+fn processes_with(token: &str) -> Vec<String> {
+    let o = std::process::Command::new("pgrep")
+        .args(["-a", "-f", token])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains("pgrep"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Wait (bounded) until `path` exists.
+fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < bound {
+        if path.exists() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// Start `certify --json --machine <hosts>` in the background and wait
+/// (bounded) until the waiting suite has started on every host.
+fn started(
+    f: &Fleet,
+    lab: &Lab,
+    repo: &Repo,
+    token: &str,
+    hosts: &[&str],
+    extra: &[&str],
+) -> std::process::Child {
+    let machines = hosts.join(",");
+    let child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", &machines])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(60);
+    for h in hosts {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the suite never started on {h}"
+        );
+    }
+    child
+}
+
+/// A shell suite that marks that it started (in the machine's own /root),
+/// leaves a grandchild holding stdout, and waits for `$HOME/<token>.go`.
+fn waiting_repo(token: &str) -> Repo {
+    Repo::new(&[(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\ntouch \"$HOME/{token}.started\"\nsh -c 'sleep 1000; : {token}' &\nwhile [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\necho done\n"
+        ),
+    )])
+}
+
+#[test]
+fn timeout_kills_the_whole_group_on_the_machine() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    let token = format!("saphan-to-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let t0 = std::time::Instant::now();
+    let o = f.certify(&repo, "m0", &["--timeout", "3s"]);
+    let took = t0.elapsed();
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "timeout", "{r}");
+    assert_eq!(r["budget_source"], "flag:--timeout");
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert!(
+        processes_with(&token).is_empty(),
+        "left on the machine: {:?}",
+        processes_with(&token)
+    );
+    f.assert_clean("m0");
+    let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.started")));
+}
+
+#[test]
+fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    f.measure("m0,m1");
+    let token = format!("saphan-cc-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = started(&f, lab, &repo, &token, &["m0", "m1"], &[]);
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed().as_secs() < 60,
+        "Ctrl-C took {:?}",
+        t0.elapsed()
+    );
+    assert_code(&o, 3);
+    let v = json(&o);
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["failure"], "interrupted", "{r}");
+        assert_eq!(r["interrupted"], true, "{r}");
+        f.assert_clean(h);
+        let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
+    }
+    assert!(
+        processes_with(&token).is_empty(),
+        "left: {:?}",
+        processes_with(&token)
+    );
+    assert_eq!(repo.records().len(), 2);
+}
+
+#[test]
+fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
+    if common::skip_unless(common::have("pgrep"), "no pgrep") {
+        return;
+    }
+    let Some(lab) = Lab::start(3) else { return };
+    let f = Fleet::new(&lab, &["m0", "m1", "m2"]);
+    f.measure("m0,m1,m2");
+    let token = format!("saphan-ft-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = started(
+        &f,
+        &lab,
+        &repo,
+        &token,
+        &["m0", "m1", "m2"],
+        &["--timeout", "20s"],
+    );
+    let t0 = std::time::Instant::now();
+    lab.stop("m0");
+    lab.partition("m1");
+    std::fs::write(lab.home_dir("m2").join(format!("{token}.go")), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    lab.heal("m1");
+    // budget 20 s + grace: the local side must not wait on a dead machine.
+    assert!(took.as_secs() < 60, "took {took:?}");
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(record_on(&v, "m2")["verdict"], "green", "{v}");
+    for h in ["m0", "m1"] {
+        let r = record_on(&v, h);
+        assert_eq!(r["verdict"], "measurement-failed", "{r}");
+        assert_eq!(r["failure"], "connection-lost", "{r}");
+    }
+    assert_eq!(repo.verified(), None);
+    // The partitioned machine's session still enforces the budget there.
+    let gone = {
+        let t = std::time::Instant::now();
+        loop {
+            if processes_with(&token).is_empty() || t.elapsed().as_secs() > 60 {
+                break processes_with(&token).is_empty();
+            }
+            std::thread::park_timeout(std::time::Duration::from_millis(200));
+        }
+    };
+    assert!(gone, "left: {:?}", processes_with(&token));
+}
+
+/// A superproject whose suite needs its submodule's content, plus a second
+/// commit whose gitlink names a commit no repository here holds.
+fn superproject() -> (Repo, Repo, String, String) {
+    let sub = Repo::new(&[("lib.txt", "hello from the submodule\n")]);
+    let sup = Repo::new(&[(
+        "check.sh",
+        "#!/bin/sh\ngrep -q 'hello from the submodule' sub/lib.txt\n",
+    )]);
+    common::git(
+        sup.path(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.path().to_str().unwrap(),
+            "sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "add submodule"]);
+    let good = sup.head();
+    common::git(
+        sup.path(),
+        &[
+            "update-index",
+            "--cacheinfo",
+            "160000,1111111111111111111111111111111111111111,sub",
+        ],
+    );
+    common::git(sup.path(), &["commit", "-q", "-m", "gitlink to nowhere"]);
+    let missing = sup.head();
+    (sup, sub, good, missing)
+}
+
+#[test]
+fn submodules_at_their_gitlinks_locally_and_on_a_machine() {
+    let (sup, sub, good, missing) = superproject();
+    let sub_commit = sub.head();
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let local = |sha: &str| {
+        env.run(&[
+            "--json",
+            "certify",
+            "--repo",
+            sup.path().to_str().unwrap(),
+            "--sha",
+            sha,
+        ])
+    };
+    let o = local(&good);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(
+        v["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{v}"
+    );
+    let o = local(&missing);
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(v["failure"], "submodule-missing", "{v}");
+    let note = v["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("sub") && note.contains("1111111111111111111111111111111111111111"),
+        "{note}"
+    );
+    common::assert_only_main_worktree(&sup);
+
+    // The same on a machine: the submodule's objects are shipped too.
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"check.sh\"]\nreport = \"exitcode\"\n");
+    let o = f.certify(&sup, "m0", &["--sha", &good]);
+    assert_code(&o, 0);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(
+        r["submodules"],
+        serde_json::json!([{"path": "sub", "commit": sub_commit}]),
+        "{r}"
+    );
+    let o = f.certify(&sup, "m0", &["--sha", &missing]);
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["failure"], "submodule-missing", "{r}");
+    f.assert_clean("m0");
+}
+
+#[test]
+fn verify_affected_on_a_machine_with_the_bundled_adapter() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    files.extend(gomod::package("leaf", &[], 1));
+    files.extend(gomod::package("top", &["leaf"], 1));
+    files.extend(gomod::package("other", &[], 1));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    common::git(repo.path(), &["branch", "base"]);
+    repo.commit(
+        &[(
+            "leaf/leaf.go",
+            "package leaf\n\n// V is two now.\nfunc V() int { return 2 }\n",
+        )],
+        "change leaf",
+    );
+    f.env.write_config(
+        "[verify.affected]\nargv = \"saphan,adapter,go-affected\"\nreport = \"go-test-json\"\n",
+    );
+    let mut c = f.env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args([
+            "--json",
+            "verify-affected",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--base",
+            "base",
+            "--machine",
+            "m1",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["result"], "green", "{v}");
+    let sel: Vec<&str> = v["selected_packages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        sel.contains(&"example.com/m/leaf") && sel.contains(&"example.com/m/top"),
+        "{v}"
+    );
+    assert!(!sel.contains(&"example.com/m/other"), "{v}");
+    let argv0 = v["adapter_argv"][0].as_str().unwrap();
+    assert!(
+        argv0.starts_with(
+            &f.workhome("m1")
+                .join("saphan/bin/saphan-")
+                .display()
+                .to_string()
+        ),
+        "{v}"
+    );
+    assert!(
+        Path::new(argv0).is_file(),
+        "the binary was not shipped: {argv0}"
+    );
+    f.assert_clean("m1");
+}
