@@ -616,3 +616,56 @@ fn printed_re_probe_lines_run_as_printed() {
     assert_eq!(last["inputs"]["workspace"], "--ws;$(true)");
     assert_eq!(last["remedy"][1], remedy.as_str());
 }
+
+// ------------------------------------------------------------------ item 5
+
+/// Issue 13.5's acceptance (the bounding is core's; this is the check): a
+/// login shell that floods 300 MB before the probe script keeps saphan's
+/// peak memory under 64 MiB — the child's own `ru_maxrss` from `wait4`, a
+/// generous bound, not a timing.
+///
+/// Ignored for now: with main's bounded streams (a 64 MiB stdout tail, held
+/// up to twice that before it is trimmed) the probe is `present` — the nonce
+/// framing finds the script after the flood — but peaks near 150 MiB. Run it
+/// with `--ignored` once the probe's capture is bounded lower.
+#[test]
+#[ignore = "issue 13.5: the 64 MiB stdout tail peaks near 150 MiB; bound the probe's capture lower, then un-ignore"]
+fn a_300_mb_flood_before_the_script_keeps_saphan_under_64_mib() {
+    let Some(lab) = Lab::start(1) else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"/tmp\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lab.home_dir("m0").join(".bashrc"),
+        "head -c 300000000 /dev/zero | tr '\\0' x\necho\n",
+    )
+    .unwrap();
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut args = common::probe_args("m0", "go", "/usr/bin/go");
+    args.extend(["--timeout", "600s"]);
+    // Reaped by wait4 below, which also reports its peak memory.
+    #[allow(clippy::zombie_processes)]
+    let child = env
+        .cmd()
+        .args(&args)
+        .stdout(out.reopen().unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter for wait4.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, with valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as i32);
+    let peak_kib = ru.ru_maxrss;
+    println!("peak RSS of the probe: {peak_kib} KiB");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    assert_eq!(v["results"][0]["outcome"], "present", "{v}");
+    assert!(peak_kib < 64 * 1024, "saphan peaked at {peak_kib} KiB");
+}
