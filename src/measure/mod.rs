@@ -489,10 +489,7 @@ pub async fn run_suite_with(
     }
     env.extend(plan.extra_env.iter().cloned());
 
-    let run_dir = tempfile::Builder::new()
-        .prefix("saphan-run-")
-        .tempdir()
-        .map_err(|source| IoError::Io {
+    let run_dir = crate::fsutil::run_tempdir("saphan-run-").map_err(|source| IoError::Io {
             action: "create a temp directory",
             path: std::env::temp_dir(),
             source,
