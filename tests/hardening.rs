@@ -623,13 +623,10 @@ fn printed_re_probe_lines_run_as_printed() {
 /// login shell that floods 300 MB before the probe script keeps saphan's
 /// peak memory under 64 MiB — the child's own `ru_maxrss` from `wait4`, a
 /// generous bound, not a timing.
-///
-/// Ignored for now: with main's bounded streams (a 64 MiB stdout tail, held
-/// up to twice that before it is trimmed) the probe is `present` — the nonce
-/// framing finds the script after the flood — but peaks near 150 MiB. Run it
-/// with `--ignored` once the probe's capture is bounded lower.
+/// A remote command's captured stdout keeps its last 16 MiB
+/// (`exec::REMOTE_STDOUT_TAIL`), and the nonce framing finds the script after
+/// the flood, so the probe is still `present`.
 #[test]
-#[ignore = "issue 13.5: the 64 MiB stdout tail peaks near 150 MiB; bound the probe's capture lower, then un-ignore"]
 fn a_300_mb_flood_before_the_script_keeps_saphan_under_64_mib() {
     let Some(lab) = Lab::start(1) else { return };
     let env = Env::new();

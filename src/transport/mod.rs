@@ -322,7 +322,8 @@ impl Transport {
     /// Run one [`Cmd`] on the machine — the one call for both sides, with the
     /// same [`Output`] meaning: cwd, env changes, stdin ([`exec::Input`]:
     /// bytes, a local file or a reader, streamed), stdout to a local file
-    /// ([`exec::Sink::File`]) or captured (last [`exec::STDOUT_TAIL`] bytes),
+    /// ([`exec::Sink::File`]) or captured (the last [`exec::STDOUT_TAIL`]
+    /// bytes locally, [`exec::REMOTE_STDOUT_TAIL`] from a remote machine),
     /// stderr's last [`exec::STDERR_TAIL`] bytes, and the budget enforced by
     /// killing the command's whole process group (locally by
     /// [`exec::run`]; on an SSH machine by a watchdog running *there*, see

@@ -16,7 +16,7 @@
 
 use super::ssh_config::{self, HostSettings, parse_jump};
 use super::{AsyncReadWrite, TransportError, known_hosts, quote};
-use crate::exec::{Output, STDERR_TAIL, STDOUT_TAIL, TailBuf, Termination};
+use crate::exec::{Output, REMOTE_STDOUT_TAIL, STDERR_TAIL, TailBuf, Termination};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelOpenFailure, Sig};
@@ -350,7 +350,7 @@ impl Ssh {
     /// arrive after EOF.
     ///
     /// Every stream is bounded: captured stdout keeps its last
-    /// [`STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
+    /// [`REMOTE_STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
     /// login shell printing hundreds of MB cannot grow saphan's memory).
     async fn run_line(
         &self,
@@ -381,7 +381,7 @@ impl Ssh {
             OutSink::Capture => (None, false),
             OutSink::Null => (None, true),
         };
-        let mut stdout = TailBuf::new(STDOUT_TAIL);
+        let mut stdout = TailBuf::new(REMOTE_STDOUT_TAIL);
         let mut stderr = TailBuf::new(STDERR_TAIL);
         let timed_out = |stdout: TailBuf, stderr: TailBuf| Output {
             status: Termination::TimedOut,
@@ -544,7 +544,7 @@ impl Ssh {
 
 /// Where a remote command's stdout goes.
 pub(super) enum OutSink {
-    /// Kept in memory, its last [`STDOUT_TAIL`] bytes.
+    /// Kept in memory, its last [`REMOTE_STDOUT_TAIL`] bytes.
     Capture,
     /// Streamed into this local file.
     File(tokio::fs::File),
