@@ -253,6 +253,39 @@ fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
     assert!(repo.records().is_empty());
 }
 
+/// `--machine ""` used to dispatch to no machine at all and exit 0 with no
+/// record ("green" for nothing measured); `local,m0` was refused as an
+/// unknown machine `local`. Both are one refusal now, before any connection.
+#[test]
+fn machine_list_naming_no_machine_or_mixing_local_is_refused() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    let repo = go_repo(PASSING);
+    for given in ["", ",", " , "] {
+        let o = f.certify(&repo, given, &[]);
+        let msg = assert_refused(&o, "machine-list-invalid");
+        assert!(msg.contains("names no machine"), "{msg}");
+        assert_eq!(msg.trim_end().lines().count(), 1, "{msg}");
+        let o = f.env.run(&[
+            "verify-affected",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--base",
+            "HEAD",
+            "--machine",
+            given,
+        ]);
+        assert_refused(&o, "machine-list-invalid");
+    }
+    let o = f.certify(&repo, "local,m0", &[]);
+    let msg = assert_refused(&o, "machine-list-invalid");
+    assert!(msg.contains("mixes `local`"), "{msg}");
+    assert!(msg.contains("with --machine m0"), "{msg}");
+    assert!(repo.records().is_empty());
+    assert!(repo.verified().is_none());
+    assert!(!f.workhome("m0").exists(), "something was shipped");
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,
