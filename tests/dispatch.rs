@@ -286,6 +286,43 @@ fn machine_list_naming_no_machine_or_mixing_local_is_refused() {
     assert!(!f.workhome("m0").exists(), "something was shipped");
 }
 
+/// A declared absolute program was replaced by whatever path the machine's
+/// capability row had probed: the suite ran a binary nobody declared.
+#[test]
+fn declared_absolute_program_runs_only_where_that_path_was_probed() {
+    let Some(lab) = go_ready_lab() else { return };
+    if common::skip_unless(
+        Path::new("/usr/lib/go-1.19/bin/go").exists(),
+        "no /usr/lib/go-1.19/bin/go for the lab hosts",
+    ) {
+        return;
+    }
+    let f = Fleet::new(lab, &["m1"]);
+    f.env.write_config(
+        "[verify.full]\nargv = [\"/usr/lib/go-1.19/bin/go\", \"test\", \"-count=1\", \"-json\", \"./...\"]\nreport = \"go-test-json\"\n",
+    );
+    f.measure("m1");
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(PASSING);
+    let o = f.certify(&repo, "m1", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("probed /usr/bin/go"), "{msg}");
+    assert!(
+        msg.contains("--declared-path /usr/lib/go-1.19/bin/go"),
+        "{msg}"
+    );
+    assert!(!f.workhome("m1").exists(), "something was shipped");
+    assert!(repo.records().is_empty());
+
+    assert_code(&f.probe("m1", "go", "/usr/lib/go-1.19/bin/go"), 0);
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["suite_argv"][0], "/usr/lib/go-1.19/bin/go", "{r}");
+    assert_eq!(r["machine_program"]["path"], "/usr/lib/go-1.19/bin/go", "{r}");
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,
