@@ -323,6 +323,47 @@ fn declared_absolute_program_runs_only_where_that_path_was_probed() {
     assert_eq!(r["machine_program"]["path"], "/usr/lib/go-1.19/bin/go", "{r}");
 }
 
+/// A shallow clone (CI's `--depth 1`) used to fail every dispatch as
+/// `ship-failed`: its bundle stops at the clone's boundary and the mirror's
+/// fetch refused the missing parents.
+#[test]
+fn shallow_clone_ships_and_is_measured() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    assert_code(&f.probe("m0", "go", "/usr/bin/go"), 0);
+    let origin = go_repo(PASSING);
+    origin.commit(&[("a/b.txt", "second\n")], "second");
+    let dir = tempfile::Builder::new()
+        .prefix("saphan-shallow-")
+        .tempdir()
+        .unwrap();
+    let clone = dir.path().join("c");
+    let st = std::process::Command::new("git")
+        .args(["clone", "-q", "--depth", "1"])
+        .arg(format!("file://{}", origin.path().display()))
+        .arg(&clone)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(clone.join(".git/shallow").exists(), "not a shallow clone");
+    let o = f.env.run(&[
+        "--json",
+        "certify",
+        "--repo",
+        clone.to_str().unwrap(),
+        "--machine",
+        "m0",
+    ]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m0");
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(r["sha"], origin.head(), "{r}");
+    assert!(r["bundle_bytes"].as_u64().unwrap() > 0, "{r}");
+    f.assert_clean("m0");
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,
