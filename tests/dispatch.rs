@@ -364,6 +364,37 @@ fn shallow_clone_ships_and_is_measured() {
     f.assert_clean("m0");
 }
 
+/// A machine whose workhome is on a read-only file system: measurement-failed
+/// as `ship-failed`, never a verdict, and the note is one line that says
+/// what to fix (it used to quote the machine's stderr across lines, twice).
+#[test]
+fn read_only_workhome_fails_as_ship_failed_on_one_line() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m3"]);
+    let wh = f.workhome("m3");
+    std::fs::create_dir_all(&wh).unwrap();
+    let mounted = lab.ssh(
+        "m3",
+        &format!("mount -t tmpfs -o ro,size=1m saphan-ro '{}'", wh.display()),
+    );
+    assert!(mounted.status.success(), "{mounted:?}");
+    f.env.write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.measure("m3");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m3", &[]);
+    lab.ssh("m3", &format!("umount '{}'", wh.display()));
+    assert_code(&o, 3);
+    let v = json(&o);
+    let r = record_on(&v, "m3");
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "ship-failed", "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(!note.contains('\n'), "{note}");
+    assert!(note.contains("Read-only file system"), "{note}");
+    assert!(note.contains("workhome must be writable"), "{note}");
+    assert!(repo.verified().is_none());
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,

@@ -125,11 +125,13 @@ pub struct DispatchFault {
 }
 
 impl DispatchFault {
-    /// A fault named `name`.
+    /// A fault named `name`. The detail becomes one line (a quoted remote
+    /// stderr's newlines and runs of blanks fold to single spaces), so the
+    /// record's note and the summary line stay one line each.
     pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
         DispatchFault {
             name,
-            detail: detail.into(),
+            detail: detail.into().split_whitespace().collect::<Vec<_>>().join(" "),
         }
     }
     /// A transport error as a fault (its own stable name).

@@ -55,7 +55,11 @@ async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, Disp
     if !out.status.success() {
         return Err(DispatchFault::new(
             "ship-failed",
-            format!("{what}: {:?}: {}", out.status, out.stderr_str()),
+            format!(
+                "{what}: {:?}: {} — the machine row's workhome must be writable there and git installed",
+                out.status,
+                out.stderr_str()
+            ),
         ));
     }
     Ok(out.stdout_str())
@@ -202,7 +206,7 @@ git -C "$m" fetch -q "$b" "$r:refs/saphan/shipped/$s"; rc=$?; rm -f "$b"; exit $
                 format!(
                     "verifying and fetching the bundle: {:?}: {}",
                     out.status,
-                    out.stderr_str().split_whitespace().collect::<Vec<_>>().join(" ")
+                    out.stderr_str()
                 ),
             ));
         }
