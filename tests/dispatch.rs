@@ -320,7 +320,10 @@ fn declared_absolute_program_runs_only_where_that_path_was_probed() {
     let v = json(&o);
     let r = record_on(&v, "m1");
     assert_eq!(r["suite_argv"][0], "/usr/lib/go-1.19/bin/go", "{r}");
-    assert_eq!(r["machine_program"]["path"], "/usr/lib/go-1.19/bin/go", "{r}");
+    assert_eq!(
+        r["machine_program"]["path"], "/usr/lib/go-1.19/bin/go",
+        "{r}"
+    );
 }
 
 /// A shallow clone (CI's `--depth 1`) used to fail every dispatch as
@@ -378,7 +381,8 @@ fn read_only_workhome_fails_as_ship_failed_on_one_line() {
         &format!("mount -t tmpfs -o ro,size=1m saphan-ro '{}'", wh.display()),
     );
     assert!(mounted.status.success(), "{mounted:?}");
-    f.env.write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
     f.measure("m3");
     let repo = Repo::new(&[("README", "x\n")]);
     let o = f.certify(&repo, "m3", &[]);
@@ -599,6 +603,96 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
         processes_with(&token)
     );
     assert_eq!(repo.records().len(), 2);
+}
+
+/// Ctrl-C while a large commit is being shipped used to wait for the whole
+/// bundle to be sent (and fetched) and then record that "the suite's
+/// process group was killed" although nothing had run. Now the ship stops,
+/// the record says so, and nothing is left on the machine or in the repo.
+#[test]
+fn ctrl_c_during_ship_stops_the_ship_and_leaves_nothing() {
+    use std::io::{BufRead, Read};
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m2"]);
+    f.measure("m2");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("README", "x\n")]);
+    // Incompressible, so bundling and streaming it take a while.
+    let mut blob = std::fs::File::create(repo.path().join("blob.bin")).unwrap();
+    std::io::copy(
+        &mut std::fs::File::open("/dev/urandom").unwrap().take(80 << 20),
+        &mut blob,
+    )
+    .unwrap();
+    drop(blob);
+    let sha = repo.commit(&[], "big");
+    let mut child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", "m2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no ship phase");
+        if line.starts_with("m2: ship") {
+            break;
+        }
+    }
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(3), "{out}\n{rest}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let r = record_on(&v, "m2");
+    assert_eq!(r["failure"], "interrupted", "{r}");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["bundle_bytes"], 0, "{r}");
+    assert!(r["phases"].get("run").is_none(), "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("while the commit was being shipped"),
+        "{note}"
+    );
+    assert!(!rest.contains("m2: run"), "{rest}");
+    f.assert_clean("m2");
+    // The machine's mirror never got the commit; the repo keeps no temp ref.
+    let mirrors = f.workhome("m2").join("saphan/mirrors");
+    for m in std::fs::read_dir(&mirrors).into_iter().flatten().flatten() {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(m.path())
+            .args(["cat-file", "-e", &format!("{sha}^{{commit}}")])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "the mirror holds {sha}");
+    }
+    let refs = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["for-each-ref", "refs/saphan/ship/"])
+        .output()
+        .unwrap();
+    assert!(
+        refs.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&refs.stdout)
+    );
 }
 
 #[test]

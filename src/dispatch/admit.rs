@@ -116,12 +116,18 @@ pub fn admit(
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         ),
-        Some(c) if named.as_deref().is_some_and(|n| n != c.inputs.declared_path) => format!(
-            "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
-            c.measured_at,
-            c.inputs.declared_path,
-            named.as_deref().unwrap_or_default()
-        ),
+        Some(c)
+            if named
+                .as_deref()
+                .is_some_and(|n| n != c.inputs.declared_path) =>
+        {
+            format!(
+                "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
+                c.measured_at,
+                c.inputs.declared_path,
+                named.as_deref().unwrap_or_default()
+            )
+        }
         Some(c) if ledger::is_fresh(c, now, window, entry) => {
             let mut argv = suite.argv.clone();
             argv[0] = c.inputs.declared_path.clone();

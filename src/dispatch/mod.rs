@@ -131,7 +131,11 @@ impl DispatchFault {
     pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
         DispatchFault {
             name,
-            detail: detail.into().split_whitespace().collect::<Vec<_>>().join(" "),
+            detail: detail
+                .into()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
     /// A transport error as a fault (its own stable name).
@@ -563,7 +567,25 @@ async fn attempt(
         }
     }
     let tag = format!("{}-{}", std::process::id(), id);
-    let shipped = ship::ship(t, layout, &sources, &tag).await?;
+    // Ctrl-C does not wait for a large bundle: the ship is dropped (its
+    // local git and ssh children are killed on drop; the machine's half
+    // written bundle fails `git bundle verify` there and is removed).
+    let shipped = tokio::select! {
+        r = ship::ship(t, layout, &sources, &tag) => r?,
+        () = job.interrupt.cancelled() => {
+            for (repo, _) in &sources {
+                ship::forget(repo, &tag).await;
+            }
+            return Err(DispatchFault::new(
+                "interrupted",
+                format!(
+                    "{} while the commit was being shipped; nothing ran on the machine",
+                    job.interrupt.reason().map(|r| r.words()).unwrap_or("saphan was stopped")
+                ),
+            )
+            .into());
+        }
+    };
     a.bundle_bytes = shipped.bundle_bytes;
     if let Some((local_bin, sha)) = job.self_binary
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))

@@ -231,3 +231,23 @@ async fn shallow_boundary(repo: &Repo) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Delete the temporary `refs/saphan/ship/<tag>-*` refs an interrupted
+/// [`ship`] may have left in `repo` (best effort).
+pub async fn forget(repo: &Repo, tag: &str) {
+    let Ok(out) = local_git(
+        repo,
+        &[
+            "for-each-ref".into(),
+            "--format=%(refname)".into(),
+            format!("refs/saphan/ship/{tag}-*"),
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    for r in out.stdout_str().lines().filter(|r| !r.is_empty()) {
+        let _ = local_git(repo, &["update-ref".into(), "-d".into(), r.to_string()]).await;
+    }
+}
