@@ -129,3 +129,20 @@ impl Refusal for Usage {
         "usage"
     }
 }
+
+/// `s` with every control character escaped as Rust escapes it (`\n`,
+/// `\t`, `\u{1b}`): what is printed as one line stays one line.
+pub fn one_line(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -588,8 +588,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_escaped_daemon_holding_the_pipes_costs_at_most_the_drain_bound() {
-        if !std::path::Path::new("/usr/bin/setsid").exists() {
-            eprintln!("SKIPPED: setsid absent");
+        if crate::skip_unless(
+            std::path::Path::new("/usr/bin/setsid").exists(),
+            "setsid absent",
+        ) {
             return;
         }
         // The daemon says it is out of the group (through a FIFO) before the

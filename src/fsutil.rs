@@ -26,8 +26,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     let path = resolved.as_path();
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+    sweep_leftovers(dir, TMP_PREFIX);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".saphan-tmp-")
+        .prefix(&own_prefix(TMP_PREFIX))
         .tempfile_in(dir)
         .map_err(io("create a temp file in", dir))?;
     tmp.write_all(bytes).map_err(io("write", path))?;
@@ -49,7 +50,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
 /// Follow `path` through symlinks (up to 40 hops) to the path a write should
 /// replace. A dangling link resolves to its (missing) target; a non-link is
 /// returned unchanged.
-fn resolve_link(path: &Path) -> std::path::PathBuf {
+pub fn resolve_link(path: &Path) -> std::path::PathBuf {
     let mut cur = path.to_path_buf();
     for _ in 0..40 {
         match fs::symlink_metadata(&cur) {
@@ -126,6 +127,117 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut f, &mut h)?;
     Ok(hex::encode(h.finalize()))
+}
+
+/// Prefix of [`atomic_write`]'s temp files: `.saphan-tmp-<pid>-<random>`.
+pub const TMP_PREFIX: &str = ".saphan-tmp-";
+
+/// `<prefix><pid>-`: a temp name that says which process made it.
+fn own_prefix(prefix: &str) -> String {
+    format!("{prefix}{}-", std::process::id())
+}
+
+/// Is process `pid` alive on this machine (signal 0; EPERM means alive)?
+fn pid_alive(pid: i32) -> bool {
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+/// Remove what killed saphan processes left in `dir`: entries named
+/// `<prefix><pid>-…` whose process no longer exists and that this user
+/// owns (files, or directories with their contents; a symlink is never
+/// followed). A live process's entry, another user's, or a name without a
+/// pid is left alone — only saphan's own kind of leftover, and only a dead
+/// one, is removed. Best effort: failures are ignored.
+pub fn sweep_leftovers(dir: &Path, prefix: &str) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid <= 0 || pid_alive(pid) {
+            continue;
+        }
+        let path = e.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.uid() != me {
+            continue;
+        }
+        if meta.is_dir() {
+            let _ = fs::remove_dir_all(&path);
+        } else if meta.is_file() {
+            let _ = fs::remove_file(&path);
+        }
+    }
+}
+
+/// A fresh private directory `$TMPDIR/<prefix><pid>-<random>`, removed on
+/// drop; first removes the ones killed runs left behind
+/// ([`sweep_leftovers`]).
+pub fn run_tempdir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    sweep_leftovers(&std::env::temp_dir(), prefix);
+    tempfile::Builder::new()
+        .prefix(&own_prefix(prefix))
+        .tempdir()
+}
+
+/// What a non-regular file is, in words for a refusal: `a FIFO`,
+/// `a socket`, `a device`, `a directory`; `None` for a regular file.
+pub fn not_regular_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() {
+        None
+    } else if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_block_device() || ft.is_char_device() {
+        Some("a device")
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Why [`open_regular`] refused.
+#[derive(Debug)]
+pub enum OpenRegular {
+    /// The path (after symlinks) is not a regular file: what it is.
+    NotRegular(&'static str),
+    /// Opening or inspecting it failed.
+    Io(std::io::Error),
+}
+
+/// Open `path` (following symlinks) for reading only if it is a regular
+/// file. The open is non-blocking, so a FIFO (even one swapped in after a
+/// check) never blocks; its type is checked on the open descriptor.
+pub fn open_regular(path: &Path) -> Result<File, OpenRegular> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(OpenRegular::Io)?;
+    let meta = f.metadata().map_err(OpenRegular::Io)?;
+    if let Some(kind) = not_regular_kind(&meta.file_type()) {
+        return Err(OpenRegular::NotRegular(kind));
+    }
+    Ok(f)
 }
 
 #[cfg(test)]

@@ -32,3 +32,18 @@ pub mod suite;
 pub mod transport;
 pub mod union;
 pub mod worktree;
+
+/// The unit tests' side of `tests/common::skip_unless`: true (after printing
+/// `SKIPPED: <why>`) when `cond` fails; a panic with the reason instead when
+/// `SAPHAN_REQUIRE_ALL=1` (CI), so a skip is never a silent green there.
+#[cfg(test)]
+pub(crate) fn skip_unless(cond: bool, why: &str) -> bool {
+    if !cond {
+        if std::env::var_os("SAPHAN_REQUIRE_ALL").is_some_and(|v| v == "1") {
+            panic!("SAPHAN_REQUIRE_ALL=1 and a prerequisite is missing: {why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        println!("SKIPPED: {why}");
+    }
+    !cond
+}

@@ -119,22 +119,19 @@ pub fn preflight(entries: &[&Provision]) -> Result<(), ProvisionError> {
                     detail: e.to_string(),
                 });
             }
-            Ok(m) if m.is_dir() => {
-                return Err(ProvisionError::SourceUnreadable {
-                    alias: p.alias.clone(),
-                    source_path: p.source.clone(),
-                    detail: "it is a directory".into(),
-                });
+            Ok(m) => {
+                // A FIFO would block the open (and the run) forever; a
+                // device may never end: only regular files are sources.
+                if let Some(kind) = crate::fsutil::not_regular_kind(&m.file_type()) {
+                    return Err(ProvisionError::SourceUnreadable {
+                        alias: p.alias.clone(),
+                        source_path: p.source.clone(),
+                        detail: format!("it is {kind}, not a regular file"),
+                    });
+                }
             }
-            Ok(_) => {}
         }
-        if let Err(e) = std::fs::File::open(&p.source) {
-            return Err(ProvisionError::SourceUnreadable {
-                alias: p.alias.clone(),
-                source_path: p.source.clone(),
-                detail: e.to_string(),
-            });
-        }
+        open_source(p)?;
         if std::fs::metadata(&p.source).map(|m| m.len()).unwrap_or(0) == 0 {
             return Err(ProvisionError::SourceEmpty {
                 alias: p.alias.clone(),
@@ -143,6 +140,29 @@ pub fn preflight(entries: &[&Provision]) -> Result<(), ProvisionError> {
         }
     }
     Ok(())
+}
+
+/// Open a provision source for reading: a regular file only (after
+/// symlinks), opened without blocking.
+fn open_source(p: &Provision) -> Result<std::fs::File, ProvisionError> {
+    crate::fsutil::open_regular(&p.source).map_err(|e| match e {
+        crate::fsutil::OpenRegular::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            ProvisionError::SourceMissing {
+                alias: p.alias.clone(),
+                source_path: p.source.clone(),
+            }
+        }
+        crate::fsutil::OpenRegular::Io(e) => ProvisionError::SourceUnreadable {
+            alias: p.alias.clone(),
+            source_path: p.source.clone(),
+            detail: e.to_string(),
+        },
+        crate::fsutil::OpenRegular::NotRegular(kind) => ProvisionError::SourceUnreadable {
+            alias: p.alias.clone(),
+            source_path: p.source.clone(),
+            detail: format!("it is {kind}, not a regular file"),
+        },
+    })
 }
 
 /// Copy each entry's bytes into `tree`, hash the bytes as placed, and write
@@ -169,23 +189,7 @@ pub fn place(
     let mut placed = Vec::new();
     let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
-        let bytes = std::fs::read(&p.source).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ProvisionError::SourceMissing {
-                alias: p.alias.clone(),
-                source_path: p.source.clone(),
-            },
-            _ => ProvisionError::SourceUnreadable {
-                alias: p.alias.clone(),
-                source_path: p.source.clone(),
-                detail: e.to_string(),
-            },
-        })?;
-        if bytes.is_empty() {
-            return Err(ProvisionError::SourceEmpty {
-                alias: p.alias.clone(),
-                source_path: p.source.clone(),
-            });
-        }
+        let mut source = open_source(p)?;
         let target = tree.join(&p.dest);
         let fail = |detail: String| ProvisionError::Place {
             alias: p.alias.clone(),
@@ -198,18 +202,31 @@ pub fn place(
         // create_new: O_EXCL, which also never follows a symlink at the
         // final component (checked above; this closes the race).
         {
-            use std::io::Write;
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&target)
                 .map_err(|e| fail(e.to_string()))?;
-            f.write_all(&bytes).map_err(|e| fail(e.to_string()))?;
+            // Streamed: memory stays bounded however large the source.
+            let n = std::io::copy(&mut source, &mut f).map_err(|e| {
+                ProvisionError::SourceUnreadable {
+                    alias: p.alias.clone(),
+                    source_path: p.source.clone(),
+                    detail: e.to_string(),
+                }
+            })?;
+            if n == 0 {
+                return Err(ProvisionError::SourceEmpty {
+                    alias: p.alias.clone(),
+                    source_path: p.source.clone(),
+                });
+            }
         }
-        let as_placed = std::fs::read(&target).map_err(|e| fail(e.to_string()))?;
+        // Hash the bytes as placed, streamed.
+        let sha256 = crate::fsutil::sha256_file(&target).map_err(|e| fail(e.to_string()))?;
         placed.push(Placed {
             dest: p.dest.clone(),
-            sha256: crate::fsutil::sha256_hex(&as_placed),
+            sha256,
         });
         lines.push('/');
         lines.push_str(&p.dest);

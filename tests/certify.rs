@@ -664,8 +664,24 @@ fn ctrl_c_while_waiting_for_the_lock_measures_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Give it a moment to block on the lock, then interrupt.
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait until it is blocked on the lock (the kernel lists a blocked
+    // flock waiter with `->` in /proc/locks), then interrupt.
+    let pid = child.id().to_string();
+    let t0 = Instant::now();
+    loop {
+        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        if locks.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&"->") && f.get(5) == Some(&pid.as_str())
+        }) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "certify never blocked on the repository lock:\n{locks}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

@@ -711,3 +711,315 @@ fn concurrent_sets_all_land() {
         serde_json::from_slice(&env.run(&["--json", "config", "show"]).stdout).unwrap();
     assert_eq!(v["verify"]["provision"].as_array().unwrap().len(), 8, "{v}");
 }
+
+/// Issue 15.9: arguments that are not UTF-8 are a usage refusal (one line,
+/// exit 2), never a panic (exit 101) — whichever verb and position.
+#[test]
+fn non_utf8_arguments_are_a_usage_refusal_not_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let bad = OsStr::from_bytes(b"\xff\xfe");
+    let dashed = OsStr::from_bytes(b"--\xff");
+    let cases: Vec<Vec<&OsStr>> = vec![
+        vec![bad],
+        vec![dashed],
+        vec![OsStr::new("certify"), bad],
+        vec![OsStr::new("--json"), OsStr::new("certify"), bad],
+        vec![
+            OsStr::new("config"),
+            OsStr::new("set"),
+            bad,
+            OsStr::new("x"),
+        ],
+        vec![
+            OsStr::new("config"),
+            OsStr::new("set"),
+            OsStr::new("verify.full.argv"),
+            bad,
+        ],
+        vec![OsStr::new("records"), OsStr::new("--sha"), bad],
+    ];
+    for args in cases {
+        let o = env.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(101), "{args:?} panicked:\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}:\n{err}");
+        // The usage refusal: its first line, then clap's hints (indented).
+        assert!(err.starts_with("saphan: usage: "), "{args:?}:\n{err}");
+    }
+}
+
+/// Run `args` with a generous bound: a command that hangs is killed and the
+/// test fails (instead of hanging the test run).
+fn run_bounded(env: &Env, args: &[&str]) -> Output {
+    let mut child = env
+        .cmd()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{args:?} hung: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let o = std::process::Command::new("mkfifo")
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mkfifo {}", p.display());
+}
+
+/// Issue 15.8: a FIFO or a device as the config is refused by name (never
+/// read, never a hang, never unbounded memory); an oversized config is
+/// refused by size.
+#[test]
+fn special_files_as_the_config_are_refused_not_read() {
+    let env = Env::new();
+    let cfg = env.home().join("config");
+    std::fs::create_dir_all(env.home()).unwrap();
+    mkfifo(&cfg);
+    for args in [
+        &["config", "show"][..],
+        &["config", "set", "verify.full.argv", "go,test"][..],
+    ] {
+        let err = common::assert_refused(&run_bounded(&env, args), "config-not-regular");
+        assert!(err.contains("is a FIFO"), "{err}");
+    }
+    std::fs::remove_file(&cfg).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &cfg).unwrap();
+    let err = common::assert_refused(
+        &run_bounded(&env, &["config", "show"]),
+        "config-not-regular",
+    );
+    assert!(err.contains("is a device"), "{err}");
+    assert!(
+        std::fs::symlink_metadata(&cfg)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    std::fs::remove_file(&cfg).unwrap();
+    let mut big = String::from("# padding\n");
+    while big.len() <= 1024 * 1024 {
+        big.push_str("# ........................................................\n");
+    }
+    std::fs::write(&cfg, &big).unwrap();
+    common::assert_refused(&run_bounded(&env, &["config", "show"]), "config-too-large");
+}
+
+/// Issue 15.8: a FIFO as a provision source is refused by name before the
+/// lock; nothing is measured or recorded.
+#[test]
+fn a_fifo_provision_source_is_refused_not_opened() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("contract.yaml");
+    mkfifo(&src);
+    let repo = common::Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\n\n[verify.provision.contract]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \".provision/c.yaml\"\n",
+        repo.path().display(),
+        src.display()
+    ));
+    let o = run_bounded(&env, &["certify", "--repo", &repo.path_str()]);
+    let err = common::assert_refused(&o, "provision-source-unreadable");
+    assert!(err.contains("is a FIFO"), "{err}");
+    assert!(!repo.path().join(".git/saphan/attempts.jsonl").exists());
+}
+
+/// Issue 15.10: edits keep every byte outside the edited span, even in a
+/// table saphan does not own whose dotted keys toml_edit would regroup; and
+/// `set` then `unset` gives back the file byte for byte.
+#[test]
+fn set_then_unset_restores_the_file_byte_for_byte() {
+    let env = Env::new();
+    for original in [
+        "# mine\n[tool]\nprobe.timeout = 5\nname = \"x\"   # aligned\nprobe.retries = 3\n",
+        "[verify.full]\nargv = \"a\"\n\n[tool]\nprobe.timeout = 5\nname = \"x\"\nprobe.retries = 3\n\n[other]\nq.a = 1\nz = 2\nq.b = 3\n",
+    ] {
+        env.write_config(original);
+        let cfg = env.home().join("config");
+        let (key, value, unset) = if original.starts_with("[verify.full]") {
+            ("verify.full.timeout", "20m", "verify.full.timeout")
+        } else {
+            ("verify.full.argv", "go,test", "verify.full")
+        };
+        assert_code(&env.run(&["config", "set", key, value]), 0);
+        let after = std::fs::read_to_string(&cfg).unwrap();
+        assert!(
+            after.contains("probe.timeout = 5\nname = \"x\""),
+            "the foreign table was reordered:\n{after}"
+        );
+        assert_code(&env.run(&["config", "unset", unset]), 0);
+        assert_eq!(std::fs::read(&cfg).unwrap(), original.as_bytes());
+    }
+}
+
+/// Issue 15.10: two homes whose `config` links to one file lose no update
+/// under concurrency: the lock is taken on the file that is written.
+#[test]
+fn concurrent_edits_through_symlinked_configs_lose_nothing() {
+    let shared_dir = tempfile::tempdir().unwrap();
+    let shared = shared_dir.path().join("config.toml");
+    std::fs::write(&shared, "# shared\n").unwrap();
+    let homes = [Env::new(), Env::new()];
+    for h in &homes {
+        std::fs::create_dir_all(h.home()).unwrap();
+        std::os::unix::fs::symlink(&shared, h.home().join("config")).unwrap();
+    }
+    let per_home = 12;
+    let mut children = Vec::new();
+    for i in 0..per_home {
+        for (k, h) in homes.iter().enumerate() {
+            let alias = format!("p{k}x{i}");
+            children.push((
+                alias.clone(),
+                h.cmd()
+                    .args([
+                        "config",
+                        "set",
+                        &format!("verify.provision.{alias}.repo"),
+                        &format!("/r/{alias}"),
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            ));
+        }
+    }
+    for (alias, c) in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "{alias}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let text = std::fs::read_to_string(&shared).unwrap();
+    let missing: Vec<String> = (0..per_home)
+        .flat_map(|i| (0..2).map(move |k| format!("p{k}x{i}")))
+        .filter(|a| !text.contains(&format!("[verify.provision.{a}]")))
+        .collect();
+    assert!(missing.is_empty(), "lost updates: {missing:?}\n{text}");
+    for h in &homes {
+        let link = h.home().join("config");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
+
+/// A pid that no longer exists (a child that has been reaped).
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+/// Issue 15.11: what killed runs leave (`.saphan-tmp-<pid>-*` beside the
+/// config, `$TMPDIR/saphan-run-<pid>-*`) is removed by the next run — only
+/// a dead process's, never a live one's or another name.
+#[test]
+fn leftovers_of_killed_runs_are_swept_and_live_ones_kept() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let dead = dead_pid();
+    let live = std::process::id();
+    let mk_file = |p: std::path::PathBuf| {
+        std::fs::write(&p, "x").unwrap();
+        p
+    };
+    let mk_dir = |p: std::path::PathBuf| {
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("stdout"), "x").unwrap();
+        p
+    };
+    let dead_cfg = mk_file(env.home().join(format!(".saphan-tmp-{dead}-abc")));
+    let live_cfg = mk_file(env.home().join(format!(".saphan-tmp-{live}-abc")));
+    let other_cfg = mk_file(env.home().join(".saphan-tmp-nopid"));
+    let dead_run = mk_dir(tmp.path().join(format!("saphan-run-{dead}-xyz")));
+    let live_run = mk_dir(tmp.path().join(format!("saphan-run-{live}-xyz")));
+    let other_run = mk_dir(tmp.path().join("saphan-runner-1-x"));
+    assert_code(&env.run(&["config", "set", "verify.full.timeout", "5m"]), 0);
+    assert!(!dead_cfg.exists(), "a dead run's config copy stays");
+    assert!(live_cfg.exists() && other_cfg.exists());
+    let repo = common::Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let o = env
+        .cmd()
+        .env("TMPDIR", tmp.path())
+        .args(["certify", "--repo", &repo.path_str()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!dead_run.exists(), "a dead run's directory stays");
+    assert!(live_run.exists() && other_run.exists());
+    // This run left nothing of its own behind.
+    let own: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("saphan-run-") && !n.contains(&format!("-{live}-")))
+        .collect();
+    assert!(own.is_empty(), "{own:?}");
+}
+
+/// Issue 15.11: a newline (or an escape sequence) in `--sha`, a key or a
+/// dest is echoed escaped: the refusal stays one line.
+#[test]
+fn control_characters_in_arguments_keep_the_refusal_one_line() {
+    let env = Env::new();
+    let repo = common::Repo::new(&[("a", "a")]);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "config".into(),
+                "set".into(),
+                "verify.full.ar\ngv".into(),
+                "x".into(),
+            ],
+            "config-key-unknown",
+        ),
+        (
+            vec![
+                "certify".into(),
+                "--repo".into(),
+                repo.path_str(),
+                "--sha".into(),
+                "abc\nsaphan: forged: \u{1b}[2K".into(),
+            ],
+            "bad-revision",
+        ),
+    ];
+    for (args, name) in cases {
+        let o = env.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let err = common::assert_refused(&o, name);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        assert!(err.contains("\\n"), "{err}");
+    }
+    env.write_config(&format!(
+        "[verify.full]\nargv = \"x\"\n\n[verify.provision.a]\nrepo = \"{}\"\nsource = \"/etc/hostname\"\n",
+        repo.path().display()
+    ));
+    let o = env.run(&["config", "set", "verify.provision.a.dest", "/x\ny"]);
+    let err = common::assert_refused(&o, "provision-dest-hostile");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

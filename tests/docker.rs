@@ -18,7 +18,29 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SOCKET: &str = "/var/run/docker.sock";
-const TEST_TAG: &str = "saphan-test/probe:candidate";
+/// Tags this test process builds: unique per process, so concurrent runs
+/// on one engine never retag each other's images.
+/// Every tag made is removed when the test binary exits.
+fn tag(name: &str) -> String {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a plain extern "C" fn with no arguments.
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(remove_tags);
+    });
+    tag_name(name)
+}
+
+extern "C" fn remove_tags() {
+    for name in ["probe", "fake-probe", "sleeper-probe"] {
+        let _ = Command::new("docker")
+            .args(["rmi", "-f", &tag_name(name)])
+            .output();
+    }
+}
+
+fn tag_name(name: &str) -> String {
+    format!("saphan-test/{name}:p{}", std::process::id())
+}
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -61,7 +83,7 @@ fn probe_image() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         let o = Command::new(root().join("images/probe/build"))
-            .args(["--tag", TEST_TAG])
+            .args(["--tag", &tag("probe")])
             .env_remove("CARGO_TARGET_DIR")
             .output()
             .expect("run images/probe/build");
@@ -178,7 +200,7 @@ fn fake_image() -> &'static str {
     ID.get_or_init(|| {
         scratch_image(
             "fn main() { println!(\"SAPHAN-PROBE-RAN\"); }\n",
-            "saphan-test/fake-probe:candidate",
+            &tag("fake-probe"),
         )
     })
 }
@@ -307,7 +329,7 @@ fn probe_image_builds_from_scratch_without_a_pull() {
     let dir = tempfile::tempdir().unwrap();
     let tar = dir.path().join("saphan-probe.tar");
     let o = Command::new(root().join("images/probe/build"))
-        .args(["--tag", TEST_TAG, "--save", tar.to_str().unwrap()])
+        .args(["--tag", &tag("probe"), "--save", tar.to_str().unwrap()])
         .env_remove("CARGO_TARGET_DIR")
         .output()
         .unwrap();
@@ -776,7 +798,7 @@ fn a_probe_past_its_budget_fails_by_name_and_removes_its_container() {
     }
     let sleeper = scratch_image(
         "fn main() { println!(\"SAPHAN-PROBE-RAN\"); std::thread::sleep(std::time::Duration::from_secs(120)); }\n",
-        "saphan-test/sleeper-probe:candidate",
+        &tag("sleeper-probe"),
     );
     let env = local_env();
     let cat = catalog_with(&env, &sleeper, None);
@@ -799,7 +821,7 @@ fn a_probe_past_its_budget_fails_by_name_and_removes_its_container() {
     );
     let o = docker(&["ps", "-aq", "--filter", &format!("ancestor={sleeper}")]);
     assert_eq!(text(&o).0.trim(), "", "the cut-off container was removed");
-    let _ = docker(&["rmi", "-f", "saphan-test/sleeper-probe:candidate"]);
+    let _ = docker(&["rmi", "-f", &tag("sleeper-probe")]);
 }
 
 /// A catalog cannot re-route docker-oci or sandbox-userns to the toolchain

@@ -38,11 +38,13 @@ fn certify(env: &Env, repo: &Repo, code: i32) -> Value {
     );
     // The stored line is appended before the pointer is decided; the printed
     // record adds `verified_pointer` (and, off green, the suite's
-    // `stderr_tail` the human output shows). Everything else is the same.
+    // `stderr_tail` or `log_tail` the human output shows). Everything else
+    // is the same.
     let mut printed = r.clone();
     for v in [&mut printed, &mut stored] {
         v.as_object_mut().unwrap().remove("verified_pointer");
         v.as_object_mut().unwrap().remove("stderr_tail");
+        v.as_object_mut().unwrap().remove("log_tail");
     }
     assert_eq!(printed, stored);
     assert_eq!(r["sha"], repo.head());
@@ -435,4 +437,48 @@ fn junit_glob_matching_nothing_or_escaping_the_tree_is_never_green() {
         n.contains("report-symlink-escape: reports/TEST-evil.xml"),
         "{n}"
     );
+}
+
+/// Issue 12.1: Go 1.19's test2json loses the `pass` of a test whose output
+/// lacks a trailing newline (`no newline--- PASS: TestGlued`), and the
+/// package still passes with exit 0. The test must not vanish: the record
+/// names it, does not count it, and is never green (the pointer stays).
+/// Go 1.20+ frames its output and reports the test: then it is an ordinary
+/// green with both tests counted.
+#[test]
+fn go_test_that_never_ended_is_named_never_green() {
+    if common::gomod::no_go() {
+        return;
+    }
+    let v = std::process::Command::new(common::gomod::default_go())
+        .arg("version")
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&v.stdout).to_string();
+    let glues = version.contains("go1.19") || version.contains("go1.18");
+    let env = Env::new();
+    let repo = Repo::new(&[
+        ("go.mod", GO_MOD),
+        (
+            "glue/glue_test.go",
+            "package glue\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestGlued(t *testing.T) { fmt.Print(\"no newline\") }\n\nfunc TestPlain(t *testing.T) {}\n",
+        ),
+    ]);
+    if !glues {
+        let r = certify(&env, &repo, 0);
+        assert_eq!(r["verdict"], "green", "{version}: {r:#}");
+        assert_eq!(r["count"], 2, "{r:#}");
+        return;
+    }
+    let r = certify(&env, &repo, 3);
+    assert_eq!(r["verdict"], "measurement-failed", "{r:#}");
+    assert_eq!(r["suite_exit_code"], 0, "{r:#}");
+    let n = notes(&r);
+    assert!(
+        n.contains("unfinished-tests: 1 test(s)") && n.contains("example.com/e2e/glue.TestGlued"),
+        "{n}"
+    );
+    assert_ne!(r["verified_pointer"], "moved", "{r:#}");
+    assert_eq!(repo.verified(), None);
 }

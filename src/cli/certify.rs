@@ -88,6 +88,41 @@ impl Watch for Spinner {
     }
 }
 
+/// What a person sees of the suite on a non-green verdict: `(json key,
+/// header, text)`. The suite log's tail (stdout then stderr) when the
+/// report cannot name failures (`exitcode`), or a junit-xml suite wrote
+/// nothing on stderr — a suite that prints its failures on stdout (pytest)
+/// shows them; otherwise (and always for go-test-json, whose stdout is the
+/// event stream) the last lines of its stderr.
+fn failure_tail(o: &certify::Outcome) -> Option<(&'static str, String, String)> {
+    let r = &o.record;
+    if r.verdict == Verdict::Green {
+        return None;
+    }
+    let use_log = !o.log_tail.trim().is_empty()
+        && (r.report == crate::report::ReportKind::Exitcode
+            || (r.report == crate::report::ReportKind::JunitXml
+                && o.stderr_tail.trim().is_empty()));
+    if use_log {
+        Some((
+            "log_tail",
+            format!(
+                "last lines of the suite's log ({})",
+                r.suite_log.as_deref().unwrap_or("not kept")
+            ),
+            o.log_tail.trim_end().to_string(),
+        ))
+    } else if !o.stderr_tail.trim().is_empty() {
+        Some((
+            "stderr_tail",
+            "last lines of the suite's stderr".into(),
+            o.stderr_tail.trim_end().to_string(),
+        ))
+    } else {
+        None
+    }
+}
+
 /// Run `certify`.
 pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
@@ -119,10 +154,10 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
-        // The human output shows the suite's last stderr lines on a
-        // non-green verdict; so does the JSON.
-        if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            v["stderr_tail"] = serde_json::json!(o.stderr_tail.trim_end());
+        // The human output shows the suite's last lines on a non-green
+        // verdict; so does the JSON (`stderr_tail` or `log_tail`).
+        if let Some((key, _, tail)) = failure_tail(&o) {
+            v[key] = serde_json::json!(tail);
         }
         out_json(&v);
     } else {
@@ -143,17 +178,8 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             ));
         }
         out(&s);
-        if r.verdict != Verdict::Green && !o.log_tail.trim().is_empty() {
-            eprintln!(
-                "--- last lines of the suite's log ({}) ---\n{}",
-                r.suite_log.as_deref().unwrap_or("not kept"),
-                o.log_tail.trim_end()
-            );
-        } else if r.verdict != Verdict::Green && !o.stderr_tail.trim().is_empty() {
-            eprintln!(
-                "--- last lines of the suite's stderr ---\n{}",
-                o.stderr_tail.trim_end()
-            );
+        if let Some((_, header, tail)) = failure_tail(&o) {
+            eprintln!("--- {header} ---\n{tail}");
         }
     }
     Ok(r.verdict.exit())

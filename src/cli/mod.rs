@@ -139,7 +139,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // args_os: an argument that is not UTF-8 is exactly what clap refused
+    // here, and std::env::args() would panic on it (exit 101).
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let (line, json) = usage_line(&e, &args);
     if json {
         out_json(&serde_json::json!({
@@ -148,7 +153,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
             "exit_code": Exit::Refusal as u8,
         }));
     }
-    eprintln!("{line}");
+    eprintln!("{}", echo_escaped(line));
     ExitCode::from(Exit::Refusal as u8)
 }
 
@@ -213,6 +218,29 @@ fn usage_line(e: &clap::Error, args: &[String]) -> (String, bool) {
     (line, json)
 }
 
+/// `line` with every command-line argument that holds a control character
+/// (a newline in `--sha`, a key, a dest; an escape sequence) echoed escaped
+/// (`\n`, `\u{1b}`), so an operator's typo cannot break the one-line
+/// refusal or forge a second line. (A refusal's own text may span lines on
+/// purpose — trunkcert's instructions — so only what was typed is escaped.)
+fn echo_escaped(mut line: String) -> String {
+    let mut typed: Vec<String> = Vec::new();
+    for a in std::env::args_os().skip(1) {
+        let a = a.to_string_lossy().into_owned();
+        if let Some((_, v)) = a.strip_prefix("--").and_then(|r| r.split_once('=')) {
+            typed.push(v.to_string());
+        }
+        typed.push(a);
+    }
+    typed.retain(|a| a.chars().any(char::is_control));
+    // Longest first, so a value inside a longer argument is not split.
+    typed.sort_by_key(|a| std::cmp::Reverse(a.len()));
+    for a in typed {
+        line = line.replace(&a, &crate::error::one_line(&a));
+    }
+    line
+}
+
 /// Parse the command line, run the verb, print any error, return the exit code.
 pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -249,7 +277,7 @@ pub fn main() -> ExitCode {
             if json {
                 out_json(&e.to_json());
             }
-            eprintln!("{}", e.line());
+            eprintln!("{}", echo_escaped(e.line()));
             ExitCode::from(e.exit() as u8)
         }
     }

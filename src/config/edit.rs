@@ -103,7 +103,21 @@ fn transact(
         path: root.to_path_buf(),
         source,
     })?;
-    let lock_path = root.join("config.lock");
+    // Lock the file that is written: through a symlink, the target (two
+    // homes linking one file share one lock); plainly, `config.lock`.
+    let target = crate::fsutil::resolve_link(&path);
+    let mut lock_name = target
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "config".into());
+    lock_name.push(".lock");
+    let lock_dir = target.parent().unwrap_or(root).to_path_buf();
+    std::fs::create_dir_all(&lock_dir).map_err(|source| IoError::Io {
+        action: "create directory",
+        path: lock_dir.clone(),
+        source,
+    })?;
+    let lock_path = lock_dir.join(lock_name);
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -120,7 +134,7 @@ fn transact(
         source,
     })?;
     let text = read_text(&path)?.unwrap_or_default();
-    let changed = match f(&text)? {
+    let changed = match f(&text)?.map(|new| keep_bytes(&text, new)) {
         Some(new) if new != text => {
             crate::fsutil::atomic_write(&path, new.as_bytes())?;
             true
@@ -129,6 +143,51 @@ fn transact(
     };
     drop(lock);
     Ok(changed)
+}
+
+/// Keep every byte of `orig` outside the edited span. toml_edit re-renders
+/// a whole document, and in doing so regroups dotted keys (`probe.timeout`,
+/// `name`, `probe.retries` comes back with `name` last) in tables saphan
+/// does not own. So the edit is taken as the one run of lines where `new`
+/// differs from `orig` re-rendered unedited, and spliced into `orig` at the
+/// same lines — when the lines it replaces read the same in `orig` and the
+/// result re-renders exactly as `new` (the same document, same layout). Otherwise (an edit inside a
+/// regrouped table) `new` is written as rendered.
+fn keep_bytes(orig: &str, new: String) -> String {
+    let Ok(doc) = orig.parse::<DocumentMut>() else {
+        return new;
+    };
+    let base = doc.to_string();
+    if base == orig {
+        return new;
+    }
+    let b: Vec<&str> = base.split_inclusive('\n').collect();
+    let o: Vec<&str> = orig.split_inclusive('\n').collect();
+    let n: Vec<&str> = new.split_inclusive('\n').collect();
+    if b.len() != o.len() {
+        return new;
+    }
+    let pre = b.iter().zip(&n).take_while(|(x, y)| x == y).count();
+    let room = b.len().min(n.len()) - pre;
+    let suf = b
+        .iter()
+        .rev()
+        .zip(n.iter().rev())
+        .take(room)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (from, to) = (pre, b.len() - suf);
+    if b[from..to] != o[from..to] {
+        return new;
+    }
+    let mut out = String::with_capacity(new.len() + orig.len() - base.len().min(orig.len()));
+    out.extend(o[..from].iter().copied());
+    out.extend(n[pre..n.len() - suf].iter().copied());
+    out.extend(o[to..].iter().copied());
+    let same = out
+        .parse::<DocumentMut>()
+        .is_ok_and(|d| d.to_string() == new);
+    if same { out } else { new }
 }
 
 /// Apply `config set KEY VALUE` to `text` (the file at `path`, for

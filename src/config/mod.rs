@@ -58,6 +58,17 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// The config path (after symlinks) is a FIFO, device, socket or
+    /// directory: never read, since reading it could block or never end.
+    #[error(
+        "{path} is {kind}, not a regular file — nothing was read; make it a regular file (or a symlink to one)"
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The config file is larger than [`MAX_CONFIG_BYTES`].
+    #[error(
+        "{path} is larger than {limit} bytes — that is no hand-written config; check what it points at"
+    )]
+    TooLarge { path: PathBuf, limit: u64 },
     /// `verify.surface` is reserved.
     #[error("{}", reserved(scope, at))]
     ScopeReserved { scope: String, at: At },
@@ -246,6 +257,8 @@ impl ConfigError {
     /// A refused value: `provision-dest-hostile` for a non-empty provision
     /// `dest` of the wrong shape, `config-value-invalid` otherwise.
     pub fn value(key: &str, value: String, what: String, fix: String, at: At) -> ConfigError {
+        // The value is echoed: a newline in it must not break the line.
+        let value = crate::error::one_line(&value);
         if key.starts_with("verify.provision.")
             && key.ends_with(".dest")
             && !value.trim_matches('"').is_empty()
@@ -273,6 +286,8 @@ impl Refusal for ConfigError {
         match self {
             ConfigError::Malformed { .. } => "config-malformed",
             ConfigError::Unreadable { .. } => "config-unreadable",
+            ConfigError::NotRegular { .. } => "config-not-regular",
+            ConfigError::TooLarge { .. } => "config-too-large",
             ConfigError::ScopeReserved { .. } => "config-scope-reserved",
             ConfigError::ScopeUnknown { .. } => "config-scope-unknown",
             ConfigError::ScopeMissing { .. } => "config-scope-missing",
@@ -398,22 +413,56 @@ impl Config {
     }
 }
 
-/// Read the file's text; `None` when it does not exist.
+/// The most a config file may hold (1 MiB): reading stops there.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Read the file's text; `None` when it does not exist. Only a regular file
+/// (after symlinks) is read, at most [`MAX_CONFIG_BYTES`] of it: a FIFO never
+/// blocks, `/dev/zero` never fills memory.
 ///
-/// Errors: `config-unreadable`, `config-malformed` (not UTF-8).
+/// Errors: `config-unreadable`, `config-not-regular`, `config-too-large`,
+/// `config-malformed` (not UTF-8).
 pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read(path) {
+    let read = || -> Result<Vec<u8>, ConfigError> {
+        use std::io::Read;
+        let f = crate::fsutil::open_regular(path).map_err(|e| match e {
+            crate::fsutil::OpenRegular::NotRegular(kind) => ConfigError::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            },
+            crate::fsutil::OpenRegular::Io(source) => ConfigError::Unreadable {
+                path: path.to_path_buf(),
+                source,
+            },
+        })?;
+        let mut bytes = Vec::new();
+        f.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| ConfigError::Unreadable {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge {
+                path: path.to_path_buf(),
+                limit: MAX_CONFIG_BYTES,
+            });
+        }
+        Ok(bytes)
+    };
+    match read() {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| ConfigError::Malformed {
                 path: path.to_path_buf(),
                 detail: "it is not UTF-8".into(),
             }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Unreadable {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(ConfigError::Unreadable { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

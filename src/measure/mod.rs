@@ -229,6 +229,13 @@ impl SuiteRun {
             })
             .unwrap_or_default();
         let all: Vec<&str> = text.trim_end().lines().collect();
+        // Only the section headers: the suite printed nothing.
+        if all
+            .iter()
+            .all(|l| l.starts_with("=== suite ") || l.trim().is_empty())
+        {
+            return String::new();
+        }
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 }
@@ -482,10 +489,7 @@ pub async fn run_suite_with(
     }
     env.extend(plan.extra_env.iter().cloned());
 
-    let run_dir = tempfile::Builder::new()
-        .prefix("saphan-run-")
-        .tempdir()
-        .map_err(|source| IoError::Io {
+    let run_dir = crate::fsutil::run_tempdir("saphan-run-").map_err(|source| IoError::Io {
             action: "create a temp directory",
             path: std::env::temp_dir(),
             source,

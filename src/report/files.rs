@@ -160,17 +160,7 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
             continue;
         }
         if !meta.is_file() {
-            use std::os::unix::fs::FileTypeExt;
-            let ft = meta.file_type();
-            let kind = if ft.is_fifo() {
-                "a FIFO"
-            } else if ft.is_socket() {
-                "a socket"
-            } else if ft.is_block_device() || ft.is_char_device() {
-                "a device"
-            } else {
-                "not a file"
-            };
+            let kind = crate::fsutil::not_regular_kind(&meta.file_type()).unwrap_or("not a file");
             return Err(ReportError::NotRegular { file: rel, kind });
         }
         out.push(Selected {

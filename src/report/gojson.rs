@@ -24,6 +24,15 @@
 //!    `output` event, and `build-fail` events keyed by `ImportPath`
 //!    (`p [p.test]` or `p.test`), linked to the package's `fail` through
 //!    `FailedBuild`. A `build-fail` nobody links still fails `p`.
+//! 5. A test that started and never ended anywhere else — its package
+//!    passed (or was skipped) without its terminal event, it was re-run
+//!    before the earlier run ended, or the stream stopped while it ran — is
+//!    never dropped: it is not counted (its result was never seen) and it is
+//!    named in an `unfinished-tests:` note (open at a package pass/skip or at
+//!    a re-run) or a `stream-ended-early:` note (open at the stream's end),
+//!    which [`super::judge`] never lets be green. Go 1.19's test2json makes
+//!    the first shape: a test whose output lacks a trailing newline has its
+//!    `--- PASS` line glued to that output and its `pass` event is lost.
 
 use super::{Parsed, ReportError};
 use serde::Deserialize;
@@ -64,6 +73,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, Repor
         text_build_failed: Vec::new(),
         open_pkgs: HashSet::new(),
         torn_tail: false,
+        unfinished: Vec::new(),
     };
     let mut line = Vec::with_capacity(4096);
     loop {
@@ -175,6 +185,8 @@ struct TestRun {
 #[derive(Default)]
 struct PkgRun {
     tests: HashMap<String, TestRun>,
+    /// Earlier runs of a test that were re-run before they ended: (seq, name).
+    lost: Vec<(u64, String)>,
 }
 
 struct Stream {
@@ -201,6 +213,10 @@ struct Stream {
     /// The stream's last line ends without a newline and is not JSON: the
     /// writer was cut off mid-event.
     torn_tail: bool,
+    /// `<Package>.<Test>` of every test that started and never ended in a
+    /// package that passed or was skipped (or was re-run before it ended and
+    /// its package did not fail), in start order per package.
+    unfinished: Vec<String>,
 }
 
 fn top_level(test: &str) -> bool {
@@ -307,11 +323,14 @@ impl Stream {
                 let prev = run
                     .tests
                     .insert(test.to_string(), TestRun { seq, last: None });
-                if let Some(prev) = prev
-                    && matches!(prev.last, Some(Term::Pass | Term::Fail))
-                    && top_level(test)
-                {
-                    self.count += 1;
+                match prev {
+                    Some(p) if p.last.is_none() => run.lost.push((p.seq, test.to_string())),
+                    Some(p)
+                        if matches!(p.last, Some(Term::Pass | Term::Fail)) && top_level(test) =>
+                    {
+                        self.count += 1;
+                    }
+                    _ => {}
                 }
             }
             (a @ ("pass" | "fail" | "skip"), Some(pkg), Some(test)) => {
@@ -346,16 +365,21 @@ impl Stream {
             (a @ ("pass" | "skip" | "fail"), Some(pkg), None) => {
                 let run = self.pkgs.remove(pkg).unwrap_or_default();
                 let failed = a == "fail";
-                let mut unfinished: Vec<(u64, String)> = Vec::new();
+                let mut unfinished: Vec<(u64, String)> = run.lost;
                 for (name, t) in run.tests {
                     match t.last {
                         Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
-                        None if failed => unfinished.push((t.seq, name)),
+                        None => unfinished.push((t.seq, name)),
                         _ => {}
                     }
                 }
-                if failed {
-                    unfinished.sort();
+                unfinished.sort();
+                if !failed {
+                    // The package passed (or was skipped) but these tests
+                    // never reported an end: their results were not seen.
+                    self.unfinished
+                        .extend(unfinished.into_iter().map(|(_, n)| format!("{pkg}.{n}")));
+                } else {
                     for (_, name) in unfinished {
                         if top_level(&name) {
                             self.count += 1;
@@ -396,19 +420,22 @@ impl Stream {
         // Package runs the stream never finished: count what ended.
         let pkgs = std::mem::take(&mut self.pkgs);
         let mut unfinished_pkgs = Vec::new();
+        let mut running: Vec<(String, u64, String)> = Vec::new();
         for (pkg, run) in pkgs {
-            let mut open = false;
+            let mut open: Vec<(u64, String)> = run.lost;
             for (name, t) in run.tests {
                 match t.last {
                     Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
-                    None => open = true,
+                    None => open.push((t.seq, name)),
                     _ => {}
                 }
             }
-            if open {
+            if !open.is_empty() {
+                running.extend(open.into_iter().map(|(seq, n)| (pkg.clone(), seq, n)));
                 unfinished_pkgs.push(pkg);
             }
         }
+        running.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         for (_, p) in std::mem::take(&mut self.pending_builds) {
             self.package_failed(p);
         }
@@ -419,11 +446,21 @@ impl Stream {
             }
         }
         let mut notes = Vec::new();
-        if !unfinished_pkgs.is_empty() {
-            unfinished_pkgs.sort();
+        if !self.unfinished.is_empty() {
             notes.push(format!(
-                "stream-ended-early: the stream ends with tests still running in {}",
-                unfinished_pkgs.join(", ")
+                "unfinished-tests: {} test(s) started and never reported an end, though their package ended: {} — their results were not seen, so they are not counted and the verdict cannot be green (Go 1.19 loses a test's end when its output lacks a trailing newline: end the test's output with a newline, or use Go 1.20 or later)",
+                self.unfinished.len(),
+                self.unfinished.join(", ")
+            ));
+        }
+        if !running.is_empty() {
+            unfinished_pkgs.sort();
+            let tests: Vec<String> = running.iter().map(|(p, _, n)| format!("{p}.{n}")).collect();
+            notes.push(format!(
+                "stream-ended-early: the stream ends with {} test(s) still running in {}: {} — they are not counted",
+                tests.len(),
+                unfinished_pkgs.join(", "),
+                tests.join(", ")
             ));
         }
         let mut never_ended: Vec<String> = self
@@ -534,6 +571,127 @@ mod tests {
         );
         assert_eq!(p.count, 2);
         assert_eq!(p.names, ["p.TestBoom", "p.TestBoom/sub"]);
+    }
+
+    fn ev(a: &str, p: &str, t: Option<&str>) -> String {
+        match t {
+            Some(t) => format!("{{\"Action\":\"{a}\",\"Package\":\"{p}\",\"Test\":\"{t}\"}}\n"),
+            None => format!("{{\"Action\":\"{a}\",\"Package\":\"{p}\"}}\n"),
+        }
+    }
+
+    fn judged(s: &str) -> crate::report::Measurement {
+        crate::report::judge(ok(s), crate::exec::Termination::Exited(0))
+    }
+
+    /// Go 1.19's glued `--- PASS` (see tests/reports_e2e.rs for the real run):
+    /// the package passes, TestA never ends.
+    #[test]
+    fn unfinished_at_package_pass_is_named_not_counted_never_green() {
+        let s = [
+            ev("run", "p", Some("TestA")),
+            "{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"TestA\",\"Output\":\"no newline--- PASS: TestA (0.00s)\\n\"}\n".into(),
+            ev("run", "p", Some("TestB")),
+            ev("pass", "p", Some("TestB")),
+            ev("pass", "p", None),
+        ]
+        .concat();
+        let p = ok(&s);
+        assert_eq!(p.count, 1);
+        assert!(p.names.is_empty());
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+        assert!(
+            p.notes[0].starts_with("unfinished-tests: 1 test(s)"),
+            "{}",
+            p.notes[0]
+        );
+        assert!(p.notes[0].contains(": p.TestA —"), "{}", p.notes[0]);
+        let m = judged(&s);
+        assert_eq!(m.verdict, crate::report::Verdict::MeasurementFailed);
+        assert_eq!(m.failure().as_deref(), Some("unfinished-tests"));
+    }
+
+    #[test]
+    fn unfinished_subtest_and_skipped_package_and_rerun_are_named() {
+        // A subtest left open under a parent that passed.
+        let s = [
+            ev("run", "p", Some("T")),
+            ev("run", "p", Some("T/sub")),
+            ev("pass", "p", Some("T")),
+            ev("pass", "p", None),
+            // A test re-run (-count=2, no start event) before its first run ended.
+            ev("run", "q", Some("U")),
+            ev("run", "q", Some("U")),
+            ev("pass", "q", Some("U")),
+            ev("pass", "q", None),
+            // A package reported as skipped with a test open.
+            ev("run", "r", Some("V")),
+            ev("skip", "r", None),
+        ]
+        .concat();
+        let p = ok(&s);
+        assert_eq!(p.count, 2);
+        assert!(p.notes[0].contains("p.T/sub, q.U, r.V"), "{:?}", p.notes);
+        assert_eq!(
+            judged(&s).verdict,
+            crate::report::Verdict::MeasurementFailed
+        );
+    }
+
+    #[test]
+    fn unfinished_beside_a_named_failure_is_red_and_still_named() {
+        let s = [
+            ev("run", "p", Some("TestA")),
+            ev("pass", "p", None),
+            ev("run", "q", Some("TestF")),
+            ev("fail", "q", Some("TestF")),
+            ev("fail", "q", None),
+        ]
+        .concat();
+        let m = crate::report::judge(ok(&s), crate::exec::Termination::Exited(1));
+        assert_eq!(m.verdict, crate::report::Verdict::Red);
+        assert_eq!(m.named_tests.as_deref(), Some(&["q.TestF".to_string()][..]));
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.starts_with("unfinished-tests") && n.contains("p.TestA"))
+        );
+    }
+
+    #[test]
+    fn unfinished_at_package_fail_is_named_failing_and_counted() {
+        let s = [
+            ev("run", "p", Some("TestA")),
+            ev("run", "p", Some("TestA")),
+            ev("fail", "p", None),
+        ]
+        .concat();
+        let p = ok(&s);
+        // Both runs started and neither ended: both are named, both counted.
+        assert_eq!(p.names, ["p.TestA", "p.TestA"]);
+        assert_eq!(p.count, 2);
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn open_at_stream_end_names_every_test() {
+        let s = [
+            ev("run", "p", Some("TestA")),
+            ev("pass", "p", Some("TestA")),
+            ev("run", "p", Some("TestB")),
+            ev("run", "p", Some("TestB/x")),
+        ]
+        .concat();
+        let p = ok(&s);
+        assert_eq!(p.count, 1);
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+        assert!(
+            p.notes[0].starts_with("stream-ended-early: the stream ends with 2 test(s) still running in p: p.TestB, p.TestB/x"),
+            "{}",
+            p.notes[0]
+        );
+        let m = judged(&s);
+        assert_eq!(m.failure().as_deref(), Some("stream-ended-early"));
     }
 
     #[test]

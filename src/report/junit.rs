@@ -173,96 +173,290 @@ fn value<'a>(a: &Attribute<'a>, offset: u64) -> Result<std::borrow::Cow<'a, str>
         .map_err(|x| attr_err(offset, x))
 }
 
-/// Well-formedness of an element's attributes: syntax, duplicates, and
-/// references (only values holding `&` are unescaped to check them).
+/// Well-formedness of an element's attributes (XML 1.0 §3.1, §3.3.3,
+/// §4.1): whitespace before each `name="value"`, names that are XML Names,
+/// no duplicates, values without `<`, and every `&` a predefined entity or a
+/// character reference to an XML character. One pass over the raw bytes;
+/// quick-xml checks less than this (it lets `<` and a missing separator
+/// through), so it is not asked.
 fn check_attrs(e: &BytesStart<'_>, offset: u64) -> Result<(), Fail> {
-    if plain_attrs(e.attributes_raw().as_bytes()) {
-        return Ok(());
-    }
-    // Anything unusual (references, odd syntax, many attributes) takes the
-    // careful path, which also finds the words for an error.
-    // quick-xml's own duplicate check allocates per element; a small array
-    // does the same work for the usual handful of attributes.
-    let mut keys: [&str; 16] = [""; 16];
-    let mut n = 0;
-    let mut attrs = e.attributes();
-    attrs.with_checks(false);
-    for a in attrs {
-        let a = a.map_err(|x| attr_err(offset, x))?;
-        let k = a.key.0;
-        if n < keys.len() {
-            if keys[..n].contains(&k) {
-                return Err(attr_err(offset, format!("duplicate attribute `{k}`")));
-            }
-            keys[n] = k;
-            n += 1;
-        } else {
-            // Many attributes: let quick-xml check them all.
-            for a in e.attributes() {
-                a.map_err(|x| attr_err(offset, x))?;
-            }
-        }
-        if a.value.contains('&') {
-            value(&a, offset)?;
-        }
-    }
-    Ok(())
+    check_attr_run(e.attributes_raw().as_bytes()).map_err(|why| attr_err(offset, why))
 }
 
-/// The fast path of [`check_attrs`]: true when `raw` is a well-formed run of
-/// at most 16 distinct `name="value"` / `name='value'` pairs whose values
-/// hold neither `<` nor `&`. False means "look closer", not "broken".
-fn plain_attrs(raw: &[u8]) -> bool {
+/// See [`check_attrs`]; `raw` is everything after the element name.
+fn check_attr_run(raw: &[u8]) -> Result<(), String> {
     let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     let mut keys: [&[u8]; 16] = [b""; 16];
     let mut nk = 0;
+    let mut more: Vec<&[u8]> = Vec::new();
     let mut i = 0;
     let n = raw.len();
     loop {
+        let before = i;
         while i < n && ws(raw[i]) {
             i += 1;
         }
         if i == n {
-            return true;
+            return Ok(());
+        }
+        if i == before {
+            return Err(format!(
+                "`{}` must be separated from what precedes it by whitespace",
+                show(&raw[i..])
+            ));
         }
         let start = i;
         while i < n && !ws(raw[i]) && raw[i] != b'=' {
-            if matches!(raw[i], b'"' | b'\'' | b'<' | b'>' | b'&' | b'/') {
-                return false;
-            }
             i += 1;
         }
         let key = &raw[start..i];
-        if key.is_empty() || nk == keys.len() || keys[..nk].contains(&key) {
-            return false;
+        if !is_name(key) {
+            return Err(format!("`{}` is not an XML name", show(key)));
         }
-        keys[nk] = key;
-        nk += 1;
+        let dup = if nk < keys.len() {
+            let d = keys[..nk].contains(&key);
+            keys[nk] = key;
+            nk += 1;
+            d
+        } else {
+            let d = keys.contains(&key) || more.contains(&key);
+            more.push(key);
+            d
+        };
+        if dup {
+            return Err(format!("duplicate attribute `{}`", show(key)));
+        }
         while i < n && ws(raw[i]) {
             i += 1;
         }
         if i == n || raw[i] != b'=' {
-            return false;
+            return Err(format!("attribute `{}` has no `=\"value\"`", show(key)));
         }
         i += 1;
         while i < n && ws(raw[i]) {
             i += 1;
         }
         if i == n || !matches!(raw[i], b'"' | b'\'') {
-            return false;
+            return Err(format!(
+                "the value of `{}` must be enclosed in `\"` or `'`",
+                show(key)
+            ));
         }
         let q = raw[i];
         i += 1;
         let Some(len) = memchr::memchr(q, &raw[i..]) else {
-            return false;
+            return Err(format!("the value of `{}` is not closed", show(key)));
         };
-        if memchr::memchr2(b'<', b'&', &raw[i..i + len]).is_some() {
-            return false;
+        let v = &raw[i..i + len];
+        if memchr::memchr(b'<', v).is_some() {
+            return Err(format!(
+                "the value of `{}` holds a raw `<` (XML needs `&lt;`)",
+                show(key)
+            ));
+        }
+        let mut rest = v;
+        while let Some(a) = memchr::memchr(b'&', rest) {
+            let Some(semi) = memchr::memchr(b';', &rest[a..]) else {
+                return Err(format!(
+                    "the value of `{}` holds a bare `&` (XML needs `&amp;`)",
+                    show(key)
+                ));
+            };
+            let r = &rest[a + 1..a + semi];
+            check_reference(r, false).map_err(|why| format!("in `{}`: {why}", show(key)))?;
+            rest = &rest[a + semi + 1..];
         }
         i += len + 1;
-        if i < n && !ws(raw[i]) {
-            return false;
+    }
+}
+
+/// Bytes for an error message (lossy, at most 40 bytes).
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(40)]).into_owned()
+}
+
+/// Is `c` an XML 1.0 `Char` (§2.2)?
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+/// XML 1.0 `NameStartChar` (§2.3).
+fn is_name_start(c: char) -> bool {
+    matches!(c, ':' | 'A'..='Z' | '_' | 'a'..='z' | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}'
+        | '\u{F8}'..='\u{2FF}' | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}' | '\u{200C}'..='\u{200D}'
+        | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}' | '\u{3001}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}' | '\u{10000}'..='\u{EFFFF}')
+}
+
+/// XML 1.0 `NameChar` (§2.3).
+fn is_name_char(c: char) -> bool {
+    is_name_start(c)
+        || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+}
+
+/// ASCII bytes that may start a Name (bit 0) or continue one (bit 1).
+const ASCII_NAME: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        let start = c == b':' || c == b'_' || c.is_ascii_alphabetic();
+        let more = start || c == b'-' || c == b'.' || c.is_ascii_digit();
+        t[i] = (start as u8) | ((more as u8) << 1);
+        i += 1;
+    }
+    t
+};
+
+/// Is `b` an XML 1.0 `Name` (§2.3)? ASCII names take a table lookup per byte.
+fn is_name(b: &[u8]) -> bool {
+    let Some(&first) = b.first() else {
+        return false;
+    };
+    if b.is_ascii() {
+        return ASCII_NAME[first as usize] & 1 != 0
+            && b[1..].iter().all(|&c| ASCII_NAME[c as usize] & 2 != 0);
+    }
+    let Ok(s) = std::str::from_utf8(b) else {
+        return false;
+    };
+    let mut cs = s.chars();
+    cs.next().is_some_and(is_name_start) && cs.all(is_name_char)
+}
+
+/// A reference's inside (`amp`, `#65`, `#x41`): a character reference must
+/// name an XML character; an entity must be a Name, and one of the five
+/// predefined entities unless `declared_ok` (a DOCTYPE may declare it).
+fn check_reference(r: &[u8], declared_ok: bool) -> Result<(), String> {
+    if let Some(num) = r.strip_prefix(b"#") {
+        let (digits, radix) = match num.strip_prefix(b"x") {
+            Some(h) => (h, 16),
+            None => (num, 10),
+        };
+        let c = std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|d| u32::from_str_radix(d, radix).ok())
+            .and_then(char::from_u32);
+        return match c {
+            Some(c) if is_xml_char(c) => Ok(()),
+            _ => Err(format!("`&{};` is not a character XML allows", show(r))),
+        };
+    }
+    if !is_name(r) {
+        return Err(format!("`&{};` is not a reference", show(r)));
+    }
+    if declared_ok || matches!(r, b"lt" | b"gt" | b"amp" | b"apos" | b"quot") {
+        Ok(())
+    } else {
+        Err(format!("unknown reference `&{};`", show(r)))
+    }
+}
+
+/// Reads through an inner reader and refuses, before quick-xml sees them,
+/// the bytes XML 1.0 forbids everywhere in a document (§2.2): C0 controls
+/// other than tab, LF and CR, and U+FFFE / U+FFFF. (quick-xml already
+/// refuses bytes that are not UTF-8.) One vectorizable pass per buffer.
+struct Chars<R> {
+    inner: R,
+    /// Bytes of the inner buffer already checked.
+    checked: usize,
+    /// Absolute offset of the inner buffer's start.
+    pos: u64,
+    /// The last two bytes checked (a U+FFFE may straddle two buffers).
+    prev: [u8; 2],
+    /// The first forbidden character: (absolute offset, what it is).
+    bad: Option<(u64, String)>,
+}
+
+impl<R> Chars<R> {
+    fn new(inner: R) -> Chars<R> {
+        Chars {
+            inner,
+            checked: 0,
+            pos: 0,
+            prev: [0; 2],
+            bad: None,
         }
+    }
+}
+
+/// Offset and description of the first forbidden character in `b`, given
+/// the two bytes before it.
+fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
+    let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
+    // Fast: any control at all, in vectorizable chunks.
+    let has_ctl = b
+        .chunks(64)
+        .any(|ch| ch.iter().fold(false, |acc, &c| acc | ctl(c)));
+    let ctl_at = if has_ctl {
+        b.iter().position(|&c| ctl(c))
+    } else {
+        None
+    };
+    // U+FFFE / U+FFFF are EF BF BE / EF BF BF, possibly begun in `prev`.
+    let nonchar = |x: u8| x == 0xBE || x == 0xBF;
+    let mut fffe_at = None;
+    let straddles = (prev == [0xEF, 0xBF] && b.first().copied().is_some_and(nonchar))
+        || (prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]));
+    if straddles {
+        fffe_at = Some(0);
+    } else if !b.is_ascii() {
+        fffe_at = memchr::memmem::find_iter(b, b"\xEF\xBF")
+            .find(|&k| b.get(k + 2).copied().is_some_and(nonchar));
+    }
+    match (ctl_at, fffe_at) {
+        (Some(c), f) if f.is_none_or(|f| c < f) => Some((
+            c,
+            format!("control character U+{:04X} is not allowed in XML", b[c]),
+        )),
+        (_, Some(f)) => Some((f, "U+FFFE/U+FFFF is not allowed in XML".to_string())),
+        _ => None,
+    }
+}
+
+impl<R: BufRead> Read for Chars<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let b = self.fill_buf()?;
+        let n = b.len().min(out.len());
+        out[..n].copy_from_slice(&b[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Chars<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.bad.is_some() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "forbidden character",
+            ));
+        }
+        let buf = self.inner.fill_buf()?;
+        if self.checked < buf.len() {
+            let fresh = &buf[self.checked..];
+            if let Some((at, why)) = forbidden(fresh, self.prev) {
+                self.bad = Some((self.pos + (self.checked + at) as u64, why));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "forbidden character",
+                ));
+            }
+            let tail = &buf[buf.len().saturating_sub(2)..];
+            self.prev = match tail {
+                [a, b] => [*a, *b],
+                [b] => [self.prev[1], *b],
+                _ => self.prev,
+            };
+            self.checked = buf.len();
+        }
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+        self.checked = self.checked.saturating_sub(amt);
+        self.pos += amt as u64;
     }
 }
 
@@ -312,6 +506,12 @@ impl State {
         }
         let name = e.name();
         let name: &str = name.as_ref();
+        if !is_name(name.as_bytes()) {
+            return Err(Fail::At {
+                offset,
+                why: format!("`<{}` is not an XML element name", show(name.as_bytes())),
+            });
+        }
         self.stack.push(self.stack_names.len());
         self.stack_names.push_str(name);
         let depth = self.depth();
@@ -365,6 +565,7 @@ impl State {
     }
 
     fn open_suite(&mut self, e: &BytesStart<'_>, depth: usize, offset: u64) -> Result<(), Fail> {
+        check_attrs(e, offset)?;
         let outermost = self.suites.is_empty();
         let mut name = String::new();
         let mut tests = None;
@@ -491,7 +692,7 @@ impl State {
 
 /// The streaming parse over any buffered reader.
 fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
-    let mut reader = Reader::from_reader(input);
+    let mut reader = Reader::from_reader(Chars::new(input));
     {
         let c = reader.config_mut();
         c.check_end_names = true;
@@ -501,11 +702,15 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
     let mut st = State::new();
     let mut buf = Vec::with_capacity(8 * 1024);
     let mut saw_content = false;
+    let mut saw_event = false;
     loop {
         let before = reader.buffer_position();
         let ev = match reader.read_event_into(&mut buf) {
             Ok(ev) => ev,
             Err(quick_xml::Error::Io(e)) => {
+                if let Some((offset, why)) = reader.get_ref().bad.clone() {
+                    return Err(Fail::At { offset, why });
+                }
                 return Err(Fail::Io(std::io::Error::new(e.kind(), e.to_string())));
             }
             Err(e) => {
@@ -515,6 +720,8 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                 });
             }
         };
+        let first = !saw_event;
+        saw_event = true;
         match ev {
             Event::Start(e) => {
                 saw_content = true;
@@ -527,6 +734,16 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
             }
             Event::End(_) => st.close()?,
             Event::Text(t) => {
+                // Most text (the whitespace between elements) has no `]`:
+                // memchr first, the substring search only when one is there.
+                let tb = t.as_bytes();
+                if memchr::memchr(b']', tb).is_some() && memchr::memmem::find(tb, b"]]>").is_some()
+                {
+                    return Err(Fail::At {
+                        offset: before,
+                        why: "`]]>` in text (XML needs `]]&gt;`)".into(),
+                    });
+                }
                 if !is_blank(&t) {
                     saw_content = true;
                     if st.depth() == 0 {
@@ -554,25 +771,84 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                         why: "a reference outside the root element".into(),
                     });
                 }
-                let ok = if r.is_char_ref() {
-                    matches!(r.resolve_char_ref(), Ok(Some(_)))
-                } else {
-                    st.saw_doctype
-                        || quick_xml::escape::resolve_predefined_entity(&r.xml10_content())
-                            .is_some()
-                };
-                if !ok {
-                    return Err(Fail::At {
-                        offset: before,
-                        why: format!("unknown reference `&{};`", r.xml10_content()),
-                    });
-                }
+                check_reference(r.as_bytes(), st.saw_doctype).map_err(|why| Fail::At {
+                    offset: before,
+                    why,
+                })?;
             }
             Event::DocType(_) => {
                 saw_content = true;
+                if st.saw_doctype || st.depth() > 0 || st.root_closed {
+                    return Err(Fail::At {
+                        offset: before,
+                        why: "a DOCTYPE may appear once, before the root element".into(),
+                    });
+                }
                 st.saw_doctype = true;
             }
-            Event::Decl(_) | Event::PI(_) | Event::Comment(_) => saw_content = true,
+            Event::Decl(d) => {
+                saw_content = true;
+                // Only at the very start (after a byte-order mark at most).
+                let version_ok = d.version().is_ok_and(|v| {
+                    v.strip_prefix("1.")
+                        .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+                });
+                let standalone_ok = match d.standalone() {
+                    None => true,
+                    Some(Ok(v)) => v == "yes" || v == "no",
+                    Some(Err(_)) => false,
+                };
+                let encoding_ok = match d.encoding() {
+                    None => true,
+                    Some(Ok(v)) => {
+                        let b = v.as_bytes();
+                        b.first().is_some_and(u8::is_ascii_alphabetic)
+                            && b.iter().all(|c| {
+                                c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-')
+                            })
+                    }
+                    Some(Err(_)) => false,
+                };
+                let why = if !first || before > 3 {
+                    Some("an XML declaration is allowed only at the very start of the file")
+                } else if !version_ok {
+                    Some("the XML declaration needs version=\"1.x\" first")
+                } else if !standalone_ok {
+                    Some("the XML declaration's standalone must be \"yes\" or \"no\"")
+                } else if !encoding_ok {
+                    Some("the XML declaration's encoding is not an encoding name")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(Fail::At {
+                        offset: before,
+                        why: why.into(),
+                    });
+                }
+            }
+            Event::PI(p) => {
+                saw_content = true;
+                let t = p.target();
+                if !is_name(t.as_bytes()) || t.eq_ignore_ascii_case("xml") {
+                    return Err(Fail::At {
+                        offset: before,
+                        why: format!(
+                            "`<?{}` is not a processing instruction (the target must be a name other than xml)",
+                            show(t.as_bytes())
+                        ),
+                    });
+                }
+            }
+            Event::Comment(c) => {
+                saw_content = true;
+                if memchr::memmem::find(c.as_bytes(), b"--").is_some() || c.ends_with('-') {
+                    return Err(Fail::At {
+                        offset: before,
+                        why: "a comment may not hold `--` or end with `-`".into(),
+                    });
+                }
+            }
             Event::Eof => break,
         }
         buf.clear();
@@ -618,21 +894,31 @@ mod tests {
 
     #[test]
     fn fast_attribute_check_agrees_with_quick_xml() {
-        for raw in [" a='1' b=\"2\"", "", "  ", " a = '1'\n b='x y'"] {
-            assert!(plain_attrs(raw.as_bytes()), "{raw:?}");
+        for raw in [
+            " a='1' b=\"2\"",
+            "",
+            "  ",
+            " a = '1'\n b='x y'",
+            " a='&amp;&#x41;&#65;'",
+        ] {
+            assert!(check_attr_run(raw.as_bytes()).is_ok(), "{raw:?}");
         }
         for raw in [
             " a",
             " a=1",
             " a='1' a='2'",
             " a='<'",
-            " a='&amp;'",
+            " a='&amp'",
+            " a='&#1;'",
+            " a='&#xFFFE;'",
+            " a='&bogus;'",
+            " 1a='1'",
             " a='1'b='2'",
             " a='1",
             " /",
             " ='1'",
         ] {
-            assert!(!plain_attrs(raw.as_bytes()), "{raw:?}");
+            assert!(check_attr_run(raw.as_bytes()).is_err(), "{raw:?}");
         }
         let p = ok(
             "<testsuite tests='2'><testcase classname='c' name='n'/><testcase name='m' time='1'></testcase></testsuite>",
@@ -724,6 +1010,127 @@ mod tests {
         ));
     }
 
+    /// A passing report with slots where a malformation goes.
+    const PASSING: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!--c{C}-->\n<{N}testsuite name=\"s{A}\" tests=\"2\" failures=\"0\"{D}>\n  <testcase classname=\"c\" name=\"a\" time=\"0.1\"/>\n  <testcase classname=\"c\" name=\"b\"><system-out>ok{T}</system-out></testcase>\n</testsuite{E}>\n{R}";
+
+    fn fill(slot: &str, bad: &str) -> String {
+        let mut s = PASSING.replace(&format!("{{{slot}}}"), bad);
+        for x in ["C", "N", "A", "D", "T", "E", "R"] {
+            s = s.replace(&format!("{{{x}}}"), "");
+        }
+        s
+    }
+
+    /// Every malformation, by slot (issue 12.2).
+    const MALFORMED: &[(&str, &[&str])] = &[
+        (
+            "A",
+            &[
+                "<", "<<x>>", "&", "& x", "&bogus;", "&#0;", "&#1;", "&#xFFFE;", "&#xD800;",
+                "&#x;", "\"", "\u{1}", "\u{FFFF}",
+            ],
+        ),
+        (
+            "T",
+            &[
+                "<",
+                "&",
+                "&;",
+                "&#1;",
+                "&#xFFFF;",
+                "&nope;",
+                "]]>",
+                "\u{0}",
+                "\u{C}",
+                "\u{1B}[31m",
+                "\u{FFFE}",
+                "<1x/>",
+                "<-a/>",
+                "<?xml version='1.0'?>",
+                "<!DOCTYPE x>",
+                "<? x?>",
+                "</system-out>",
+            ],
+        ),
+        ("C", &["--", "-"]),
+        ("N", &["1", "-", ".", " "]),
+        (
+            "D",
+            &[
+                " name=\"again\"",
+                " tests=\"2\"",
+                " 1a=\"x\"",
+                " a",
+                " a=x",
+                "b=\"c\"",
+                " a=\"1\"b=\"2\"",
+                " a=\"1",
+                " a=\"<\"",
+            ],
+        ),
+        ("E", &["s", "x", " x"]),
+        (
+            "R",
+            &[
+                "x",
+                "<x/>",
+                "<testsuite tests=\"1\"/>",
+                "&amp;",
+                "<!DOCTYPE x>",
+                "<?xml version=\"1.0\"?>",
+                "]]>",
+                "\u{7}",
+            ],
+        ),
+    ];
+
+    #[test]
+    fn the_passing_report_is_green() {
+        let p = ok(&fill("", ""));
+        assert_eq!(p.count, 2);
+        assert!(p.names.is_empty());
+    }
+
+    #[test]
+    fn every_listed_malformation_is_refused() {
+        for (slot, bads) in MALFORMED {
+            for bad in *bads {
+                let x = fill(slot, bad);
+                match parse_bytes(x.as_bytes(), "t.xml") {
+                    Err(ReportError::Malformed { .. }) => {}
+                    other => panic!("slot {slot} {bad:?} was not refused: {other:?}\n{x}"),
+                }
+            }
+        }
+        // Not at the very start: a declaration after whitespace or twice.
+        for x in [
+            format!(" {}", fill("", "")),
+            format!("<?xml version=\"1.0\"?>{}", fill("", "")),
+            fill("", "").replace("version=\"1.0\"", "version=\"2.0\""),
+            fill("", "").replace("version=\"1.0\" encoding", "encoding=\"UTF-8\" version"),
+        ] {
+            assert!(
+                matches!(err(x.as_bytes()), ReportError::Malformed { .. }),
+                "{x}"
+            );
+        }
+    }
+
+    /// The forbidden-character check sees a character split across buffers.
+    #[test]
+    fn forbidden_characters_straddling_buffers_are_found() {
+        let x = fill("T", "\u{FFFE}");
+        for cap in 1..12 {
+            let r = parse_stream(std::io::BufReader::with_capacity(cap, x.as_bytes()));
+            assert!(matches!(r, Err(Fail::At { .. })), "capacity {cap}: {r:?}");
+        }
+        let good = fill("T", "\u{FFFD}\u{EFBF}é");
+        for cap in 1..12 {
+            let r = parse_stream(std::io::BufReader::with_capacity(cap, good.as_bytes()));
+            assert_eq!(r.map(|p| p.count).ok(), Some(2), "capacity {cap}");
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         #[test]
@@ -731,9 +1138,36 @@ mod tests {
             let _ = parse_bytes(&bytes, "fuzz.xml");
         }
 
+        /// Issue 12.2: a passing report broken in any listed way, or by a
+        /// forbidden control character anywhere, is never green — read whole
+        /// or through buffers of any size.
+        #[test]
+        fn no_malformation_of_a_passing_report_is_green(
+            which in 0usize..1000,
+            ctl in proptest::sample::select(vec![0u8, 1, 7, 8, 0x0B, 0x0C, 0x0E, 0x1B, 0x1F]),
+            at in 0usize..10_000,
+            cap in 1usize..64,
+        ) {
+            let all: Vec<(&str, &str)> = MALFORMED.iter().flat_map(|(s, b)| b.iter().map(move |b| (*s, *b))).collect();
+            let mut docs = vec![fill(all[which % all.len()].0, all[which % all.len()].1).into_bytes()];
+            let mut raw = fill("", "").into_bytes();
+            raw.insert(at % (raw.len() + 1), ctl);
+            docs.push(raw);
+            for d in docs {
+                let whole = parse_bytes(&d, "t.xml");
+                let streamed = parse_stream(std::io::BufReader::with_capacity(cap, &d[..]));
+                for green in [
+                    whole.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),
+                    streamed.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),
+                ] {
+                    proptest::prop_assert_ne!(green, Some(crate::report::Verdict::Green), "{}", String::from_utf8_lossy(&d));
+                }
+            }
+        }
+
         #[test]
         fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t]{0,24}") {
-            if plain_attrs(raw.as_bytes()) {
+            if check_attr_run(raw.as_bytes()).is_ok() {
                 let mut keys = Vec::new();
                 for a in Attributes::new(&raw, 0) {
                     let a = a.expect("quick-xml rejects what the fast path accepted");

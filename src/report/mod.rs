@@ -371,8 +371,11 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
 /// * a non-zero exit with nothing named is a crash: measurement failed;
 /// * `failures`/`errors` declared on an outermost `<testsuite>` with no
 ///   failing testcase named is measurement-failed (`unnamed-failures`);
-/// * a go test -json stream that ends with tests still running and nothing
-///   named is measurement-failed (`stream-ended-early`), whatever the exit;
+/// * a go test -json stream that ends with tests still running, or in which
+///   a test started and never ended inside a package that ended, with
+///   nothing named is measurement-failed (`stream-ended-early`,
+///   `unfinished-tests`), whatever the exit; with a named failure it is red
+///   and the note stays;
 /// * exit 0 with nothing named is green.
 ///
 /// Timeouts and signals never reach here ([`measure`] handles them).
@@ -383,9 +386,12 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
     // A go test -json stream that stops while tests are still running (the
     // suite was cut off, or piped through `head`) proves nothing about the
     // tests it never finished: without a named failure it is never green.
+    // The same holds for a test that started and never reported an end
+    // inside a package that ended (`unfinished-tests`): its result was
+    // never seen.
     let cut_off = notes
         .iter()
-        .position(|n| n.starts_with("stream-ended-early"));
+        .position(|n| n.starts_with("stream-ended-early") || n.starts_with("unfinished-tests"));
     let verdict = match (named, code) {
         // The report says something failed but names nothing: whatever the
         // exit status, that is no green (and no honest red either).

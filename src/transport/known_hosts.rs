@@ -256,8 +256,10 @@ mod tests {
 
     #[test]
     fn hashed_entries_from_ssh_keygen() {
-        if Command::new("ssh-keygen").arg("-?").output().is_err() {
-            eprintln!("SKIPPED: no ssh-keygen");
+        if crate::skip_unless(
+            Command::new("ssh-keygen").arg("-?").output().is_ok(),
+            "no ssh-keygen",
+        ) {
             return;
         }
         let d = tempfile::tempdir().unwrap();

@@ -4,15 +4,19 @@
 //! local file or a bounded capture, stderr bounded to [`STDERR_TAIL`].
 //!
 //! The remote command line is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
-//! CWD [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by
+//! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by
 //! [`super::quote`]. The POSIX-sh [`WATCHDOG`] script:
 //!
-//! 1. applies the environment changes (`+K=V` exports, `-K` unsets) and
-//!    `cd`s into CWD (empty: the login directory);
-//! 2. starts the program under `setsid` (a new session and process group;
-//!    without job control the backgrounded `setsid` is no group leader, so it
-//!    does not fork and `$!` is the group id), its stdin the channel's;
-//! 3. prints `NONCE pgid N` on stderr (so a dropped run can kill the group);
+//! 1. `cd`s into CWD (empty: the login directory);
+//! 2. starts the [`INNER`] shell under `setsid` (a new session and process
+//!    group; without job control the backgrounded `setsid` is no group
+//!    leader, so it does not fork and `$!` is the group id), its stdin the
+//!    channel's; INNER applies the environment changes (`+K=V` exports, `-K`
+//!    unsets) to the program alone — the supervisor and its watchdog never
+//!    carry them, so a search for the scratch marker finds only the
+//!    program's processes — checks the program is on PATH,
+//! 3. prints `NONCE pgid N` on stderr (so a dropped run can kill the group)
+//!    and execs the program;
 //! 4. runs a watchdog subshell: after BUDGET seconds it sends SIGTERM to the
 //!    group, after GRACE more SIGKILL — whether or not the SSH connection is
 //!    still there (LAB.md: a partitioned host keeps running orphaned
@@ -48,20 +52,11 @@ pub const LINK_SLACK: Duration = Duration::from_secs(5);
 
 /// The POSIX-sh supervisor every [`Ssh::run`] command runs under (see the
 /// module docs). `$0` is `saphan-run`.
-pub const WATCHDOG: &str = r#"n=$1 b=$2 g=$3 d=$4; shift 4
-while [ "$#" -gt 0 ]; do
-  case $1 in
-    --) shift; break ;;
-    +*) export "${1#+}" ;;
-    -*) unset "${1#-}" ;;
-  esac
-  shift
-done
+pub const WATCHDOG: &str = r#"n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
 if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2; exit 0; }; fi
 command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
-command -v "$1" >/dev/null 2>&1 || { printf '\n%s noprogram\n' "$n" >&2; exit 0; }
 exec 3<&0
-setsid sh -c 'printf "%s pgid %s\n" "$0" "$$" >&2; exec "$@"' "$n" "$@" <&3 3<&- &
+setsid sh -c "$i" "$n" "$@" <&3 3<&- &
 p=$!
 exec 3<&-
 (
@@ -80,6 +75,24 @@ wait "$w"; ws=$?
 kill -KILL -"$p" 2>/dev/null
 if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
 exit 0"#;
+
+/// The program's own shell, inside the new process group: applies the
+/// environment changes (`+K=V` exports, `-K` unsets) to the program alone —
+/// never to the supervisor or its watchdog, so nothing but the program's
+/// group carries them (the scratch marker included) — checks the program
+/// exists on the resulting PATH, prints `NONCE pgid N` on stderr, and execs.
+pub const INNER: &str = r#"n=$0
+while [ "$#" -gt 0 ]; do
+  case $1 in
+    --) shift; break ;;
+    +*) export "${1#+}" ;;
+    -*) unset "${1#-}" ;;
+  esac
+  shift
+done
+command -v "$1" >/dev/null 2>&1 || { printf '\n%s noprogram\n' "$n" >&2; exit 127; }
+printf '%s pgid %s\n' "$n" "$$" >&2
+exec "$@""#;
 
 /// Watches a remote stderr stream for the `NONCE pgid N` line.
 #[derive(Debug)]
@@ -186,6 +199,7 @@ fn remote_argv(cmd: &Cmd, nonce: &str, budget: Duration) -> Result<Vec<String>, 
             Some(d) => word(d.as_os_str(), "the working directory")?,
             None => String::new(),
         },
+        INNER.into(),
     ];
     for (k, v) in cmd.env_changes() {
         let k = word(k, "an environment variable name")?;
@@ -233,6 +247,11 @@ fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
             .map(|e| i + e + 1)
             .unwrap_or(stderr.len());
         stderr.drain(i..end);
+    }
+    let np = format!("\n{nonce} noprogram\n").into_bytes();
+    if let Some(i) = find(stderr, &np) {
+        stderr.truncate(i);
+        return Some(End::NoProgram);
     }
     let m = format!("\n{nonce} ").into_bytes();
     let i = rfind(stderr, &m)?;
@@ -406,6 +425,7 @@ mod tests {
                 "0.5",
                 "0.5",
                 "",
+                INNER,
                 "+A=b c",
                 "--",
             ])

@@ -188,12 +188,25 @@ impl Repo {
 
 /// Print a skip reason in a way that shows up in `cargo test` output, and
 /// return true when `cond` says the test must skip.
+///
+/// With `SAPHAN_REQUIRE_ALL=1` in the environment (`.ci/run` sets it) a skip
+/// is a failure instead: the test panics with the same reason, so a CI run
+/// that could not reach the lab, Docker, Go or the corpus is red, never a
+/// green that merely skipped. Developers' machines keep the printed skip.
 pub fn skip_unless(cond: bool, why: &str) -> bool {
     if !cond {
+        if require_all() {
+            panic!("SAPHAN_REQUIRE_ALL=1 and a prerequisite is missing: {why}");
+        }
         eprintln!("SKIPPED: {why}");
         println!("SKIPPED: {why}");
     }
     !cond
+}
+
+/// Is `SAPHAN_REQUIRE_ALL=1` set (every prerequisite required)?
+pub fn require_all() -> bool {
+    std::env::var_os("SAPHAN_REQUIRE_ALL").is_some_and(|v| v == "1")
 }
 
 /// Is `program` on PATH?
