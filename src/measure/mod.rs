@@ -490,10 +490,10 @@ pub async fn run_suite_with(
     env.extend(plan.extra_env.iter().cloned());
 
     let run_dir = crate::fsutil::run_tempdir("saphan-run-").map_err(|source| IoError::Io {
-            action: "create a temp directory",
-            path: std::env::temp_dir(),
-            source,
-        })?;
+        action: "create a temp directory",
+        path: std::env::temp_dir(),
+        source,
+    })?;
     let stdout_path = run_dir.path().join("stdout");
     // The suite inherits none of git's repository-local variables
     // (`exec::run` drops them), so git inside it finds the scratch tree from
