@@ -34,6 +34,16 @@ pub const STDERR_TAIL: usize = 1024 * 1024;
 /// to a [`Sink::File`].
 pub const STDOUT_TAIL: usize = 64 * 1024 * 1024;
 
+/// How many bytes beyond its cap a [`TailBuf`] may hold before it trims.
+const TAIL_SLACK: usize = 1024 * 1024;
+
+/// How much captured stdout of a remote command is kept: its last 16 MiB.
+/// Lower than [`STDOUT_TAIL`] because what a remote machine sends before
+/// saphan's own script (a login shell's noise) is not saphan's to hold
+/// (issue 13.5: a probe against a host that floods 300 MB stays under
+/// 64 MiB). Remote commands whose output is large stream it to a file.
+pub const REMOTE_STDOUT_TAIL: usize = 16 * 1024 * 1024;
+
 /// A boxed async reader, as [`Input::open`] hands it out.
 pub type BoxReader = std::pin::Pin<Box<dyn AsyncRead + Send>>;
 
@@ -319,14 +329,16 @@ impl TailBuf {
             buf: Vec::new(),
         }
     }
-    /// Append bytes, dropping the oldest beyond twice the cap.
+    /// Append bytes, dropping the oldest once more than the cap plus a
+    /// slack of at most 1 MiB is held (the slack keeps trimming cheap; the
+    /// peak is `cap + min(cap, 1 MiB)` plus one pushed chunk).
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
-        if self.buf.len() > 2 * self.cap {
+        if self.buf.len() > self.cap + self.cap.min(TAIL_SLACK) {
             self.buf.drain(..self.buf.len() - self.cap);
         }
     }
-    /// What is held so far (up to twice the cap).
+    /// What is held so far (up to the cap plus the slack).
     pub fn peek(&self) -> &[u8] {
         &self.buf
     }

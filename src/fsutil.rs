@@ -14,6 +14,54 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
     }
 }
 
+/// Why someone other than the current user could change `path` (a file or
+/// a directory, symlinks followed): it is owned by another user (root is
+/// accepted only when `allow_root`, as OpenSSH accepts root-owned configs),
+/// or it is writable by its group or by everyone (a sticky bit does not
+/// help: it guards names against other users, not a directory's contents
+/// against its owner's peers). `None` when only its owner can change it or
+/// it does not exist.
+///
+/// Shapes: [`Exposure::detail`] reads `it is owned by uid 65534, not by you
+/// (uid 1000)` or `it is writable by others (mode 0775)`;
+/// [`Exposure::fix`] is the command that fixes it (`chmod go-w PATH`,
+/// `chown UID PATH && chmod go-w PATH`), the path quoted for a POSIX shell.
+pub fn exposure(path: &Path, allow_root: bool) -> Option<Exposure> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).ok()?;
+    let me = nix::unistd::geteuid().as_raw();
+    let s = path.to_string_lossy();
+    let q = crate::transport::quote::quote(&s).unwrap_or_else(|| format!("'{s}'"));
+    if m.uid() != me && !(allow_root && m.uid() == 0) {
+        return Some(Exposure {
+            detail: format!("it is owned by uid {}, not by you (uid {me})", m.uid()),
+            fix: format!("chown {me} {q} && chmod go-w {q}"),
+        });
+    }
+    let mode = m.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        let sticky = if mode & 0o1000 != 0 {
+            "; a sticky bit does not make it safe"
+        } else {
+            ""
+        };
+        return Some(Exposure {
+            detail: format!("it is writable by others (mode {mode:04o}{sticky})"),
+            fix: format!("chmod go-w {q}"),
+        });
+    }
+    None
+}
+
+/// What [`exposure`] found: what is wrong and the command that fixes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposure {
+    /// `it is owned by uid N, not by you (uid M)` or `it is writable by others (mode 0775)`.
+    pub detail: String,
+    /// The `chmod go-w …` (or `chown … && chmod go-w …`) that fixes it.
+    pub fix: String,
+}
+
 /// Replace `path` with `bytes` atomically: write a temp file beside it,
 /// fsync, rename over, fsync the directory. Creates parent directories.
 /// When `path` is a symlink, the write goes to the file it resolves to (temp

@@ -253,6 +253,152 @@ fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
     assert!(repo.records().is_empty());
 }
 
+/// `--machine ""` used to dispatch to no machine at all and exit 0 with no
+/// record ("green" for nothing measured); `local,m0` was refused as an
+/// unknown machine `local`. Both are one refusal now, before any connection.
+#[test]
+fn machine_list_naming_no_machine_or_mixing_local_is_refused() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    let repo = go_repo(PASSING);
+    for given in ["", ",", " , "] {
+        let o = f.certify(&repo, given, &[]);
+        let msg = assert_refused(&o, "machine-list-invalid");
+        assert!(msg.contains("names no machine"), "{msg}");
+        assert_eq!(msg.trim_end().lines().count(), 1, "{msg}");
+        let o = f.env.run(&[
+            "verify-affected",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--base",
+            "HEAD",
+            "--machine",
+            given,
+        ]);
+        assert_refused(&o, "machine-list-invalid");
+    }
+    let o = f.certify(&repo, "local,m0", &[]);
+    let msg = assert_refused(&o, "machine-list-invalid");
+    assert!(msg.contains("mixes `local`"), "{msg}");
+    assert!(msg.contains("with --machine m0"), "{msg}");
+    assert!(repo.records().is_empty());
+    assert!(repo.verified().is_none());
+    assert!(!f.workhome("m0").exists(), "something was shipped");
+}
+
+/// A declared absolute program was replaced by whatever path the machine's
+/// capability row had probed: the suite ran a binary nobody declared.
+#[test]
+fn declared_absolute_program_runs_only_where_that_path_was_probed() {
+    let Some(lab) = go_ready_lab() else { return };
+    if common::skip_unless(
+        Path::new("/usr/lib/go-1.19/bin/go").exists(),
+        "no /usr/lib/go-1.19/bin/go for the lab hosts",
+    ) {
+        return;
+    }
+    let f = Fleet::new(lab, &["m1"]);
+    f.env.write_config(
+        "[verify.full]\nargv = [\"/usr/lib/go-1.19/bin/go\", \"test\", \"-count=1\", \"-json\", \"./...\"]\nreport = \"go-test-json\"\n",
+    );
+    f.measure("m1");
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(PASSING);
+    let o = f.certify(&repo, "m1", &[]);
+    let msg = assert_refused(&o, "verification-toolchain-absent");
+    assert!(msg.contains("probed /usr/bin/go"), "{msg}");
+    assert!(
+        msg.contains("--declared-path /usr/lib/go-1.19/bin/go"),
+        "{msg}"
+    );
+    assert!(!f.workhome("m1").exists(), "something was shipped");
+    assert!(repo.records().is_empty());
+
+    assert_code(&f.probe("m1", "go", "/usr/lib/go-1.19/bin/go"), 0);
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["suite_argv"][0], "/usr/lib/go-1.19/bin/go", "{r}");
+    assert_eq!(
+        r["machine_program"]["path"], "/usr/lib/go-1.19/bin/go",
+        "{r}"
+    );
+}
+
+/// A shallow clone (CI's `--depth 1`) used to fail every dispatch as
+/// `ship-failed`: its bundle stops at the clone's boundary and the mirror's
+/// fetch refused the missing parents.
+#[test]
+fn shallow_clone_ships_and_is_measured() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0"]);
+    f.measure("m0");
+    assert_code(&f.probe("m0", "go", "/usr/bin/go"), 0);
+    let origin = go_repo(PASSING);
+    origin.commit(&[("a/b.txt", "second\n")], "second");
+    let dir = tempfile::Builder::new()
+        .prefix("saphan-shallow-")
+        .tempdir()
+        .unwrap();
+    let clone = dir.path().join("c");
+    let st = std::process::Command::new("git")
+        .args(["clone", "-q", "--depth", "1"])
+        .arg(format!("file://{}", origin.path().display()))
+        .arg(&clone)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(clone.join(".git/shallow").exists(), "not a shallow clone");
+    let o = f.env.run(&[
+        "--json",
+        "certify",
+        "--repo",
+        clone.to_str().unwrap(),
+        "--machine",
+        "m0",
+    ]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m0");
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(r["sha"], origin.head(), "{r}");
+    assert!(r["bundle_bytes"].as_u64().unwrap() > 0, "{r}");
+    f.assert_clean("m0");
+}
+
+/// A machine whose workhome is on a read-only file system: measurement-failed
+/// as `ship-failed`, never a verdict, and the note is one line that says
+/// what to fix (it used to quote the machine's stderr across lines, twice).
+#[test]
+fn read_only_workhome_fails_as_ship_failed_on_one_line() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m3"]);
+    let wh = f.workhome("m3");
+    std::fs::create_dir_all(&wh).unwrap();
+    let mounted = lab.ssh(
+        "m3",
+        &format!("mount -t tmpfs -o ro,size=1m saphan-ro '{}'", wh.display()),
+    );
+    assert!(mounted.status.success(), "{mounted:?}");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.measure("m3");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m3", &[]);
+    lab.ssh("m3", &format!("umount '{}'", wh.display()));
+    assert_code(&o, 3);
+    let v = json(&o);
+    let r = record_on(&v, "m3");
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "ship-failed", "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(!note.contains('\n'), "{note}");
+    assert!(note.contains("Read-only file system"), "{note}");
+    assert!(note.contains("workhome must be writable"), "{note}");
+    assert!(repo.verified().is_none());
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,
@@ -457,6 +603,96 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
         processes_with(&token)
     );
     assert_eq!(repo.records().len(), 2);
+}
+
+/// Ctrl-C while a large commit is being shipped used to wait for the whole
+/// bundle to be sent (and fetched) and then record that "the suite's
+/// process group was killed" although nothing had run. Now the ship stops,
+/// the record says so, and nothing is left on the machine or in the repo.
+#[test]
+fn ctrl_c_during_ship_stops_the_ship_and_leaves_nothing() {
+    use std::io::{BufRead, Read};
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m2"]);
+    f.measure("m2");
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("README", "x\n")]);
+    // Incompressible, so bundling and streaming it take a while.
+    let mut blob = std::fs::File::create(repo.path().join("blob.bin")).unwrap();
+    std::io::copy(
+        &mut std::fs::File::open("/dev/urandom").unwrap().take(80 << 20),
+        &mut blob,
+    )
+    .unwrap();
+    drop(blob);
+    let sha = repo.commit(&[], "big");
+    let mut child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", "m2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no ship phase");
+        if line.starts_with("m2: ship") {
+            break;
+        }
+    }
+    // SAFETY: signalling the child this test spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(3), "{out}\n{rest}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let r = record_on(&v, "m2");
+    assert_eq!(r["failure"], "interrupted", "{r}");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["bundle_bytes"], 0, "{r}");
+    assert!(r["phases"].get("run").is_none(), "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("while the commit was being shipped"),
+        "{note}"
+    );
+    assert!(!rest.contains("m2: run"), "{rest}");
+    f.assert_clean("m2");
+    // The machine's mirror never got the commit; the repo keeps no temp ref.
+    let mirrors = f.workhome("m2").join("saphan/mirrors");
+    for m in std::fs::read_dir(&mirrors).into_iter().flatten().flatten() {
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(m.path())
+            .args(["cat-file", "-e", &format!("{sha}^{{commit}}")])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "the mirror holds {sha}");
+    }
+    let refs = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["for-each-ref", "refs/saphan/ship/"])
+        .output()
+        .unwrap();
+    assert!(
+        refs.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&refs.stdout)
+    );
 }
 
 #[test]

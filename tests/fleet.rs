@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Env, assert_code, assert_refused, json, lab::Lab, text};
+use common::{Env, assert_code, assert_refused, json, lab::Lab, probe_args, text};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -17,26 +17,6 @@ fn machines(env: &Env, rows: &[(&str, &str)]) {
     }
     std::fs::create_dir_all(env.home().join("fleet")).unwrap();
     std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
-}
-
-fn probe_args<'a>(machine: &'a str, cap: &'a str, path: &'a str) -> Vec<&'a str> {
-    vec![
-        "--json",
-        "machine",
-        "probe",
-        "--machine",
-        machine,
-        "--capability",
-        cap,
-        "--declared-path",
-        path,
-        "--workhome",
-        "/tmp",
-        "--probed-by",
-        "tester",
-        "--workspace",
-        "ws/main",
-    ]
 }
 
 fn result<'a>(v: &'a Value, machine: &str) -> &'a Value {

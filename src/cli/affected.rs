@@ -53,17 +53,18 @@ pub enum AdapterCmd {
 
 /// Run `verify-affected`.
 pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
+    let machines = crate::dispatch::machine_ids(&a.machine)?;
     let settings = engine::Settings {
         repo: a.repo,
         base: a.base,
         head: a.head,
         home: ctx.home.clone(),
-        catalog: if a.machine.is_empty() {
+        catalog: if machines.is_empty() {
             None
         } else {
             Some(ctx.catalog()?)
         },
-        machines: a.machine,
+        machines,
     };
     let interrupt = crate::cancel::install();
     let r = engine::verify_affected(&settings, &interrupt).await?;

@@ -139,7 +139,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         repo: a.repo,
         rev: Some(a.sha),
         timeout: a.timeout,
-        machines: a.machine,
+        machines: crate::dispatch::machine_ids(&a.machine)?,
         class: a.class,
         trunk: a.trunk,
         image: a.image,
@@ -260,14 +260,7 @@ async fn dispatched(
     settings: &Settings,
     interrupt: &crate::measure::Interrupt,
 ) -> Result<Exit> {
-    let ids: Vec<String> = settings
-        .machines
-        .iter()
-        .flat_map(|m| m.split(','))
-        .map(|m| m.trim().to_string())
-        .filter(|m| !m.is_empty())
-        .collect();
-    let lines = crate::dispatch::Lines::new(&ids, ctx.json);
+    let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
     let m = certify::certify_machines(&ctx.home, catalog, settings, &lines, interrupt).await;
     lines.finish();
     let m = m?;

@@ -1,7 +1,7 @@
 //! `saphan machine list|show|measure|probe`: machine rows and the two fleet
 //! ceremonies (docs/fleet.md).
 
-use crate::cli::{Ctx, out, out_json};
+use crate::cli::{Ctx, out, out_json, visible};
 use crate::error::{Exit, Result};
 use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, ProbeInputs};
 use crate::fleet::machines::{MachineRow, Machines};
@@ -247,7 +247,7 @@ fn show(ctx: &Ctx, id: &str) -> Result<Exit> {
             );
         }
     }
-    out(&s);
+    out(&visible(&s));
     Ok(Exit::Ok)
 }
 
@@ -295,7 +295,7 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
     if ctx.json {
         out_json(&json!({"verb": "machine measure", "ledger": led.path(), "results": json_rows}));
     } else {
-        out(&text);
+        out(&visible(&text));
     }
     Ok(exit)
 }
@@ -458,7 +458,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
             "results": json_rows,
         }));
     } else {
-        out(&text);
+        out(&visible(&text));
     }
     Ok(exit)
 }

@@ -105,6 +105,31 @@ pub fn out(text: &str) {
     }
 }
 
+/// Text for a person's terminal: every control character except newline and
+/// tab (C0, DEL, C1 — escape sequences, carriage returns, backspaces, the
+/// bytes that set window titles or erase lines) is written out visibly as
+/// `\x1b` / `\u{9b}`, so text a machine sent (version output, remote
+/// stderr, measured facts) cannot redraw, hide or forge what the operator
+/// reads. Human output of remote-sourced text goes through this one helper;
+/// the ledger and `--json` keep the exact bytes (JSON-escaped).
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !bad(c) {
+            o.push(c);
+        } else if (c as u32) < 0x80 {
+            o.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            o.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(o)
+}
+
 /// Print one JSON value as one line on stdout.
 pub fn out_json(v: &serde_json::Value) {
     out(&format!("{v}\n"));
@@ -277,8 +302,22 @@ pub fn main() -> ExitCode {
             if json {
                 out_json(&e.to_json());
             }
-            eprintln!("{}", echo_escaped(e.line()));
+            // What the operator typed, then what a machine sent: both escaped.
+            eprintln!("{}", visible(&echo_escaped(e.line())));
             ExitCode::from(e.exit() as u8)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn visible_escapes_every_control_but_newline_and_tab() {
+        use super::visible;
+        assert_eq!(visible("go version go1.19\tx\n"), "go version go1.19\tx\n");
+        assert_eq!(
+            visible("\x1b[2K\rgo present\x07\x7f\u{9b}31m"),
+            "\\x1b[2K\\x0dgo present\\x07\\x7f\\u{9b}31m"
+        );
     }
 }

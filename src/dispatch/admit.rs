@@ -102,6 +102,9 @@ pub fn admit(
         });
     };
     let latest = ledger.latest_capability(&row.id, cap_name);
+    // A declared absolute program runs only where a row probed exactly that
+    // path: another path's row proves nothing about it.
+    let named = Path::new(&token).is_absolute().then(|| token.clone());
     let why = match &latest {
         None => "it was never probed there".to_string(),
         Some(c) if c.outcome != Outcome::Present => format!(
@@ -113,6 +116,18 @@ pub fn admit(
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         ),
+        Some(c)
+            if named
+                .as_deref()
+                .is_some_and(|n| n != c.inputs.declared_path) =>
+        {
+            format!(
+                "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
+                c.measured_at,
+                c.inputs.declared_path,
+                named.as_deref().unwrap_or_default()
+            )
+        }
         Some(c) if ledger::is_fresh(c, now, window, entry) => {
             let mut argv = suite.argv.clone();
             argv[0] = c.inputs.declared_path.clone();
@@ -146,10 +161,13 @@ pub fn admit(
         .as_ref()
         .map(|c| c.inputs.declared_path.clone())
         .unwrap_or_else(|| format!("/usr/bin/{}", token.rsplit('/').next().unwrap_or(&token)));
-    let inputs = latest
+    let mut inputs = latest
         .as_ref()
         .map(|c| c.inputs.clone())
         .unwrap_or_else(|| remedy::default_inputs(row, &declared));
+    if let Some(n) = named {
+        inputs.declared_path = n;
+    }
     let lines = remedy::remedy(
         home,
         catalog_path,

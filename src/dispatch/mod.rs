@@ -92,6 +92,13 @@ pub enum DispatchError {
         local_arch: String,
         version: String,
     },
+    /// `--machine` names no machine, or mixes `local` with fleet machines.
+    #[error("--machine `{given}` {why} — {fix}")]
+    MachineList {
+        given: String,
+        why: &'static str,
+        fix: String,
+    },
 }
 
 impl Refusal for DispatchError {
@@ -102,6 +109,7 @@ impl Refusal for DispatchError {
             }
             DispatchError::ProvisionConflict { .. } => "provision-dest-conflict",
             DispatchError::PlatformMismatch { .. } => "saphan-binary-unavailable",
+            DispatchError::MachineList { .. } => "machine-list-invalid",
         }
     }
 }
@@ -117,11 +125,17 @@ pub struct DispatchFault {
 }
 
 impl DispatchFault {
-    /// A fault named `name`.
+    /// A fault named `name`. The detail becomes one line (a quoted remote
+    /// stderr's newlines and runs of blanks fold to single spaces), so the
+    /// record's note and the summary line stay one line each.
     pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
         DispatchFault {
             name,
-            detail: detail.into(),
+            detail: detail
+                .into()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
     /// A transport error as a fault (its own stable name).
@@ -553,7 +567,25 @@ async fn attempt(
         }
     }
     let tag = format!("{}-{}", std::process::id(), id);
-    let shipped = ship::ship(t, layout, &sources, &tag).await?;
+    // Ctrl-C does not wait for a large bundle: the ship is dropped (its
+    // local git and ssh children are killed on drop; the machine's half
+    // written bundle fails `git bundle verify` there and is removed).
+    let shipped = tokio::select! {
+        r = ship::ship(t, layout, &sources, &tag) => r?,
+        () = job.interrupt.cancelled() => {
+            for (repo, _) in &sources {
+                ship::forget(repo, &tag).await;
+            }
+            return Err(DispatchFault::new(
+                "interrupted",
+                format!(
+                    "{} while the commit was being shipped; nothing ran on the machine",
+                    job.interrupt.reason().map(|r| r.words()).unwrap_or("saphan was stopped")
+                ),
+            )
+            .into());
+        }
+    };
     a.bundle_bytes = shipped.bundle_bytes;
     if let Some((local_bin, sha)) = job.self_binary
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
@@ -932,6 +964,45 @@ pub fn admit_all(
     rows.iter()
         .map(|r| admit::admit(home, catalog, &ledger, window, r, suite, now))
         .collect()
+}
+
+/// The fleet machine ids of `--machine` values (each may hold several
+/// comma-separated ids): trimmed, in order, each once. Empty when the run
+/// is on this machine (no `--machine`, or only `local`).
+///
+/// Errors: `machine-list-invalid` when the values name no machine at all
+/// (`--machine ""`, `--machine ,`), which would otherwise measure nothing,
+/// or mix `local` with fleet machines (one invocation runs either here or
+/// on the fleet).
+pub fn machine_ids(given: &[String]) -> Result<Vec<String>> {
+    let joined = given.join(",");
+    let mut ids: Vec<String> = Vec::new();
+    for id in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
+        if !id.is_empty() && !ids.iter().any(|i| i == id) {
+            ids.push(id.to_string());
+        }
+    }
+    if !given.is_empty() && ids.is_empty() {
+        return Err(DispatchError::MachineList {
+            given: joined,
+            why: "names no machine, so nothing would be measured",
+            fix: "name one (`--machine m0`), or leave --machine out to run on this machine".into(),
+        }
+        .into());
+    }
+    let remote: Vec<String> = ids.iter().filter(|i| *i != "local").cloned().collect();
+    if remote.len() < ids.len() && !remote.is_empty() {
+        return Err(DispatchError::MachineList {
+            given: joined,
+            why: "mixes `local` (this machine) with fleet machines",
+            fix: format!(
+                "run this machine and the fleet as two invocations: without --machine, and with --machine {}",
+                remote.join(",")
+            ),
+        }
+        .into());
+    }
+    Ok(remote)
 }
 
 /// Refuse unless the machine's *measured* os/arch are this build's, so the

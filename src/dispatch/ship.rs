@@ -55,7 +55,11 @@ async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, Disp
     if !out.status.success() {
         return Err(DispatchFault::new(
             "ship-failed",
-            format!("{what}: {:?}: {}", out.status, out.stderr_str()),
+            format!(
+                "{what}: {:?}: {} — the machine row's workhome must be writable there and git installed",
+                out.status,
+                out.stderr_str()
+            ),
         ));
     }
     Ok(out.stdout_str())
@@ -169,6 +173,7 @@ exit 0"#,
         }
         let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
         let incoming = format!("{}/incoming/{tag}-{}.bundle", layout.base, &sha[..12]);
+        let boundary = shallow_boundary(repo).await;
         // One round trip: the bundle streams over the connection into the
         // incoming file, is verified and fetched there, then removed.
         let out = t
@@ -178,13 +183,18 @@ exit 0"#,
                         "-c",
                         r#"mkdir -p "$(dirname "$2")" && cat > "$2" || { rm -f "$2"; exit 1; }
 git -C "$1" bundle verify -q "$2" >/dev/null 2>&1 || { git -C "$1" bundle verify "$2"; rm -f "$2"; exit 1; }
-git -C "$1" fetch -q "$2" "$3:refs/saphan/shipped/$4"; rc=$?; rm -f "$2"; exit $rc"#,
+m=$1 b=$2 r=$3 s=$4; shift 4
+if [ $# -gt 0 ]; then
+  { cat "$m/shallow" 2>/dev/null; printf '%s\n' "$@"; } | sort -u > "$m/shallow.saphan.$$" && mv "$m/shallow.saphan.$$" "$m/shallow" || { rm -f "$m/shallow.saphan.$$" "$b"; exit 1; }
+fi
+git -C "$m" fetch -q "$b" "$r:refs/saphan/shipped/$s"; rc=$?; rm -f "$b"; exit $rc"#,
                         "saphan-fetch",
                         &mirror,
                         &incoming,
                         &tmp_ref,
                         sha,
                     ])
+                    .args(boundary.iter().map(String::as_str))
                     .input(exec::Input::File(file.clone()))
                     .timeout(CONTROL_TIMEOUT),
             )
@@ -204,4 +214,40 @@ git -C "$1" fetch -q "$2" "$3:refs/saphan/shipped/$4"; rc=$?; rm -f "$2"; exit $
         shipped.prerequisites += known.len();
     }
     Ok(shipped)
+}
+
+/// The shallow boundary of `repo` (the commits listed in its common dir's
+/// `shallow` file, whose parents the clone does not hold); empty for a full
+/// clone. A bundle from a shallow clone stops at these commits, so the
+/// mirror records them as its own shallow boundary before fetching it —
+/// otherwise the fetch's connectivity check fails on the missing parents.
+async fn shallow_boundary(repo: &Repo) -> Vec<String> {
+    let text = tokio::fs::read_to_string(repo.common_dir.join("shallow"))
+        .await
+        .unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .filter(|l| (l.len() == 40 || l.len() == 64) && l.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Delete the temporary `refs/saphan/ship/<tag>-*` refs an interrupted
+/// [`ship`] may have left in `repo` (best effort).
+pub async fn forget(repo: &Repo, tag: &str) {
+    let Ok(out) = local_git(
+        repo,
+        &[
+            "for-each-ref".into(),
+            "--format=%(refname)".into(),
+            format!("refs/saphan/ship/{tag}-*"),
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    for r in out.stdout_str().lines().filter(|r| !r.is_empty()) {
+        let _ = local_git(repo, &["update-ref".into(), "-d".into(), r.to_string()]).await;
+    }
 }

@@ -16,7 +16,7 @@ use crate::fleet::finding::Finding;
 use crate::fleet::ledger::Outcome;
 use crate::transport::{AsyncReadWrite, Transport, TransportError};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::CreateContainerOptions;
+use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use bollard::{BollardRequest, Docker};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -118,7 +118,9 @@ pub async fn client_over(
         .map_err(|e| format!("the engine did not answer the version handshake: {e}"))
 }
 
-/// Connect to the engine at `socket` on the machine, within [`CONNECT_BUDGET`].
+/// Connect to the engine at `socket` on the machine, within [`CONNECT_BUDGET`]
+/// or `timeout`, whichever is shorter (`timeout` also bounds each later
+/// request). A socket that accepts and never answers fails at that bound.
 pub async fn connect(
     transport: &Transport,
     socket: &str,
@@ -128,11 +130,12 @@ pub async fn connect(
         let stream = open_socket(transport, socket).await?;
         client_over(stream, timeout).await
     };
-    match tokio::time::timeout(CONNECT_BUDGET, work).await {
+    let budget = CONNECT_BUDGET.min(timeout);
+    match tokio::time::timeout(budget, work).await {
         Ok(r) => r,
         Err(_) => Err(format!(
-            "unix://{socket} gave no answer within {}s",
-            CONNECT_BUDGET.as_secs()
+            "unix://{socket} gave no answer within {:.1}s (a socket that accepts but never speaks HTTP, or an engine that hangs)",
+            budget.as_secs_f64()
         )),
     }
 }
@@ -188,11 +191,25 @@ fn finding(
 
 /// A daemon-unreachable finding; the remedy grants socket access to the
 /// user saphan runs as there (`id -un` on the machine).
-async fn unreachable(transport: &Transport, s: &DockerProbeSettings, why: String) -> Finding {
+/// The time from now until `deadline` (zero once it has passed).
+fn left(deadline: tokio::time::Instant) -> Duration {
+    deadline.saturating_duration_since(tokio::time::Instant::now())
+}
+
+async fn unreachable(
+    transport: &Transport,
+    s: &DockerProbeSettings,
+    why: String,
+    deadline: tokio::time::Instant,
+) -> Finding {
     let mut platform = s.platform.clone();
-    if platform.user.is_none() && platform.is_linux() {
+    // Who the connected user is sharpens the fix (`usermod -aG docker`);
+    // asked only within the time left, so the finding itself is never late.
+    let ask =
+        Duration::from_secs(10).min(left(deadline).saturating_sub(Duration::from_millis(200)));
+    if platform.user.is_none() && platform.is_linux() && !ask.is_zero() {
         let argv = vec!["id".to_string(), "-un".to_string()];
-        if let Ok(o) = transport.exec(&argv, Duration::from_secs(10)).await
+        if let Ok(o) = transport.exec(&argv, ask).await
             && o.status.success()
         {
             platform.user = Some(o.stdout_str().trim().to_string()).filter(|u| !u.is_empty());
@@ -225,14 +242,16 @@ pub async fn probe_docker_oci(
     let mut suffix = [0u8; 6];
     let _ = getrandom::fill(&mut suffix);
     let name = format!("saphan-probe-{}", hex::encode(suffix));
+    let deadline = tokio::time::Instant::now() + s.budget;
     // Leave part of the budget for removing a container cut off mid-run.
     let run_budget = s
         .budget
         .saturating_sub(CLEANUP_RESERVE)
         .max(Duration::from_secs(1));
+    let run_deadline = tokio::time::Instant::now() + run_budget;
     let run = async {
         tokio::select! {
-            r = tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name)) => r.ok(),
+            r = tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name, run_deadline)) => r.ok(),
             // Ctrl-C: stop where it is and remove the container, as below.
             _ = crate::fleet::run::cancelled() => None,
         }
@@ -241,10 +260,21 @@ pub async fn probe_docker_oci(
         Some(f) => f,
         None => {
             // The run was cut off wherever it was: remove the container by
-            // its name, over a fresh connection (absent if never created).
-            if let Err(e) =
-                super::container::remove_container(transport, &s.socket, None, &name).await
-            {
+            // its name, over a fresh connection (absent if never created) —
+            // within what is left of the budget, never past it.
+            let cleanup = CLEANUP_BUDGET.min(left(deadline));
+            let gone = async {
+                let d = connect(transport, &s.socket, cleanup).await?;
+                let opts = RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                };
+                d.remove_container(&name, Some(opts))
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            if let Ok(Err(e)) = tokio::time::timeout(cleanup, gone).await {
                 tracing::debug!(container = %name, error = %e, "removing after the budget");
             }
             finding(
@@ -266,10 +296,18 @@ async fn probe_inner(
     s: &DockerProbeSettings,
     install: Option<&str>,
     name: &str,
+    deadline: tokio::time::Instant,
 ) -> Finding {
+    // Each step's own budget ends a little before the run's, so a step that
+    // hangs is named for what it is (`daemon-unreachable` …) within --timeout.
+    const MARGIN: Duration = Duration::from_millis(500);
+    let step = |cap: Duration| {
+        cap.min(left(deadline).saturating_sub(MARGIN))
+            .max(Duration::from_millis(100))
+    };
     // 1. The declared docker program.
     let argv = vec![s.declared_path.clone(), "--version".to_string()];
-    let version_output = match transport.exec(&argv, Duration::from_secs(20)).await {
+    let version_output = match transport.exec(&argv, step(Duration::from_secs(20))).await {
         Err(crate::transport::TransportError::Spawn { source, .. }) => {
             return finding(
                 s,
@@ -315,11 +353,10 @@ async fn probe_inner(
     };
 
     // 2. The engine.
-    let req_budget = s.budget.max(Duration::from_secs(5));
-    let docker = match connect(transport, &s.socket, req_budget).await {
+    let docker = match connect(transport, &s.socket, step(s.budget)).await {
         Ok(d) => d,
         Err(why) => {
-            let mut f = unreachable(transport, s, why).await;
+            let mut f = unreachable(transport, s, why, deadline).await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -345,8 +382,13 @@ async fn probe_inner(
             ));
         }
         Err(e) => {
-            let mut f =
-                unreachable(transport, s, format!("inspecting {reference} failed: {e}")).await;
+            let mut f = unreachable(
+                transport,
+                s,
+                format!("inspecting {reference} failed: {e}"),
+                deadline,
+            )
+            .await;
             f.version_output = Some(version_output);
             return f;
         }
@@ -371,7 +413,14 @@ async fn probe_inner(
     // The container is removed whatever happened; a broken connection gets
     // a fresh one for the removal.
     if let Some(cid) = ran.container.as_deref() {
-        remove(transport, &s.socket, &docker, cid).await;
+        remove(
+            transport,
+            &s.socket,
+            &docker,
+            cid,
+            deadline + CLEANUP_RESERVE,
+        )
+        .await;
     }
     let mut f = match ran.result {
         Err(why) => finding(s, Outcome::Failed, "probe-run-failed", why, install),
@@ -469,9 +518,38 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
     }
 }
 
-async fn remove(transport: &Transport, socket: &str, docker: &Docker, cid: &str) {
-    if let Err(err) = super::container::remove_container(transport, socket, Some(docker), cid).await
-    {
-        tracing::warn!(container = cid, error = %err, "could not remove the probe container");
+async fn remove(
+    transport: &Transport,
+    socket: &str,
+    docker: &Docker,
+    cid: &str,
+    deadline: tokio::time::Instant,
+) {
+    let opts = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    let first = tokio::time::timeout(
+        CLEANUP_BUDGET.min(left(deadline)),
+        docker.remove_container(cid, Some(opts.clone())),
+    )
+    .await;
+    if matches!(first, Ok(Ok(()))) {
+        return;
     }
+    // The reconnect gets only what is left of the probe's budget.
+    let budget = CLEANUP_BUDGET.min(left(deadline));
+    let again = async {
+        let d = connect(transport, socket, budget).await?;
+        d.remove_container(cid, Some(opts))
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let err = match tokio::time::timeout(budget, again).await {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e,
+        Err(_) => "timed out".to_string(),
+    };
+    tracing::warn!(container = cid, error = %err, "could not remove the probe container");
 }

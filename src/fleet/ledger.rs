@@ -241,31 +241,12 @@ pub fn check_key_mode(path: &Path) -> Result<(), FleetError> {
 ///
 /// Errors: [`FleetError::HomeExposed`] (`saphan-home-exposed`) with the fix.
 pub fn check_home_dirs(dirs: &[&Path]) -> Result<(), FleetError> {
-    use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
     for dir in dirs {
-        let Ok(m) = std::fs::metadata(dir) else {
-            continue;
-        };
-        let q = super::remedy::quote(&dir.to_string_lossy());
-        if m.uid() != me {
+        if let Some(x) = crate::fsutil::exposure(dir, false) {
             return Err(FleetError::HomeExposed {
                 dir: dir.to_path_buf(),
-                detail: format!("it is owned by uid {}, not by you (uid {me})", m.uid()),
-                fix: format!("chown {me} {q} && chmod go-w {q}"),
-            });
-        }
-        let mode = m.mode() & 0o7777;
-        if mode & 0o022 != 0 {
-            let sticky = if mode & 0o1000 != 0 {
-                "; a sticky bit does not make it safe"
-            } else {
-                ""
-            };
-            return Err(FleetError::HomeExposed {
-                dir: dir.to_path_buf(),
-                detail: format!("it is writable by others (mode {mode:04o}{sticky})"),
-                fix: format!("chmod go-w {q}"),
+                detail: x.detail,
+                fix: x.fix,
             });
         }
     }
@@ -440,6 +421,26 @@ fn split_lines<'a>(path: &Path, text: &'a str) -> Result<Vec<(usize, &'a str)>, 
         .collect())
 }
 
+/// A signing key with neither ledger rows nor a head: the ledger and its
+/// head were deleted (or emptied), which would otherwise restart an empty
+/// ledger under the same key without a word. Refused as
+/// `ledger-head-mismatch`; starting over is done on purpose by moving the
+/// key aside too (docs/fleet.md).
+fn refuse_vanished(
+    path: &Path,
+    key_path: &Path,
+    lines: &[(usize, &str)],
+    head: Option<&Head>,
+) -> Result<(), FleetError> {
+    if lines.is_empty() && head.is_none() {
+        return Err(FleetError::LedgerVanished {
+            path: path.to_path_buf(),
+            key: key_path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// Check the chain (each row's `seq` and `prev`) and the head.
 fn check_chain_and_head(
     path: &Path,
@@ -579,18 +580,30 @@ impl Ledger {
         let path = home.ledger();
         let key_path = home.signing_key();
         check_home_dirs(&ledger_dirs(&path))?;
-        let key = load_key(&key_path)?;
-        check_home_dirs(&[key_path.parent().unwrap_or(Path::new("."))])?;
         // The shared lock is held until the head is read too, so an append
         // in between cannot make the two disagree.
-        let (text, _guard) = match std::fs::File::open(&path) {
-            Ok(mut f) => {
-                f.lock_shared().map_err(io_err("lock", &path))?;
-                (read_all(&mut f, &path)?, Some(f))
+        let read = || -> crate::error::Result<(String, Option<std::fs::File>)> {
+            match std::fs::File::open(&path) {
+                Ok(mut f) => {
+                    f.lock_shared().map_err(io_err("lock", &path))?;
+                    Ok((read_all(&mut f, &path)?, Some(f)))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((String::new(), None)),
+                Err(e) => Err(io_err("read", &path)(e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
-            Err(e) => return Err(io_err("read", &path)(e)),
         };
+        // The key is read after the ledger is locked: a first append creates
+        // the ledger file, then (under its lock) the key, then the row — so
+        // a key seen here with no ledger file seen a moment ago means the
+        // file appeared since: read it again.
+        let (mut text, mut guard) = read()?;
+        let key = load_key(&key_path)?;
+        if key.is_some() && guard.is_none() {
+            (text, guard) = read()?;
+        }
+        let _guard = guard;
+        check_home_dirs(&[key_path.parent().unwrap_or(Path::new("."))])?;
+        check_home_dirs(&[&path, &head_path(&path), &key_path])?;
         let lines = split_lines(&path, &text)?;
         let Some(key) = key else {
             if lines.is_empty() && !head_path(&path).exists() {
@@ -609,6 +622,7 @@ impl Ledger {
         };
         let vk = key.verifying_key();
         let head = read_head(&path, &vk)?;
+        refuse_vanished(&path, &key_path, &lines, head.as_ref())?;
         // Verification is the cost of every ledger read: spread it over the
         // cores, then keep file order (and report the first bad line).
         let threads = std::thread::available_parallelism()
@@ -675,29 +689,41 @@ impl Ledger {
     pub fn append(&self, row: Row) -> crate::error::Result<()> {
         use std::io::Write;
         check_home_dirs(&ledger_dirs(&self.path))?;
-        let key = {
-            let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
-            if k.is_none() {
-                *k = Some(load_or_create_key(&self.key_path)?);
-            }
-            k.clone().expect("key loaded")
-        };
         let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
         }
+        // 0600 whatever the umask: the ledger is the operator's alone.
+        use std::os::unix::fs::OpenOptionsExt;
         let mut f = std::fs::OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
+            .mode(0o600)
             .open(&self.path)
             .map_err(io_err("open for append", &self.path))?;
+        check_home_dirs(&[&self.path, &head_path(&self.path), &self.key_path])?;
         f.lock().map_err(io_err("lock", &self.path))?;
+        // The key is created under the ledger's lock, after the file exists
+        // and before the first row, so no reader ever sees a fresh key with
+        // no ledger file. A key that was there before this append, with no
+        // rows and no head, is a deleted ledger (refused below).
+        let (key, key_was_there) = {
+            let mut k = self.key.lock().unwrap_or_else(|e| e.into_inner());
+            let was = k.is_some() || self.key_path.exists();
+            if k.is_none() {
+                *k = Some(load_or_create_key(&self.key_path)?);
+            }
+            (k.clone().expect("key loaded"), was)
+        };
         let text = read_all(&mut f, &self.path)?;
         let lines = split_lines(&self.path, &text)?;
         let vk = key.verifying_key();
         check_home_dirs(&[self.key_path.parent().unwrap_or(Path::new("."))])?;
         let head = read_head(&self.path, &vk)?;
+        if key_was_there {
+            refuse_vanished(&self.path, &self.key_path, &lines, head.as_ref())?;
+        }
         // The head must name a prefix of the ledger; every row past it (a
         // crash window) is verified again, chained from the head's hash,
         // before the new head re-signs them.

@@ -124,8 +124,14 @@ impl Machines {
     }
 
     /// Load `home`'s machine rows; a missing file holds none.
+    ///
+    /// A row decides which host a machine is, so SAPHAN_HOME, `fleet/` and
+    /// the file itself must be the operator's alone: errors
+    /// `saphan-home-exposed` (before the file is read), `machines-malformed`.
     pub fn load(home: &Home) -> Result<Machines, FleetError> {
         let path = home.machines();
+        let fleet = path.parent().unwrap_or(home.root());
+        super::ledger::check_home_dirs(&[home.root(), fleet, &path])?;
         match std::fs::read_to_string(&path) {
             Ok(t) => Machines::parse(&t, &path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Machines::default()),
@@ -203,7 +209,7 @@ pub async fn connect(
                 Err(_) => Err(FleetError::Timeout {
                     machine: row.id.clone(),
                     budget: timeout,
-                    ssh_config: super::remedy::ssh_config_display(home),
+                    hint: super::remedy::reach_hint(home, row),
                 }),
             }
         }

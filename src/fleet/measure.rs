@@ -147,7 +147,7 @@ pub async fn measure(
             source: Box::new(source),
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    tracing::debug!(machine, output = %text, "measure output");
+    tracing::debug!(machine, output = ?text, "measure output");
     if out.status == crate::exec::Termination::TimedOut {
         return Err(FleetError::MeasureOutput {
             machine: machine.into(),

@@ -85,6 +85,16 @@ pub enum FleetError {
         "signing key {path} is missing while {ledger} holds signed rows, so none of them can be verified — restore the key from a backup, or move the ledger (and fleet/ledger.head) aside and re-measure"
     )]
     SigningKeyMissing { path: PathBuf, ledger: PathBuf },
+    /// The signing key is there but the ledger and its head are gone (or
+    /// empty): deleting both must not silently start an empty ledger.
+    #[error(
+        "{} and its signed head are missing or empty, but the key {} that signed them is still there — the ledger was deleted or emptied, and saphan will not start an empty one under the same key by itself; restore the ledger and fleet/ledger.head from a backup, or start a new ledger on purpose: move the key aside as well (`mv {} {}`), then re-measure",
+        path.display(),
+        key.display(),
+        remedy::quote(&key.to_string_lossy()),
+        remedy::quote(&format!("{}.retired", key.display()))
+    )]
+    LedgerVanished { path: PathBuf, key: PathBuf },
     /// A ledger line whose `seq`/`prev` does not continue the line before it.
     #[error(
         "{path} line {line}: {detail} — lines were reordered, removed or duplicated; saphan trusts none of the ledger while it holds it: move the ledger and fleet/ledger.head aside and re-measure"
@@ -113,6 +123,15 @@ pub enum FleetError {
         "--declared-path `{path}` is not an absolute path — declare the program by its absolute path on the machine (e.g. /usr/bin/go)"
     )]
     DeclaredPathNotAbsolute { path: String },
+    /// An argument that travels to the machine is longer than any path there.
+    #[error(
+        "{flag} is {bytes} bytes long, more than the {max} a path on a machine can have — nothing was contacted or recorded; give the real path"
+    )]
+    ArgumentTooLong {
+        flag: &'static str,
+        bytes: usize,
+        max: usize,
+    },
     /// `--workhome` was not absolute.
     #[error(
         "--workhome `{path}` is not an absolute path — pass the machine's absolute work directory"
@@ -126,11 +145,13 @@ pub enum FleetError {
         source: Box<crate::transport::TransportError>,
     },
     /// The whole exchange with the machine ran past its budget.
-    #[error("{machine}: no answer within {}s — check that the machine is up and reachable (`ssh -F {ssh_config} {machine} true`), or raise --timeout", budget.as_secs_f64())]
+    #[error("{machine}: no answer within {}s — {hint}, or raise --timeout", budget.as_secs_f64())]
     Timeout {
         machine: String,
         budget: Duration,
-        ssh_config: String,
+        /// What to check: `ssh -F … HOST true` for an SSH machine; for the
+        /// local machine, what it is busy with.
+        hint: String,
     },
     /// The measure script's output could not be read.
     #[error(
@@ -161,10 +182,13 @@ impl Refusal for FleetError {
             FleetError::SigningKeyMissing { .. } => "row-signing-key-missing",
             FleetError::HomeExposed { .. } => "saphan-home-exposed",
             FleetError::LedgerChainBroken { .. } => "ledger-chain-broken",
-            FleetError::LedgerHeadMismatch { .. } => "ledger-head-mismatch",
+            FleetError::LedgerHeadMismatch { .. } | FleetError::LedgerVanished { .. } => {
+                "ledger-head-mismatch"
+            }
             FleetError::LedgerTorn { .. } => "ledger-row-torn",
             FleetError::DeclaredPathNotAbsolute { .. } => "declared-path-not-absolute",
             FleetError::WorkhomeNotAbsolute { .. } => "workhome-not-absolute",
+            FleetError::ArgumentTooLong { .. } => "argument-too-long",
             FleetError::Transport { source, .. } => source.name(),
             FleetError::Timeout { .. } => "machine-timeout",
             FleetError::MeasureOutput { .. } => "measure-output-unreadable",

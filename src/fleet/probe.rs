@@ -21,6 +21,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The longest `--declared-path` or `--workhome`, in bytes (Linux's
+/// `PATH_MAX` less its NUL); longer is refused as `argument-too-long`.
+pub const PATH_MAX: usize = 4095;
+
 /// The most version output a row keeps, in bytes.
 pub const VERSION_OUTPUT_MAX: usize = 4096;
 
@@ -50,10 +54,24 @@ pub struct ProbeSettings {
 impl ProbeSettings {
     /// Check what can be checked before any machine is contacted.
     ///
-    /// Errors: `declared-path-not-absolute`, `workhome-not-absolute`, and
+    /// Errors: `argument-too-long`, `declared-path-not-absolute`,
+    /// `workhome-not-absolute`, and
     /// whatever [`precheck_other`] refuses for non-toolchain kinds.
     pub fn validate(&self) -> Result<()> {
         for it in &self.items {
+            for (flag, v) in [
+                ("--declared-path", &it.inputs.declared_path),
+                ("--workhome", &it.inputs.workhome),
+            ] {
+                if v.len() > PATH_MAX {
+                    return Err(FleetError::ArgumentTooLong {
+                        flag,
+                        bytes: v.len(),
+                        max: PATH_MAX,
+                    }
+                    .into());
+                }
+            }
             if !it.inputs.declared_path.starts_with('/') {
                 return Err(FleetError::DeclaredPathNotAbsolute {
                     path: it.inputs.declared_path.clone(),
@@ -88,9 +106,26 @@ pub const VERSION_CAPTURE_MAX: usize = 65536;
 /// The toolchain probe script. Positional arguments: `$1` the version
 /// command's timeout in seconds, `$2` the workhome, `$3` a directory where the
 /// script notes each running version command's `timeout` pid (its process
-/// group) so a local Ctrl-C can kill it (empty: none), then per capability: a
-/// count N, the declared path and the version argv (N words in all). Values
-/// are only ever referenced as `"${k}"`, never spliced into the script text.
+/// group) so a local Ctrl-C can kill it (empty: none), `$4` this run's nonce
+/// (32 random hex digits), then per capability: a count N, the declared path
+/// and the version argv (N words in all). Values are only ever referenced as
+/// `"${k}"`, never spliced into the script text.
+///
+/// Begin and end: the script's output sits between `@@saphan begin NONCE`
+/// (on a line of its own) and `@@saphan end NONCE`; whatever the login shell
+/// prints before (a `.bashrc` that says `Welcome`) or after (an EXIT trap) is
+/// not the script's and is ignored. The nonce only finds the script's
+/// output among the shell's; it is not what keeps a program from forging
+/// (that is the length-counted frame below), so it being visible in argv
+/// costs nothing.
+///
+/// Holding: under `timeout` (which makes the command its own process
+/// group) the version command runs as `"$@" | cat`, so its run lasts until
+/// its output closes — a program that exits 0 but leaves a child holding
+/// stdout runs into the limit and is `version-command-timed-out`, not a
+/// hang until the machine's budget — and its exit code is carried out
+/// separately. When `timeout` returns, the whole group is SIGKILLed, so no
+/// child it left behind survives on the machine.
 ///
 /// Framing: the script prints every marker line itself. A version command's
 /// output (stdout and stderr, at most [`VERSION_CAPTURE_MAX`] bytes kept, the
@@ -100,18 +135,21 @@ pub const VERSION_CAPTURE_MAX: usize = 65536;
 /// marker lookalikes included — is inside its own length-counted body, so it
 /// cannot speak for another capability. Nothing secret is in argv.
 pub const SCRIPT: &str = r#"LC_ALL=C; export LC_ALL
-t="$1"; w="$2"; pd="$3"; shift 3
+t="$1"; w="$2"; pd="$3"; nc="$4"; shift 4
 cap=65536
 nl='
 '
+printf '\n@@saphan begin %s\n' "$nc"
 if [ -d "$w" ]; then echo "@@saphan workhome present"; else echo "@@saphan workhome absent"; fi
 if command -v timeout >/dev/null 2>&1; then to=1; else to=0; fi
+hold='exec 3>&1; r=$( { { "$@" 3>&- 4>&-; echo "$?" >&4; } 2>&1 | cat >&3 3>&- 4>&-; } 4>&1 ); exit "$r"'
 run() {
   if [ "$to" = 1 ]; then
-    timeout -k 2 "$t" "$@" &
+    timeout -k 2 "$t" sh -c "$hold" saphan-run "$@" &
     tp=$!
     if [ -n "$pd" ]; then echo "$tp" >"$pd/$tp"; fi
     wait "$tp"; r=$?
+    kill -s KILL -- -"$tp" 2>/dev/null
     if [ -n "$pd" ]; then rm -f "$pd/$tp"; fi
     return "$r"
   fi
@@ -144,7 +182,7 @@ while [ "$#" -gt 0 ]; do
   shift "$n"
   k=$((k+1))
 done
-echo "@@saphan end"
+echo "@@saphan end $nc"
 "#;
 
 fn truncate(s: &str, max: usize) -> String {
@@ -190,20 +228,30 @@ pub struct ScriptItem<'a> {
     pub entry: &'a Capability,
 }
 
-/// Read the probe script's whole output into one finding per item, in order.
-/// Anything but exactly the expected frames (and nothing after the end
-/// marker) is refused as unreadable.
+/// Read the probe script's output into one finding per item, in order.
+/// What the login shell printed before the line `@@saphan begin NONCE` or
+/// after the line `@@saphan end NONCE` is ignored; between them, anything
+/// but exactly the expected frames is refused as unreadable.
 pub fn read_script_output(
     machine: &str,
     items: &[ScriptItem<'_>],
     out: &[u8],
     version_timeout: u64,
+    nonce: &str,
 ) -> Result<Vec<Finding>, FleetError> {
     let bad = |detail: String| FleetError::MeasureOutput {
         machine: machine.into(),
         detail,
     };
-    let mut fr = Frames { buf: out, at: 0 };
+    let begin = format!("\n@@saphan begin {nonce}\n");
+    let start = out
+        .windows(begin.len())
+        .position(|w| w == begin.as_bytes())
+        .ok_or_else(|| bad("the probe script's begin marker is missing (it did not run)".into()))?;
+    let mut fr = Frames {
+        buf: out,
+        at: start + begin.len(),
+    };
     let workhome = match fr.line() {
         Some("@@saphan workhome present") => true,
         Some("@@saphan workhome absent") => false,
@@ -223,7 +271,7 @@ pub fn read_script_output(
             .insert("workhome_exists".into(), Value::Bool(workhome));
         found.push(f);
     }
-    if fr.line() != Some("@@saphan end") || fr.at != out.len() {
+    if fr.line() != Some(format!("@@saphan end {nonce}").as_str()) {
         return Err(bad(
             "the probe script's output does not end where it should".into(),
         ));
@@ -401,6 +449,14 @@ pub async fn probe_toolchains(
         .first()
         .map(|(_, i)| i.workhome.clone())
         .unwrap_or_else(|| "/".into());
+    let nonce = {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b).map_err(|e| FleetError::MeasureOutput {
+            machine: machine.id.clone(),
+            detail: format!("no randomness for the probe's nonce: {e}"),
+        })?;
+        hex::encode(b)
+    };
     let mut argv: Vec<String> = vec![
         "sh".into(),
         "-c".into(),
@@ -412,6 +468,7 @@ pub async fn probe_toolchains(
             .as_ref()
             .map(|d| d.path().to_string_lossy().into_owned())
             .unwrap_or_default(),
+        nonce.clone(),
     ];
     for (entry, inputs) in items {
         let path = &inputs.declared_path;
@@ -446,10 +503,10 @@ pub async fn probe_toolchains(
         return Err(FleetError::Timeout {
             machine: machine.id.clone(),
             budget: timeout,
-            ssh_config: super::remedy::ssh_config_display(home),
+            hint: super::remedy::reach_hint(home, machine),
         });
     }
-    tracing::debug!(machine = %machine.id, output = %String::from_utf8_lossy(&out.stdout), "probe output");
+    tracing::debug!(machine = %machine.id, output = ?String::from_utf8_lossy(&out.stdout), "probe output");
     let script_items: Vec<ScriptItem<'_>> = items
         .iter()
         .map(|(entry, i)| ScriptItem {
@@ -457,7 +514,13 @@ pub async fn probe_toolchains(
             entry,
         })
         .collect();
-    read_script_output(&machine.id, &script_items, &out.stdout, version_timeout)
+    read_script_output(
+        &machine.id,
+        &script_items,
+        &out.stdout,
+        version_timeout,
+        &nonce,
+    )
 }
 
 /// Checks for a non-toolchain capability (`docker-oci`, `sandbox-userns`)
@@ -605,47 +668,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_framed_outputs_and_refuses_stray_bytes() {
+    fn reads_framed_outputs_and_ignores_what_the_shell_prints_around_them() {
         let cat = crate::catalog::Catalog::load(None).unwrap();
         let go = cat.get("go").unwrap();
         let it = |p| ScriptItem { path: p, entry: go };
-        let body = "go version go1.19.8 linux/amd64\n@@saphan item 2 run 0 0 0 3\nfoo";
-        let out = format!(
-            "@@saphan workhome present\n@@saphan item 0 absent\n@@saphan item 1 run 0 0 0 {}\n{body}\n@@saphan item 2 run 2 0 0 4\nboom\n@@saphan end\n",
+        const N: &str = "0123456789abcdef0123456789abcdef";
+        let body = format!(
+            "go version go1.19.8 linux/amd64\n@@saphan item 2 run 0 0 0 3\nfoo\n@@saphan end {N}"
+        );
+        let frames = format!(
+            "\n@@saphan begin {N}\n@@saphan workhome present\n@@saphan item 0 absent\n@@saphan item 1 run 0 0 0 {}\n{body}\n@@saphan item 2 run 2 0 0 4\nboom\n@@saphan end {N}\n",
             body.len()
         );
-        let f =
-            read_script_output("m0", &[it("/a"), it("/b"), it("/c")], out.as_bytes(), 5).unwrap();
-        assert_eq!(f[0].outcome, Some(Outcome::Absent));
-        assert_eq!(f[0].detail["workhome_exists"], Value::Bool(true));
-        assert_eq!(f[1].outcome, Some(Outcome::Present));
-        assert!(
-            f[1].version_output
-                .as_deref()
-                .unwrap()
-                .starts_with("go version go1.19.8")
+        let three = [it("/a"), it("/b"), it("/c")];
+        // A login shell's greeting (without a newline) before, a goodbye after.
+        for out in [
+            frames.clone(),
+            format!("Welcome{frames}"),
+            format!("Welcome\n@@saphan end {N}\n{frames}Bye\n@@saphan item 9 absent\n"),
+        ] {
+            let f = read_script_output("m0", &three, out.as_bytes(), 5, N).unwrap();
+            assert_eq!(f[0].outcome, Some(Outcome::Absent));
+            assert_eq!(f[0].detail["workhome_exists"], Value::Bool(true));
+            assert_eq!(f[1].outcome, Some(Outcome::Present));
+            assert!(f[1].version_output.as_deref().unwrap().ends_with(N));
+            assert_eq!(f[2].reason.as_deref(), Some("version-command-failed"));
+        }
+        // Another run's nonce, or none at all, is not this run's output.
+        let other = "ffffffffffffffffffffffffffffffff";
+        assert!(read_script_output("m0", &three, frames.as_bytes(), 5, other).is_err());
+        let short = format!(
+            "\n@@saphan begin {N}\n@@saphan workhome absent\n@@saphan item 0 run 0 0 0 99\nhalf\n"
         );
-        assert_eq!(f[2].reason.as_deref(), Some("version-command-failed"));
-        let trailing = format!("{out}@@saphan end\n");
-        assert!(
-            read_script_output(
-                "m0",
-                &[it("/a"), it("/b"), it("/c")],
-                trailing.as_bytes(),
-                5
-            )
-            .is_err()
-        );
-        let short = "@@saphan workhome absent\n@@saphan item 0 run 0 0 0 99\nhalf\n";
-        assert!(read_script_output("m0", &[it("/a")], short.as_bytes(), 5).is_err());
+        assert!(read_script_output("m0", &[it("/a")], short.as_bytes(), 5, N).is_err());
         // 124 after the whole limit is a timeout; 124 at once is the program's own exit.
         let t = |secs| {
             format!(
-                "@@saphan workhome present\n@@saphan item 0 run 124 {secs} 0 0\n\n@@saphan end\n"
+                "\n@@saphan begin {N}\n@@saphan workhome present\n@@saphan item 0 run 124 {secs} 0 0\n\n@@saphan end {N}\n"
             )
         };
         let r = |o: String| {
-            read_script_output("m0", &[it("/a")], o.as_bytes(), 5).unwrap()[0]
+            read_script_output("m0", &[it("/a")], o.as_bytes(), 5, N).unwrap()[0]
                 .reason
                 .clone()
         };

@@ -53,6 +53,22 @@ pub fn ssh_config_display(home: &Home) -> String {
     }
 }
 
+/// What a `machine-timeout` tells the operator to check: that an SSH
+/// machine answers (`ssh -F <config> <host> true`); for the local machine,
+/// which no ssh reaches, what is keeping it busy.
+pub fn reach_hint(home: &Home, row: &MachineRow) -> String {
+    match row.transport {
+        TransportKind::Ssh => format!(
+            "check that the machine is up and reachable (`ssh -F {} {} true`)",
+            ssh_config_display(home),
+            row.host
+        ),
+        TransportKind::Local => {
+            "this is the local machine: check what keeps it (or the program probed) busy".into()
+        }
+    }
+}
+
 /// `saphan`, or `SAPHAN_HOME=<path> saphan` for a non-default home, plus
 /// `--catalog <absolute file>` when one was given.
 pub fn saphan_prefix(home: &Home, catalog: Option<&Path>) -> String {
@@ -89,9 +105,9 @@ pub fn install_line(home: &Home, row: &MachineRow, install: &str) -> String {
 /// `saphan machine measure --machine <id>`.
 pub fn measure_line(home: &Home, catalog: Option<&Path>, machine: &str) -> String {
     format!(
-        "{} machine measure --machine {}",
+        "{} machine measure {}",
         saphan_prefix(home, catalog),
-        quote(machine)
+        flag("machine", machine)
     )
 }
 
@@ -104,15 +120,26 @@ pub fn probe_line(
     inputs: &ProbeInputs,
 ) -> String {
     format!(
-        "{} machine probe --machine {} --capability {} --declared-path {} --workhome {} --probed-by {} --workspace {}",
+        "{} machine probe {} {} {} {} {} {}",
         saphan_prefix(home, catalog),
-        quote(machine),
-        quote(capability),
-        quote(&inputs.declared_path),
-        quote(&inputs.workhome),
-        quote(&inputs.probed_by),
-        quote(&inputs.workspace),
+        flag("machine", machine),
+        flag("capability", capability),
+        flag("declared-path", &inputs.declared_path),
+        flag("workhome", &inputs.workhome),
+        flag("probed-by", &inputs.probed_by),
+        flag("workspace", &inputs.workspace),
     )
+}
+
+/// `--name value`, quoted for a POSIX shell — or `--name=value` when the
+/// value begins with `-`, which the parser would otherwise take for a flag
+/// (`--probed-by=-x`), so every printed command runs as printed.
+pub fn flag(name: &str, value: &str) -> String {
+    if value.starts_with('-') {
+        format!("--{name}={}", quote(value))
+    } else {
+        format!("--{name} {}", quote(value))
+    }
 }
 
 /// The probe inputs a remedy line proposes when no row recorded any: the
@@ -188,5 +215,8 @@ mod tests {
         assert_eq!(single_quote("it's"), r"'it'\''s'");
         assert_eq!(quote("/usr/bin/go"), "/usr/bin/go");
         assert_eq!(quote("/a b;c'd"), r"'/a b;c'\''d'");
+        assert_eq!(flag("probed-by", "-x"), "--probed-by=-x");
+        assert_eq!(flag("probed-by", "- x"), "--probed-by='- x'");
+        assert_eq!(flag("probed-by", "x"), "--probed-by x");
     }
 }

@@ -83,7 +83,7 @@ where
             pb.enable_steady_tick(Duration::from_millis(120));
         }
         let fut = f(row.clone());
-        let ssh_config = super::remedy::ssh_config_display(home);
+        let hint = super::remedy::reach_hint(home, &row);
         let id = row.id.clone();
         let bar = pb.clone();
         let handle = tokio::spawn(async move {
@@ -92,7 +92,7 @@ where
                 Err(_) => Err(FleetError::Timeout {
                     machine: id,
                     budget,
-                    ssh_config,
+                    hint,
                 }
                 .into()),
             };

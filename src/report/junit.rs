@@ -205,14 +205,24 @@ fn check_attr_run(raw: &[u8]) -> Result<(), String> {
                 show(&raw[i..])
             ));
         }
+        // The usual ASCII name is scanned and validated in one pass; a
+        // name with other bytes ends at whitespace or `=` and is checked whole.
         let start = i;
-        while i < n && !ws(raw[i]) && raw[i] != b'=' {
+        while i < n && ASCII_NAME[raw[i] as usize & 0x7F] & 2 != 0 && raw[i] < 0x80 {
             i += 1;
         }
-        let key = &raw[start..i];
-        if !is_name(key) {
-            return Err(format!("`{}` is not an XML name", show(key)));
+        if i < n && !ws(raw[i]) && raw[i] != b'=' {
+            while i < n && !ws(raw[i]) && raw[i] != b'=' {
+                i += 1;
+            }
+            let key = &raw[start..i];
+            if !is_name(key) {
+                return Err(format!("`{}` is not an XML name", show(key)));
+            }
+        } else if i == start || ASCII_NAME[raw[start] as usize] & 1 == 0 {
+            return Err(format!("`{}` is not an XML name", show(&raw[start..i])));
         }
+        let key = &raw[start..i];
         let dup = if nk < keys.len() {
             let d = keys[..nk].contains(&key);
             keys[nk] = key;
@@ -244,29 +254,40 @@ fn check_attr_run(raw: &[u8]) -> Result<(), String> {
         }
         let q = raw[i];
         i += 1;
-        let Some(len) = memchr::memchr(q, &raw[i..]) else {
-            return Err(format!("the value of `{}` is not closed", show(key)));
-        };
-        let v = &raw[i..i + len];
-        if memchr::memchr(b'<', v).is_some() {
-            return Err(format!(
-                "the value of `{}` holds a raw `<` (XML needs `&lt;`)",
-                show(key)
-            ));
-        }
-        let mut rest = v;
-        while let Some(a) = memchr::memchr(b'&', rest) {
-            let Some(semi) = memchr::memchr(b';', &rest[a..]) else {
-                return Err(format!(
-                    "the value of `{}` holds a bare `&` (XML needs `&amp;`)",
-                    show(key)
-                ));
+        // One pass over the value: one memchr3 stops at the closing quote,
+        // a `<` or a `&` (the other quote is plain value text).
+        loop {
+            let Some(k) = memchr::memchr3(q, b'<', b'&', &raw[i..]) else {
+                return Err(format!("the value of `{}` is not closed", show(key)));
             };
-            let r = &rest[a + 1..a + semi];
-            check_reference(r, false).map_err(|why| format!("in `{}`: {why}", show(key)))?;
-            rest = &rest[a + semi + 1..];
+            i += k;
+            match raw[i] {
+                c if c == q => break,
+                b'<' => {
+                    return Err(format!(
+                        "the value of `{}` holds a raw `<` (XML needs `&lt;`)",
+                        show(key)
+                    ));
+                }
+                b'&' => {
+                    // The `;` must come before the closing quote.
+                    let semi = memchr::memchr2(b';', q, &raw[i..]).filter(|&k| raw[i + k] == b';');
+                    let Some(semi) = semi else {
+                        return Err(format!(
+                            "the value of `{}` holds a bare `&` (XML needs `&amp;`)",
+                            show(key)
+                        ));
+                    };
+                    let r = &raw[i + 1..i + semi];
+                    check_reference(r, false)
+                        .map_err(|why| format!("in `{}`: {why}", show(key)))?;
+                    i += semi + 1;
+                }
+                // The other quote is plain value text.
+                _ => i += 1,
+            }
         }
-        i += len + 1;
+        i += 1;
     }
 }
 
@@ -313,9 +334,19 @@ fn is_name(b: &[u8]) -> bool {
     let Some(&first) = b.first() else {
         return false;
     };
-    if b.is_ascii() {
-        return ASCII_NAME[first as usize] & 1 != 0
-            && b[1..].iter().all(|&c| ASCII_NAME[c as usize] & 2 != 0);
+    if first < 0x80 {
+        if ASCII_NAME[first as usize] & 1 == 0 {
+            return false;
+        }
+        let rest = &b[1..];
+        match rest
+            .iter()
+            .position(|&c| c >= 0x80 || ASCII_NAME[c as usize] & 2 == 0)
+        {
+            None => return true,
+            Some(k) if rest[k] < 0x80 => return false,
+            Some(_) => {}
+        }
     }
     let Ok(s) = std::str::from_utf8(b) else {
         return false;
@@ -385,11 +416,12 @@ impl<R> Chars<R> {
 /// the two bytes before it.
 fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
     let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
-    // Fast: any control at all, in vectorizable chunks.
-    let has_ctl = b
-        .chunks(64)
-        .any(|ch| ch.iter().fold(false, |acc, &c| acc | ctl(c)));
-    let ctl_at = if has_ctl {
+    // Fast: one vectorizable pass that notes any control (bit 0) and any
+    // non-ASCII byte (bit 7); the exact positions are looked for only then.
+    let seen = b.chunks(64).fold(0u8, |acc, ch| {
+        acc | ch.iter().fold(0u8, |a, &c| a | (ctl(c) as u8) | (c & 0x80))
+    });
+    let ctl_at = if seen & 1 != 0 {
         b.iter().position(|&c| ctl(c))
     } else {
         None
@@ -401,7 +433,7 @@ fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
         || (prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]));
     if straddles {
         fffe_at = Some(0);
-    } else if !b.is_ascii() {
+    } else if seen & 0x80 != 0 {
         fffe_at = memchr::memmem::find_iter(b, b"\xEF\xBF")
             .find(|&k| b.get(k + 2).copied().is_some_and(nonchar));
     }
@@ -425,34 +457,46 @@ impl<R: BufRead> Read for Chars<R> {
     }
 }
 
+impl<R: BufRead> Chars<R> {
+    /// Check the part of the inner buffer not checked yet. Kept out of line:
+    /// quick-xml asks for the buffer once per step, and most asks find
+    /// nothing new to check.
+    #[inline(never)]
+    fn check_fresh(&mut self) -> std::io::Result<()> {
+        let buf = self.inner.fill_buf()?;
+        let fresh = &buf[self.checked..];
+        if let Some((at, why)) = forbidden(fresh, self.prev) {
+            self.bad = Some((self.pos + (self.checked + at) as u64, why));
+            return Err(forbidden_error());
+        }
+        let tail = &buf[buf.len().saturating_sub(2)..];
+        self.prev = match tail {
+            [a, b] => [*a, *b],
+            [b] => [self.prev[1], *b],
+            _ => self.prev,
+        };
+        self.checked = buf.len();
+        Ok(())
+    }
+}
+
+#[cold]
+fn forbidden_error() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, "forbidden character")
+}
+
 impl<R: BufRead> BufRead for Chars<R> {
+    #[inline]
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.bad.is_some() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "forbidden character",
-            ));
+            return Err(forbidden_error());
         }
-        let buf = self.inner.fill_buf()?;
-        if self.checked < buf.len() {
-            let fresh = &buf[self.checked..];
-            if let Some((at, why)) = forbidden(fresh, self.prev) {
-                self.bad = Some((self.pos + (self.checked + at) as u64, why));
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "forbidden character",
-                ));
-            }
-            let tail = &buf[buf.len().saturating_sub(2)..];
-            self.prev = match tail {
-                [a, b] => [*a, *b],
-                [b] => [self.prev[1], *b],
-                _ => self.prev,
-            };
-            self.checked = buf.len();
+        if self.checked < self.inner.fill_buf()?.len() {
+            self.check_fresh()?;
         }
         self.inner.fill_buf()
     }
+    #[inline]
     fn consume(&mut self, amt: usize) {
         self.inner.consume(amt);
         self.checked = self.checked.saturating_sub(amt);
@@ -900,6 +944,8 @@ mod tests {
             "  ",
             " a = '1'\n b='x y'",
             " a='&amp;&#x41;&#65;'",
+            " a='\"&lt;\"' b=\"'&amp;'\"",
+            " é='1' a·b='2' _:x.y-z='3'",
         ] {
             assert!(check_attr_run(raw.as_bytes()).is_ok(), "{raw:?}");
         }
@@ -917,6 +963,13 @@ mod tests {
             " a='1",
             " /",
             " ='1'",
+            " a='&amp' b='x;'",
+            " a='x&' b=';'",
+            " a='&lt;<'",
+            " ·a='1'",
+            " a\"b='1'",
+            " é\"='1'",
+            " a='1' é='2' é='3'",
         ] {
             assert!(check_attr_run(raw.as_bytes()).is_err(), "{raw:?}");
         }
@@ -1166,7 +1219,7 @@ mod tests {
         }
 
         #[test]
-        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t]{0,24}") {
+        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t1é·]{0,24}") {
             if check_attr_run(raw.as_bytes()).is_ok() {
                 let mut keys = Vec::new();
                 for a in Attributes::new(&raw, 0) {

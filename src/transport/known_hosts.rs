@@ -24,8 +24,11 @@ pub enum Verdict {
     Known,
     /// No line for this host holds a key of this type.
     Unknown,
-    /// A line for this host holds a different key of the same type
-    /// (1-based line number).
+    /// A line for this host holds a different key of the same type, or —
+    /// when no line holds a key of the offered type — a key of another type
+    /// (1-based line number). OpenSSH treats a host that suddenly offers
+    /// only a key type it never recorded as changed, not new: accepting it
+    /// is the advice that lets someone in the middle in.
     Changed { file: PathBuf, line: usize },
     /// An `@revoked` line holds this key.
     Revoked { file: PathBuf, line: usize },
@@ -45,11 +48,14 @@ pub fn host_port_name(host: &str, port: u16) -> String {
 
 /// Check `key` for `host`:`port` against `files` in order (missing files are
 /// empty). A revoked key wins over everything; then a matching key; then a
-/// different key of the same type (changed); otherwise unknown.
+/// different key of the same type (changed); then a key of another type
+/// (changed too: the host's recorded identity is not the one it shows);
+/// otherwise unknown.
 pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdict {
     let name = host_port_name(host, port);
     let mut known = false;
     let mut changed = None;
+    let mut other_type = None;
     for file in files {
         let text = match std::fs::read(file) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -84,15 +90,42 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key: &PublicKey) -> Verdi
                 None if recorded.algorithm() == key.algorithm() && changed.is_none() => {
                     changed = Some((file.clone(), i + 1))
                 }
+                None if other_type.is_none() => other_type = Some((file.clone(), i + 1)),
                 None => {}
             }
         }
     }
-    match (known, changed) {
+    match (known, changed.or(other_type)) {
         (true, _) => Verdict::Known,
         (false, Some((file, line))) => Verdict::Changed { file, line },
         (false, None) => Verdict::Unknown,
     }
+}
+
+/// The key algorithms recorded for `host`:`port` in `files` (plain lines,
+/// not `@revoked` or `@cert-authority`), in file order without repeats.
+/// Like OpenSSH, the client offers these host key algorithms first, so a
+/// server with several host keys shows the one on record.
+pub fn known_algorithms(files: &[PathBuf], host: &str, port: u16) -> Vec<russh::keys::Algorithm> {
+    let name = host_port_name(host, port);
+    let mut out = Vec::new();
+    for file in files {
+        let Ok(b) = std::fs::read(file) else { continue };
+        for line in String::from_utf8_lossy(&b).lines() {
+            let Some(entry) = parse_line(line) else {
+                continue;
+            };
+            if entry.marker.is_some() || !hosts_match(entry.hosts, &name) {
+                continue;
+            }
+            if let Ok(k) = russh::keys::parse_public_key_base64(entry.key)
+                && !out.contains(&k.algorithm())
+            {
+                out.push(k.algorithm());
+            }
+        }
+    }
+    out
 }
 
 struct Entry<'a> {
@@ -251,6 +284,26 @@ mod tests {
         assert_eq!(
             check(&[d.path().join("absent")], "h", 22, &key(K1)),
             Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn another_key_type_on_record_is_a_changed_key() {
+        const RSA: &str = "AAAAB3NzaC1yc2EAAAADAQABAAAAgQC0gtSsha/mW50NneHUUvn3annFHOUoAT+2hy+/9EU0QM0+yh2Y+vfU7F6yMJQXOpPAy+yQsyuMv9whNEVSrvb4gIpPEqbKHVuo1h/Afmb6Y6hUWkLNRHEoiGoahbs2Y9OZjL8PfAG0WoGFIpAEzljpDgraBZMu9tvicv5AlGWchw==";
+        let d = tempfile::tempdir().unwrap();
+        let f = file(d.path(), &format!("# c\n10.0.0.1 ssh-rsa {RSA}\n"));
+        // The host is on record with an RSA key and now shows ed25519 only.
+        assert_eq!(
+            check(&f, "10.0.0.1", 22, &key(K1)),
+            Verdict::Changed {
+                file: f[0].clone(),
+                line: 2
+            }
+        );
+        assert_eq!(check(&f, "10.0.0.2", 22, &key(K1)), Verdict::Unknown);
+        assert_eq!(
+            known_algorithms(&f, "10.0.0.1", 22),
+            vec![key(RSA).algorithm()]
         );
     }
 

@@ -70,6 +70,19 @@ pub enum TransportError {
         file: PathBuf,
         detail: String,
     },
+    /// A file that steers SSH (the ssh config, its directory, an included
+    /// file, a known_hosts file) can be changed by someone other than the
+    /// operator: nothing was read from it or run.
+    #[error(
+        "{}: {detail}; {why}, so saphan neither resolves nor connects through it — nothing was run. Run `{fix}`, then check the file for lines you did not write",
+        path.display()
+    )]
+    ConfigExposed {
+        path: PathBuf,
+        detail: String,
+        why: String,
+        fix: String,
+    },
     /// Nothing answered (connection refused, no route, timed out).
     #[error(
         "{alias} ({addr}{}) did not answer: {cause} after {} (budget {}) — check that the machine is up and sshd listens there: `ssh -F {} {alias} true`",
@@ -182,6 +195,12 @@ pub enum TransportError {
         path: String,
         detail: String,
     },
+    /// The quoted command line is longer than a remote shell accepts as one
+    /// argument; nothing was sent.
+    #[error(
+        "the command line for the machine is {bytes} bytes once quoted, more than the {max} a remote shell accepts as one argument — nothing was sent; shorten the arguments (a path is at most 4095 bytes)"
+    )]
+    ArgumentTooLong { bytes: usize, max: usize },
     /// The program (or its working directory, or `setsid`) is missing on
     /// the machine: nothing ran.
     #[error("could not start `{program}` on {alias}: {detail} — install it there or fix the path")]
@@ -201,6 +220,7 @@ impl Refusal for TransportError {
             TransportError::Spawn { .. } | TransportError::RemoteSpawn { .. } => "spawn",
             TransportError::Copy { .. } | TransportError::RemoteCopy { .. } => "copy",
             TransportError::SshConfig { .. } => "ssh-config",
+            TransportError::ConfigExposed { .. } => "saphan-home-exposed",
             TransportError::HostUnreachable { .. } => "host-unreachable",
             TransportError::HostKeyUnknown { .. } => "host-key-unknown",
             TransportError::HostKeyChanged { .. } => "host-key-changed",
@@ -213,6 +233,7 @@ impl Refusal for TransportError {
             TransportError::RemoteTimeout { .. } => "remote-timeout",
             TransportError::UnixSocket { .. } => "unix-socket-unreachable",
             TransportError::BadArgument { .. } => "bad-argument",
+            TransportError::ArgumentTooLong { .. } => "argument-too-long",
         }
     }
     fn exit(&self) -> Exit {
@@ -310,7 +331,8 @@ impl Transport {
     /// Run one [`Cmd`] on the machine — the one call for both sides, with the
     /// same [`Output`] meaning: cwd, env changes, stdin ([`exec::Input`]:
     /// bytes, a local file or a reader, streamed), stdout to a local file
-    /// ([`exec::Sink::File`]) or captured (last [`exec::STDOUT_TAIL`] bytes),
+    /// ([`exec::Sink::File`]) or captured (the last [`exec::STDOUT_TAIL`]
+    /// bytes locally, [`exec::REMOTE_STDOUT_TAIL`] from a remote machine),
     /// stderr's last [`exec::STDERR_TAIL`] bytes, and the budget enforced by
     /// killing the command's whole process group (locally by
     /// [`exec::run`]; on an SSH machine by a watchdog running *there*, see

@@ -16,7 +16,7 @@
 
 use super::ssh_config::{self, HostSettings, parse_jump};
 use super::{AsyncReadWrite, TransportError, known_hosts, quote};
-use crate::exec::{Output, STDERR_TAIL, STDOUT_TAIL, TailBuf, Termination};
+use crate::exec::{Output, REMOTE_STDOUT_TAIL, STDERR_TAIL, TailBuf, Termination};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelOpenFailure, Sig};
@@ -350,7 +350,7 @@ impl Ssh {
     /// arrive after EOF.
     ///
     /// Every stream is bounded: captured stdout keeps its last
-    /// [`STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
+    /// [`REMOTE_STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
     /// login shell printing hundreds of MB cannot grow saphan's memory).
     async fn run_line(
         &self,
@@ -381,7 +381,7 @@ impl Ssh {
             OutSink::Capture => (None, false),
             OutSink::Null => (None, true),
         };
-        let mut stdout = TailBuf::new(STDOUT_TAIL);
+        let mut stdout = TailBuf::new(REMOTE_STDOUT_TAIL);
         let mut stderr = TailBuf::new(STDERR_TAIL);
         let timed_out = |stdout: TailBuf, stderr: TailBuf| Output {
             status: Termination::TimedOut,
@@ -544,7 +544,7 @@ impl Ssh {
 
 /// Where a remote command's stdout goes.
 pub(super) enum OutSink {
-    /// Kept in memory, its last [`STDOUT_TAIL`] bytes.
+    /// Kept in memory, its last [`REMOTE_STDOUT_TAIL`] bytes.
     Capture,
     /// Streamed into this local file.
     File(tokio::fs::File),
@@ -558,12 +558,24 @@ fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {
             detail: "an empty command".into(),
         });
     }
-    quote::command_line(argv).map_err(|i| TransportError::BadArgument {
+    let line = quote::command_line(argv).map_err(|i| TransportError::BadArgument {
         detail: format!(
             "word {i} of the command holds a NUL byte, which no remote command can receive"
         ),
-    })
+    })?;
+    if line.len() > MAX_COMMAND_LINE {
+        return Err(TransportError::ArgumentTooLong {
+            bytes: line.len(),
+            max: MAX_COMMAND_LINE,
+        });
+    }
+    Ok(line)
 }
+
+/// The longest command line sent to a machine, in bytes: sshd hands it to
+/// the login shell as the one argument of `$SHELL -c LINE`, and Linux takes
+/// at most 131072 bytes (`MAX_ARG_STRLEN`, NUL included) in one argument.
+pub const MAX_COMMAND_LINE: usize = 131071;
 
 fn addr(s: &HostSettings) -> String {
     if s.hostname.contains(':') {
@@ -658,12 +670,6 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
     }
     let budget = s.connect_timeout.unwrap_or(opts.connect_timeout);
     let hs_budget = opts.handshake_timeout.max(budget);
-    let config = Arc::new(client::Config {
-        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
-        keepalive_max: s.server_alive_count_max.max(1) as usize,
-        nodelay: true,
-        ..Default::default()
-    });
     let verdict = Arc::new(Mutex::new(None));
     let handler = Client {
         name: s
@@ -679,6 +685,13 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             .collect(),
         verdict: verdict.clone(),
     };
+    let config = Arc::new(client::Config {
+        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
+        keepalive_max: s.server_alive_count_max.max(1) as usize,
+        nodelay: true,
+        preferred: known_first(&handler),
+        ..Default::default()
+    });
     let start = Instant::now();
     let unreachable = |cause: String, via: Option<String>| TransportError::HostUnreachable {
         alias: s.alias.clone(),
@@ -840,6 +853,29 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
             )],
         }),
     }
+}
+
+/// russh's preferred algorithms with the host key types on record for this
+/// host moved to the front (OpenSSH does the same), so a server with several
+/// host keys shows the recorded one, and one that no longer has it is
+/// refused as changed.
+fn known_first(c: &Client) -> russh::Preferred {
+    let mut p = russh::Preferred::default();
+    let known = known_hosts::known_algorithms(&c.files, &c.name, c.port);
+    if known.is_empty() {
+        return p;
+    }
+    let on_record = |a: &russh::keys::Algorithm| {
+        known.iter().any(|k| {
+            k == a
+                || (matches!(k, russh::keys::Algorithm::Rsa { .. })
+                    && matches!(a, russh::keys::Algorithm::Rsa { .. }))
+        })
+    };
+    let (mut first, rest): (Vec<_>, Vec<_>) = p.key.iter().cloned().partition(on_record);
+    first.extend(rest);
+    p.key = first.into();
+    p
 }
 
 fn known_hosts_name(s: &HostSettings) -> String {

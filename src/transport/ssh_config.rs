@@ -85,9 +85,118 @@ pub async fn resolve_with(
             "the file does not exist or is not a file — create it (an ordinary OpenSSH client config)",
         ));
     }
-    match ssh_program() {
+    // `ssh -G` runs `Match exec` commands (and the resolved settings pick
+    // the host and the keys it is judged by): files others can change are
+    // refused before anything reads or runs them.
+    check_config_files(ssh_config)?;
+    let settings = match ssh_program() {
         Some(ssh) => resolve_ssh_g(&ssh, ssh_config, alias, user, port).await,
         None => resolve_fallback(ssh_config, alias, user, port),
+    }?;
+    for kh in settings
+        .user_known_hosts_files
+        .iter()
+        .chain(&settings.global_known_hosts_files)
+    {
+        check_exposed(kh, "it decides which host keys are trusted")?;
+    }
+    Ok(settings)
+}
+
+/// How deep `Include` is followed when checking who can change a config.
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Refuse (`saphan-home-exposed`) an ssh config — its directory, the file,
+/// or any file it `Include`s (followed recursively, globs in the last path
+/// component expanded, relative paths taken from `~/.ssh` as OpenSSH does)
+/// — that someone other than the operator (or root) owns or can write.
+pub fn check_config_files(ssh_config: &Path) -> Result<(), TransportError> {
+    if let Some(dir) = ssh_config.parent().filter(|d| !d.as_os_str().is_empty()) {
+        check_exposed(dir, "whoever can write it can replace the ssh config")?;
+    }
+    check_included(ssh_config, 0)
+}
+
+fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
+    check_exposed(
+        file,
+        "ssh runs the commands it names (`Match exec`, `ProxyCommand`, `KnownHostsCommand` …) as you and it decides which host a machine is",
+    )?;
+    if depth >= MAX_INCLUDE_DEPTH {
+        return Ok(());
+    }
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Ok(());
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        let (key, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
+            Some(i) => (
+                &line[..i],
+                line[i..].trim_start_matches(|c: char| c.is_whitespace() || c == '='),
+            ),
+            None => continue,
+        };
+        if !key.eq_ignore_ascii_case("include") {
+            continue;
+        }
+        for word in rest.split_whitespace() {
+            for inc in include_targets(word.trim_matches('"')) {
+                check_included(&inc, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files one `Include` argument names (ssh_config(5): `~` is the home
+/// directory, a relative path is under `~/.ssh`, glob wildcards allowed).
+fn include_targets(arg: &str) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let path = if let Some(rest) = arg.strip_prefix("~/") {
+        home.join(rest)
+    } else if arg.starts_with('/') {
+        PathBuf::from(arg)
+    } else {
+        home.join(".ssh").join(arg)
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    match (name, path.parent()) {
+        (Some(name), Some(dir)) if name.contains(['*', '?', '[']) => {
+            let Ok(m) = globset::Glob::new(&name).map(|g| g.compile_matcher()) else {
+                return vec![path];
+            };
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return Vec::new();
+            };
+            entries
+                .flatten()
+                .filter(|e| m.is_match(e.file_name()))
+                .map(|e| e.path())
+                .collect()
+        }
+        _ => vec![path],
+    }
+}
+
+/// `saphan-home-exposed` when `path` (existing) can be changed by someone
+/// other than the operator or root; `why` says what that someone gains.
+fn check_exposed(path: &Path, why: &str) -> Result<(), TransportError> {
+    // `/dev/null` (`UserKnownHostsFile /dev/null`) is everyone's and holds nothing.
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device()) {
+        return Ok(());
+    }
+    match crate::fsutil::exposure(path, true) {
+        None => Ok(()),
+        Some(x) => Err(TransportError::ConfigExposed {
+            path: path.to_path_buf(),
+            detail: x.detail,
+            why: why.to_string(),
+            fix: x.fix,
+        }),
     }
 }
 
@@ -598,6 +707,44 @@ fn config_err(file: &Path, alias: &str, detail: &str) -> TransportError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn included_files_others_can_write_are_found_through_globs_and_nesting() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("conf.d");
+        std::fs::create_dir(&conf).unwrap();
+        let cfg = d.path().join("config");
+        std::fs::write(
+            &cfg,
+            format!("Host x\n  Include={}/*.conf\n", conf.display()),
+        )
+        .unwrap();
+        let nested = d.path().join("nested");
+        std::fs::write(
+            conf.join("a.conf"),
+            format!("Include \"{}\"\n", nested.display()),
+        )
+        .unwrap();
+        std::fs::write(conf.join("skip.txt"), "").unwrap();
+        std::fs::write(&nested, "").unwrap();
+        let mode =
+            |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        check_config_files(&cfg).unwrap();
+        // Not matched by the glob: not included, not checked.
+        mode(&conf.join("skip.txt"), 0o666);
+        check_config_files(&cfg).unwrap();
+        mode(&nested, 0o666);
+        let e = check_config_files(&cfg).unwrap_err();
+        assert!(
+            matches!(&e, TransportError::ConfigExposed { path, .. } if *path == nested),
+            "{e}"
+        );
+        mode(&nested, 0o644);
+        mode(d.path(), 0o777);
+        assert!(check_config_files(&cfg).is_err());
+        mode(d.path(), 0o700);
+    }
 
     /// Verbatim `ssh -G` output from OpenSSH 9.2 (trimmed to the keys saphan reads
     /// plus a few it ignores).

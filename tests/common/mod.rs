@@ -212,8 +212,37 @@ pub fn require_all() -> bool {
 
 /// Is `program` on PATH?
 pub fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
+    which(program).is_some()
+}
+
+/// Where `program` is on PATH, if anywhere.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// `--json machine probe` of one capability on `machine` (ids comma-separated)
+/// with `--workhome /tmp --probed-by tester --workspace ws/main`.
+pub fn probe_args<'a>(machine: &'a str, cap: &'a str, path: &'a str) -> Vec<&'a str> {
+    vec![
+        "--json",
+        "machine",
+        "probe",
+        "--machine",
+        machine,
+        "--capability",
+        cap,
+        "--declared-path",
+        path,
+        "--workhome",
+        "/tmp",
+        "--probed-by",
+        "tester",
+        "--workspace",
+        "ws/main",
+    ]
 }
 pub mod gomod;
