@@ -53,16 +53,22 @@ async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, Disp
         .await
         .map_err(DispatchFault::transport)?;
     if !out.status.success() {
-        return Err(DispatchFault::new(
-            "ship-failed",
-            format!(
-                "{what}: {:?}: {} — the machine row's workhome must be writable there and git installed",
-                out.status,
-                out.stderr_str()
-            ),
+        return Err(ship_failed(
+            what,
+            &out,
+            " — the machine row's workhome must be writable there and git installed",
         ));
     }
     Ok(out.stdout_str())
+}
+
+/// `ship-failed` for a command that ran on the machine and did not succeed:
+/// what it was doing, how it ended, its stderr, then `hint`.
+fn ship_failed(what: &str, out: &exec::Output, hint: &str) -> DispatchFault {
+    DispatchFault::new(
+        "ship-failed",
+        format!("{what}: {:?}: {}{hint}", out.status, out.stderr_str()),
+    )
 }
 
 async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, DispatchFault> {
@@ -201,14 +207,7 @@ git -C "$m" fetch -q "$b" "$r:refs/saphan/shipped/$s"; rc=$?; rm -f "$b"; exit $
             .await
             .map_err(DispatchFault::transport)?;
         if !out.status.success() {
-            return Err(DispatchFault::new(
-                "ship-failed",
-                format!(
-                    "verifying and fetching the bundle: {:?}: {}",
-                    out.status,
-                    out.stderr_str()
-                ),
-            ));
+            return Err(ship_failed("verifying and fetching the bundle", &out, ""));
         }
         shipped.bundle_bytes += bytes;
         shipped.prerequisites += known.len();

@@ -799,8 +799,6 @@ pub struct Admitted {
     /// Dispatch's admissions: the suite's argv (its program comes from the
     /// image, so no toolchain row is asked for), capability `docker-oci`.
     pub admitted: Vec<crate::dispatch::Admitted>,
-    /// The docker program the machines' docker-oci rows declared.
-    pub docker: String,
     /// The engine socket (the catalog's docker-oci `socket`).
     pub socket: String,
     /// The suite image, as the first machine's engine resolved it (every
@@ -828,7 +826,6 @@ pub async fn admit_all(
     let ledger = crate::fleet::ledger::Ledger::open(home)?;
     let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
     let mut admitted = Vec::new();
-    let mut docker = None;
     let mut image: Option<SuiteImage> = None;
     for row in rows {
         let cap = ledger.latest_capability(&row.id, super::DOCKER_OCI);
@@ -869,7 +866,6 @@ pub async fn admit_all(
             .into());
         }
         image.get_or_insert(found);
-        docker.get_or_insert(declared.clone());
         admitted.push(crate::dispatch::Admitted {
             row: row.clone(),
             argv: suite.argv.clone(),
@@ -887,7 +883,6 @@ pub async fn admit_all(
     })?;
     Ok(Admitted {
         admitted,
-        docker: docker.unwrap_or_else(|| "docker".into()),
         socket,
         image,
     })
