@@ -183,6 +183,37 @@ fn default_go_green_on_one_machine_records_the_machine_and_its_go() {
     assert_eq!(record_on(&json(&o), "m0")["bundle_bytes"], 0);
 }
 
+/// Two dispatches that meet a repository's mirror for the first time at once
+/// both create it (regression: `git init --bare` raced and one failed as
+/// `ship-failed … File exists`). Lab hosts share this machine's filesystem,
+/// so two machine rows with one workhome are two runs on one machine.
+#[test]
+fn first_dispatches_of_a_repository_at_once_share_one_new_mirror() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    let shared = f.workhome("shared");
+    std::fs::write(
+        f.env.home().join("fleet/machines.toml"),
+        format!(
+            "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"{0}\"\n\n[machine.m1]\ntransport = \"ssh\"\nworkhome = \"{0}\"\n",
+            shared.display()
+        ),
+    )
+    .unwrap();
+    f.measure("m0,m1");
+    assert_code(&f.probe("m0", "go", "/usr/bin/go"), 0);
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    for _ in 0..4 {
+        let repo = go_repo(PASSING);
+        let o = f.certify(&repo, "m0,m1", &[]);
+        let v = json(&o);
+        for m in ["m0", "m1"] {
+            assert_eq!(record_on(&v, m)["verdict"], "green", "{v}");
+        }
+        assert_code(&o, 0);
+    }
+}
+
 #[test]
 fn red_names_the_failing_test_and_keeps_the_pointer() {
     let Some(lab) = go_ready_lab() else { return };

@@ -102,7 +102,7 @@ pub async fn ship(
         "sh",
         "-c",
         r#"m=$1; shift; mkdir -p "$(dirname "$m")" "$(dirname "$m")/../incoming" || exit 1
-[ -d "$m" ] || git init --bare -q "$m" || exit 1
+[ -d "$m" ] || flock "$m.init-lock" sh -c '[ -d "$1" ] || git init --bare -q "$1"' sh "$m" || exit 1
 git -C "$m" for-each-ref --format='have %(objectname)' refs/saphan/shipped/
 for s in "$@"; do git -C "$m" cat-file -e "$s^{commit}" 2>/dev/null && echo "present $s"; done
 exit 0"#,
