@@ -1,9 +1,9 @@
 //! config-v1 through the real binary: every refusal by its name, byte-for-byte
 //! round-trips of a hand-written file, staging order, provisions.
 
-mod common;
+use crate::common;
 
-use common::{Env, assert_code, text};
+use crate::common::{Env, assert_code, text};
 use saphan::config::Config;
 use saphan::error::Refusal;
 use saphan::home::Home;

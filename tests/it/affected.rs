@@ -1,10 +1,9 @@
 //! The affected tier end to end: the real `saphan` binary, real git
 //! repositories, real Go modules (standard library only) and a real `go`.
 
-mod common;
 
-use common::gomod::{self, MODULE};
-use common::{Env, Repo, assert_code, git, text};
+use crate::common::gomod::{self, MODULE};
+use crate::common::{Env, Repo, assert_code, git, text};
 use serde_json::Value;
 
 const GO_ADAPTER: &str =
@@ -78,7 +77,7 @@ fn affected(env: &Env, r: &Repo) -> (std::process::Output, Value) {
     )
 }
 
-use common::gomod::no_go;
+use crate::common::gomod::no_go;
 
 #[test]
 fn leaf_change_selects_only_its_reverse_closure_including_a_test_importer() {

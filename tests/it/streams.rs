@@ -1,9 +1,9 @@
 //! Streams and returns (DESIGN §7, spec "The return manifest"): the real
 //! `saphan` binary against real repositories and real git worktrees.
 
-mod common;
+use crate::common;
 
-use common::{Env, assert_code, assert_refused, git, text};
+use crate::common::{Env, assert_code, assert_refused, git, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -2,9 +2,9 @@
 //! measure, probe (with remedies), the signed ledger — on this machine
 //! (transport `local`) and on the lab's real sshd hosts (`fleet/lab/`).
 
-mod common;
+use crate::common;
 
-use common::{Env, assert_code, assert_refused, json, lab::Lab, probe_args, text};
+use crate::common::{Env, assert_code, assert_refused, json, lab::Lab, probe_args, text};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -4,10 +4,10 @@
 //! each host's own `/root`), so a remote workhome is also visible here: the
 //! tests look at it directly to prove what was (not) left behind.
 
-mod common;
+use crate::common;
 
-use common::gomod;
-use common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
+use crate::common::gomod;
+use crate::common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

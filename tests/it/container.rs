@@ -4,10 +4,10 @@
 //! (tests/common/suite_images.rs), the tree bind-mounted. After every test no
 //! container carrying that test's repository label is left.
 
-mod common;
+use crate::common;
 
-use common::suite_images::{self, engine_up, go_image, labelled, shell_image};
-use common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
+use crate::common::suite_images::{self, engine_up, go_image, labelled, shell_image};
+use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

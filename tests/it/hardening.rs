@@ -7,9 +7,9 @@
 //! owns (m3's `.bashrc` belongs to the login-noise test, files under
 //! `/root` are named per test).
 
-mod common;
+use crate::common;
 
-use common::{Env, assert_code, assert_refused, json, lab::Lab, text};
+use crate::common::{Env, assert_code, assert_refused, json, lab::Lab, text};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,9 @@
 //! both the record `--json` prints and the line appended to
 //! `<git-common-dir>/saphan/attempts.jsonl`.
 
-mod common;
+use crate::common;
 
-use common::{Env, Repo, assert_code, text};
+use crate::common::{Env, Repo, assert_code, text};
 use serde_json::{Value, json};
 
 /// The last record in the repository's attempts.jsonl.

@@ -8,9 +8,9 @@
 //! identify an image build a labelled variant of the real one (a label
 //! changes the image ID) and remove it afterwards.
 
-mod common;
+use crate::common;
 
-use common::{Env, assert_code, assert_refused, text};
+use crate::common::{Env, assert_code, assert_refused, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,9 +2,8 @@
 //! two keys it shows, asking (default no), no terminal → nothing written
 //! unless --yes, nothing recognised → nothing proposed.
 
-mod common;
 
-use common::{Env, Repo, assert_code, have, skip_unless, text};
+use crate::common::{Env, Repo, assert_code, have, skip_unless, text};
 use saphan::config::Config;
 use saphan::home::Home;
 use std::path::Path;

@@ -1,8 +1,8 @@
 //! certify end to end: the real binary on real git repositories.
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     Env, Repo, assert_code, assert_only_main_worktree, assert_refused, have, json, skip_unless,
     text,
 };

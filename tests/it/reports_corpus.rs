@@ -2,7 +2,7 @@
 //! the same entry point certify uses: the count (or a failed measurement),
 //! the failing names in order, and the verdict under both exit statuses.
 
-mod common;
+use crate::common;
 
 use saphan::exec::Termination;
 use saphan::report::{Evidence, Measurement, ReportKind, Verdict, measure};

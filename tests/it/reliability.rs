@@ -3,9 +3,9 @@
 //! wedged scratch registration. The real binary, real git. Items 1–3
 //! (hostile names made from bytes) are in tests/streams.rs.
 
-mod common;
+use crate::common;
 
-use common::{Env, Repo, assert_code, git};
+use crate::common::{Env, Repo, assert_code, git};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! process group is killed, the scratch tree removed, and the record says
 //! `interrupted`, naming the signal.
 
-mod common;
 
-use common::{Env, Repo, assert_code, assert_only_main_worktree, json};
+use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, json};
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
 

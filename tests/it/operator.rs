@@ -3,9 +3,9 @@
 //! repository-script refusal, `--json` saying what the human lines say, and
 //! `saphan status` on a real repository and a real fleet home.
 
-mod common;
+use crate::common;
 
-use common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
+use crate::common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
 use std::path::Path;
 use std::process::Command;
 

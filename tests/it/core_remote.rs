@@ -7,9 +7,9 @@
 //! Lab hosts share this machine's filesystem (own network, mount and UTS
 //! namespaces, own /root), so a repository in /tmp is reachable there.
 
-mod common;
+use crate::common;
 
-use common::lab::Lab;
+use crate::common::lab::Lab;
 use saphan::config::Provision;
 use saphan::measure::{self, Budget, Plan};
 use saphan::report::{ReportKind, Verdict};

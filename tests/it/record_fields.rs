@@ -2,9 +2,9 @@
 //! (issue 12.5, 12.6): `program_path`, `program_version`, `suite_log`,
 //! `suite_log_sha256`, and the log's tail on red.
 
-mod common;
+use crate::common;
 
-use common::{Env, Repo, assert_code, json, skip_unless, text};
+use crate::common::{Env, Repo, assert_code, json, skip_unless, text};
 
 const GO_TEST: &str = "package demo\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {}\n";
 

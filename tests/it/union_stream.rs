@@ -1,12 +1,11 @@
 //! verify-union and verify-stream end to end: the real binary, real git
 //! repositories, real Go modules (standard library only), a real `go`.
 
-mod common;
 
-use common::gomod;
-use common::{Env, Repo, assert_code, git, json, text};
+use crate::common::gomod;
+use crate::common::{Env, Repo, assert_code, git, json, text};
 
-use common::gomod::no_go;
+use crate::common::gomod::no_go;
 
 fn saphan(env: &Env, args: &[&str]) -> std::process::Output {
     let mut c = env.cmd();

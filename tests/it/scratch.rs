@@ -3,9 +3,8 @@
 //! exactly that path left missing-and-locked by a killed run does not wedge
 //! the next certify, and the operator's own worktrees are never touched.
 
-mod common;
 
-use common::{Env, Repo, assert_code, git, json};
+use crate::common::{Env, Repo, assert_code, git, json};
 
 #[test]
 fn a_locked_missing_registration_of_the_scratch_path_is_healed() {

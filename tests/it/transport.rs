@@ -5,9 +5,9 @@
 //! share this machine's filesystem, which lets a test check on the local
 //! disk what a remote command did.
 
-mod common;
+use crate::common;
 
-use common::lab::Lab;
+use crate::common::lab::Lab;
 use saphan::error::Refusal;
 use saphan::exec::Termination;
 use saphan::transport::{SshOptions, Transport, TransportError, resolve};

@@ -7,7 +7,7 @@
 //! `resolve` agrees, and — for the configs it supports — the `ssh2-config`
 //! fallback used where no `ssh` program exists agrees too.
 
-mod common;
+use crate::common;
 
 use saphan::error::Refusal;
 use saphan::transport::ssh_config::{HostSettings, resolve_fallback, resolve_with, ssh_program};

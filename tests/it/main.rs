@@ -1,0 +1,27 @@
+//! The one integration test binary: a module per area (CONTRIBUTING.md).
+//! `common` (the real-binary harness, the lab, Go modules, suite images) is
+//! compiled once for all of them.
+
+mod common;
+mod affected;
+mod certify;
+mod certify_edges;
+mod config;
+mod container;
+mod core_remote;
+mod dispatch;
+mod docker;
+mod fleet;
+mod hardening;
+mod init;
+mod operator;
+mod record_fields;
+mod reliability;
+mod reports_corpus;
+mod reports_e2e;
+mod scratch;
+mod signals;
+mod ssh_config;
+mod streams;
+mod transport;
+mod union_stream;
