@@ -1,13 +1,13 @@
 //! Container-class overhead: `saphan certify --class container` wall time vs
 //! host-class `saphan certify` of the same suite on the same machine (this
 //! one), interleaved, in one run. The suite image is Debian's go-1.19 plus
-//! busybox, imported here without a registry (tests/common/suite_images.rs).
+//! busybox, imported here without a registry (tests/it/common/suite_images.rs).
 //!
 //! Run: `cargo bench --bench container`. Prints medians and the ratio
 //! (goal ≤ 1.3). Prints `SKIPPED: …` where no engine, Go or busybox is.
 
 #[allow(dead_code)]
-#[path = "../tests/common/suite_images.rs"]
+#[path = "../tests/it/common/suite_images.rs"]
 mod suite_images;
 
 use std::path::Path;

@@ -33,7 +33,7 @@ pub mod transport;
 pub mod union;
 pub mod worktree;
 
-/// The unit tests' side of `tests/common::skip_unless`: true (after printing
+/// The unit tests' side of `tests/it/common::skip_unless`: true (after printing
 /// `SKIPPED: <why>`) when `cond` fails; a panic with the reason instead when
 /// `SAPHAN_REQUIRE_ALL=1` (CI), so a skip is never a silent green there.
 #[cfg(test)]

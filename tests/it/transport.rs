@@ -586,10 +586,12 @@ impl Agent {
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !sock.exists() {
+        // The socket file exists once ssh-agent has bound it, a moment
+        // before it listens: wait until a connection is accepted.
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
             assert!(
                 Instant::now() < deadline,
-                "ssh-agent did not create its socket"
+                "ssh-agent did not listen on its socket"
             );
             std::thread::sleep(Duration::from_millis(10));
         }
