@@ -197,7 +197,12 @@ pub async fn connect(
             };
             let config = home.ssh_config();
             let attempt = async {
-                let settings = crate::transport::resolve(&config, &row.host).await?;
+                let settings = crate::transport::ssh_config::resolve_cached(
+                    &config,
+                    &row.host,
+                    &home.root().join("cache/ssh-g"),
+                )
+                .await?;
                 Transport::connect_ssh(&settings, &opts).await
             };
             match tokio::time::timeout(timeout, attempt).await {

@@ -69,6 +69,19 @@ pub async fn resolve(ssh_config: &Path, alias: &str) -> Result<HostSettings, Tra
     resolve_with(ssh_config, alias, None, None).await
 }
 
+/// [`resolve`], keeping what `ssh -G` printed in `cache_dir` (see
+/// [`SshGCache`]): a fleet invocation connects to every machine, and one
+/// `ssh -G` per host per invocation was half of saphan's own CPU per host.
+/// The same checks run as without the cache (exposure of the config, its
+/// includes and known_hosts files); only the `ssh -G` child is saved.
+pub async fn resolve_cached(
+    ssh_config: &Path,
+    alias: &str,
+    cache_dir: &Path,
+) -> Result<HostSettings, TransportError> {
+    resolve_inner(ssh_config, alias, None, None, Some(cache_dir)).await
+}
+
 /// [`resolve`] with a user and port that override the config (as
 /// `ssh -l USER -p PORT` do); used for `ProxyJump` hops.
 pub async fn resolve_with(
@@ -76,6 +89,16 @@ pub async fn resolve_with(
     alias: &str,
     user: Option<&str>,
     port: Option<u16>,
+) -> Result<HostSettings, TransportError> {
+    resolve_inner(ssh_config, alias, user, port, None).await
+}
+
+async fn resolve_inner(
+    ssh_config: &Path,
+    alias: &str,
+    user: Option<&str>,
+    port: Option<u16>,
+    cache_dir: Option<&Path>,
 ) -> Result<HostSettings, TransportError> {
     check_alias(ssh_config, alias)?;
     if !ssh_config.is_file() {
@@ -89,9 +112,13 @@ pub async fn resolve_with(
     // the host and the keys it is judged by): files others can change are
     // refused before anything reads or runs them.
     check_config_files(ssh_config)?;
-    let settings = match ssh_program() {
-        Some(ssh) => resolve_ssh_g(&ssh, ssh_config, alias, user, port).await,
-        None => resolve_fallback(ssh_config, alias, user, port),
+    let settings = match (ssh_program(), cache_dir) {
+        (Some(ssh), Some(dir)) => match SshGCache::key(&ssh, ssh_config, alias, user, port) {
+            Some(cache) => cache.resolve(dir, &ssh, ssh_config, alias).await,
+            None => resolve_ssh_g(&ssh, ssh_config, alias, user, port).await,
+        },
+        (Some(ssh), None) => resolve_ssh_g(&ssh, ssh_config, alias, user, port).await,
+        (None, _) => resolve_fallback(ssh_config, alias, user, port),
     }?;
     for kh in settings
         .user_known_hosts_files
@@ -224,6 +251,154 @@ pub fn ssh_program() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A cache of `ssh -G` output, keyed by everything that output depends on.
+///
+/// The key is the sha256 of: the `ssh` program (path, size, mtime, inode),
+/// the alias and the `-l`/`-p` overrides, the bytes of the config file and
+/// of every file it `Include`s (followed as [`check_config_files`] follows
+/// them, the list of matched paths included, so a new glob match changes
+/// the key), and the environment `ssh -G` expands tokens from (`HOME`,
+/// `USER`, `LOGNAME`, `SSH_AUTH_SOCK`, the uid, this host's name). A config
+/// whose answer can change without any of these changing is never cached:
+/// any `Match` block (`Match exec` runs a command, `Match localnetwork`
+/// reads interfaces) or `CanonicalizeHostname` (DNS). An entry is one file,
+/// `<cache_dir>/<key hex>`, holding exactly what `ssh -G` printed; written
+/// whole (temp + rename), and ignored when anyone but the operator (or root)
+/// could have changed it. A file changed within the same mtime tick still
+/// changes its bytes, hence the key: nothing stale is ever read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshGCache {
+    /// Lowercase hex sha256 of the inputs.
+    pub key: String,
+}
+
+impl SshGCache {
+    /// The key for one resolution, or `None` when the config cannot be
+    /// cached (see the type's doc) or a file cannot be read.
+    pub fn key(
+        ssh: &Path,
+        ssh_config: &Path,
+        alias: &str,
+        user: Option<&str>,
+        port: Option<u16>,
+    ) -> Option<SshGCache> {
+        use sha2::{Digest, Sha256};
+        use std::os::unix::fs::MetadataExt;
+        let mut h = Sha256::new();
+        let mut field = |name: &str, bytes: &[u8]| {
+            h.update(name.as_bytes());
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field("format", b"ssh-g-cache-1");
+        let m = std::fs::metadata(ssh).ok()?;
+        field("ssh", ssh.as_os_str().as_encoded_bytes());
+        field(
+            "ssh-meta",
+            format!("{} {} {} {}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()).as_bytes(),
+        );
+        field("alias", alias.as_bytes());
+        field("user", user.unwrap_or("").as_bytes());
+        field(
+            "port",
+            port.map(|p| p.to_string()).unwrap_or_default().as_bytes(),
+        );
+        for var in ["HOME", "USER", "LOGNAME", "SSH_AUTH_SOCK"] {
+            let v = std::env::var_os(var);
+            field(
+                var,
+                v.as_deref()
+                    .map(|v| v.as_encoded_bytes())
+                    .unwrap_or(b"\0unset"),
+            );
+        }
+        field("uid", nix::unistd::getuid().as_raw().to_string().as_bytes());
+        let mut host = [0u8; 256];
+        // SAFETY: the buffer is valid for its length; gethostname writes at
+        // most that many bytes.
+        if unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } != 0 {
+            return None;
+        }
+        field("hostname", &host);
+        let mut seen = Vec::new();
+        let mut stack = vec![(ssh_config.to_path_buf(), 0usize)];
+        while let Some((file, depth)) = stack.pop() {
+            field("file", file.as_os_str().as_encoded_bytes());
+            let text = match std::fs::read(&file) {
+                Ok(t) => t,
+                // An Include naming a file that does not exist is fine to ssh.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && depth > 0 => {
+                    field("absent", b"");
+                    continue;
+                }
+                Err(_) => return None,
+            };
+            field("bytes", &text);
+            if seen.contains(&file) || depth >= MAX_INCLUDE_DEPTH {
+                continue;
+            }
+            seen.push(file.clone());
+            let text = String::from_utf8_lossy(&text);
+            let mut includes = Vec::new();
+            for line in text.lines() {
+                let line = line.trim();
+                let i = line
+                    .find(|c: char| c.is_whitespace() || c == '=')
+                    .unwrap_or(line.len());
+                let (key, rest) = (&line[..i], &line[i..]);
+                if key.eq_ignore_ascii_case("match")
+                    || key.eq_ignore_ascii_case("canonicalizehostname")
+                {
+                    return None;
+                }
+                if key.eq_ignore_ascii_case("include") {
+                    let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '=');
+                    for word in rest.split_whitespace() {
+                        let mut targets = include_targets(word.trim_matches('"'));
+                        targets.sort();
+                        includes.extend(targets);
+                    }
+                }
+            }
+            // Depth first, in the order written (the stack pops the last).
+            stack.extend(includes.into_iter().rev().map(|f| (f, depth + 1)));
+        }
+        Some(SshGCache {
+            key: hex::encode(h.finalize()),
+        })
+    }
+
+    /// The settings from the entry in `dir`, or from `ssh -G` (then kept).
+    /// A cache that cannot be read or written is only slower, never wrong.
+    pub async fn resolve(
+        &self,
+        dir: &Path,
+        ssh: &Path,
+        ssh_config: &Path,
+        alias: &str,
+    ) -> Result<HostSettings, TransportError> {
+        let entry = dir.join(&self.key);
+        if crate::fsutil::exposure(&entry, true).is_none()
+            && let Ok(text) = tokio::fs::read_to_string(&entry).await
+        {
+            tracing::debug!(alias, entry = %entry.display(), "ssh -G answered from the cache");
+            return parse_ssh_g(&text, alias, ssh_config);
+        }
+        let text = ssh_g_text(ssh, ssh_config, alias, None, None).await?;
+        let settings = parse_ssh_g(&text, alias, ssh_config)?;
+        let bytes = text.into_bytes();
+        let dir = dir.to_path_buf();
+        let _ = tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::create_dir_all(&dir)?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+            crate::fsutil::atomic_write(&entry, &bytes).map_err(std::io::Error::other)
+        })
+        .await;
+        Ok(settings)
+    }
+}
+
 /// Resolve with `ssh -G` (the OpenSSH reference).
 pub async fn resolve_ssh_g(
     ssh: &Path,
@@ -232,6 +407,19 @@ pub async fn resolve_ssh_g(
     user: Option<&str>,
     port: Option<u16>,
 ) -> Result<HostSettings, TransportError> {
+    let text = ssh_g_text(ssh, ssh_config, alias, user, port).await?;
+    parse_ssh_g(&text, alias, ssh_config)
+}
+
+/// What `ssh -G -F ssh_config [-l user] [-p port] -- alias` prints, or the
+/// `ssh-config` refusal quoting why it failed.
+async fn ssh_g_text(
+    ssh: &Path,
+    ssh_config: &Path,
+    alias: &str,
+    user: Option<&str>,
+    port: Option<u16>,
+) -> Result<String, TransportError> {
     check_alias(ssh_config, alias)?;
     let mut cmd = Cmd::new(ssh).arg("-G").arg("-F").arg(ssh_config);
     if let Some(u) = user {
@@ -266,7 +454,7 @@ pub async fn resolve_ssh_g(
             ),
         ));
     }
-    parse_ssh_g(&String::from_utf8_lossy(&out.stdout), alias, ssh_config)
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Parse the output of `ssh -G` (one `key value` per line, keys lower case,

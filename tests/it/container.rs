@@ -7,7 +7,9 @@
 use crate::common;
 
 use crate::common::suite_images::{self, engine_up, go_image, labelled, shell_image};
-use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
+use crate::common::{
+    Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text,
+};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -444,3 +444,131 @@ async fn bad_configs_are_refused_as_ssh_config() {
         .unwrap_err();
     assert_eq!(e.name(), "ssh-config");
 }
+
+/// A private directory (ssh config dirs must not be group/other writable).
+fn private_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|r| r.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// `ssh -G` answers are kept across invocations (issue 22: one `ssh -G` per
+/// host per invocation was half of saphan's CPU per host), and a kept answer
+/// is never stale: a config edit that keeps the size and the mtime still
+/// changes the answer, because the key is over the file's bytes.
+#[tokio::test]
+async fn ssh_g_answers_are_cached_and_never_stale() {
+    use saphan::transport::ssh_config::resolve_cached;
+    if common::skip_unless(ssh_program().is_some(), "no OpenSSH client (ssh -G)") {
+        return;
+    }
+    let dir = private_dir();
+    let cache = dir.path().join("cache");
+    let config = dir.path().join("config");
+    let inc = dir.path().join("inc.conf");
+    std::fs::write(&inc, "Host m1\n  User alice\n").unwrap();
+    let write = |host: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "Include {}\nHost m1\n  HostName {host}\n  Port 2201\n",
+                inc.display()
+            ),
+        )
+        .unwrap();
+    };
+    write("10.0.0.1");
+    let first = resolve_cached(&config, "m1", &cache).await.unwrap();
+    assert_eq!(first.hostname, "10.0.0.1");
+    assert_eq!(first.user, "alice", "the Include is followed");
+    let kept = entries(&cache);
+    assert_eq!(kept.len(), 1, "one entry per resolution: {kept:?}");
+    let again = resolve_cached(&config, "m1", &cache).await.unwrap();
+    assert_eq!(again, first, "the cached answer is the same settings");
+    assert_eq!(
+        again,
+        resolve(&config, "m1").await.unwrap(),
+        "and equals ssh -G's"
+    );
+
+    // The entry is what is read: an entry the operator changed by hand is
+    // believed (it is the operator's own file under SAPHAN_HOME) …
+    std::fs::write(
+        &kept[0],
+        std::fs::read_to_string(&kept[0])
+            .unwrap()
+            .replace("hostname 10.0.0.1", "hostname 10.9.9.9"),
+    )
+    .unwrap();
+    assert_eq!(
+        resolve_cached(&config, "m1", &cache)
+            .await
+            .unwrap()
+            .hostname,
+        "10.9.9.9"
+    );
+    // … but one anyone could have written is not.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&kept[0], std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    assert_eq!(
+        resolve_cached(&config, "m1", &cache)
+            .await
+            .unwrap()
+            .hostname,
+        "10.0.0.1"
+    );
+
+    // Same size, same mtime, other bytes: a new key, a fresh answer.
+    let mtime = std::fs::metadata(&config).unwrap().modified().unwrap();
+    write("10.0.0.2");
+    std::fs::File::options()
+        .write(true)
+        .open(&config)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(
+        resolve_cached(&config, "m1", &cache)
+            .await
+            .unwrap()
+            .hostname,
+        "10.0.0.2"
+    );
+    // An included file's edit changes the key too.
+    std::fs::write(&inc, "Host m1\n  User bobby\n").unwrap();
+    assert_eq!(
+        resolve_cached(&config, "m1", &cache).await.unwrap().user,
+        "bobby"
+    );
+}
+
+/// A config whose answer can change while no file does (`Match exec` runs a
+/// command; `CanonicalizeHostname` asks DNS) is never cached.
+#[tokio::test]
+async fn configs_with_match_or_canonicalization_are_not_cached() {
+    use saphan::transport::ssh_config::resolve_cached;
+    if common::skip_unless(ssh_program().is_some(), "no OpenSSH client (ssh -G)") {
+        return;
+    }
+    for body in [
+        "Match exec \"test -e /nonexistent\"\n  User eve\nHost m1\n  HostName 10.0.0.1\n",
+        "Host m1\n  HostName 10.0.0.1\n  CanonicalizeHostname no\n",
+    ] {
+        let dir = private_dir();
+        let cache = dir.path().join("cache");
+        let config = dir.path().join("config");
+        std::fs::write(&config, body).unwrap();
+        let s = resolve_cached(&config, "m1", &cache).await.unwrap();
+        assert_eq!(s, resolve(&config, "m1").await.unwrap());
+        assert!(entries(&cache).is_empty(), "nothing cached for {body:?}");
+    }
+}
