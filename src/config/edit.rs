@@ -154,6 +154,9 @@ fn transact(
 /// result re-renders exactly as `new` (the same document, same layout). Otherwise (an edit inside a
 /// regrouped table) `new` is written as rendered.
 fn keep_bytes(orig: &str, new: String) -> String {
+    if let Some(spliced) = splice_leaves(orig, &new) {
+        return spliced;
+    }
     let Ok(doc) = orig.parse::<DocumentMut>() else {
         return new;
     };
@@ -188,6 +191,135 @@ fn keep_bytes(orig: &str, new: String) -> String {
         .parse::<DocumentMut>()
         .is_ok_and(|d| d.to_string() == new);
     if same { out } else { new }
+}
+
+/// One key = value of a document, with where it is written.
+struct Leaf {
+    /// Table path and key (`["verify", "full", "argv"]`).
+    path: Vec<String>,
+    /// Byte range of the key's last part (`argv` of `full.argv`).
+    key: std::ops::Range<usize>,
+    /// Byte range of the value (an inline table or array is one value).
+    value: std::ops::Range<usize>,
+}
+
+/// Every key = value of `text` (an inline table or an array is one leaf), or
+/// `None` when some leaf has no span (arrays of tables: left to the
+/// line-based splice).
+fn leaves(text: &str) -> Option<Vec<Leaf>> {
+    fn walk(t: &dyn TableLike, path: &mut Vec<String>, out: &mut Vec<Leaf>) -> Option<()> {
+        for (k, item) in t.iter() {
+            path.push(k.to_string());
+            match item {
+                Item::Table(sub) => walk(sub, path, out)?,
+                Item::Value(v) => out.push(Leaf {
+                    path: path.clone(),
+                    key: t.key(k)?.span()?,
+                    value: v.span()?,
+                }),
+                Item::ArrayOfTables(_) => return None,
+                Item::None => {}
+            }
+            path.pop();
+        }
+        Some(())
+    }
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let mut out = Vec::new();
+    walk(doc.as_table(), &mut Vec::new(), &mut out)?;
+    Some(out)
+}
+
+/// Byte range of the line holding `at`, through its line ending.
+fn line_of(text: &str, at: usize) -> std::ops::Range<usize> {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+    start..end
+}
+
+/// `new` written as the smallest edit of `orig` that TOML reads the same:
+/// each key whose value changed gets the new value's text at the old
+/// value's bytes; a removed key loses its line; an added key gets a line
+/// after the last line of its table's keys, written the way that line
+/// writes its key (`full.` before `timeout` when the table is written with
+/// dotted keys). Every other byte of `orig` stays, whatever order its keys
+/// are in — toml_edit would regroup interleaved dotted keys. `None` when
+/// that cannot express the edit (a table added or emptied, an array of
+/// tables changed): the line-based splice is tried then.
+fn splice_leaves(orig: &str, new: &str) -> Option<String> {
+    let (old, fresh) = (leaves(orig)?, leaves(new)?);
+    let same_value = |a: &str, b: &str| {
+        a == b
+            || matches!(
+                (
+                    toml::from_str::<toml::Table>(&format!("v = {a}")),
+                    toml::from_str::<toml::Table>(&format!("v = {b}")),
+                ),
+                (Ok(x), Ok(y)) if x == y
+            )
+    };
+    // (start, end, replacement), applied from the end of the file back.
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for o in &old {
+        match fresh.iter().find(|n| n.path == o.path) {
+            Some(n) if same_value(&orig[o.value.clone()], &new[n.value.clone()]) => {}
+            Some(n) => edits.push((o.value.start, o.value.end, new[n.value.clone()].to_string())),
+            None => {
+                let line = line_of(orig, o.value.start);
+                if line_of(orig, o.key.start) != line || o.value.end > line.end {
+                    return None;
+                }
+                edits.push((line.start, line.end, String::new()));
+            }
+        }
+    }
+    for n in fresh
+        .iter()
+        .filter(|n| !old.iter().any(|o| o.path == n.path))
+    {
+        let parent = &n.path[..n.path.len() - 1];
+        let anchor = old
+            .iter()
+            .filter(|o| &o.path[..o.path.len() - 1] == parent)
+            .max_by_key(|o| o.value.end)?;
+        let line = line_of(orig, anchor.key.start);
+        let after = line_of(orig, anchor.value.end.saturating_sub(1)).end;
+        let eol = if orig[..after].ends_with("\r\n") {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let prefix = &orig[line.start..anchor.key.start];
+        let lead = if orig[..after].ends_with('\n') || after == 0 {
+            ""
+        } else {
+            eol
+        };
+        edits.push((
+            after,
+            after,
+            format!(
+                "{lead}{prefix}{} = {}{eol}",
+                &new[n.key.clone()],
+                &new[n.value.clone()]
+            ),
+        ));
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    edits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    let mut out = orig.to_string();
+    let mut floor = usize::MAX;
+    for (start, end, text) in edits {
+        if end > floor {
+            return None;
+        }
+        out.replace_range(start..end, &text);
+        floor = start;
+    }
+    let read = |t: &str| toml::from_str::<toml::Table>(t).ok();
+    (read(&out).is_some() && read(&out) == read(new)).then_some(out)
 }
 
 /// Apply `config set KEY VALUE` to `text` (the file at `path`, for
@@ -630,11 +762,12 @@ mod tests {
     fn p() -> PathBuf {
         PathBuf::from("/home/op/.saphan/config")
     }
+    /// What `config set` writes: the edit, then the byte-keeping splice.
     fn set(text: &str, k: &str, v: &str) -> String {
-        set_text(text, &p(), k, v).unwrap().0.unwrap()
+        keep_bytes(text, set_text(text, &p(), k, v).unwrap().0.unwrap())
     }
     fn unset(text: &str, k: &str) -> String {
-        unset_text(text, &p(), k).unwrap().unwrap()
+        keep_bytes(text, unset_text(text, &p(), k).unwrap().unwrap())
     }
 
     #[test]
@@ -710,6 +843,45 @@ mod tests {
         assert_eq!(out, text.replace("go,test", "go,vet"));
         let mid = set(text, "verify.full.timeout", "5m");
         assert_eq!(unset(&mid, "verify.full.timeout"), text, "mid:\n{mid}");
+    }
+
+    #[test]
+    fn interleaved_dotted_keys_keep_their_order() {
+        // issue 21.9: saphan's own [verify] table, dotted keys interleaved.
+        let text = "[verify]\nfull.argv = \"go,test,./...\"   # the suite\naffected.argv = \"saphan\"\nfull.timeout = \"10m\"\n\n[fleet]\nfreshness = \"24h\"\n";
+        let out = set(text, "verify.full.timeout", "5m");
+        assert_eq!(out, text.replace("\"10m\"", "\"5m\""));
+        let out = set(text, "verify.affected.timeout", "2m");
+        assert_eq!(
+            out,
+            text.replace(
+                "affected.argv = \"saphan\"\n",
+                "affected.argv = \"saphan\"\naffected.timeout = \"2m\"\n"
+            ),
+            "a new key goes after its own table's last key, written the same way"
+        );
+        let out = unset(text, "verify.full.timeout");
+        assert_eq!(out, text.replace("full.timeout = \"10m\"\n", ""));
+        assert_eq!(
+            unset(
+                &set(text, "verify.affected.timeout", "2m"),
+                "verify.affected.timeout"
+            ),
+            text
+        );
+    }
+
+    #[test]
+    fn interleaved_dotted_keys_keep_crlf() {
+        let text = "[verify]\r\nfull.argv = \"go,test\"\r\naffected.argv = \"x\"\r\nfull.timeout = \"1m\"\r\n";
+        let out = set(text, "verify.full.report", "go-test-json");
+        assert_eq!(
+            out,
+            text.replace(
+                "full.timeout = \"1m\"\r\n",
+                "full.timeout = \"1m\"\r\nfull.report = \"go-test-json\"\r\n"
+            )
+        );
     }
 
     #[test]

@@ -1023,3 +1023,44 @@ fn control_characters_in_arguments_keep_the_refusal_one_line() {
     let err = common::assert_refused(&o, "provision-dest-hostile");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// issue 21.9: saphan's own `[verify]` table written with interleaved dotted
+/// keys — editing one key changes only that key's line (toml_edit alone
+/// would regroup the `full.*` keys together).
+#[test]
+fn interleaved_dotted_keys_change_only_the_edited_line() {
+    let env = Env::new();
+    let hand = "# ours\n[verify]\nfull.argv = \"go,test,-json,./...\"  # the suite\naffected.argv = \"saphan,affected-go\"\nfull.timeout = \"20m\"\naffected.timeout = \"5m\"\n";
+    env.write_config(hand);
+    assert_code(
+        &env.run(&["config", "set", "verify.full.timeout", "30m"]),
+        0,
+    );
+    assert_eq!(config(&env).unwrap(), hand.replace("\"20m\"", "\"30m\""));
+    assert_code(
+        &env.run(&["config", "set", "verify.affected.timeout", "6m"]),
+        0,
+    );
+    assert_eq!(
+        config(&env).unwrap(),
+        hand.replace("\"20m\"", "\"30m\"")
+            .replace("\"5m\"", "\"6m\"")
+    );
+    assert_code(&env.run(&["config", "unset", "verify.full.timeout"]), 0);
+    assert_eq!(
+        config(&env).unwrap(),
+        hand.replace("full.timeout = \"20m\"\n", "")
+            .replace("\"5m\"", "\"6m\"")
+    );
+    // A new key lands after its own table's last line, written the same way.
+    assert_code(
+        &env.run(&["config", "set", "verify.full.timeout", "20m"]),
+        0,
+    );
+    assert_eq!(
+        config(&env).unwrap(),
+        hand.replace("full.timeout = \"20m\"\n", "")
+            .replace("\"5m\"", "\"6m\"")
+            .replace("# the suite\n", "# the suite\nfull.timeout = \"20m\"\n")
+    );
+}
