@@ -252,8 +252,7 @@ impl Refused {
 
 /// The remedy commands a refusal carries, as separate lines.
 fn remedy_of(e: &Error) -> Vec<String> {
-    if let Some(DispatchError::ToolchainAbsent { remedy, .. }) = e.downcast_ref::<DispatchError>()
-    {
+    if let Some(DispatchError::ToolchainAbsent { remedy, .. }) = e.downcast_ref::<DispatchError>() {
         return remedy.clone();
     }
     if let Some(crate::docker::DockerError::ContainerCapabilityAbsent { commands, .. }) =
@@ -619,4 +618,117 @@ pub fn refuse_selection(ids: &[String], verb: &'static str) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_selector_stands_alone() {
+        assert_eq!(
+            machine_ids(&ids(&["@admitted"])).unwrap(),
+            ids(&["@admitted"])
+        );
+        assert_eq!(
+            machine_ids(&ids(&["m0, m1", "m0"])).unwrap(),
+            ids(&["m0", "m1"])
+        );
+        for bad in [
+            &["@admitted,m0"][..],
+            &["m0", "@admitted"],
+            &["@all"],
+            &["local,@admitted"],
+        ] {
+            let e = machine_ids(&ids(bad)).unwrap_err();
+            assert_eq!(e.name(), "machine-list-invalid", "{bad:?}");
+        }
+        assert!(refuse_selection(&ids(&["@admitted"]), "verify-affected").is_err());
+        assert!(refuse_selection(&ids(&["m0"]), "verify-affected").is_ok());
+    }
+
+    fn refused(machine: &str, name: &'static str) -> Refused {
+        Refused {
+            machine: machine.into(),
+            name,
+            message: format!("{machine} is not admitted — remedy:\n  fix {machine}"),
+            remedy: vec![format!("fix {machine}")],
+        }
+    }
+
+    #[test]
+    fn one_refusal_names_every_machine_and_keeps_a_shared_name() {
+        let one = NotAdmitted {
+            refused: vec![refused("m0", "verification-toolchain-absent")],
+            admitted: vec![],
+            selection: false,
+        };
+        assert_eq!(one.name(), "verification-toolchain-absent");
+        assert_eq!(one.to_string(), "m0 is not admitted — remedy:\n  fix m0");
+        let two = NotAdmitted {
+            refused: vec![
+                refused("m0", "verification-toolchain-absent"),
+                refused("m2", "verification-toolchain-absent"),
+            ],
+            admitted: vec!["m1".into()],
+            selection: false,
+        };
+        assert_eq!(two.name(), "verification-toolchain-absent");
+        let text = two.to_string();
+        assert!(
+            text.starts_with(
+                "2 of 3 machines are not admitted (m0, m2) — nothing was shipped, not even to m1;"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  m0: verification-toolchain-absent: m0 is not admitted — remedy:\n    fix m0\n  m2: "),
+            "{text}"
+        );
+        let mixed = NotAdmitted {
+            refused: vec![
+                refused("m0", "verification-toolchain-absent"),
+                refused("m9", "machine-unknown"),
+            ],
+            admitted: vec![],
+            selection: false,
+        };
+        assert_eq!(mixed.name(), MIXED);
+        let v = Error::from(mixed).to_json();
+        assert_eq!(v["error"], MIXED);
+        assert_eq!(v["refusals"][1]["error"], "machine-unknown");
+        assert_eq!(v["refusals"][0]["remedy"][0], "fix m0");
+    }
+
+    #[test]
+    fn settle_keeps_the_admitted_of_a_selection() {
+        let each: Each<u8> = vec![
+            ("m0".into(), Ok(0)),
+            (
+                "m1".into(),
+                Err(refused("m1", "verification-toolchain-absent")),
+            ),
+        ];
+        let (ok, left) = settle(each, true).unwrap();
+        assert_eq!(ok, vec![0]);
+        assert_eq!(left[0].machine, "m1");
+        let each: Each<u8> = vec![
+            ("m0".into(), Ok(0)),
+            (
+                "m1".into(),
+                Err(refused("m1", "verification-toolchain-absent")),
+            ),
+        ];
+        assert!(settle(each, false).is_err());
+        let each: Each<u8> = vec![("m1".into(), Err(refused("m1", "x-y")))];
+        let e = settle(each, true).unwrap_err();
+        assert!(
+            e.line().contains("no machine of machines.toml is admitted"),
+            "{e}"
+        );
+    }
 }

@@ -193,11 +193,16 @@ fn remedies_follow_the_ledger_with_each_rows_own_workhome() {
     let repo = go_repo();
     f.measure("m1,m2");
     // One probe of m1 and m2 with m1's workhome: m1 present, m2 absent.
-    assert_code(&f.probe("m1,m2", "go", "/usr/bin/go", &f.workhome_str("m1")), 1);
+    assert_code(
+        &f.probe("m1,m2", "go", "/usr/bin/go", &f.workhome_str("m1")),
+        1,
+    );
     let o = f.certify(&repo, "m0,m1,m2", &[]);
     let err = assert_refused(&o, "verification-toolchain-absent");
     assert!(
-        err.contains("2 of 3 machines are not admitted (m0, m2) — nothing was shipped, not even to m1"),
+        err.contains(
+            "2 of 3 machines are not admitted (m0, m2) — nothing was shipped, not even to m1"
+        ),
         "{err}"
     );
     let v = json(&o);
@@ -258,12 +263,19 @@ fn admitted_selection_runs_on_the_admitted_and_says_who_was_left_out() {
         "{err}"
     );
     let v = json(&o);
-    assert_eq!(v["selection"]["chosen"], serde_json::json!(["m0", "m1"]), "{v}");
+    assert_eq!(
+        v["selection"]["chosen"],
+        serde_json::json!(["m0", "m1"]),
+        "{v}"
+    );
     let left = v["selection"]["left_out"].as_array().unwrap();
     assert_eq!(left.len(), 1, "{v}");
     assert_eq!(left[0]["machine"], "m2");
     assert_eq!(left[0]["error"], "verification-toolchain-absent");
-    assert!(left[0]["message"].as_str().unwrap().contains("says absent"), "{v}");
+    assert!(
+        left[0]["message"].as_str().unwrap().contains("says absent"),
+        "{v}"
+    );
     let machines: Vec<&str> = v["records"]
         .as_array()
         .unwrap()
@@ -303,7 +315,22 @@ fn admitted_selection_with_nothing_admitted_is_refused_with_every_reason() {
 
     let o = f.certify(&repo, "@admitted,m0", &[]);
     let msg = assert_refused(&o, "machine-list-invalid");
-    assert!(msg.contains("mixes `@admitted` with named machines"), "{msg}");
+    assert!(
+        msg.contains("mixes `@admitted` with named machines"),
+        "{msg}"
+    );
+    // verify-affected runs on one named machine.
+    let o = f.env.run(&[
+        "verify-affected",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--base",
+        "HEAD",
+        "--machine",
+        "@admitted",
+    ]);
+    let msg = assert_refused(&o, "machine-list-invalid");
+    assert!(msg.contains("runs on one named machine"), "{msg}");
 }
 
 /// The container class's docker-oci gate used to stop at the first machine
@@ -315,19 +342,21 @@ fn container_gate_names_every_machine_without_a_fresh_docker_oci_row() {
     let f = Fleet::new(lab, &["m0", "m1"]);
     let repo = go_repo();
     let image = format!("sha256:{}", "12".repeat(32));
-    let o = f.certify(
-        &repo,
-        "m0,m1",
-        &["--class", "container", "--image", &image],
-    );
+    let o = f.certify(&repo, "m0,m1", &["--class", "container", "--image", &image]);
     let err = assert_refused(&o, "container-docker-capability-absent");
-    assert!(err.contains("2 of 2 machines are not admitted (m0, m1)"), "{err}");
+    assert!(
+        err.contains("2 of 2 machines are not admitted (m0, m1)"),
+        "{err}"
+    );
     let v = json(&o);
     for m in ["m0", "m1"] {
         let r = refusal(&v, m);
         assert_eq!(r["error"], "container-docker-capability-absent", "{r}");
         let lines = remedy(r);
-        assert!(lines[0].ends_with(&format!("machine measure --machine {m}")), "{lines:?}");
+        assert!(
+            lines[0].ends_with(&format!("machine measure --machine {m}")),
+            "{lines:?}"
+        );
         assert!(
             lines.last().unwrap().contains(&format!(
                 "machine probe --machine {m} --capability docker-oci --declared-path /usr/bin/docker --workhome {}",

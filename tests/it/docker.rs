@@ -592,7 +592,11 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     // Only stale: told to probe again, not to install Docker it has.
     assert_eq!(e.line().lines().count(), 2, "{}", e.line());
     assert!(
-        e.line().lines().nth(1).unwrap().contains("machine probe --machine here --capability docker-oci"),
+        e.line()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("machine probe --machine here --capability docker-oci"),
         "{}",
         e.line()
     );
@@ -603,7 +607,10 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     // The facts row is stale too: measure, then probe; no install.
     let lines: Vec<&str> = line.lines().collect();
     assert_eq!(lines.len(), 3, "{line}");
-    assert!(lines[1].ends_with("machine measure --machine here"), "{line}");
+    assert!(
+        lines[1].ends_with("machine measure --machine here"),
+        "{line}"
+    );
     assert!(lines[2].contains(&probe_line), "{line}");
     assert!(!line.contains("apt-get"), "{line}");
     // An unknown machine is refused by its own name.
