@@ -30,6 +30,11 @@ pub trait Refusal: std::error::Error + Send + Sync + 'static {
     fn exit(&self) -> Exit {
         Exit::Refusal
     }
+    /// Extra keys for the `--json` object (an object whose keys are added
+    /// to `error`/`message`/`exit_code`); `None` for most refusals.
+    fn details(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Any [`Refusal`], boxed: what verbs return to the CLI.
@@ -59,11 +64,19 @@ impl Error {
     }
     /// The one JSON object `--json` prints for this error.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "error": self.name(),
             "message": self.0.to_string(),
             "exit_code": self.exit() as u8,
-        })
+        });
+        if let (Some(serde_json::Value::Object(extra)), Some(o)) =
+            (self.0.details(), v.as_object_mut())
+        {
+            for (k, x) in extra {
+                o.entry(k).or_insert(x);
+            }
+        }
+        v
     }
 }
 

@@ -54,6 +54,7 @@ pub enum AdapterCmd {
 /// Run `verify-affected`.
 pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
     let machines = crate::dispatch::machine_ids(&a.machine)?;
+    crate::dispatch::admit::refuse_selection(&machines, "verify-affected")?;
     let settings = engine::Settings {
         repo: a.repo,
         base: a.base,

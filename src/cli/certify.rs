@@ -260,6 +260,26 @@ async fn dispatched(
     settings: &Settings,
     interrupt: &crate::measure::Interrupt,
 ) -> Result<Exit> {
+    // `--machine @admitted`: choose the admitted machines first, and say
+    // which were chosen and which were left out, and why.
+    let selection = match settings.machines.as_slice() {
+        [m] if m == crate::dispatch::admit::ADMITTED => {
+            Some(crate::dispatch::admit::select(&ctx.home, catalog, settings).await?)
+        }
+        _ => None,
+    };
+    let chosen;
+    let settings = match &selection {
+        Some(sel) => {
+            eprint!("{}", sel.lines());
+            chosen = Settings {
+                machines: sel.chosen.clone(),
+                ..settings.clone()
+            };
+            &chosen
+        }
+        None => settings,
+    };
     let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
     let m = certify::certify_machines(&ctx.home, catalog, settings, &lines, interrupt).await;
     lines.finish();
@@ -272,6 +292,7 @@ async fn dispatched(
             "disagreement": m.disagreement,
             "attempts": m.attempts,
             "exit_code": m.exit() as u8,
+            "selection": selection,
         }));
     } else {
         let mut s = String::new();

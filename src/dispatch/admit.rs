@@ -1,17 +1,32 @@
-//! Admission of a machine for a dispatched run, from the ledger only
+//! Admission of machines for a dispatched run, from the ledger only
 //! (DESIGN §6a step 2): a machine row, a fresh facts row, and a fresh
 //! `present` capability row for the suite's program. The local PATH is never
 //! consulted.
+//!
+//! Every machine of an invocation is admitted or refused on its own
+//! ([`admit_each`]); the refusals of a list come back together as one
+//! [`NotAdmitted`], each machine with its own reason and remedy lines.
+//! `--machine @admitted` ([`ADMITTED`]) selects every machine of
+//! machines.toml that is admitted right now ([`select`]).
 
 use super::DispatchError;
 use crate::catalog::Catalog;
-use crate::error::Result;
+use crate::error::{Error, Exit, Refusal, Result};
 use crate::fleet::ledger::{self, Ledger, Outcome};
-use crate::fleet::machines::MachineRow;
+use crate::fleet::machines::{MachineRow, Machines};
 use crate::fleet::remedy;
 use crate::home::Home;
 use crate::suite::{ResolvedSuite, SuiteSource};
 use std::path::Path;
+
+/// The `--machine` value that selects every machine of machines.toml
+/// admitted for the suite right now, instead of naming machines.
+pub const ADMITTED: &str = "@admitted";
+
+/// The refusal name of a list whose machines are refused for different
+/// reasons (one `verification-toolchain-absent`, one `machine-unknown` …).
+/// When every refusal shares one name, the combined refusal keeps it.
+pub const MIXED: &str = "machines-not-admitted";
 
 /// What runs on an admitted machine.
 #[derive(Debug, Clone)]
@@ -46,9 +61,12 @@ fn program_token(suite: &ResolvedSuite) -> String {
 /// Admit `row` for `suite` at `now`, from the ledger only.
 ///
 /// Errors: `verification-toolchain-absent` naming the machine, the catalog
-/// row and the two remedy lines (install on the machine's measured platform,
-/// or `NO INSTALL COMMAND` and the measure line; then the exact probe line);
-/// the ledger's own refusals.
+/// row, every reason (facts never measured or stale; program never probed,
+/// probed absent or failed, probed at another path, or only stale) and the
+/// remedy lines in the order they are run ([`remedy::admission`]): the
+/// measure line when the facts row is absent or stale; the install command
+/// only after a probe said absent or failed; then the exact probe line with
+/// the machine row's own workhome.
 pub fn admit(
     home: &Home,
     catalog: &Catalog,
@@ -64,125 +82,653 @@ pub fn admit(
     let fresh_facts = facts
         .as_ref()
         .filter(|f| ledger::facts_fresh(f, now, window));
-    let mapped = catalog.for_program(&token);
-    let Some(f) = fresh_facts else {
-        let why = match &facts {
-            None => "the machine was never measured".to_string(),
-            Some(f) => format!(
-                "its facts row ({}) is older than the freshness window of {}",
-                f.measured_at,
-                humantime::format_duration(window)
-            ),
-        };
-        let cap = mapped.map(|(n, _)| n).unwrap_or("-");
-        let inputs = remedy::default_inputs(row, &token);
-        let lines = remedy::remedy(home, catalog_path, row, cap, &inputs, None, None);
-        return Err(DispatchError::ToolchainAbsent {
-            machine: row.id.clone(),
-            program: token,
-            catalog_row: mapped
-                .map(|(n, _)| format!("catalog row: {n}"))
-                .unwrap_or_else(|| "no catalog row maps this program".into()),
-            why,
-            remedy: lines.to_vec(),
-        }
-        .into());
-    };
-    let Some((cap_name, entry)) = mapped else {
-        // No catalog row: the program is resolved on the machine itself
-        // before anything is shipped (see `resolve_unmapped`).
-        return Ok(Admitted {
-            row: row.clone(),
-            argv: suite.argv.clone(),
-            capability: None,
-            program_path: None,
-            program_version: None,
-            os: f.os.clone(),
-            arch: f.arch.clone(),
-        });
-    };
-    let latest = ledger.latest_capability(&row.id, cap_name);
-    // A declared absolute program runs only where a row probed exactly that
-    // path: another path's row proves nothing about it.
-    let named = Path::new(&token).is_absolute().then(|| token.clone());
-    let why = match &latest {
-        None => "it was never probed there".to_string(),
-        Some(c) if c.outcome != Outcome::Present => format!(
-            "its latest row ({}) says {}{}",
-            c.measured_at,
-            c.outcome.as_str(),
-            c.reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ),
-        Some(c)
-            if named
-                .as_deref()
-                .is_some_and(|n| n != c.inputs.declared_path) =>
-        {
-            format!(
-                "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
-                c.measured_at,
-                c.inputs.declared_path,
-                named.as_deref().unwrap_or_default()
-            )
-        }
-        Some(c) if ledger::is_fresh(c, now, window, entry) => {
-            let mut argv = suite.argv.clone();
-            argv[0] = c.inputs.declared_path.clone();
-            return Ok(Admitted {
-                row: row.clone(),
-                argv,
-                capability: Some(cap_name.to_string()),
-                program_path: Some(c.inputs.declared_path.clone()),
-                program_version: c
-                    .version_output
-                    .as_deref()
-                    .and_then(|v| v.lines().find(|l| !l.trim().is_empty()))
-                    .map(|l| l.trim().to_string()),
-                os: f.os.clone(),
-                arch: f.arch.clone(),
-            });
-        }
-        Some(c) if c.catalog_digest != entry.digest(cap_name) => format!(
-            "its present row ({}) was measured against another catalog entry for {cap_name}",
-            c.measured_at
-        ),
-        Some(c) => format!(
-            "its present row ({}) is older than the freshness window of {}",
-            c.measured_at,
+    let mut whys: Vec<String> = Vec::new();
+    match &facts {
+        None => whys.push("the machine was never measured".into()),
+        Some(f) if fresh_facts.is_none() => whys.push(format!(
+            "its facts row ({}) is older than the freshness window of {}",
+            f.measured_at,
             humantime::format_duration(window)
-        ),
-    };
-    let ids = f.platform_ids();
-    let install = entry.install_for(&ids);
-    let declared = latest
-        .as_ref()
-        .map(|c| c.inputs.declared_path.clone())
-        .unwrap_or_else(|| format!("/usr/bin/{}", token.rsplit('/').next().unwrap_or(&token)));
-    let mut inputs = latest
-        .as_ref()
-        .map(|c| c.inputs.clone())
-        .unwrap_or_else(|| remedy::default_inputs(row, &declared));
-    if let Some(n) = named {
-        inputs.declared_path = n;
+        )),
+        Some(_) => {}
     }
-    let lines = remedy::remedy(
-        home,
-        catalog_path,
-        row,
-        cap_name,
-        &inputs,
-        Some(&ids),
-        install,
-    );
+    let ids = facts.as_ref().map(|f| f.platform_ids());
+    let mut needs = remedy::Needs {
+        measure: fresh_facts.is_none(),
+        probe: None,
+        fix: None,
+        platform_ids: ids.clone(),
+    };
+    let mapped = catalog.for_program(&token);
+    let catalog_row = match mapped {
+        None => {
+            if let Some(f) = fresh_facts {
+                // No catalog row: the program is resolved on the machine
+                // itself before anything is shipped (see `resolve_unmapped`).
+                return Ok(Admitted {
+                    row: row.clone(),
+                    argv: suite.argv.clone(),
+                    capability: None,
+                    program_path: None,
+                    program_version: None,
+                    os: f.os.clone(),
+                    arch: f.arch.clone(),
+                });
+            }
+            "no catalog row maps this program".to_string()
+        }
+        Some((cap_name, entry)) => {
+            let latest = ledger.latest_capability(&row.id, cap_name);
+            // A declared absolute program runs only where a row probed
+            // exactly that path: another path's row proves nothing about it.
+            let named = Path::new(&token).is_absolute().then(|| token.clone());
+            let declared = named
+                .clone()
+                .or_else(|| latest.as_ref().map(|c| c.inputs.declared_path.clone()))
+                .unwrap_or_else(|| {
+                    format!("/usr/bin/{}", token.rsplit('/').next().unwrap_or(&token))
+                });
+            let mut inputs = latest
+                .as_ref()
+                .map(|c| c.inputs.clone())
+                .unwrap_or_else(|| remedy::default_inputs(row, &declared));
+            inputs.declared_path = declared;
+            let mut probe = true;
+            match &latest {
+                None => whys.push("it was never probed there".into()),
+                Some(c) if c.outcome != Outcome::Present => {
+                    whys.push(format!(
+                        "its latest row ({}) says {}{}",
+                        c.measured_at,
+                        c.outcome.as_str(),
+                        c.reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    ));
+                    // A probe said it is not there: install, then re-probe.
+                    needs.fix = Some(
+                        ids.as_deref()
+                            .and_then(|ids| entry.install_for(ids))
+                            .map(str::to_string),
+                    );
+                }
+                Some(c)
+                    if named
+                        .as_deref()
+                        .is_some_and(|n| n != c.inputs.declared_path) =>
+                {
+                    whys.push(format!(
+                        "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
+                        c.measured_at,
+                        c.inputs.declared_path,
+                        named.as_deref().unwrap_or_default()
+                    ))
+                }
+                Some(c) if ledger::is_fresh(c, now, window, entry) => {
+                    if let Some(f) = fresh_facts {
+                        let mut argv = suite.argv.clone();
+                        argv[0] = c.inputs.declared_path.clone();
+                        return Ok(Admitted {
+                            row: row.clone(),
+                            argv,
+                            capability: Some(cap_name.to_string()),
+                            program_path: Some(c.inputs.declared_path.clone()),
+                            program_version: c
+                                .version_output
+                                .as_deref()
+                                .and_then(|v| v.lines().find(|l| !l.trim().is_empty()))
+                                .map(|l| l.trim().to_string()),
+                            os: f.os.clone(),
+                            arch: f.arch.clone(),
+                        });
+                    }
+                    // Only the facts row is stale: measuring is the remedy.
+                    probe = false;
+                }
+                Some(c) if c.catalog_digest != entry.digest(cap_name) => whys.push(format!(
+                    "its present row ({}) was measured against another catalog entry for {cap_name}",
+                    c.measured_at
+                )),
+                Some(c) => whys.push(format!(
+                    "its present row ({}) is older than the freshness window of {}",
+                    c.measured_at,
+                    humantime::format_duration(window)
+                )),
+            }
+            if probe {
+                needs.probe = Some((cap_name.to_string(), inputs));
+            }
+            format!("catalog row: {cap_name}")
+        }
+    };
     Err(DispatchError::ToolchainAbsent {
         machine: row.id.clone(),
         program: token,
-        catalog_row: format!("catalog row: {cap_name}"),
-        why,
-        remedy: lines.to_vec(),
+        catalog_row,
+        why: whys.join("; "),
+        remedy: remedy::admission(home, catalog_path, row, &needs),
     }
     .into())
+}
+
+/// One machine's refusal, as a combined refusal lists it (and `--json`
+/// carries it under `refusals`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Refused {
+    /// The machine id as given.
+    pub machine: String,
+    /// The machine's own refusal name (`verification-toolchain-absent`,
+    /// `container-docker-capability-absent`, `machine-unknown` …).
+    #[serde(rename = "error")]
+    pub name: &'static str,
+    /// The machine's own refusal text, exactly as a list of that one
+    /// machine would print it.
+    pub message: String,
+    /// Its remedy commands, in the order they are run (empty when the
+    /// refusal carries none).
+    pub remedy: Vec<String>,
+}
+
+impl Refused {
+    /// The refusal `e` of machine `machine`.
+    pub fn of(machine: &str, e: &Error) -> Refused {
+        Refused {
+            machine: machine.to_string(),
+            name: e.name(),
+            message: e.inner().to_string(),
+            remedy: remedy_of(e),
+        }
+    }
+
+    /// The first remedy line, else the first line of the message.
+    pub fn first_remedy(&self) -> &str {
+        self.remedy
+            .first()
+            .map(String::as_str)
+            .unwrap_or_else(|| self.message.lines().next().unwrap_or(""))
+    }
+}
+
+/// The remedy commands a refusal carries, as separate lines.
+fn remedy_of(e: &Error) -> Vec<String> {
+    if let Some(DispatchError::ToolchainAbsent { remedy, .. }) = e.downcast_ref::<DispatchError>() {
+        return remedy.clone();
+    }
+    if let Some(crate::docker::DockerError::ContainerCapabilityAbsent { commands, .. }) =
+        e.downcast_ref::<crate::docker::DockerError>()
+    {
+        return commands
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
+    if let Some(crate::docker::container::ContainerError::ImageAbsent { load, .. }) =
+        e.downcast_ref::<crate::docker::container::ContainerError>()
+    {
+        return vec![load.clone()];
+    }
+    Vec::new()
+}
+
+/// The machines of an invocation that are not admitted: one refusal that
+/// names every one of them, each with its own reason and remedy lines.
+///
+/// Its name is the machines' shared refusal name
+/// (`verification-toolchain-absent`, `container-docker-capability-absent`
+/// …), or [`MIXED`] (`machines-not-admitted`) when they differ. A list of
+/// one machine prints exactly that machine's refusal.
+#[derive(Debug)]
+pub struct NotAdmitted {
+    /// Every refused machine, in the order of the list.
+    pub refused: Vec<Refused>,
+    /// The machines that were admitted (nothing ran on them either).
+    pub admitted: Vec<String>,
+    /// The list was `@admitted`: no machine of machines.toml is admitted.
+    pub selection: bool,
+}
+
+impl std::fmt::Display for NotAdmitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.refused.len() == 1 && self.admitted.is_empty() && !self.selection {
+            return write!(f, "{}", self.refused[0].message);
+        }
+        let ids: Vec<&str> = self.refused.iter().map(|r| r.machine.as_str()).collect();
+        let total = self.refused.len() + self.admitted.len();
+        if self.selection {
+            write!(
+                f,
+                "--machine {ADMITTED}: no machine of machines.toml is admitted for this suite ({} refused: {}) — nothing was shipped; each machine's refusal and remedy follow",
+                self.refused.len(),
+                ids.join(", ")
+            )?;
+        } else {
+            write!(
+                f,
+                "{} of {total} machines are not admitted ({}) — nothing was shipped{}; each machine's refusal and remedy follow",
+                self.refused.len(),
+                ids.join(", "),
+                if self.admitted.is_empty() {
+                    String::new()
+                } else {
+                    format!(", not even to {}", self.admitted.join(", "))
+                }
+            )?;
+        }
+        for r in &self.refused {
+            write!(f, "\n  {}: {}: ", r.machine, r.name)?;
+            for (i, l) in r.message.lines().enumerate() {
+                if i > 0 {
+                    write!(f, "\n  ")?;
+                }
+                write!(f, "{l}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for NotAdmitted {}
+
+impl Refusal for NotAdmitted {
+    fn name(&self) -> &'static str {
+        match self.refused.first() {
+            Some(first) if self.refused.iter().all(|r| r.name == first.name) => first.name,
+            _ => MIXED,
+        }
+    }
+    fn exit(&self) -> Exit {
+        Exit::Refusal
+    }
+    fn details(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({
+            "refusals": self.refused,
+            "admitted": self.admitted,
+        }))
+    }
+}
+
+/// Each machine's admission: admitted (`Ok`), or its refusal.
+pub type Each<T> = Vec<(String, std::result::Result<T, Refused>)>;
+
+/// The fleet machine ids `ids` stands for: the ids themselves, or for
+/// `[@admitted]` every machine row of machines.toml but `local` (this
+/// machine, which runs without `--machine`), in id order.
+///
+/// Errors: `machine-list-invalid` when `@admitted` finds no machine row.
+pub fn expand(home: &Home, machines: &Machines, ids: &[String]) -> Result<(Vec<String>, bool)> {
+    if ids.len() == 1 && ids[0] == ADMITTED {
+        let all: Vec<String> = machines
+            .rows
+            .keys()
+            .filter(|k| *k != "local")
+            .cloned()
+            .collect();
+        if all.is_empty() {
+            return Err(DispatchError::MachineList {
+                given: ADMITTED.into(),
+                why: "finds no fleet machine in machines.toml",
+                fix: format!(
+                    "add machine rows to {} (docs/fleet.md)",
+                    home.machines().display()
+                ),
+            }
+            .into());
+        }
+        return Ok((all, true));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for id in ids.iter().flat_map(|s| s.split(',')).map(str::trim) {
+        if !id.is_empty() && !out.iter().any(|o| o == id) {
+            out.push(id.to_string());
+        }
+    }
+    Ok((out, false))
+}
+
+/// Admit each machine of `ids` (or of `@admitted`) for `suite`, from the
+/// ledger only; the bool says the list was `@admitted`.
+///
+/// Errors: only what concerns no single machine (machines.toml or the
+/// ledger unreadable, `machine-list-invalid`); a machine's own refusal
+/// (`machine-unknown`, `verification-toolchain-absent`) is its entry.
+pub fn admit_each(
+    home: &Home,
+    catalog: &Catalog,
+    ids: &[String],
+    suite: &ResolvedSuite,
+) -> Result<(Each<Admitted>, bool)> {
+    let machines = Machines::load(home)?;
+    let (ids, selection) = expand(home, &machines, ids)?;
+    let ledger = Ledger::open(home)?;
+    let window = crate::fleet::freshness_window(home)?;
+    let now = time::OffsetDateTime::now_utc();
+    let each = ids
+        .into_iter()
+        .map(|id| {
+            let r = machines
+                .get(home, &id)
+                .map_err(Error::from)
+                .and_then(|row| admit(home, catalog, &ledger, window, row, suite, now))
+                .map_err(|e| Refused::of(&id, &e));
+            (id, r)
+        })
+        .collect();
+    Ok((each, selection))
+}
+
+/// Split `each` into what runs: for a named list, every machine or a
+/// [`NotAdmitted`] naming every refused one; for `@admitted`
+/// (`selection`), the admitted ones and the refused ones left out — or a
+/// [`NotAdmitted`] when none is admitted.
+pub fn settle<T>(each: Each<T>, selection: bool) -> Result<(Vec<T>, Vec<Refused>)> {
+    let mut ok = Vec::new();
+    let mut ok_ids = Vec::new();
+    let mut refused = Vec::new();
+    for (id, r) in each {
+        match r {
+            Ok(a) => {
+                ok.push(a);
+                ok_ids.push(id);
+            }
+            Err(r) => refused.push(r),
+        }
+    }
+    if refused.is_empty() || (selection && !ok.is_empty()) {
+        return Ok((ok, refused));
+    }
+    Err(NotAdmitted {
+        refused,
+        admitted: if selection { Vec::new() } else { ok_ids },
+        selection,
+    }
+    .into())
+}
+
+/// Admit every machine in `ids` for `suite`, from the ledger only: all of
+/// them, or one refusal naming every machine that is not admitted
+/// ([`NotAdmitted`]). For `[@admitted]`, the admitted machines of
+/// machines.toml (refused only when none is).
+pub fn admit_all(
+    home: &Home,
+    catalog: &Catalog,
+    ids: &[String],
+    suite: &ResolvedSuite,
+) -> Result<Vec<Admitted>> {
+    let (each, selection) = admit_each(home, catalog, ids, suite)?;
+    Ok(settle(each, selection)?.0)
+}
+
+/// What `--machine @admitted` chose: the admitted machines, and the ones
+/// left out with their refusals.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Selection {
+    /// The admitted machine ids, in id order: what runs.
+    pub chosen: Vec<String>,
+    /// The machines left out, each with its refusal name, message and
+    /// remedy lines.
+    pub left_out: Vec<Refused>,
+}
+
+impl Selection {
+    /// The lines a person reads on stderr: what was chosen, then one line
+    /// per machine left out with its refusal name and first remedy line.
+    pub fn lines(&self) -> String {
+        let mut s = format!(
+            "--machine {ADMITTED}: chose {} ({} of {} machines)\n",
+            self.chosen.join(", "),
+            self.chosen.len(),
+            self.chosen.len() + self.left_out.len()
+        );
+        for r in &self.left_out {
+            s.push_str(&format!(
+                "  left out {}: {}: {}\n",
+                r.machine,
+                r.name,
+                r.first_remedy()
+            ));
+        }
+        s
+    }
+}
+
+/// Resolve `--machine @admitted` for a certify of `settings`: the suite at
+/// the revision is resolved as certify resolves it, then every machine of
+/// machines.toml is admitted or refused as a named list would be (host
+/// class: fresh facts and a fresh `present` row for the suite's program at
+/// its declared path; container class: the docker-oci gate and the pinned
+/// image on the machine's engine). Nothing is shipped.
+///
+/// Errors: the local refusals of certify (repository, revision, suite,
+/// image pin), `machine-list-invalid` (no machine rows), and a
+/// [`NotAdmitted`] listing every machine's refusal when none is admitted.
+pub async fn select(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &crate::certify::Settings,
+) -> Result<Selection> {
+    let setup = crate::measure::Setup::open(home, &settings.repo).await?;
+    let sha = setup
+        .repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
+    let ids = [ADMITTED.to_string()];
+    let (chosen, left_out) = if settings.class == crate::certify::Class::Container {
+        let pin = match settings.image.as_deref() {
+            None => return Err(crate::docker::container::ContainerError::ImageMissing.into()),
+            Some(i) => crate::docker::container::parse_image(i)?,
+        };
+        if suite.source == SuiteSource::DefaultGo {
+            suite.argv[0] = "go".into();
+        }
+        let (each, selection) =
+            crate::docker::container::admit_each(home, catalog, &ids, &suite, &pin).await?;
+        let (ok, left) = settle(each, selection)?;
+        (ok.into_iter().map(|(a, _)| a.row.id).collect(), left)
+    } else {
+        let (each, selection) = admit_each(home, catalog, &ids, &suite)?;
+        let (ok, left) = settle(each, selection)?;
+        (ok.into_iter().map(|a| a.row.id).collect(), left)
+    };
+    Ok(Selection { chosen, left_out })
+}
+
+/// The fleet machine ids of `--machine` values (each may hold several
+/// comma-separated ids): trimmed, in order, each once. Empty when the run
+/// is on this machine (no `--machine`, or only `local`). `@admitted` alone
+/// is kept as the one value `[@admitted]` ([`ADMITTED`]).
+///
+/// Errors: `machine-list-invalid` when the values name no machine at all
+/// (`--machine ""`, `--machine ,`), which would otherwise measure nothing,
+/// mix `local` with fleet machines (one invocation runs either here or
+/// on the fleet), mix `@admitted` with named machines, or name another
+/// `@` selector.
+pub fn machine_ids(given: &[String]) -> Result<Vec<String>> {
+    let joined = given.join(",");
+    let mut ids: Vec<String> = Vec::new();
+    for id in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
+        if !id.is_empty() && !ids.iter().any(|i| i == id) {
+            ids.push(id.to_string());
+        }
+    }
+    if !given.is_empty() && ids.is_empty() {
+        return Err(DispatchError::MachineList {
+            given: joined,
+            why: "names no machine, so nothing would be measured",
+            fix: "name one (`--machine m0`), or leave --machine out to run on this machine".into(),
+        }
+        .into());
+    }
+    if let Some(sel) = ids.iter().find(|i| i.starts_with('@')) {
+        if sel != ADMITTED {
+            return Err(DispatchError::MachineList {
+                given: joined,
+                why: "names a selector saphan does not know",
+                fix: format!("the one selector is `--machine {ADMITTED}`; or name machines"),
+            }
+            .into());
+        }
+        if ids.len() > 1 {
+            let named: Vec<&str> = ids
+                .iter()
+                .filter(|i| *i != ADMITTED)
+                .map(String::as_str)
+                .collect();
+            return Err(DispatchError::MachineList {
+                given: joined,
+                why: "mixes `@admitted` with named machines",
+                fix: format!(
+                    "give either `--machine {ADMITTED}` (every admitted machine) or the list `--machine {}` (each must be admitted)",
+                    named.join(",")
+                ),
+            }
+            .into());
+        }
+        return Ok(ids);
+    }
+    let remote: Vec<String> = ids.iter().filter(|i| *i != "local").cloned().collect();
+    if remote.len() < ids.len() && !remote.is_empty() {
+        return Err(DispatchError::MachineList {
+            given: joined,
+            why: "mixes `local` (this machine) with fleet machines",
+            fix: format!(
+                "run this machine and the fleet as two invocations: without --machine, and with --machine {}",
+                remote.join(",")
+            ),
+        }
+        .into());
+    }
+    Ok(remote)
+}
+
+/// Refuse `[@admitted]` for a verb that runs on one named machine
+/// (`verify-affected`): `machine-list-invalid`.
+pub fn refuse_selection(ids: &[String], verb: &'static str) -> Result<()> {
+    if ids.iter().any(|i| i == ADMITTED) {
+        return Err(DispatchError::MachineList {
+            given: ADMITTED.into(),
+            why: "selects machines, but this verb runs on one named machine",
+            fix: format!(
+                "name the machine (`{verb} --machine m0`); `saphan machine show ID` says whether it is admitted"
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_selector_stands_alone() {
+        assert_eq!(
+            machine_ids(&ids(&["@admitted"])).unwrap(),
+            ids(&["@admitted"])
+        );
+        assert_eq!(
+            machine_ids(&ids(&["m0, m1", "m0"])).unwrap(),
+            ids(&["m0", "m1"])
+        );
+        for bad in [
+            &["@admitted,m0"][..],
+            &["m0", "@admitted"],
+            &["@all"],
+            &["local,@admitted"],
+        ] {
+            let e = machine_ids(&ids(bad)).unwrap_err();
+            assert_eq!(e.name(), "machine-list-invalid", "{bad:?}");
+        }
+        assert!(refuse_selection(&ids(&["@admitted"]), "verify-affected").is_err());
+        assert!(refuse_selection(&ids(&["m0"]), "verify-affected").is_ok());
+    }
+
+    fn refused(machine: &str, name: &'static str) -> Refused {
+        Refused {
+            machine: machine.into(),
+            name,
+            message: format!("{machine} is not admitted — remedy:\n  fix {machine}"),
+            remedy: vec![format!("fix {machine}")],
+        }
+    }
+
+    #[test]
+    fn one_refusal_names_every_machine_and_keeps_a_shared_name() {
+        let one = NotAdmitted {
+            refused: vec![refused("m0", "verification-toolchain-absent")],
+            admitted: vec![],
+            selection: false,
+        };
+        assert_eq!(one.name(), "verification-toolchain-absent");
+        assert_eq!(one.to_string(), "m0 is not admitted — remedy:\n  fix m0");
+        let two = NotAdmitted {
+            refused: vec![
+                refused("m0", "verification-toolchain-absent"),
+                refused("m2", "verification-toolchain-absent"),
+            ],
+            admitted: vec!["m1".into()],
+            selection: false,
+        };
+        assert_eq!(two.name(), "verification-toolchain-absent");
+        let text = two.to_string();
+        assert!(
+            text.starts_with(
+                "2 of 3 machines are not admitted (m0, m2) — nothing was shipped, not even to m1;"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  m0: verification-toolchain-absent: m0 is not admitted — remedy:\n    fix m0\n  m2: "),
+            "{text}"
+        );
+        let mixed = NotAdmitted {
+            refused: vec![
+                refused("m0", "verification-toolchain-absent"),
+                refused("m9", "machine-unknown"),
+            ],
+            admitted: vec![],
+            selection: false,
+        };
+        assert_eq!(mixed.name(), MIXED);
+        let v = Error::from(mixed).to_json();
+        assert_eq!(v["error"], MIXED);
+        assert_eq!(v["refusals"][1]["error"], "machine-unknown");
+        assert_eq!(v["refusals"][0]["remedy"][0], "fix m0");
+    }
+
+    #[test]
+    fn settle_keeps_the_admitted_of_a_selection() {
+        let each: Each<u8> = vec![
+            ("m0".into(), Ok(0)),
+            (
+                "m1".into(),
+                Err(refused("m1", "verification-toolchain-absent")),
+            ),
+        ];
+        let (ok, left) = settle(each, true).unwrap();
+        assert_eq!(ok, vec![0]);
+        assert_eq!(left[0].machine, "m1");
+        let each: Each<u8> = vec![
+            ("m0".into(), Ok(0)),
+            (
+                "m1".into(),
+                Err(refused("m1", "verification-toolchain-absent")),
+            ),
+        ];
+        assert!(settle(each, false).is_err());
+        let each: Each<u8> = vec![("m1".into(), Err(refused("m1", "x-y")))];
+        let e = settle(each, true).unwrap_err();
+        assert!(
+            e.line().contains("no machine of machines.toml is admitted"),
+            "{e}"
+        );
+    }
 }

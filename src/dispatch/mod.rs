@@ -28,7 +28,6 @@ pub mod ship;
 use crate::config::Provision;
 use crate::error::{Exit, Refusal, Result};
 use crate::exec::{self, Cmd};
-use crate::fleet::machines::MachineRow;
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
@@ -36,7 +35,7 @@ use crate::record::Record;
 use crate::report::Verdict;
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
-pub use admit::Admitted;
+pub use admit::{Admitted, admit_all, machine_ids};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -55,9 +54,8 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 pub enum DispatchError {
     /// The machine is not admitted for the suite's program.
     #[error(
-        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}\n  {}",
-        remedy.first().map(String::as_str).unwrap_or(""),
-        remedy.get(1).map(String::as_str).unwrap_or("")
+        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}",
+        remedy.join("\n  ")
     )]
     ToolchainAbsent {
         machine: String,
@@ -949,62 +947,6 @@ pub async fn run_all(
     })
 }
 
-/// Admit every machine in `ids` for `suite`, from the ledger only.
-pub fn admit_all(
-    home: &Home,
-    catalog: &crate::catalog::Catalog,
-    ids: &[String],
-    suite: &ResolvedSuite,
-) -> Result<Vec<Admitted>> {
-    let machines = crate::fleet::machines::Machines::load(home)?;
-    let rows: Vec<MachineRow> = machines.select(home, ids)?;
-    let ledger = crate::fleet::ledger::Ledger::open(home)?;
-    let window = crate::fleet::freshness_window(home)?;
-    let now = time::OffsetDateTime::now_utc();
-    rows.iter()
-        .map(|r| admit::admit(home, catalog, &ledger, window, r, suite, now))
-        .collect()
-}
-
-/// The fleet machine ids of `--machine` values (each may hold several
-/// comma-separated ids): trimmed, in order, each once. Empty when the run
-/// is on this machine (no `--machine`, or only `local`).
-///
-/// Errors: `machine-list-invalid` when the values name no machine at all
-/// (`--machine ""`, `--machine ,`), which would otherwise measure nothing,
-/// or mix `local` with fleet machines (one invocation runs either here or
-/// on the fleet).
-pub fn machine_ids(given: &[String]) -> Result<Vec<String>> {
-    let joined = given.join(",");
-    let mut ids: Vec<String> = Vec::new();
-    for id in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
-        if !id.is_empty() && !ids.iter().any(|i| i == id) {
-            ids.push(id.to_string());
-        }
-    }
-    if !given.is_empty() && ids.is_empty() {
-        return Err(DispatchError::MachineList {
-            given: joined,
-            why: "names no machine, so nothing would be measured",
-            fix: "name one (`--machine m0`), or leave --machine out to run on this machine".into(),
-        }
-        .into());
-    }
-    let remote: Vec<String> = ids.iter().filter(|i| *i != "local").cloned().collect();
-    if remote.len() < ids.len() && !remote.is_empty() {
-        return Err(DispatchError::MachineList {
-            given: joined,
-            why: "mixes `local` (this machine) with fleet machines",
-            fix: format!(
-                "run this machine and the fleet as two invocations: without --machine, and with --machine {}",
-                remote.join(",")
-            ),
-        }
-        .into());
-    }
-    Ok(remote)
-}
-
 /// Refuse unless the machine's *measured* os/arch are this build's, so the
 /// running binary can be shipped there (`saphan-binary-unavailable`).
 pub fn require_same_platform(m: &Admitted) -> Result<()> {
@@ -1032,7 +974,7 @@ pub fn require_same_platform(m: &Admitted) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::machines::TransportKind;
+    use crate::fleet::machines::{MachineRow, TransportKind};
 
     fn admitted(os: &str, arch: &str) -> Admitted {
         Admitted {

@@ -806,67 +806,121 @@ pub struct Admitted {
     pub image: SuiteImage,
 }
 
-/// Admit `ids` for a container-class run of `suite`: each machine's row and
-/// fresh facts (the docker-oci gate already passed), then its engine is
-/// asked — over its own transport — for the pinned image. Nothing is run.
+/// Admit each machine of `ids` (or of `[@admitted]`) for a container-class
+/// run of `suite`: its row, the docker-oci gate ([`super::gate::check`]),
+/// then its engine is asked — over its own transport — for the pinned image.
+/// Nothing is run. The bool says the list was `@admitted`. Every machine's
+/// engine must resolve the pin to the image ID the first admitted machine's
+/// did; one that resolves it to another is refused as
+/// `container-engine-unreachable`.
 ///
-/// Errors: `machine-unknown`, `container-image-absent` (the route is
-/// `docker save … | ssh -F … ID docker load`), `container-engine-unreachable`
-/// (also when the machine cannot be reached, or its engines disagree on the
-/// image ID).
-pub async fn admit_all(
+/// Errors: only what concerns no single machine (machines.toml or the
+/// ledger unreadable, no docker-oci catalog row, `machine-list-invalid`); a
+/// machine's own refusal (`machine-unknown`,
+/// `container-docker-capability-absent`, `container-image-absent` — the
+/// route is `docker save … | ssh -F … ID docker load` —,
+/// `container-engine-unreachable`, also when the machine cannot be reached)
+/// is its entry.
+pub async fn admit_each(
     home: &crate::home::Home,
     catalog: &crate::catalog::Catalog,
     ids: &[String],
     suite: &crate::suite::ResolvedSuite,
-    pin: Pin,
-) -> crate::error::Result<Admitted> {
+    pin: &Pin,
+) -> crate::error::Result<(
+    crate::dispatch::admit::Each<(crate::dispatch::Admitted, SuiteImage)>,
+    bool,
+)> {
+    use crate::dispatch::admit::Refused;
     let machines = crate::fleet::machines::Machines::load(home)?;
-    let rows = machines.select(home, ids)?;
+    let (ids, selection) = crate::dispatch::admit::expand(home, &machines, ids)?;
     let ledger = crate::fleet::ledger::Ledger::open(home)?;
+    let window = crate::fleet::freshness_window(home)?;
     let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
-    let mut admitted = Vec::new();
-    let mut image: Option<SuiteImage> = None;
-    for row in rows {
-        let cap = ledger.latest_capability(&row.id, super::DOCKER_OCI);
-        let facts = ledger.latest_facts(&row.id);
-        let declared = cap
-            .as_ref()
-            .map(|c| c.inputs.declared_path.clone())
-            .unwrap_or_else(|| "docker".into());
-        let unreachable = |why: String| ContainerError::EngineUnreachable {
+    let now = time::OffsetDateTime::now_utc();
+    let mut each = Vec::new();
+    let mut first: Option<String> = None;
+    for id in ids {
+        let row = match machines.get(home, &id) {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                let r = Refused::of(&id, &e.into());
+                each.push((id, Err(r)));
+                continue;
+            }
+        };
+        if let Err(e) = super::gate::check(home, catalog, &ledger, window, &row, now) {
+            if !matches!(
+                e.downcast_ref::<super::DockerError>(),
+                Some(super::DockerError::ContainerCapabilityAbsent { .. })
+            ) {
+                return Err(e);
+            }
+            each.push((id.clone(), Err(Refused::of(&id, &e))));
+            continue;
+        }
+        let r = admit_one(home, &ledger, &row, &socket, suite, pin).await;
+        let r = match r {
+            Ok((a, img)) => match &first {
+                Some(f) if *f != img.image_id => Err(ContainerError::EngineUnreachable {
+                    machine: row.id.clone(),
+                    socket: socket.clone(),
+                    why: format!(
+                        "its engine resolves the pin to {}, another machine's to {f}",
+                        img.image_id
+                    ),
+                }
+                .into()),
+                _ => {
+                    first.get_or_insert(img.image_id.clone());
+                    Ok((a, img))
+                }
+            },
+            Err(e) => Err(e),
+        };
+        each.push((id.clone(), r.map_err(|e| Refused::of(&id, &e))));
+    }
+    Ok((each, selection))
+}
+
+/// One gated machine's engine, asked for the pinned image.
+async fn admit_one(
+    home: &crate::home::Home,
+    ledger: &crate::fleet::ledger::Ledger,
+    row: &crate::fleet::machines::MachineRow,
+    socket: &str,
+    suite: &crate::suite::ResolvedSuite,
+    pin: &Pin,
+) -> crate::error::Result<(crate::dispatch::Admitted, SuiteImage)> {
+    let cap = ledger.latest_capability(&row.id, super::DOCKER_OCI);
+    let facts = ledger.latest_facts(&row.id);
+    let declared = cap
+        .as_ref()
+        .map(|c| c.inputs.declared_path.clone())
+        .unwrap_or_else(|| "docker".into());
+    let t = crate::fleet::machines::connect(home, row, crate::dispatch::CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| ContainerError::EngineUnreachable {
             machine: row.id.clone(),
-            socket: socket.clone(),
-            why,
-        };
-        let t = crate::fleet::machines::connect(home, &row, crate::dispatch::CONNECT_TIMEOUT)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
-        let ssh = match row.transport {
-            crate::fleet::machines::TransportKind::Local => None,
-            crate::fleet::machines::TransportKind::Ssh => Some(format!(
-                "ssh -F {} {}",
-                crate::fleet::remedy::ssh_config_display(home),
-                row.host
-            )),
-        };
-        let load = load_route(&pin, ssh.as_deref());
-        let found = resolve_image(&t, &row.id, &socket, &pin, load).await;
-        if let Transport::Ssh(s) = &t {
-            s.disconnect().await;
-        }
-        let found = found?;
-        if let Some(first) = &image
-            && first.image_id != found.image_id
-        {
-            return Err(unreachable(format!(
-                "its engine resolves the pin to {}, another machine's to {}",
-                found.image_id, first.image_id
-            ))
-            .into());
-        }
-        image.get_or_insert(found);
-        admitted.push(crate::dispatch::Admitted {
+            socket: socket.to_string(),
+            why: e.to_string(),
+        })?;
+    let ssh = match row.transport {
+        crate::fleet::machines::TransportKind::Local => None,
+        crate::fleet::machines::TransportKind::Ssh => Some(format!(
+            "ssh -F {} {}",
+            crate::fleet::remedy::ssh_config_display(home),
+            row.host
+        )),
+    };
+    let load = load_route(pin, ssh.as_deref());
+    let found = resolve_image(&t, &row.id, socket, pin, load).await;
+    if let Transport::Ssh(s) = &t {
+        s.disconnect().await;
+    }
+    let found = found?;
+    Ok((
+        crate::dispatch::Admitted {
             row: row.clone(),
             argv: suite.argv.clone(),
             capability: Some(super::DOCKER_OCI.into()),
@@ -874,7 +928,34 @@ pub async fn admit_all(
             program_version: cap.and_then(|c| c.version_output),
             os: facts.as_ref().map(|f| f.os.clone()).unwrap_or_default(),
             arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
-        });
+        },
+        found,
+    ))
+}
+
+/// Admit `ids` for a container-class run of `suite` ([`admit_each`]): all
+/// of them, or one refusal naming every machine that is not admitted, each
+/// with its own reason and remedy (`crate::dispatch::admit::NotAdmitted`:
+/// `container-docker-capability-absent` when that is every machine's
+/// refusal, `machines-not-admitted` for a mix). For `[@admitted]`, the
+/// admitted machines of machines.toml (refused only when none is).
+///
+/// Errors: those of [`admit_each`], then the combined refusal.
+pub async fn admit_all(
+    home: &crate::home::Home,
+    catalog: &crate::catalog::Catalog,
+    ids: &[String],
+    suite: &crate::suite::ResolvedSuite,
+    pin: Pin,
+) -> crate::error::Result<Admitted> {
+    let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
+    let (each, selection) = admit_each(home, catalog, ids, suite, &pin).await?;
+    let (ok, _) = crate::dispatch::admit::settle(each, selection)?;
+    let mut image = None;
+    let mut admitted = Vec::new();
+    for (a, img) in ok {
+        image.get_or_insert(img);
+        admitted.push(a);
     }
     let image = image.ok_or_else(|| ContainerError::EngineUnreachable {
         machine: "-".into(),

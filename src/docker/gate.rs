@@ -7,7 +7,7 @@ use super::{DOCKER_OCI, DockerError};
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome};
-use crate::fleet::machines::Machines;
+use crate::fleet::machines::{MachineRow, Machines};
 use crate::fleet::remedy;
 use crate::home::Home;
 use std::path::Path;
@@ -19,13 +19,9 @@ use std::path::Path;
 /// measured against `catalog`'s docker-oci entry exactly as it is (a new pin
 /// makes every older row stale).
 ///
-/// Errors: `container-docker-capability-absent`: one headline line, then the
-/// commands on indented lines — the install command for the machine's
-/// measured platform from `catalog` (or `NO INSTALL COMMAND` and the measure
-/// command) and the exact `saphan machine probe … --capability docker-oci`
-/// re-measure line, all built at the time of the refusal; `machine-unknown`; the ledger's own
-/// refusals (`ledger-row-tampered` …); `capability-unknown` when the catalog
-/// has no docker-oci row.
+/// Errors: `container-docker-capability-absent` ([`check`]); `machine-unknown`;
+/// the ledger's own refusals (`ledger-row-tampered` …); `capability-unknown`
+/// when the catalog has no docker-oci row.
 pub fn require_container_capability(
     home: &Home,
     catalog: &Catalog,
@@ -34,27 +30,60 @@ pub fn require_container_capability(
 ) -> Result<()> {
     let machines = Machines::load(home)?;
     let row = machines.get(home, machine_id)?.clone();
-    let entry = catalog.get(DOCKER_OCI)?;
     let ledger = Ledger::open(home)?;
     let window = crate::fleet::freshness_window(home)?;
+    check(home, catalog, &ledger, window, &row, now)
+}
+
+/// The docker-oci gate for one machine row, from `ledger` at `now`.
+///
+/// Errors: `container-docker-capability-absent`: one headline line, then the
+/// commands on indented lines, in the order they are run, all built at the
+/// time of the refusal from the machine's latest facts and the catalog in
+/// use: the `machine measure` line when the facts row is absent or stale;
+/// only after a probe said absent or failed, the fix for its reason or the
+/// install command for the measured platform (or `NO INSTALL COMMAND …`);
+/// then the exact `saphan machine probe … --capability docker-oci` line with
+/// the machine row's own workhome. A row never probed, or present but only
+/// stale (older than the window, or measured against another catalog
+/// entry), is told to probe — never to install. `capability-unknown` when
+/// the catalog has no docker-oci row.
+pub fn check(
+    home: &Home,
+    catalog: &Catalog,
+    ledger: &Ledger,
+    window: std::time::Duration,
+    row: &MachineRow,
+    now: time::OffsetDateTime,
+) -> Result<()> {
+    let machine_id = row.id.as_str();
+    let entry = catalog.get(DOCKER_OCI)?;
     let latest = ledger.latest_capability(machine_id, DOCKER_OCI);
     let unpinned = super::pin_of(entry, &catalog.origin).is_err();
+    let facts = ledger.latest_facts(machine_id);
+    let ids = facts.as_ref().map(MachineFacts::platform_ids);
+    let mut fix = None;
     let why = match &latest {
         None if unpinned => "it was never probed, and the catalog's docker-oci pin is the zero digest, so it cannot be until the image is pinned (docs/docker.md)".to_string(),
         None => "it was never probed".to_string(),
-        Some(c) if c.outcome != Outcome::Present => format!(
-            "its latest docker-oci row ({}) says {}{}",
-            c.measured_at,
-            c.outcome.as_str(),
-            c.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-        ),
+        Some(c) if c.outcome != Outcome::Present => {
+            fix = Some(ids.as_deref().and_then(|ids| {
+                first_command(latest.as_ref(), entry, &catalog.origin, facts.as_ref(), ids)
+            }));
+            format!(
+                "its latest docker-oci row ({}) says {}{}",
+                c.measured_at,
+                c.outcome.as_str(),
+                c.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+            )
+        }
         Some(c) if ledger::is_fresh(c, now, window, entry) => return Ok(()),
         Some(c) if c.catalog_digest != entry.digest(DOCKER_OCI) => format!(
-            "its present row ({}) was measured against another docker-oci catalog entry (a different pin or socket)",
+            "its present row ({}) was measured against another docker-oci catalog entry (a different pin or socket) — probe it again with the catalog in use",
             c.measured_at
         ),
         Some(c) => format!(
-            "its present row ({}) is older than the freshness window of {}",
+            "its present row ({}) is older than the freshness window of {} — probe it again",
             c.measured_at,
             humantime::format_duration(window)
         ),
@@ -63,40 +92,19 @@ pub fn require_container_capability(
     // the catalog in use — never replayed from a stored row, whose commands
     // may name another catalog, home or platform.
     let catalog_path = (catalog.origin != "embedded").then(|| Path::new(&catalog.origin));
-    let facts = ledger.latest_facts(machine_id);
-    let ids = facts.as_ref().map(MachineFacts::platform_ids);
     let inputs = latest
         .as_ref()
         .map(|c| c.inputs.clone())
-        .unwrap_or_else(|| remedy::default_inputs(&row, "/usr/bin/docker"));
-    let probe = remedy::probe_line(home, catalog_path, machine_id, DOCKER_OCI, &inputs);
-    let commands = match ids.as_deref() {
-        None => vec![
-            format!(
-                "{}: machine {machine_id} has no measured platform — measure it, then install Docker and probe",
-                remedy::NO_INSTALL_COMMAND
-            ),
-            remedy::measure_line(home, catalog_path, machine_id),
-            probe,
-        ],
-        Some(ids) => {
-            match first_command(latest.as_ref(), entry, &catalog.origin, facts.as_ref(), ids) {
-                Some(cmd) => vec![remedy::install_line(home, &row, &cmd), probe],
-                None => vec![
-                    format!(
-                        "{}: the catalog has no install command for docker-oci on the measured platform ({}) — install Docker by hand",
-                        remedy::NO_INSTALL_COMMAND,
-                        if ids.is_empty() {
-                            "unknown".to_string()
-                        } else {
-                            ids.join(", ")
-                        }
-                    ),
-                    probe,
-                ],
-            }
-        }
+        .unwrap_or_else(|| remedy::default_inputs(row, "/usr/bin/docker"));
+    let needs = remedy::Needs {
+        measure: !facts
+            .as_ref()
+            .is_some_and(|f| ledger::facts_fresh(f, now, window)),
+        probe: Some((DOCKER_OCI.to_string(), inputs)),
+        fix,
+        platform_ids: ids,
     };
+    let commands = remedy::admission(home, catalog_path, row, &needs);
     Err(DockerError::ContainerCapabilityAbsent {
         machine: machine_id.to_string(),
         why,

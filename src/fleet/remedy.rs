@@ -161,6 +161,88 @@ pub fn default_inputs(row: &MachineRow, declared: &str) -> ProbeInputs {
     }
 }
 
+/// `inputs` with the workhome of `row` itself: a re-probe line names the
+/// machine's own workhome, never one copied from another machine's row or
+/// from a probe that named several machines with one `--workhome`.
+pub fn with_row_workhome(row: &MachineRow, inputs: &ProbeInputs) -> ProbeInputs {
+    ProbeInputs {
+        workhome: row.workhome.clone(),
+        ..inputs.clone()
+    }
+}
+
+/// What an admission refusal's remedy must fix, from the ledger only.
+#[derive(Debug, Clone)]
+pub struct Needs {
+    /// The machine's latest facts row is absent or stale: the measure line
+    /// comes first.
+    pub measure: bool,
+    /// A probe must (re-)run: the capability and the inputs it is probed
+    /// with (the workhome is always the row's own).
+    pub probe: Option<(String, ProbeInputs)>,
+    /// A probe already said absent or failed: the fix that comes before the
+    /// re-probe — `Some(command)` for the measured platform, `None` when
+    /// there is none (no measured platform, or the catalog has no command).
+    pub fix: Option<Option<String>>,
+    /// The platform ids of the latest facts row, fresh or stale (`None`:
+    /// never measured).
+    pub platform_ids: Option<Vec<String>>,
+}
+
+/// The remedy lines of an admission refusal, in the order they are run:
+///
+/// 1. `saphan machine measure …` when the facts row is absent or stale;
+/// 2. only when a probe already said absent or failed: the install (or
+///    reason-specific) command for the measured platform — wrapped in
+///    `ssh -F …` for an SSH machine — or a `NO INSTALL COMMAND: …` line;
+/// 3. the complete `saphan machine probe …` line when a probe is due,
+///    with the machine row's own workhome.
+///
+/// A program never probed, or a `present` row that is only stale, gets no
+/// install command: nothing says it is missing.
+pub fn admission(
+    home: &Home,
+    catalog: Option<&Path>,
+    row: &MachineRow,
+    needs: &Needs,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if needs.measure {
+        lines.push(measure_line(home, catalog, &row.id));
+    }
+    let cap = needs
+        .probe
+        .as_ref()
+        .map(|(c, _)| c.as_str())
+        .unwrap_or("the program");
+    match (&needs.fix, needs.platform_ids.as_deref()) {
+        (None, _) => {}
+        (Some(Some(cmd)), _) => lines.push(install_line(home, row, cmd)),
+        (Some(None), None) => lines.push(format!(
+            "{NO_INSTALL_COMMAND}: machine {} has no measured platform — measure it first (the line above), then install `{cap}` and probe again",
+            row.id
+        )),
+        (Some(None), Some(ids)) => lines.push(format!(
+            "{NO_INSTALL_COMMAND}: the catalog has no install command for `{cap}` on the measured platform ({}) — install it by hand, then probe again",
+            if ids.is_empty() {
+                "unknown".to_string()
+            } else {
+                ids.join(", ")
+            }
+        )),
+    }
+    if let Some((c, inputs)) = &needs.probe {
+        lines.push(probe_line(
+            home,
+            catalog,
+            &row.id,
+            c,
+            &with_row_workhome(row, inputs),
+        ));
+    }
+    lines
+}
+
 /// The two remedy lines for a failed probe of `capability` on `row`.
 ///
 /// `install` is the platform's install command when the machine was measured
@@ -176,6 +258,7 @@ pub fn remedy(
     platform_ids: Option<&[String]>,
     install: Option<&str>,
 ) -> [String; 2] {
+    let own = with_row_workhome(row, inputs);
     match (platform_ids, install) {
         (None, _) => [
             format!(
@@ -186,7 +269,7 @@ pub fn remedy(
         ],
         (Some(_), Some(cmd)) => [
             install_line(home, row, cmd),
-            probe_line(home, catalog, &row.id, capability, inputs),
+            probe_line(home, catalog, &row.id, capability, &own),
         ],
         (Some(ids), None) => [
             format!(
@@ -197,7 +280,7 @@ pub fn remedy(
                     ids.join(", ")
                 }
             ),
-            probe_line(home, catalog, &row.id, capability, inputs),
+            probe_line(home, catalog, &row.id, capability, &own),
         ],
     }
 }

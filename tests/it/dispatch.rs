@@ -264,22 +264,27 @@ fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
     assert!(msg.contains("machine measure --machine m0"), "{err}");
     assert!(!f.workhome("m0").exists(), "something was shipped");
 
-    // Measured but go never probed on m2 (which has no Go): install + probe lines.
+    // Measured but go never probed on m2 (which has no Go): the probe line
+    // only — nothing is known yet, so nothing is to be installed.
     f.measure("m2");
     let o = f.certify(&repo, "m2", &[]);
     let msg = assert_refused(&o, "verification-toolchain-absent");
     assert!(msg.contains("machine m2"), "{msg}");
     assert!(msg.contains("never probed"), "{msg}");
-    assert!(msg.contains("apt-get install -y golang-go"), "{msg}");
+    assert!(!msg.contains("apt-get install"), "{msg}");
     assert!(
         msg.contains("machine probe --machine m2 --capability go"),
         "{msg}"
     );
-    // Probed absent: still refused, still nothing shipped.
+    // Probed absent: still refused, still nothing shipped; now the install
+    // command comes first, then the re-probe line.
     assert_code(&f.probe("m2", "go", "/usr/bin/go"), 1);
     let o = f.certify(&repo, "m2", &[]);
     let msg = assert_refused(&o, "verification-toolchain-absent");
     assert!(msg.contains("absent"), "{msg}");
+    let install = msg.find("apt-get install -y golang-go").expect(&msg);
+    let probe = msg.find("machine probe --machine m2").expect(&msg);
+    assert!(install < probe, "{msg}");
     assert!(!f.workhome("m2").exists(), "something was shipped");
     assert!(repo.records().is_empty());
 }

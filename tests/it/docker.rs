@@ -533,10 +533,10 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
             && lines[0].contains(" — "),
         "{line}"
     );
-    let ids = saphan::platform::local_platform_ids();
-    if ids.iter().any(|i| i == "debian") {
-        assert_eq!(lines[1], "  apt-get install -y docker.io", "{line}");
-    }
+    // Never probed: the probe line alone — nothing says Docker is missing,
+    // so no install command comes before it.
+    assert_eq!(lines.len(), 2, "{line}");
+    assert!(!line.contains("apt-get"), "{line}");
     let probe_line = format!(
         "saphan --catalog {} machine probe --machine here --capability docker-oci --declared-path /usr/bin/docker",
         cat_path.display()
@@ -589,13 +589,30 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
         "{}",
         e.line()
     );
-    let later = now() + time::Duration::hours(25);
-    let e = saphan::docker::require_container_capability(&home, &cat, "here", later).unwrap_err();
+    // Only stale: told to probe again, not to install Docker it has.
+    assert_eq!(e.line().lines().count(), 2, "{}", e.line());
     assert!(
-        e.line().contains("older than the freshness window"),
+        e.line()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("machine probe --machine here --capability docker-oci"),
         "{}",
         e.line()
     );
+    let later = now() + time::Duration::hours(25);
+    let e = saphan::docker::require_container_capability(&home, &cat, "here", later).unwrap_err();
+    let line = e.line();
+    assert!(line.contains("older than the freshness window"), "{line}");
+    // The facts row is stale too: measure, then probe; no install.
+    let lines: Vec<&str> = line.lines().collect();
+    assert_eq!(lines.len(), 3, "{line}");
+    assert!(
+        lines[1].ends_with("machine measure --machine here"),
+        "{line}"
+    );
+    assert!(lines[2].contains(&probe_line), "{line}");
+    assert!(!line.contains("apt-get"), "{line}");
     // An unknown machine is refused by its own name.
     let e = saphan::docker::require_container_capability(&home, &cat, "nope", now()).unwrap_err();
     assert_eq!(e.name(), "machine-unknown");

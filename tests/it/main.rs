@@ -2,6 +2,7 @@
 //! `common` (the real-binary harness, the lab, Go modules, suite images) is
 //! compiled once for all of them.
 
+mod admission;
 mod affected;
 mod certify;
 mod certify_edges;

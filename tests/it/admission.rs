@@ -1,0 +1,370 @@
+//! Admission of fleet machines (`certify --machine`): every refusal of a
+//! list at once, remedies in the order they are run with each machine's own
+//! workhome, and `--machine @admitted`. Lab hosts are real sshd hosts (m2
+//! has no Go); ledger rows come from the real `machine measure` and
+//! `machine probe` verbs.
+
+use crate::common;
+
+use crate::common::gomod;
+use crate::common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A saphan home wired to the lab, each machine row with its own workhome.
+struct Fleet {
+    env: Env,
+    work: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
+        let env = Env::new();
+        lab.install_ssh_config(env.home());
+        let work = tempfile::Builder::new()
+            .prefix(&format!(
+                "saphan-admission-{}-{}-",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ))
+            .tempdir()
+            .unwrap();
+        let mut s = String::new();
+        for h in hosts {
+            s += &format!(
+                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+                work.path().join(h).display()
+            );
+        }
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        Fleet { env, work }
+    }
+    fn workhome(&self, host: &str) -> PathBuf {
+        self.work.path().join(host)
+    }
+    fn workhome_str(&self, host: &str) -> String {
+        self.workhome(host).display().to_string()
+    }
+    fn measure(&self, hosts: &str) {
+        assert_code(
+            &self.env.run(&["machine", "measure", "--machine", hosts]),
+            0,
+        );
+    }
+    /// Probe `cap` at `path` on `hosts`, all with one `--workhome`.
+    fn probe(&self, hosts: &str, cap: &str, path: &str, workhome: &str) -> std::process::Output {
+        self.env.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            hosts,
+            "--capability",
+            cap,
+            "--declared-path",
+            path,
+            "--workhome",
+            workhome,
+            "--probed-by",
+            "tester",
+            "--workspace",
+            "ws/main",
+        ])
+    }
+    fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            machines,
+        ];
+        args.extend_from_slice(extra);
+        self.env.run(&args)
+    }
+}
+
+fn go_repo() -> Repo {
+    let (m, mod_text) = gomod::go_mod();
+    Repo::new(&[
+        (m, &mod_text),
+        ("a/a.go", "package a\n\nfunc V() int { return 1 }\n"),
+        (
+            "a/a_test.go",
+            "package a\n\nimport \"testing\"\n\nfunc TestOne(t *testing.T) {\n\tif V() != 1 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n",
+        ),
+    ])
+}
+
+fn go_ready_lab() -> Option<&'static Lab> {
+    if common::skip_unless(
+        Path::new("/usr/bin/go").exists(),
+        "no /usr/bin/go for the lab hosts",
+    ) {
+        return None;
+    }
+    Lab::shared()
+}
+
+/// The `--json` refusal's entry for `machine`.
+fn refusal<'a>(v: &'a Value, machine: &str) -> &'a Value {
+    v["refusals"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no refusals: {v}"))
+        .iter()
+        .find(|r| r["machine"] == machine)
+        .unwrap_or_else(|| panic!("no refusal for {machine}: {v}"))
+}
+
+fn remedy(r: &Value) -> Vec<String> {
+    r["remedy"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no remedy: {r}"))
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The probe line for `machine`'s own row.
+fn probe_line(f: &Fleet, machine: &str) -> String {
+    format!(
+        "machine probe --machine {machine} --capability go --declared-path /usr/bin/go --workhome {}",
+        f.workhome_str(machine)
+    )
+}
+
+/// A fleet that was never measured used to be refused one machine at a
+/// time (m0; after fixing m0, m1 …), each with `NO INSTALL COMMAND` and
+/// the measure line only. Now one refusal names all three, each with its
+/// own lines in the order they are run: measure, then probe — the probe
+/// line with that machine's own workhome.
+#[test]
+fn a_never_measured_fleet_is_refused_once_naming_every_machine() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m2"]);
+    let repo = go_repo();
+    let o = f.certify(&repo, "m0,m1,m2", &[]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(
+        err.contains("3 of 3 machines are not admitted (m0, m1, m2)"),
+        "{err}"
+    );
+    let v = json(&o);
+    assert_eq!(v["error"], "verification-toolchain-absent", "{v}");
+    assert_eq!(v["refusals"].as_array().unwrap().len(), 3, "{v}");
+    for m in ["m0", "m1", "m2"] {
+        assert!(
+            err.contains(&format!("\n  {m}: verification-toolchain-absent: ")),
+            "{err}"
+        );
+        let r = refusal(&v, m);
+        assert_eq!(r["error"], "verification-toolchain-absent", "{r}");
+        let lines = remedy(r);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].ends_with(&format!("machine measure --machine {m}")),
+            "{lines:?}"
+        );
+        assert!(lines[1].contains(&probe_line(&f, m)), "{lines:?}");
+        for l in &lines {
+            assert!(err.contains(&format!("\n    {l}")), "{l}\n{err}");
+        }
+        assert!(!f.workhome(m).exists(), "something was shipped to {m}");
+    }
+    assert!(!err.contains("apt-get"), "{err}");
+    assert!(repo.records().is_empty());
+}
+
+/// Each machine's remedy follows what its rows say: a machine never
+/// measured is measured then probed; a probe that said absent gets the
+/// install command, then the re-probe line — with its own row's workhome,
+/// not the `--workhome` the probe of several machines recorded (m1's path
+/// for m2); an admitted machine of the list runs nothing either. A row that
+/// is only stale is told to measure and probe again — never to install, and
+/// a stale facts row is not "no measured platform".
+#[test]
+fn remedies_follow_the_ledger_with_each_rows_own_workhome() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m2"]);
+    let repo = go_repo();
+    f.measure("m1,m2");
+    // One probe of m1 and m2 with m1's workhome: m1 present, m2 absent.
+    assert_code(
+        &f.probe("m1,m2", "go", "/usr/bin/go", &f.workhome_str("m1")),
+        1,
+    );
+    let o = f.certify(&repo, "m0,m1,m2", &[]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(
+        err.contains(
+            "2 of 3 machines are not admitted (m0, m2) — nothing was shipped, not even to m1"
+        ),
+        "{err}"
+    );
+    let v = json(&o);
+    assert_eq!(v["admitted"], serde_json::json!(["m1"]), "{v}");
+    let m0 = remedy(refusal(&v, "m0"));
+    assert!(m0[0].ends_with("machine measure --machine m0"), "{m0:?}");
+    assert!(m0[1].contains(&probe_line(&f, "m0")), "{m0:?}");
+    let m2 = remedy(refusal(&v, "m2"));
+    assert_eq!(m2.len(), 2, "{m2:?}");
+    assert!(
+        m2[0].starts_with("ssh -F ") && m2[0].ends_with(" m2 'apt-get install -y golang-go'"),
+        "{m2:?}"
+    );
+    assert!(m2[1].contains(&probe_line(&f, "m2")), "{m2:?}");
+    assert!(!m2[1].contains(&f.workhome_str("m1")), "{m2:?}");
+    assert!(!f.workhome("m1").exists(), "something was shipped to m1");
+
+    // Only stale: every row is older than a window of one nanosecond.
+    f.env.write_config("[fleet]\nfreshness = \"1ns\"\n");
+    let o = f.certify(&repo, "m1", &[]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(err.contains("its facts row ("), "{err}");
+    assert!(
+        err.contains("its present row (") && err.contains("older than the freshness window"),
+        "{err}"
+    );
+    assert!(!err.contains("no measured platform"), "{err}");
+    assert!(!err.contains("apt-get"), "{err}");
+    assert!(!err.contains("NO INSTALL COMMAND"), "{err}");
+    let v = json(&o);
+    let m1 = remedy(refusal(&v, "m1"));
+    assert_eq!(m1.len(), 2, "{m1:?}");
+    assert!(m1[0].ends_with("machine measure --machine m1"), "{m1:?}");
+    assert!(m1[1].contains(&probe_line(&f, "m1")), "{m1:?}");
+    assert!(repo.records().is_empty());
+}
+
+/// `--machine @admitted` used to be refused as an unknown machine. It runs
+/// on every admitted machine of machines.toml and says which one was left
+/// out (m2 has no Go) and why.
+#[test]
+fn admitted_selection_runs_on_the_admitted_and_says_who_was_left_out() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m2"]);
+    let repo = go_repo();
+    f.measure("m0,m1,m2");
+    assert_code(&f.probe("m0,m1,m2", "go", "/usr/bin/go", "/tmp"), 1);
+    let o = f.certify(&repo, "@admitted", &[]);
+    assert_code(&o, 0);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("--machine @admitted: chose m0, m1 (2 of 3 machines)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("left out m2: verification-toolchain-absent: ssh -F ")
+            && err.contains("'apt-get install -y golang-go'"),
+        "{err}"
+    );
+    let v = json(&o);
+    assert_eq!(
+        v["selection"]["chosen"],
+        serde_json::json!(["m0", "m1"]),
+        "{v}"
+    );
+    let left = v["selection"]["left_out"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{v}");
+    assert_eq!(left[0]["machine"], "m2");
+    assert_eq!(left[0]["error"], "verification-toolchain-absent");
+    assert!(
+        left[0]["message"].as_str().unwrap().contains("says absent"),
+        "{v}"
+    );
+    let machines: Vec<&str> = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["m0", "m1"], "{v}");
+    assert!(!f.workhome("m2").exists(), "something was shipped to m2");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+}
+
+/// `@admitted` with no machine admitted is one refusal listing every
+/// machine's reason; mixing it with named machines is refused.
+#[test]
+fn admitted_selection_with_nothing_admitted_is_refused_with_every_reason() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m2"]);
+    let repo = go_repo();
+    f.measure("m2");
+    let o = f.certify(&repo, "@admitted", &[]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(
+        err.contains("--machine @admitted: no machine of machines.toml is admitted for this suite (2 refused: m0, m2)"),
+        "{err}"
+    );
+    assert!(err.contains("m0: verification-toolchain-absent: "), "{err}");
+    assert!(err.contains("the machine was never measured"), "{err}");
+    assert!(err.contains("m2: verification-toolchain-absent: "), "{err}");
+    assert!(err.contains("it was never probed there"), "{err}");
+    let v = json(&o);
+    assert_eq!(v["refusals"].as_array().unwrap().len(), 2, "{v}");
+    // m2 was measured, go never probed: the probe line alone, no install.
+    let m2 = remedy(refusal(&v, "m2"));
+    assert_eq!(m2.len(), 1, "{m2:?}");
+    assert!(m2[0].contains(&probe_line(&f, "m2")), "{m2:?}");
+    assert!(repo.records().is_empty());
+
+    let o = f.certify(&repo, "@admitted,m0", &[]);
+    let msg = assert_refused(&o, "machine-list-invalid");
+    assert!(
+        msg.contains("mixes `@admitted` with named machines"),
+        "{msg}"
+    );
+    // verify-affected runs on one named machine.
+    let o = f.env.run(&[
+        "verify-affected",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--base",
+        "HEAD",
+        "--machine",
+        "@admitted",
+    ]);
+    let msg = assert_refused(&o, "machine-list-invalid");
+    assert!(msg.contains("runs on one named machine"), "{msg}");
+}
+
+/// The container class's docker-oci gate used to stop at the first machine
+/// without a fresh row. Every machine of the list is named, each with its
+/// probe line on its own workhome — before any machine is contacted.
+#[test]
+fn container_gate_names_every_machine_without_a_fresh_docker_oci_row() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    let repo = go_repo();
+    let image = format!("sha256:{}", "12".repeat(32));
+    let o = f.certify(&repo, "m0,m1", &["--class", "container", "--image", &image]);
+    let err = assert_refused(&o, "container-docker-capability-absent");
+    assert!(
+        err.contains("2 of 2 machines are not admitted (m0, m1)"),
+        "{err}"
+    );
+    let v = json(&o);
+    for m in ["m0", "m1"] {
+        let r = refusal(&v, m);
+        assert_eq!(r["error"], "container-docker-capability-absent", "{r}");
+        let lines = remedy(r);
+        assert!(
+            lines[0].ends_with(&format!("machine measure --machine {m}")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.last().unwrap().contains(&format!(
+                "machine probe --machine {m} --capability docker-oci --declared-path /usr/bin/docker --workhome {}",
+                f.workhome_str(m)
+            )),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("apt-get")), "{lines:?}");
+    }
+    assert!(repo.records().is_empty());
+}
