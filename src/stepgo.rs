@@ -28,7 +28,7 @@ use crate::exec::{self, Cmd, Termination};
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
-use crate::report::{ReportKind, Verdict};
+use crate::report::{FailureKind, ReportKind, Verdict};
 use crate::suite::{ResolvedSuite, SuiteSource};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -316,13 +316,16 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun::not_run(format!(
-                "interrupted: {} before go test ran",
-                interrupt
-                    .reason()
-                    .unwrap_or(crate::cancel::Reason::Requested)
-                    .words()
-            ));
+            interrupted_run = measure::SuiteRun::not_run(
+                FailureKind::Interrupted,
+                format!(
+                    "{} before go test ran",
+                    interrupt
+                        .reason()
+                        .unwrap_or(crate::cancel::Reason::Requested)
+                        .words()
+                ),
+            );
             &interrupted_run
         }
     };
@@ -342,13 +345,15 @@ pub async fn verify_stream(
     if verdict != rec.verdict {
         rec.verdict = verdict;
         rec.failure = match verdict {
-            Verdict::MeasurementFailed if interrupt.is_cancelled() => Some("interrupted".into()),
+            Verdict::MeasurementFailed if interrupt.is_cancelled() => {
+                Some(FailureKind::Interrupted)
+            }
             Verdict::MeasurementFailed
                 if steps.iter().any(|s| s.outcome == StepOutcome::Timeout) =>
             {
-                Some("timeout".into())
+                Some(FailureKind::Timeout)
             }
-            Verdict::MeasurementFailed => Some("crash".into()),
+            Verdict::MeasurementFailed => Some(FailureKind::Crash),
             _ => None,
         };
     }

@@ -32,8 +32,9 @@ use crate::fleet::machines::MachineRow;
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
+use crate::provision::ProvisionError;
 use crate::record::Record;
-use crate::report::Verdict;
+use crate::report::{FailureKind, Verdict};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 pub use admit::Admitted;
@@ -114,23 +115,23 @@ impl Refusal for DispatchError {
     }
 }
 
-/// Why a machine's attempt failed after admission: a stable name
+/// Why a machine's attempt failed after admission: its kind
 /// (`host-unreachable`, `connection-lost`, `ship-failed` …) and a sentence.
 #[derive(Debug, Clone)]
 pub struct DispatchFault {
-    /// Stable kebab-case name.
-    pub name: &'static str,
+    /// Why (the record's `failure`).
+    pub kind: FailureKind,
     /// What happened.
     pub detail: String,
 }
 
 impl DispatchFault {
-    /// A fault named `name`. The detail becomes one line (a quoted remote
+    /// A fault of `kind`. The detail becomes one line (a quoted remote
     /// stderr's newlines and runs of blanks fold to single spaces), so the
     /// record's note and the summary line stay one line each.
-    pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
+    pub fn new(kind: FailureKind, detail: impl Into<String>) -> DispatchFault {
         DispatchFault {
-            name,
+            kind,
             detail: detail
                 .into()
                 .split_whitespace()
@@ -138,15 +139,12 @@ impl DispatchFault {
                 .join(" "),
         }
     }
-    /// A transport error as a fault (its own stable name).
+    /// A transport error as a fault (its own kind).
     pub fn transport(e: TransportError) -> DispatchFault {
         DispatchFault {
-            name: e.name(),
+            kind: FailureKind::from(&e),
             detail: e.to_string(),
         }
-    }
-    fn note(&self) -> String {
-        format!("{}: {}", self.name, self.detail)
     }
 }
 
@@ -217,7 +215,10 @@ pub async fn connect(
         Ok(t) => t,
         Err(e) => {
             let e: crate::error::Error = e.into();
-            return Ok(Err(DispatchFault::new(e.name(), e.inner().to_string())));
+            return Ok(Err(DispatchFault::new(
+                FailureKind::of(&e),
+                e.inner().to_string(),
+            )));
         }
     };
     if m.capability.is_none() {
@@ -393,8 +394,8 @@ pub async fn measure_on(
         }
     }
     let mut run = match (a.run, fault) {
-        (_, Some(f)) => SuiteRun::not_run(f.note()),
-        (None, None) => SuiteRun::not_run("connection-lost: nothing ran"),
+        (_, Some(f)) => SuiteRun::not_run(f.kind, f.detail),
+        (None, None) => SuiteRun::not_run(FailureKind::ConnectionLost, "nothing ran"),
         (Some(run), None) => run,
     };
     if run.submodules.is_empty() {
@@ -408,7 +409,7 @@ pub async fn measure_on(
         path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
         version: m.program_version.clone(),
     };
-    let interrupted = run.measurement.failure().as_deref() == Some("interrupted");
+    let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
     progress.phase(
         &m.row.id,
         &format!("done: {}", run.measurement.verdict.as_str()),
@@ -505,7 +506,7 @@ exec cat >/dev/null"#,
                 Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
                 Ok(_) => {
                     holder.abort();
-                    Err(DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
+                    Err(DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
                 }
                 Err(f) => {
                     holder.abort();
@@ -513,10 +514,10 @@ exec cat >/dev/null"#,
                 }
             },
             r = &mut holder => Err(match r {
-                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
-                Ok(Ok(o)) => DispatchFault::new("lock-failed", format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
+                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) => DispatchFault::new(FailureKind::LockFailed, format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
                 Ok(Err(e)) => DispatchFault::transport(e),
-                Err(e) => DispatchFault::new("lock-failed", e.to_string()),
+                Err(e) => DispatchFault::new(FailureKind::LockFailed, e.to_string()),
             }),
         }
     }
@@ -577,7 +578,7 @@ async fn attempt(
                 ship::forget(repo, &tag).await;
             }
             return Err(DispatchFault::new(
-                "interrupted",
+                FailureKind::Interrupted,
                 format!(
                     "{} while the commit was being shipped; nothing ran on the machine",
                     job.interrupt.reason().map(|r| r.words()).unwrap_or("saphan was stopped")
@@ -654,7 +655,7 @@ async fn locked(
     }
     let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
         .await
-        .map_err(|e| DispatchFault::new("materialize-failed", e.to_string()))?;
+        .map_err(|e| DispatchFault::new(FailureKind::MaterializeFailed, e.to_string()))?;
     let subs: Vec<(String, String, Option<std::path::PathBuf>)> = job
         .submodules
         .iter()
@@ -664,14 +665,14 @@ async fn locked(
     let local = tempfile::Builder::new()
         .prefix("saphan-collect-")
         .tempdir()
-        .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
+        .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
     let mut env: Vec<(String, String)> = job.extra_env.to_vec();
     let report_root = if let Some(manifest) = job.affected {
         let reports = format!("{run_dir}/reports");
         let mk = control(t, r#"mkdir -p "$1""#, &[&reports]).await?;
         if !mk.status.success() {
             let _ = scratch.remove().await;
-            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
+            return Err(DispatchFault::new(FailureKind::ShipFailed, mk.stderr_str()).into());
         }
         if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
             let _ = scratch.remove().await;
@@ -726,7 +727,7 @@ async fn locked(
     let _ = scratch.remove().await;
     let run = match run {
         Ok(r) => r,
-        Err(e) if e.name() == "provision-dest-conflict" || e.name() == "provision-failed" => {
+        Err(e) if matches!(e.downcast_ref(), Some(ProvisionError::DestConflict { .. })) => {
             return Err(Failure::Refused(
                 DispatchError::ProvisionConflict {
                     machine: id.to_string(),
@@ -735,7 +736,9 @@ async fn locked(
                 .into(),
             ));
         }
-        Err(e) => return Err(DispatchFault::new(e.name(), e.inner().to_string()).into()),
+        Err(e) => {
+            return Err(DispatchFault::new(FailureKind::of(&e), e.inner().to_string()).into());
+        }
     };
     phases.insert("run".into(), serde_json::json!(secs(run_time)));
     phases.insert(

@@ -30,7 +30,7 @@ use crate::git::{Repo, Scratch};
 use crate::home::Home;
 use crate::provision::{self, Placed};
 use crate::record::{Avail, Record};
-use crate::report::{self, Evidence, Measurement};
+use crate::report::{self, Evidence, FailureKind, Measurement};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 use std::future::Future;
@@ -207,13 +207,14 @@ pub struct SuiteRun {
 }
 
 impl SuiteRun {
-    /// A run that never started (interrupted before it), with `note`.
-    pub fn not_run(note: impl Into<String>) -> SuiteRun {
+    /// A run that never started, failed as `kind` with the note
+    /// `<kind>: <detail>`.
+    pub fn not_run(kind: FailureKind, detail: impl std::fmt::Display) -> SuiteRun {
         SuiteRun {
             started_at: crate::clock::now_rfc3339(),
             finished_at: crate::clock::now_rfc3339(),
             termination: None,
-            measurement: Measurement::failed(note),
+            measurement: Measurement::failed(kind, detail),
             placed: Vec::new(),
             elapsed: Duration::ZERO,
             stderr_tail: String::new(),
@@ -475,9 +476,10 @@ pub async fn run_suite_with(
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
     if let Some(why) = &scratch.submodule_missing {
-        let mut run = SuiteRun::not_run(format!(
-            "submodule-missing: {why} — the SHA was not measured"
-        ));
+        let mut run = SuiteRun::not_run(
+            FailureKind::SubmoduleMissing,
+            format!("{why} — the SHA was not measured"),
+        );
         run.submodules = scratch.submodules.clone();
         return Ok(run);
     }
@@ -528,38 +530,46 @@ pub async fn run_suite_with(
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
-            Measurement::failed(format!(
-                "interrupted: {}; the suite's process group was killed",
-                interrupt
-                    .reason()
-                    .unwrap_or(crate::cancel::Reason::Requested)
-                    .words()
-            )),
+            Measurement::failed(
+                FailureKind::Interrupted,
+                format!(
+                    "{}; the suite's process group was killed",
+                    interrupt
+                        .reason()
+                        .unwrap_or(crate::cancel::Reason::Requested)
+                        .words()
+                ),
+            ),
             String::new(),
         ),
         Some(Err(TransportError::Spawn { source, .. })) => (
             None,
-            Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started: {source}",
-                plan.suite.argv[0]
-            )),
+            Measurement::failed(
+                FailureKind::Crash,
+                format!(
+                    "the suite's program `{}` could not be started: {source}",
+                    plan.suite.argv[0]
+                ),
+            ),
             String::new(),
         ),
         Some(Err(TransportError::RemoteSpawn { alias, detail, .. })) => (
             None,
-            Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started on {alias}: {detail}",
-                plan.suite.argv[0]
-            )),
+            Measurement::failed(
+                FailureKind::Crash,
+                format!(
+                    "the suite's program `{}` could not be started on {alias}: {detail}",
+                    plan.suite.argv[0]
+                ),
+            ),
             String::new(),
         ),
         Some(Err(e)) => (
             None,
-            Measurement::failed(format!(
-                "{}: the suite's run on {} failed: {e}",
-                crate::error::Refusal::name(&e),
-                t.describe()
-            )),
+            Measurement::failed(
+                FailureKind::from(&e),
+                format!("the suite's run on {} failed: {e}", t.describe()),
+            ),
             String::new(),
         ),
         Some(Ok(out)) => {
@@ -586,7 +596,7 @@ pub async fn run_suite_with(
             };
             // Judge: the same parsers, off the runtime.
             let m = match collected {
-                Err(e) => Measurement::failed(e.note()),
+                Err(e) => Measurement::report_failed(&e),
                 Ok(root) => judge(plan.suite, out.status, stdout_path.clone(), root, key).await,
             };
             if let Some(keep) = plan.keep_stdout {
@@ -648,7 +658,12 @@ async fn judge(
         })
     })
     .await
-    .unwrap_or_else(|e| Measurement::failed(format!("crash: reading the report failed: {e}")))
+    .unwrap_or_else(|e| {
+        Measurement::failed(
+            FailureKind::Crash,
+            format!("reading the report failed: {e}"),
+        )
+    })
 }
 
 /// Who measured what, for [`record`].
@@ -685,7 +700,7 @@ pub fn record(
         started_at: run.started_at.clone(),
         finished_at: run.finished_at.clone(),
         verdict: m.verdict,
-        failure: m.failure(),
+        failure: m.failure.clone(),
         suite_source: suite.source.as_str(),
         suite_argv: suite.argv.clone(),
         report: suite.report,

@@ -88,9 +88,10 @@ pub struct Record {
     pub finished_at: String,
     /// `green` | `red` | `measurement-failed`.
     pub verdict: crate::report::Verdict,
-    /// Why a measurement failed (`timeout`, `interrupted`, `crash`, `report`), when it did.
+    /// Why a measurement failed (`timeout`, `interrupted`, `crash`,
+    /// `report-no-match`, `connection-lost` …), when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+    pub failure: Option<crate::report::FailureKind>,
     /// `config:verify.full` | `default-go` | `config:verify.affected`.
     pub suite_source: String,
     /// Exactly what ran.
