@@ -33,7 +33,7 @@ use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
 use crate::provision::ProvisionError;
-use crate::record::Record;
+use crate::record::{Phase, Phases, Record};
 use crate::report::{FailureKind, Verdict};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
@@ -283,28 +283,15 @@ pub async fn run_on(
         &c.run,
     );
     record.notes.extend(c.notes);
-    record.extra.insert(
-        "machine_program".into(),
-        serde_json::json!({
-            "capability": m.capability,
-            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
-            "version": m.program_version,
-        }),
-    );
-    record
-        .extra
-        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
-    record
-        .extra
-        .insert("phases".into(), serde_json::Value::Object(c.phases));
-    record
-        .extra
-        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
-    if c.interrupted {
-        record
-            .extra
-            .insert("interrupted".into(), serde_json::json!(true));
-    }
+    record.machine_program = Some(crate::record::MachineProgram {
+        capability: m.capability.clone(),
+        path: m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
+        version: m.program_version.clone(),
+    });
+    record.bundle_bytes = Some(c.bundle_bytes);
+    record.phases = Some(c.phases);
+    record.remote_tree = Some(c.remote_tree);
+    record.interrupted = c.interrupted;
     Ok(MachineRun {
         record,
         stderr_tail: c.run.stderr_tail,
@@ -323,7 +310,7 @@ pub struct Collected {
     /// Bundle bytes shipped.
     pub bundle_bytes: u64,
     /// Seconds per phase.
-    pub phases: serde_json::Map<String, serde_json::Value>,
+    pub phases: Phases,
     /// The scratch tree path on the machine.
     pub remote_tree: String,
     /// Ctrl-C stopped it.
@@ -355,8 +342,8 @@ pub async fn measure_on(
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
         key: repo_key(job.repo),
     };
-    let mut phases = serde_json::Map::new();
-    phases.insert("connect".into(), serde_json::json!(secs(connect_time)));
+    let mut phases = Phases::new();
+    phases.insert(Phase::Connect, secs(connect_time));
     let mut argv = m.argv.clone();
     if let Some((_, sha)) = job.self_binary
         && argv[0] == "saphan"
@@ -544,7 +531,7 @@ struct On<'a, 'j> {
 async fn attempt(
     on: On<'_, '_>,
     a: &mut Attempt,
-    phases: &mut serde_json::Map<String, serde_json::Value>,
+    phases: &mut Phases,
 ) -> std::result::Result<(), Failure> {
     let On {
         job,
@@ -604,7 +591,7 @@ async fn attempt(
                 .map_err(DispatchFault::transport)?;
         }
     }
-    phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
+    phases.insert(Phase::Ship, secs(t_ship.elapsed()));
     progress.phase(
         id,
         &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
@@ -630,7 +617,7 @@ async fn attempt(
 async fn locked(
     on: On<'_, '_>,
     a: &mut Attempt,
-    phases: &mut serde_json::Map<String, serde_json::Value>,
+    phases: &mut Phases,
     run_dir: &str,
     t_mat: Instant,
 ) -> std::result::Result<(), Failure> {
@@ -685,10 +672,7 @@ async fn locked(
     } else {
         None
     };
-    phases.insert(
-        "materialize".into(),
-        serde_json::json!(secs(t_mat.elapsed())),
-    );
+    phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
 
     progress.phase(id, "run");
     let mut suite = job.suite.clone();
@@ -740,11 +724,8 @@ async fn locked(
             return Err(DispatchFault::new(FailureKind::of(&e), e.inner().to_string()).into());
         }
     };
-    phases.insert("run".into(), serde_json::json!(secs(run_time)));
-    phases.insert(
-        "collect".into(),
-        serde_json::json!(secs(t_collect.elapsed())),
-    );
+    phases.insert(Phase::Run, secs(run_time));
+    phases.insert(Phase::Collect, secs(t_collect.elapsed()));
     a.run = Some(run);
     a.local = Some(local);
     Ok(())
@@ -929,18 +910,8 @@ pub async fn run_all(
     };
     for r in &mut out {
         let mut rec = r.record.clone();
-        if let Some(t) = trunk {
-            rec.extra.insert("trunk".into(), serde_json::json!(t));
-        }
-        rec.extra.insert(
-            "dispatch_machines".into(),
-            serde_json::json!(
-                admitted
-                    .iter()
-                    .map(|m| m.row.id.clone())
-                    .collect::<Vec<_>>()
-            ),
-        );
+        rec.trunk = Some(trunk.map(str::to_string));
+        rec.dispatch_machines = Some(admitted.iter().map(|m| m.row.id.clone()).collect());
         crate::record::append_off_runtime(&attempts, &rec).await?;
         r.record = rec;
     }

@@ -630,21 +630,17 @@ impl crate::measure::Executor for LocalExecutor {
     /// What ran the suite: the pin as given, its kind, the image ID it
     /// resolved to, the engine's API version, the socket spoken to, whether
     /// the container had a network, and the container's name.
-    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+    fn container_run(&self) -> Option<crate::record::ContainerRun> {
         let t = &self.target;
-        let mut m = serde_json::Map::new();
-        for (k, v) in [
-            ("image_pin", t.image.pin.reference()),
-            ("image_pin_kind", t.image.pin.kind().to_string()),
-            ("image_id", t.image.image_id.clone()),
-            ("docker_api_version", t.image.api_version.clone()),
-            ("docker_socket", t.socket.clone()),
-            ("container", t.name.clone()),
-        ] {
-            m.insert(k.into(), serde_json::json!(v));
-        }
-        m.insert("network".into(), serde_json::json!(t.network));
-        m
+        Some(crate::record::ContainerRun {
+            container: t.name.clone(),
+            docker_api_version: t.image.api_version.clone(),
+            docker_socket: t.socket.clone(),
+            image_id: t.image.image_id.clone(),
+            image_pin: t.image.pin.reference(),
+            image_pin_kind: t.image.pin.kind().to_string(),
+            network: t.network,
+        })
     }
     fn execute<'a>(
         &'a self,

@@ -149,12 +149,11 @@ pub trait Executor: Send + Sync {
         transport: &'a Transport,
         cmd: Cmd,
     ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>;
-    /// Record fields this executor adds (object keys of the record's
-    /// `extra`), carried on the [`SuiteRun`] into [`record`]: the container
-    /// class puts its image pin, resolved image ID, engine API version and
-    /// container name here. The host class adds nothing.
-    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::Map::new()
+    /// What ran the suite, for the record, carried on the [`SuiteRun`] into
+    /// [`record`]: the container class gives its image pin, resolved image
+    /// ID, engine API version and container name. The host class: `None`.
+    fn container_run(&self) -> Option<crate::record::ContainerRun> {
+        None
     }
 }
 
@@ -202,8 +201,8 @@ pub struct SuiteRun {
     pub log: Option<SuiteLog>,
     /// Submodules checked out at their gitlinks: (path, commit).
     pub submodules: Vec<(String, String)>,
-    /// Record fields the executor added ([`Executor::record_extra`]).
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// What ran the suite when the executor says ([`Executor::container_run`]).
+    pub container: Option<crate::record::ContainerRun>,
 }
 
 impl SuiteRun {
@@ -222,7 +221,7 @@ impl SuiteRun {
             program: Program::default(),
             log: None,
             submodules: Vec::new(),
-            extra: serde_json::Map::new(),
+            container: None,
         }
     }
 
@@ -632,7 +631,7 @@ pub async fn run_suite_with(
         program,
         log,
         submodules: scratch.submodules.clone(),
-        extra: executor.record_extra(),
+        container: executor.container_run(),
     })
 }
 
@@ -721,20 +720,29 @@ pub fn record(
         suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
         suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,
-        extra: {
-            let mut m = run.extra.clone();
-            if !run.submodules.is_empty() {
-                m.insert(
-                    "submodules".into(),
-                    serde_json::json!(
-                        run.submodules
-                            .iter()
-                            .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
-                            .collect::<Vec<_>>()
-                    ),
-                );
-            }
-            m
-        },
+        base: None,
+        bundle_bytes: None,
+        container: run.container.clone(),
+        dispatch_machines: None,
+        interrupted: false,
+        machine_program: None,
+        phases: None,
+        remote_tree: None,
+        step_budget: None,
+        step_budget_seconds: None,
+        step_budget_source: None,
+        steps: None,
+        stream: None,
+        streams: None,
+        submodules: run
+            .submodules
+            .iter()
+            .map(|(p, c)| crate::record::SubmoduleAt {
+                commit: c.clone(),
+                path: p.clone(),
+            })
+            .collect(),
+        trunk: None,
+        union: None,
     }
 }
