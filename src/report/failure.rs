@@ -112,6 +112,17 @@ kinds! {
     CollectFailed => "collect-failed",
     /// Placing a provision's bytes on the machine failed (not a dest conflict).
     ProvisionFailed => "provision-failed",
+    /// A provision's source vanished after the preflight.
+    ProvisionSourceMissing => "provision-source-missing",
+    /// A provision's source became unreadable after the preflight.
+    ProvisionSourceUnreadable => "provision-source-unreadable",
+    /// A provision's source became empty after the preflight.
+    ProvisionSourceEmpty => "provision-source-empty",
+    /// A provision's dest is a path the tree carries (a refusal wherever it
+    /// is met; named here so every provision error has its kind).
+    ProvisionDestConflict => "provision-dest-conflict",
+    /// One of saphan's own files could not be read or written.
+    Io => "io",
     // Transport errors met after admission (their refusal names).
     /// A program could not be started ([`crate::transport::TransportError::Spawn`]).
     Spawn => "spawn",
@@ -176,6 +187,12 @@ impl FailureKind {
         if let Some(e) = e.downcast_ref::<super::ReportError>() {
             return e.into();
         }
+        if let Some(e) = e.downcast_ref::<crate::error::IoError>() {
+            return match e {
+                crate::error::IoError::Io { .. } => FailureKind::Io,
+                crate::error::IoError::Spawn { .. } => FailureKind::Spawn,
+            };
+        }
         if let Some(crate::record::RecordError::Interrupted { .. }) = e.downcast_ref() {
             return FailureKind::Interrupted;
         }
@@ -239,9 +256,13 @@ impl From<&crate::fleet::FleetError> for FailureKind {
 
 impl From<&crate::provision::ProvisionError> for FailureKind {
     fn from(e: &crate::provision::ProvisionError) -> FailureKind {
+        use crate::provision::ProvisionError as P;
         match e {
-            crate::provision::ProvisionError::Place { .. } => FailureKind::ProvisionFailed,
-            other => FailureKind::Other(Cow::Borrowed(other.name())),
+            P::Place { .. } => FailureKind::ProvisionFailed,
+            P::SourceMissing { .. } => FailureKind::ProvisionSourceMissing,
+            P::SourceUnreadable { .. } => FailureKind::ProvisionSourceUnreadable,
+            P::SourceEmpty { .. } => FailureKind::ProvisionSourceEmpty,
+            P::DestConflict { .. } => FailureKind::ProvisionDestConflict,
         }
     }
 }
@@ -291,9 +312,9 @@ mod tests {
 
     #[test]
     fn an_unknown_word_is_kept_verbatim() {
-        let k: FailureKind = serde_json::from_str("\"io\"").unwrap();
-        assert_eq!(k, FailureKind::Other(Cow::Borrowed("io")));
-        assert_eq!(serde_json::to_string(&k).unwrap(), "\"io\"");
+        let k: FailureKind = serde_json::from_str("\"a-future-word\"").unwrap();
+        assert_eq!(k, FailureKind::Other(Cow::Borrowed("a-future-word")));
+        assert_eq!(serde_json::to_string(&k).unwrap(), "\"a-future-word\"");
         assert!(!k.is_infrastructure());
     }
 
@@ -317,11 +338,95 @@ mod tests {
         );
     }
 
+    /// A kind taken from an error is spelled as the error's refusal name:
+    /// one word per failure, whichever way it is reached.
     #[test]
-    fn a_report_error_names_itself_with_its_kind() {
-        let e = super::super::ReportError::Empty {
-            file: "r.xml".into(),
-        };
-        assert_eq!(FailureKind::from(&e).as_str(), e.name());
+    fn an_error_and_its_kind_have_one_word() {
+        use super::super::ReportError as R;
+        let f = || "f".to_string();
+        for e in [
+            R::NoMatch {
+                pattern: f(),
+                key: f(),
+            },
+            R::BadPattern {
+                pattern: f(),
+                why: f(),
+            },
+            R::NoPattern { key: f() },
+            R::SymlinkEscape {
+                file: f(),
+                target: f().into(),
+            },
+            R::NotRegular {
+                file: f(),
+                kind: "a FIFO",
+            },
+            R::Unreadable {
+                file: f(),
+                source: std::io::Error::other("x"),
+            },
+            R::Empty { file: f() },
+            R::Malformed {
+                file: f(),
+                line: 1,
+                why: f(),
+            },
+            R::NoTestsuite { file: f() },
+            R::NoEvents {
+                file: f(),
+                hint: f(),
+            },
+        ] {
+            assert_eq!(FailureKind::from(&e).as_str(), e.name());
+            let boxed: crate::error::Error = e.into();
+            assert!(!matches!(FailureKind::of(&boxed), FailureKind::Other(_)));
+        }
+        use crate::provision::ProvisionError as P;
+        for e in [
+            P::SourceMissing {
+                alias: f(),
+                source_path: f().into(),
+            },
+            P::SourceUnreadable {
+                alias: f(),
+                source_path: f().into(),
+                detail: f(),
+            },
+            P::SourceEmpty {
+                alias: f(),
+                source_path: f().into(),
+            },
+            P::DestConflict {
+                alias: f(),
+                dest: f(),
+                why: f(),
+            },
+            P::Place {
+                alias: f(),
+                dest: f(),
+                detail: f(),
+            },
+        ] {
+            assert_eq!(FailureKind::from(&e).as_str(), e.name());
+        }
+        use crate::transport::TransportError as T;
+        for e in [
+            T::ConnectionLost {
+                alias: f(),
+                detail: f(),
+            },
+            T::Engine { detail: f() },
+        ] {
+            assert_eq!(FailureKind::from(&e).as_str(), e.name());
+        }
+        let io: crate::error::Error = crate::error::IoError::Io {
+            action: "read",
+            path: f().into(),
+            source: std::io::Error::other("x"),
+        }
+        .into();
+        assert_eq!(FailureKind::of(&io), FailureKind::Io);
+        assert_eq!(FailureKind::of(&io).as_str(), io.name());
     }
 }
