@@ -208,7 +208,11 @@ const CONTAINER: &[Field] = &[
 ];
 
 /// verify-union.
-const UNION: &[Field] = &[("base", "string"), ("streams", "array"), ("union", "string")];
+const UNION: &[Field] = &[
+    ("base", "string"),
+    ("streams", "array"),
+    ("union", "string"),
+];
 
 /// verify-stream.
 const STREAM: &[Field] = &[
@@ -242,7 +246,9 @@ fn assert_schema(what: &str, rec: &Value, required: &[&[Field]], optional: &[&[F
         "record::FORMAT changed: update the pinned record schema in tests/it/record_fields.rs to the new format"
     );
     assert_eq!(rec["format"], SCHEMA_FORMAT, "{what}: {rec}");
-    let obj = rec.as_object().unwrap_or_else(|| panic!("{what}: not an object: {rec}"));
+    let obj = rec
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: not an object: {rec}"));
     let bump = "a record field changed without a record::FORMAT bump (or the pinned schema in tests/it/record_fields.rs is stale)";
     for (k, types) in required.iter().flat_map(|t| t.iter()) {
         let v = obj
@@ -428,14 +434,18 @@ fn records_written_before_the_typed_fields_read_back_unchanged() {
     };
     for old in [
         with(serde_json::json!({"trunk": null})),
-        with(serde_json::json!({"verb": "verify-union", "base": "b".repeat(40),
+        with(
+            serde_json::json!({"verb": "verify-union", "base": "b".repeat(40),
             "streams": [{"name": "s1", "sha": "c".repeat(40)}], "union": "d".repeat(40),
-            "verified_pointer": "unchanged: verify-union is advisory and never moves the pointer"})),
-        with(serde_json::json!({"machine": "m0", "bundle_bytes": 0, "dispatch_machines": ["m0"],
+            "verified_pointer": "unchanged: verify-union is advisory and never moves the pointer"}),
+        ),
+        with(
+            serde_json::json!({"machine": "m0", "bundle_bytes": 0, "dispatch_machines": ["m0"],
             "machine_program": {"capability": "go", "path": "/usr/bin/go", "version": "go1"},
             "phases": {"collect": 0.0, "connect": 0.1, "materialize": 0.2, "run": 0.3, "ship": 0.4},
             "remote_tree": "/w/t", "interrupted": true,
-            "submodules": [{"commit": "e".repeat(40), "path": "sub"}]})),
+            "submodules": [{"commit": "e".repeat(40), "path": "sub"}]}),
+        ),
     ] {
         let r: saphan::record::Record = serde_json::from_value(old.clone()).unwrap();
         assert_eq!(r.failure, Some(saphan::report::FailureKind::ReportNoMatch));
