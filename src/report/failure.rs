@@ -411,14 +411,106 @@ mod tests {
             assert_eq!(FailureKind::from(&e).as_str(), e.name());
         }
         use crate::transport::TransportError as T;
+        let io = || std::io::Error::other("x");
+        let d = std::time::Duration::ZERO;
         for e in [
+            T::Spawn {
+                program: f(),
+                source: io(),
+            },
+            T::Copy {
+                what: f(),
+                source: io(),
+            },
+            T::SshConfig {
+                alias: f(),
+                file: f().into(),
+                detail: f(),
+            },
+            T::ConfigExposed {
+                path: f().into(),
+                detail: f(),
+                why: f(),
+                fix: f(),
+            },
+            T::HostUnreachable {
+                alias: f(),
+                addr: f(),
+                via: None,
+                cause: f(),
+                elapsed: d,
+                budget: d,
+                config: f().into(),
+            },
+            T::HostKeyUnknown {
+                alias: f(),
+                name: f(),
+                key_type: f(),
+                fingerprint: f(),
+                files: vec![],
+                keyscan: f(),
+            },
+            T::HostKeyChanged {
+                alias: f(),
+                name: f(),
+                file: f().into(),
+                line: 1,
+                key_type: f(),
+                fingerprint: f(),
+            },
+            T::HostKeyRevoked {
+                alias: f(),
+                name: f(),
+                file: f().into(),
+                line: 1,
+                key_type: f(),
+                fingerprint: f(),
+            },
+            T::KnownHostsUnreadable {
+                file: f().into(),
+                detail: f(),
+            },
+            T::AuthFailed {
+                alias: f(),
+                user: f(),
+                addr: f(),
+                tried: vec![],
+            },
+            T::Handshake {
+                alias: f(),
+                addr: f(),
+                detail: f(),
+            },
             T::ConnectionLost {
                 alias: f(),
                 detail: f(),
             },
             T::Engine { detail: f() },
+            T::RemoteTimeout {
+                alias: f(),
+                what: f(),
+                budget: d,
+            },
+            T::RemoteCopy {
+                what: f(),
+                detail: f(),
+            },
+            T::UnixSocket {
+                alias: f(),
+                path: f(),
+                detail: f(),
+            },
+            T::ArgumentTooLong { bytes: 1, max: 0 },
+            T::RemoteSpawn {
+                alias: f(),
+                program: f(),
+                detail: f(),
+            },
+            T::BadArgument { detail: f() },
         ] {
             assert_eq!(FailureKind::from(&e).as_str(), e.name());
+            let boxed: crate::error::Error = e.into();
+            assert!(!matches!(FailureKind::of(&boxed), FailureKind::Other(_)));
         }
         let io: crate::error::Error = crate::error::IoError::Io {
             action: "read",
