@@ -172,8 +172,9 @@ impl FailureKind {
     }
 
     /// The kind of an error met after admission: its module's typed kind
-    /// where the error is a transport, fleet, provision, report or record
-    /// error; otherwise [`FailureKind::Other`] with the refusal's name.
+    /// where the error is a transport, fleet, provision, report, I/O or
+    /// record error (found by the error's type, never by its name);
+    /// otherwise [`FailureKind::Other`] with the refusal's name.
     pub fn of(e: &crate::error::Error) -> FailureKind {
         if let Some(e) = e.downcast_ref::<crate::transport::TransportError>() {
             return e.into();
