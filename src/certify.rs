@@ -365,9 +365,7 @@ pub async fn certify(
         &run,
     );
     let mut record = record;
-    record
-        .extra
-        .insert("trunk".into(), serde_json::json!(trunk));
+    record.trunk = Some(trunk.clone());
     let attempts = record::attempts_path(repo);
     record::append_off_runtime(&attempts, &record).await?;
     let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {

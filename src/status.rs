@@ -55,8 +55,8 @@ pub struct Attempt {
     pub sha: String,
     /// `green` | `red` | `measurement-failed`.
     pub verdict: Verdict,
-    /// Why a measurement failed (`timeout`, `crash`, `report` …).
-    pub failure: Option<String>,
+    /// Why a measurement failed (`timeout`, `crash`, `report-no-match` …).
+    pub failure: Option<crate::report::FailureKind>,
     /// Tests that ran, or `"unavailable"`.
     pub count: record::Avail<u64>,
     /// When it finished (RFC 3339 UTC).

@@ -28,9 +28,8 @@ use crate::exec::{self, Cmd, Termination};
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
-use crate::report::{ReportKind, Verdict};
+use crate::report::{FailureKind, ReportKind, Verdict};
 use crate::suite::{ResolvedSuite, SuiteSource};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,47 +81,8 @@ pub fn step_budget(cfg: &Config) -> Budget {
     }
 }
 
-/// How one step ended (`outcome` in the record).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StepOutcome {
-    /// It passed.
-    Pass,
-    /// It failed: a non-zero exit, a failing test, or files gofmt lists.
-    Fail,
-    /// It ran past the step budget; its process group was killed.
-    Timeout,
-    /// It could not give a verdict (killed by a signal, unreadable report,
-    /// not started, interrupted).
-    MeasurementFailed,
-}
-
-/// One step as it ran.
-#[derive(Debug, Clone, Serialize)]
-pub struct Step {
-    /// `build`, `vet`, `test`, `gofmt`.
-    pub name: &'static str,
-    /// Exactly what ran.
-    pub argv: Vec<String>,
-    /// How it ended.
-    pub outcome: StepOutcome,
-    /// Its exit code, when it exited.
-    pub exit_code: Option<i32>,
-    /// Wall time in seconds.
-    pub seconds: f64,
-    /// Files gofmt lists (gofmt only; empty otherwise).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<String>,
-    /// Tests that ran (test only, when measured).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub count: Option<u64>,
-    /// Failing tests (test only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failing: Vec<String>,
-    /// The last lines of its stderr or notes, when it did not pass.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub detail: String,
-}
+/// How one step ended, and one step as it ran (the record's `steps`).
+pub use crate::record::{Step, StepOutcome};
 
 /// What verify-stream obtained.
 #[derive(Debug, Clone)]
@@ -276,7 +236,7 @@ pub async fn verify_stream(
             }
         }
         steps.push(Step {
-            name,
+            name: name.into(),
             argv: suite.argv.clone(),
             outcome,
             exit_code: run.termination.and_then(|t| t.code()),
@@ -316,13 +276,16 @@ pub async fn verify_stream(
     let run = match &test_run {
         Some(run) => run,
         None => {
-            interrupted_run = measure::SuiteRun::not_run(format!(
-                "interrupted: {} before go test ran",
-                interrupt
-                    .reason()
-                    .unwrap_or(crate::cancel::Reason::Requested)
-                    .words()
-            ));
+            interrupted_run = measure::SuiteRun::not_run(
+                FailureKind::Interrupted,
+                format!(
+                    "{} before go test ran",
+                    interrupt
+                        .reason()
+                        .unwrap_or(crate::cancel::Reason::Requested)
+                        .words()
+                ),
+            );
             &interrupted_run
         }
     };
@@ -342,13 +305,15 @@ pub async fn verify_stream(
     if verdict != rec.verdict {
         rec.verdict = verdict;
         rec.failure = match verdict {
-            Verdict::MeasurementFailed if interrupt.is_cancelled() => Some("interrupted".into()),
+            Verdict::MeasurementFailed if interrupt.is_cancelled() => {
+                Some(FailureKind::Interrupted)
+            }
             Verdict::MeasurementFailed
                 if steps.iter().any(|s| s.outcome == StepOutcome::Timeout) =>
             {
-                Some("timeout".into())
+                Some(FailureKind::Timeout)
             }
-            Verdict::MeasurementFailed => Some("crash".into()),
+            Verdict::MeasurementFailed => Some(FailureKind::Crash),
             _ => None,
         };
     }
@@ -376,25 +341,11 @@ pub async fn verify_stream(
     }
     rec.verified_pointer =
         Some("unchanged: verify-stream is advisory and never moves the pointer".into());
-    if let Some(name) = stream_name(&repo.top) {
-        rec.extra.insert("stream".into(), name.into());
-    }
-    rec.extra.insert(
-        "step_budget".into(),
-        humantime::format_duration(budget.duration)
-            .to_string()
-            .into(),
-    );
-    rec.extra.insert(
-        "step_budget_seconds".into(),
-        budget.duration.as_secs_f64().into(),
-    );
-    rec.extra
-        .insert("step_budget_source".into(), budget.source.clone().into());
-    rec.extra.insert(
-        "steps".into(),
-        serde_json::to_value(&steps).expect("steps serialize"),
-    );
+    rec.stream = stream_name(&repo.top);
+    rec.step_budget = Some(humantime::format_duration(budget.duration).to_string());
+    rec.step_budget_seconds = Some(budget.duration.as_secs_f64());
+    rec.step_budget_source = Some(budget.source.clone());
+    rec.steps = Some(steps.clone());
     let attempts = record::attempts_path(repo);
     record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {
@@ -420,7 +371,7 @@ fn stream_name(top: &Path) -> Option<String> {
 /// exits 0; a non-zero exit (a file that does not parse) is one too.
 fn gofmt_step(argv: Vec<String>, ran: std::io::Result<exec::Output>) -> Step {
     let mut step = Step {
-        name: "gofmt",
+        name: "gofmt".into(),
         argv,
         outcome: StepOutcome::MeasurementFailed,
         exit_code: None,
@@ -474,7 +425,7 @@ mod tests {
 
     fn step(name: &'static str, outcome: StepOutcome) -> Step {
         Step {
-            name,
+            name: name.into(),
             argv: vec![],
             outcome,
             exit_code: None,

@@ -27,7 +27,6 @@ use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
 use crate::report::Verdict;
-use serde::Serialize;
 use std::path::PathBuf;
 
 /// What to measure.
@@ -41,14 +40,8 @@ pub struct Settings {
     pub streams: Vec<String>,
 }
 
-/// One stream as merged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StreamHead {
-    /// The name given on the command line.
-    pub name: String,
-    /// Its head SHA at the time of the merge.
-    pub sha: String,
-}
+/// One stream as merged (the record's `streams`).
+pub use crate::record::StreamHead;
 
 /// Errors of verify-union: no union measurement was obtained, so no record.
 #[derive(Debug, thiserror::Error)]
@@ -292,12 +285,9 @@ pub async fn verify_union(
     );
     rec.verified_pointer =
         Some("unchanged: verify-union is advisory and never moves the pointer".into());
-    rec.extra.insert("base".into(), base.clone().into());
-    rec.extra.insert(
-        "streams".into(),
-        serde_json::to_value(&heads).expect("stream heads serialize"),
-    );
-    rec.extra.insert("union".into(), union.clone().into());
+    rec.base = Some(base.clone());
+    rec.streams = Some(heads.clone());
+    rec.union = Some(union.clone());
     let attempts = record::attempts_path(repo);
     record::append_off_runtime(&attempts, &rec).await?;
     Ok(Outcome {

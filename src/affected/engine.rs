@@ -33,7 +33,7 @@ use crate::exec::Termination;
 use crate::git::{self, Repo};
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, SuiteRun};
-use crate::report::{Measurement, ReportKind, Verdict};
+use crate::report::{FailureKind, Measurement, ReportKind, Verdict};
 use crate::suite::ResolvedSuite;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -670,8 +670,7 @@ fn judge(
     };
     if res.result == Outcome::MeasurementFailed {
         res.reason = Some(
-            if m.failure().as_deref() == Some("report-no-events") && exited.is_some_and(|c| c != 0)
-            {
+            if m.failure == Some(FailureKind::ReportNoEvents) && exited.is_some_and(|c| c != 0) {
                 format!(
                     "build failed: the adapter exited with status {} before its suite wrote a single go test -json event, so no selected test ran{}",
                     exited.unwrap_or_default(),
@@ -701,6 +700,7 @@ fn judge(
             if res.result == Outcome::Green {
                 res.result = Outcome::MeasurementFailed;
                 m.verdict = Verdict::MeasurementFailed;
+                m.failure = Some(FailureKind::UnmeasuredPackages);
                 m.named_tests = None;
             }
             res.reason = Some(note);

@@ -217,7 +217,7 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
                 r.program_version.as_deref().unwrap_or("version unknown")
             ));
         }
-        if let Some(b) = r.extra.get("bundle_bytes").and_then(|b| b.as_u64()) {
+        if let Some(b) = r.bundle_bytes {
             s.push_str(&format!("{indent}shipped: {b} bytes\n"));
         }
     }

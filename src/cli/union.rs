@@ -71,17 +71,11 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
         r.suite_source,
         r.suite_seconds
     );
-    if let Some(b) = r.extra.get("base").and_then(|v| v.as_str()) {
+    if let Some(b) = &r.base {
         t.push_str(&format!("  base    {b}\n"));
     }
-    if let Some(ss) = r.extra.get("streams").and_then(|v| v.as_array()) {
-        for st in ss {
-            t.push_str(&format!(
-                "  stream  {} {}\n",
-                st["sha"].as_str().unwrap_or_default(),
-                st["name"].as_str().unwrap_or_default()
-            ));
-        }
+    for st in r.streams.iter().flatten() {
+        t.push_str(&format!("  stream  {} {}\n", st.sha, st.name));
     }
     if let Avail::Value(names) = &r.named_tests
         && !names.is_empty()
@@ -162,7 +156,7 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
             StepOutcome::Timeout => "TIMEOUT",
             StepOutcome::MeasurementFailed => "NO VERDICT",
         };
-        let extra = match (st.name, st.count) {
+        let extra = match (st.name.as_str(), st.count) {
             ("test", Some(n)) => format!(" ({})", crate::report::count_words(Some(n))),
             _ => String::new(),
         };

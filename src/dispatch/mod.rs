@@ -31,8 +31,9 @@ use crate::exec::{self, Cmd};
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
-use crate::record::Record;
-use crate::report::Verdict;
+use crate::provision::ProvisionError;
+use crate::record::{Phase, Phases, Record};
+use crate::report::{FailureKind, Verdict};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 pub use admit::{Admitted, admit_all, machine_ids};
@@ -112,23 +113,23 @@ impl Refusal for DispatchError {
     }
 }
 
-/// Why a machine's attempt failed after admission: a stable name
+/// Why a machine's attempt failed after admission: its kind
 /// (`host-unreachable`, `connection-lost`, `ship-failed` …) and a sentence.
 #[derive(Debug, Clone)]
 pub struct DispatchFault {
-    /// Stable kebab-case name.
-    pub name: &'static str,
+    /// Why (the record's `failure`).
+    pub kind: FailureKind,
     /// What happened.
     pub detail: String,
 }
 
 impl DispatchFault {
-    /// A fault named `name`. The detail becomes one line (a quoted remote
+    /// A fault of `kind`. The detail becomes one line (a quoted remote
     /// stderr's newlines and runs of blanks fold to single spaces), so the
     /// record's note and the summary line stay one line each.
-    pub fn new(name: &'static str, detail: impl Into<String>) -> DispatchFault {
+    pub fn new(kind: FailureKind, detail: impl Into<String>) -> DispatchFault {
         DispatchFault {
-            name,
+            kind,
             detail: detail
                 .into()
                 .split_whitespace()
@@ -136,15 +137,12 @@ impl DispatchFault {
                 .join(" "),
         }
     }
-    /// A transport error as a fault (its own stable name).
+    /// A transport error as a fault (its own kind).
     pub fn transport(e: TransportError) -> DispatchFault {
         DispatchFault {
-            name: e.name(),
+            kind: FailureKind::from(&e),
             detail: e.to_string(),
         }
-    }
-    fn note(&self) -> String {
-        format!("{}: {}", self.name, self.detail)
     }
 }
 
@@ -215,7 +213,10 @@ pub async fn connect(
         Ok(t) => t,
         Err(e) => {
             let e: crate::error::Error = e.into();
-            return Ok(Err(DispatchFault::new(e.name(), e.inner().to_string())));
+            return Ok(Err(DispatchFault::new(
+                FailureKind::of(&e),
+                e.inner().to_string(),
+            )));
         }
     };
     if m.capability.is_none() {
@@ -280,28 +281,15 @@ pub async fn run_on(
         &c.run,
     );
     record.notes.extend(c.notes);
-    record.extra.insert(
-        "machine_program".into(),
-        serde_json::json!({
-            "capability": m.capability,
-            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
-            "version": m.program_version,
-        }),
-    );
-    record
-        .extra
-        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
-    record
-        .extra
-        .insert("phases".into(), serde_json::Value::Object(c.phases));
-    record
-        .extra
-        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
-    if c.interrupted {
-        record
-            .extra
-            .insert("interrupted".into(), serde_json::json!(true));
-    }
+    record.machine_program = Some(crate::record::MachineProgram {
+        capability: m.capability.clone(),
+        path: m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
+        version: m.program_version.clone(),
+    });
+    record.bundle_bytes = Some(c.bundle_bytes);
+    record.phases = Some(c.phases);
+    record.remote_tree = Some(c.remote_tree);
+    record.interrupted = c.interrupted;
     Ok(MachineRun {
         record,
         stderr_tail: c.run.stderr_tail,
@@ -320,7 +308,7 @@ pub struct Collected {
     /// Bundle bytes shipped.
     pub bundle_bytes: u64,
     /// Seconds per phase.
-    pub phases: serde_json::Map<String, serde_json::Value>,
+    pub phases: Phases,
     /// The scratch tree path on the machine.
     pub remote_tree: String,
     /// Ctrl-C stopped it.
@@ -352,8 +340,8 @@ pub async fn measure_on(
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
         key: repo_key(job.repo),
     };
-    let mut phases = serde_json::Map::new();
-    phases.insert("connect".into(), serde_json::json!(secs(connect_time)));
+    let mut phases = Phases::new();
+    phases.insert(Phase::Connect, secs(connect_time));
     let mut argv = m.argv.clone();
     if let Some((_, sha)) = job.self_binary
         && argv[0] == "saphan"
@@ -391,8 +379,8 @@ pub async fn measure_on(
         }
     }
     let mut run = match (a.run, fault) {
-        (_, Some(f)) => SuiteRun::not_run(f.note()),
-        (None, None) => SuiteRun::not_run("connection-lost: nothing ran"),
+        (_, Some(f)) => SuiteRun::not_run(f.kind, f.detail),
+        (None, None) => SuiteRun::not_run(FailureKind::ConnectionLost, "nothing ran"),
         (Some(run), None) => run,
     };
     if run.submodules.is_empty() {
@@ -406,7 +394,7 @@ pub async fn measure_on(
         path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
         version: m.program_version.clone(),
     };
-    let interrupted = run.measurement.failure().as_deref() == Some("interrupted");
+    let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
     progress.phase(
         &m.row.id,
         &format!("done: {}", run.measurement.verdict.as_str()),
@@ -503,7 +491,7 @@ exec cat >/dev/null"#,
                 Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
                 Ok(_) => {
                     holder.abort();
-                    Err(DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
+                    Err(DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
                 }
                 Err(f) => {
                     holder.abort();
@@ -511,10 +499,10 @@ exec cat >/dev/null"#,
                 }
             },
             r = &mut holder => Err(match r {
-                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
-                Ok(Ok(o)) => DispatchFault::new("lock-failed", format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
+                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) => DispatchFault::new(FailureKind::LockFailed, format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
                 Ok(Err(e)) => DispatchFault::transport(e),
-                Err(e) => DispatchFault::new("lock-failed", e.to_string()),
+                Err(e) => DispatchFault::new(FailureKind::LockFailed, e.to_string()),
             }),
         }
     }
@@ -541,7 +529,7 @@ struct On<'a, 'j> {
 async fn attempt(
     on: On<'_, '_>,
     a: &mut Attempt,
-    phases: &mut serde_json::Map<String, serde_json::Value>,
+    phases: &mut Phases,
 ) -> std::result::Result<(), Failure> {
     let On {
         job,
@@ -575,7 +563,7 @@ async fn attempt(
                 ship::forget(repo, &tag).await;
             }
             return Err(DispatchFault::new(
-                "interrupted",
+                FailureKind::Interrupted,
                 format!(
                     "{} while the commit was being shipped; nothing ran on the machine",
                     job.interrupt.reason().map(|r| r.words()).unwrap_or("saphan was stopped")
@@ -601,7 +589,7 @@ async fn attempt(
                 .map_err(DispatchFault::transport)?;
         }
     }
-    phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
+    phases.insert(Phase::Ship, secs(t_ship.elapsed()));
     progress.phase(
         id,
         &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
@@ -627,7 +615,7 @@ async fn attempt(
 async fn locked(
     on: On<'_, '_>,
     a: &mut Attempt,
-    phases: &mut serde_json::Map<String, serde_json::Value>,
+    phases: &mut Phases,
     run_dir: &str,
     t_mat: Instant,
 ) -> std::result::Result<(), Failure> {
@@ -652,7 +640,7 @@ async fn locked(
     }
     let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
         .await
-        .map_err(|e| DispatchFault::new("materialize-failed", e.to_string()))?;
+        .map_err(|e| DispatchFault::new(FailureKind::MaterializeFailed, e.to_string()))?;
     let subs: Vec<(String, String, Option<std::path::PathBuf>)> = job
         .submodules
         .iter()
@@ -662,14 +650,14 @@ async fn locked(
     let local = tempfile::Builder::new()
         .prefix("saphan-collect-")
         .tempdir()
-        .map_err(|e| DispatchFault::new("collect-failed", format!("temp dir: {e}")))?;
+        .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
     let mut env: Vec<(String, String)> = job.extra_env.to_vec();
     let report_root = if let Some(manifest) = job.affected {
         let reports = format!("{run_dir}/reports");
         let mk = control(t, r#"mkdir -p "$1""#, &[&reports]).await?;
         if !mk.status.success() {
             let _ = scratch.remove().await;
-            return Err(DispatchFault::new("ship-failed", mk.stderr_str()).into());
+            return Err(DispatchFault::new(FailureKind::ShipFailed, mk.stderr_str()).into());
         }
         if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
             let _ = scratch.remove().await;
@@ -682,10 +670,7 @@ async fn locked(
     } else {
         None
     };
-    phases.insert(
-        "materialize".into(),
-        serde_json::json!(secs(t_mat.elapsed())),
-    );
+    phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
 
     progress.phase(id, "run");
     let mut suite = job.suite.clone();
@@ -724,7 +709,7 @@ async fn locked(
     let _ = scratch.remove().await;
     let run = match run {
         Ok(r) => r,
-        Err(e) if e.name() == "provision-dest-conflict" || e.name() == "provision-failed" => {
+        Err(e) if matches!(e.downcast_ref(), Some(ProvisionError::DestConflict { .. })) => {
             return Err(Failure::Refused(
                 DispatchError::ProvisionConflict {
                     machine: id.to_string(),
@@ -733,13 +718,12 @@ async fn locked(
                 .into(),
             ));
         }
-        Err(e) => return Err(DispatchFault::new(e.name(), e.inner().to_string()).into()),
+        Err(e) => {
+            return Err(DispatchFault::new(FailureKind::of(&e), e.inner().to_string()).into());
+        }
     };
-    phases.insert("run".into(), serde_json::json!(secs(run_time)));
-    phases.insert(
-        "collect".into(),
-        serde_json::json!(secs(t_collect.elapsed())),
-    );
+    phases.insert(Phase::Run, secs(run_time));
+    phases.insert(Phase::Collect, secs(t_collect.elapsed()));
     a.run = Some(run);
     a.local = Some(local);
     Ok(())
@@ -924,18 +908,8 @@ pub async fn run_all(
     };
     for r in &mut out {
         let mut rec = r.record.clone();
-        if let Some(t) = trunk {
-            rec.extra.insert("trunk".into(), serde_json::json!(t));
-        }
-        rec.extra.insert(
-            "dispatch_machines".into(),
-            serde_json::json!(
-                admitted
-                    .iter()
-                    .map(|m| m.row.id.clone())
-                    .collect::<Vec<_>>()
-            ),
-        );
+        rec.trunk = Some(trunk.map(str::to_string));
+        rec.dispatch_machines = Some(admitted.iter().map(|m| m.row.id.clone()).collect());
         crate::record::append_off_runtime(&attempts, &rec).await?;
         r.record = rec;
     }

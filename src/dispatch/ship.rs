@@ -8,6 +8,7 @@
 use super::{CONTROL_TIMEOUT, DispatchFault};
 use crate::exec::{self, Cmd};
 use crate::git::Repo;
+use crate::report::FailureKind;
 use crate::transport::Transport;
 
 /// The namespace of the mirror's refs: one per shipped commit.
@@ -66,7 +67,7 @@ async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, Disp
 /// what it was doing, how it ended, its stderr, then `hint`.
 fn ship_failed(what: &str, out: &exec::Output, hint: &str) -> DispatchFault {
     DispatchFault::new(
-        "ship-failed",
+        FailureKind::ShipFailed,
         format!("{what}: {:?}: {}{hint}", out.status, out.stderr_str()),
     )
 }
@@ -80,7 +81,7 @@ async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, Dispatc
             .timeout(crate::git::GIT_TIMEOUT),
     )
     .await
-    .map_err(|e| DispatchFault::new("ship-failed", format!("running git: {e}")))
+    .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("running git: {e}")))
 }
 
 /// Ship every commit in `shas` (the measured SHA, then submodule commits the
@@ -137,7 +138,9 @@ exit 0"#,
                     .timeout(crate::git::GIT_TIMEOUT),
             )
             .await
-            .map_err(|e| DispatchFault::new("ship-failed", format!("running git: {e}")))?;
+            .map_err(|e| {
+                DispatchFault::new(FailureKind::ShipFailed, format!("running git: {e}"))
+            })?;
             for l in out.stdout_str().lines() {
                 if let Some(h) = l.strip_suffix(" commit") {
                     known.push(h.to_string());
@@ -148,12 +151,12 @@ exit 0"#,
         let dir = tempfile::Builder::new()
             .prefix("saphan-bundle-")
             .tempdir()
-            .map_err(|e| DispatchFault::new("ship-failed", format!("temp dir: {e}")))?;
+            .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("temp dir: {e}")))?;
         let file = dir.path().join("ship.bundle");
         let up = local_git(repo, &["update-ref".into(), tmp_ref.clone(), sha.clone()]).await?;
         if !up.status.success() {
             return Err(DispatchFault::new(
-                "ship-failed",
+                FailureKind::ShipFailed,
                 format!("cannot name {sha} for the bundle: {}", up.stderr_str()),
             ));
         }
@@ -173,7 +176,7 @@ exit 0"#,
         let made = made?;
         if !made.status.success() {
             return Err(DispatchFault::new(
-                "ship-failed",
+                FailureKind::ShipFailed,
                 format!("git bundle create: {}", made.stderr_str()),
             ));
         }

@@ -266,9 +266,13 @@ pub enum Ended {
         /// The last [`STDERR_TAIL`] bytes of its stderr.
         stderr: Vec<u8>,
     },
-    /// Nothing trustworthy: a failed-measurement note
-    /// (`<stable-name>: what happened`).
-    Failed(String),
+    /// Ctrl-C stopped the run; the container was killed and removed (what
+    /// happened, for the note).
+    Interrupted(String),
+    /// Nothing trustworthy from the engine (it refused, lost the run, or
+    /// could not remove the container): a failed measurement of kind
+    /// `engine`, with what happened.
+    Engine(String),
 }
 
 /// The outcome of [`run`]: how it ended, and the wall time from start to end.
@@ -415,17 +419,18 @@ pub(crate) async fn remove_container(
 /// Never an error: a suite that exits is [`Ended::Finished`] with its
 /// status (a non-zero status is the suite's red, judged by the caller);
 /// the budget kills and removes the container ([`Termination::TimedOut`]);
-/// Ctrl-C kills and removes it (`interrupted: …`); an engine that refuses
-/// to create or start it, a wait without a status or a connection lost
-/// mid-run are failed measurements (`engine: …`), never an exit code.
+/// Ctrl-C kills and removes it ([`Ended::Interrupted`]); an engine that
+/// refuses to create or start it, a wait without a status or a connection
+/// lost mid-run are failed measurements ([`Ended::Engine`]), never an exit
+/// code.
 pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outcome {
     let t0 = Instant::now();
     let mut idle: Option<Docker> = None;
     let work = run_inner(target, run, &t0, &mut idle);
     let ended = tokio::select! {
         e = work => e,
-        _ = interrupt.cancelled() => Ended::Failed(
-            "interrupted: the operator pressed Ctrl-C; the suite's container was killed and removed".into(),
+        _ = interrupt.cancelled() => Ended::Interrupted(
+            "the operator pressed Ctrl-C; the suite's container was killed and removed".into(),
         ),
     };
     let elapsed = t0.elapsed();
@@ -449,12 +454,13 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
                 target.name, target.name
             );
             match ended {
-                Ended::Failed(n) => Ended::Failed(format!("{n}; {note}")),
+                Ended::Interrupted(n) => Ended::Interrupted(format!("{n}; {note}")),
+                Ended::Engine(n) => Ended::Engine(format!("{n}; {note}")),
                 Ended::Finished {
                     status: Termination::TimedOut,
                     ..
-                } => Ended::Failed(format!("engine: the suite ran past its budget and {note}")),
-                Ended::Finished { .. } => Ended::Failed(format!("engine: {note}")),
+                } => Ended::Engine(format!("the suite ran past its budget and {note}")),
+                Ended::Finished { .. } => Ended::Engine(note),
             }
         }
     };
@@ -469,7 +475,7 @@ async fn run_inner(
     t0: &Instant,
     idle: &mut Option<Docker>,
 ) -> Ended {
-    let engine_fail = |why: String| Ended::Failed(format!("engine: {why}"));
+    let engine_fail = Ended::Engine;
     let docker = match connect(
         &target.transport,
         &target.socket,
@@ -624,21 +630,17 @@ impl crate::measure::Executor for LocalExecutor {
     /// What ran the suite: the pin as given, its kind, the image ID it
     /// resolved to, the engine's API version, the socket spoken to, whether
     /// the container had a network, and the container's name.
-    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+    fn container_run(&self) -> Option<crate::record::ContainerRun> {
         let t = &self.target;
-        let mut m = serde_json::Map::new();
-        for (k, v) in [
-            ("image_pin", t.image.pin.reference()),
-            ("image_pin_kind", t.image.pin.kind().to_string()),
-            ("image_id", t.image.image_id.clone()),
-            ("docker_api_version", t.image.api_version.clone()),
-            ("docker_socket", t.socket.clone()),
-            ("container", t.name.clone()),
-        ] {
-            m.insert(k.into(), serde_json::json!(v));
-        }
-        m.insert("network".into(), serde_json::json!(t.network));
-        m
+        Some(crate::record::ContainerRun {
+            container: t.name.clone(),
+            docker_api_version: t.image.api_version.clone(),
+            docker_socket: t.socket.clone(),
+            image_id: t.image.image_id.clone(),
+            image_pin: t.image.pin.reference(),
+            image_pin_kind: t.image.pin.kind().to_string(),
+            network: t.network,
+        })
     }
     fn execute<'a>(
         &'a self,
@@ -729,12 +731,8 @@ impl crate::measure::Executor for LocalExecutor {
                     elapsed: o.elapsed,
                 }),
                 // Ctrl-C: the core's own interrupt branch records it.
-                Ended::Failed(note) if note.starts_with("interrupted:") => {
-                    std::future::pending().await
-                }
-                Ended::Failed(note) => Err(engine(
-                    note.strip_prefix("engine: ").unwrap_or(&note).to_string(),
-                )),
+                Ended::Interrupted(_) => std::future::pending().await,
+                Ended::Engine(note) => Err(engine(note)),
             }
         })
     }

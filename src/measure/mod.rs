@@ -30,7 +30,7 @@ use crate::git::{Repo, Scratch};
 use crate::home::Home;
 use crate::provision::{self, Placed};
 use crate::record::{Avail, Record};
-use crate::report::{self, Evidence, Measurement};
+use crate::report::{self, Evidence, FailureKind, Measurement};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 use std::future::Future;
@@ -149,12 +149,11 @@ pub trait Executor: Send + Sync {
         transport: &'a Transport,
         cmd: Cmd,
     ) -> Pin<Box<dyn Future<Output = std::result::Result<Output, TransportError>> + Send + 'a>>;
-    /// Record fields this executor adds (object keys of the record's
-    /// `extra`), carried on the [`SuiteRun`] into [`record`]: the container
-    /// class puts its image pin, resolved image ID, engine API version and
-    /// container name here. The host class adds nothing.
-    fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::Map::new()
+    /// What ran the suite, for the record, carried on the [`SuiteRun`] into
+    /// [`record`]: the container class gives its image pin, resolved image
+    /// ID, engine API version and container name. The host class: `None`.
+    fn container_run(&self) -> Option<crate::record::ContainerRun> {
+        None
     }
 }
 
@@ -202,18 +201,19 @@ pub struct SuiteRun {
     pub log: Option<SuiteLog>,
     /// Submodules checked out at their gitlinks: (path, commit).
     pub submodules: Vec<(String, String)>,
-    /// Record fields the executor added ([`Executor::record_extra`]).
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// What ran the suite when the executor says ([`Executor::container_run`]).
+    pub container: Option<crate::record::ContainerRun>,
 }
 
 impl SuiteRun {
-    /// A run that never started (interrupted before it), with `note`.
-    pub fn not_run(note: impl Into<String>) -> SuiteRun {
+    /// A run that never started, failed as `kind` with the note
+    /// `<kind>: <detail>`.
+    pub fn not_run(kind: FailureKind, detail: impl std::fmt::Display) -> SuiteRun {
         SuiteRun {
             started_at: crate::clock::now_rfc3339(),
             finished_at: crate::clock::now_rfc3339(),
             termination: None,
-            measurement: Measurement::failed(note),
+            measurement: Measurement::failed(kind, detail),
             placed: Vec::new(),
             elapsed: Duration::ZERO,
             stderr_tail: String::new(),
@@ -221,7 +221,7 @@ impl SuiteRun {
             program: Program::default(),
             log: None,
             submodules: Vec::new(),
-            extra: serde_json::Map::new(),
+            container: None,
         }
     }
 
@@ -475,9 +475,10 @@ pub async fn run_suite_with(
     interrupt: &Interrupt,
 ) -> Result<SuiteRun> {
     if let Some(why) = &scratch.submodule_missing {
-        let mut run = SuiteRun::not_run(format!(
-            "submodule-missing: {why} — the SHA was not measured"
-        ));
+        let mut run = SuiteRun::not_run(
+            FailureKind::SubmoduleMissing,
+            format!("{why} — the SHA was not measured"),
+        );
         run.submodules = scratch.submodules.clone();
         return Ok(run);
     }
@@ -528,38 +529,46 @@ pub async fn run_suite_with(
     let (termination, measurement, stderr_tail) = match outcome {
         None => (
             None,
-            Measurement::failed(format!(
-                "interrupted: {}; the suite's process group was killed",
-                interrupt
-                    .reason()
-                    .unwrap_or(crate::cancel::Reason::Requested)
-                    .words()
-            )),
+            Measurement::failed(
+                FailureKind::Interrupted,
+                format!(
+                    "{}; the suite's process group was killed",
+                    interrupt
+                        .reason()
+                        .unwrap_or(crate::cancel::Reason::Requested)
+                        .words()
+                ),
+            ),
             String::new(),
         ),
         Some(Err(TransportError::Spawn { source, .. })) => (
             None,
-            Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started: {source}",
-                plan.suite.argv[0]
-            )),
+            Measurement::failed(
+                FailureKind::Crash,
+                format!(
+                    "the suite's program `{}` could not be started: {source}",
+                    plan.suite.argv[0]
+                ),
+            ),
             String::new(),
         ),
         Some(Err(TransportError::RemoteSpawn { alias, detail, .. })) => (
             None,
-            Measurement::failed(format!(
-                "crash: the suite's program `{}` could not be started on {alias}: {detail}",
-                plan.suite.argv[0]
-            )),
+            Measurement::failed(
+                FailureKind::Crash,
+                format!(
+                    "the suite's program `{}` could not be started on {alias}: {detail}",
+                    plan.suite.argv[0]
+                ),
+            ),
             String::new(),
         ),
         Some(Err(e)) => (
             None,
-            Measurement::failed(format!(
-                "{}: the suite's run on {} failed: {e}",
-                crate::error::Refusal::name(&e),
-                t.describe()
-            )),
+            Measurement::failed(
+                FailureKind::from(&e),
+                format!("the suite's run on {} failed: {e}", t.describe()),
+            ),
             String::new(),
         ),
         Some(Ok(out)) => {
@@ -586,7 +595,7 @@ pub async fn run_suite_with(
             };
             // Judge: the same parsers, off the runtime.
             let m = match collected {
-                Err(e) => Measurement::failed(e.note()),
+                Err(e) => Measurement::report_failed(&e),
                 Ok(root) => judge(plan.suite, out.status, stdout_path.clone(), root, key).await,
             };
             if let Some(keep) = plan.keep_stdout {
@@ -622,7 +631,7 @@ pub async fn run_suite_with(
         program,
         log,
         submodules: scratch.submodules.clone(),
-        extra: executor.record_extra(),
+        container: executor.container_run(),
     })
 }
 
@@ -648,7 +657,12 @@ async fn judge(
         })
     })
     .await
-    .unwrap_or_else(|e| Measurement::failed(format!("crash: reading the report failed: {e}")))
+    .unwrap_or_else(|e| {
+        Measurement::failed(
+            FailureKind::Crash,
+            format!("reading the report failed: {e}"),
+        )
+    })
 }
 
 /// Who measured what, for [`record`].
@@ -685,7 +699,7 @@ pub fn record(
         started_at: run.started_at.clone(),
         finished_at: run.finished_at.clone(),
         verdict: m.verdict,
-        failure: m.failure(),
+        failure: m.failure.clone(),
         suite_source: suite.source.as_str(),
         suite_argv: suite.argv.clone(),
         report: suite.report,
@@ -706,20 +720,29 @@ pub fn record(
         suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
         suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,
-        extra: {
-            let mut m = run.extra.clone();
-            if !run.submodules.is_empty() {
-                m.insert(
-                    "submodules".into(),
-                    serde_json::json!(
-                        run.submodules
-                            .iter()
-                            .map(|(p, c)| serde_json::json!({"path": p, "commit": c}))
-                            .collect::<Vec<_>>()
-                    ),
-                );
-            }
-            m
-        },
+        base: None,
+        bundle_bytes: None,
+        container: run.container.clone(),
+        dispatch_machines: None,
+        interrupted: false,
+        machine_program: None,
+        phases: None,
+        remote_tree: None,
+        step_budget: None,
+        step_budget_seconds: None,
+        step_budget_source: None,
+        steps: None,
+        stream: None,
+        streams: None,
+        submodules: run
+            .submodules
+            .iter()
+            .map(|(p, c)| crate::record::SubmoduleAt {
+                commit: c.clone(),
+                path: p.clone(),
+            })
+            .collect(),
+        trunk: None,
+        union: None,
     }
 }

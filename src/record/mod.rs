@@ -6,6 +6,12 @@
 //! A number nobody measured is never written: `count` and `named_tests`
 //! are `"unavailable"` rather than 0 or `[]` when the report kind gives none.
 
+pub mod fields;
+
+pub use fields::{
+    ContainerRun, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead, SubmoduleAt,
+};
+
 use crate::error::{IoError, Refusal};
 use crate::git::Repo;
 use crate::provision::Placed;
@@ -64,8 +70,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Avail<T> {
     }
 }
 
-/// One attempt (DESIGN §5). Verbs other than certify add their own fields
-/// in `extra` (e.g. verify-union's base and stream heads).
+/// One attempt (DESIGN §5): the fields every record carries, then the
+/// typed fields only some verbs or classes write (verify-union's base and
+/// stream heads, a dispatched run's phases …). The keys per verb are pinned
+/// by `tests/it/record_fields.rs` against [`FORMAT`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     /// Record format version.
@@ -88,9 +96,10 @@ pub struct Record {
     pub finished_at: String,
     /// `green` | `red` | `measurement-failed`.
     pub verdict: crate::report::Verdict,
-    /// Why a measurement failed (`timeout`, `interrupted`, `crash`, `report`), when it did.
+    /// Why a measurement failed (`timeout`, `interrupted`, `crash`,
+    /// `report-no-match`, `connection-lost` …), when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+    pub failure: Option<crate::report::FailureKind>,
     /// `config:verify.full` | `default-go` | `config:verify.affected`.
     pub suite_source: String,
     /// Exactly what ran.
@@ -144,9 +153,70 @@ pub struct Record {
     /// What happened to `refs/saphan/verified` (`moved`, `unchanged: …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_pointer: Option<String>,
-    /// Verb-specific fields.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    // The fields below are written only by some verbs or classes; each is
+    // absent from the JSON where it is `None` (or empty), and reads back as
+    // absent from a record written before it existed.
+    /// verify-union: the base the streams were merged onto (a full SHA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Dispatched runs: bytes of the bundle shipped to the machine (0 when
+    /// it already had every commit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_bytes: Option<u64>,
+    /// Container class: what ran the suite (`container`, `docker_api_version`,
+    /// `docker_socket`, `image_id`, `image_pin`, `image_pin_kind`,
+    /// `network`, flattened into the record).
+    #[serde(flatten, default)]
+    pub container: Option<ContainerRun>,
+    /// Dispatched certify: every machine id of the invocation, in the order
+    /// named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_machines: Option<Vec<String>>,
+    /// Dispatched runs: Ctrl-C stopped the attempt (written only when true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// Dispatched runs: the program used on the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_program: Option<MachineProgram>,
+    /// Dispatched runs: seconds per phase reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+    /// Dispatched runs: the scratch tree's path on the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_tree: Option<String>,
+    /// verify-stream: the step budget, human form (`10m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_budget: Option<String>,
+    /// verify-stream: the step budget in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_budget_seconds: Option<f64>,
+    /// verify-stream: where the step budget came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_budget_source: Option<String>,
+    /// verify-stream: every step as it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<Step>>,
+    /// verify-stream: the stream's name, when the tree is a stream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    /// verify-union: the streams merged, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Vec<StreamHead>>,
+    /// Submodules checked out at their gitlinks (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submodules: Vec<SubmoduleAt>,
+    /// certify (local and dispatched): the ref the verified pointer follows,
+    /// `Some(None)` (JSON `null`) when none is known; `None` (absent) for
+    /// verbs that never move the pointer.
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trunk: Option<Option<String>>,
+    /// verify-union: the union commit measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub union: Option<String>,
 }
 
 impl Record {

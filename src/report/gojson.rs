@@ -34,7 +34,7 @@
 //!    the first shape: a test whose output lacks a trailing newline has its
 //!    `--- PASS` line glued to that output and its `pass` event is lost.
 
-use super::{Parsed, ReportError};
+use super::{FailureKind, Parsed, ReportError};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -446,6 +446,13 @@ impl Stream {
             }
         }
         let mut notes = Vec::new();
+        // Every note below says the evidence was cut off; the first decides
+        // the kind.
+        let first_cut = if self.unfinished.is_empty() {
+            FailureKind::StreamEndedEarly
+        } else {
+            FailureKind::UnfinishedTests
+        };
         if !self.unfinished.is_empty() {
             notes.push(format!(
                 "unfinished-tests: {} test(s) started and never reported an end, though their package ended: {} — their results were not seen, so they are not counted and the verdict cannot be green (Go 1.19 loses a test's end when its output lacks a trailing newline: end the test's output with a newline, or use Go 1.20 or later)",
@@ -482,6 +489,7 @@ impl Stream {
         Ok(Parsed {
             count: self.count,
             names,
+            cut_off: (!notes.is_empty()).then_some((0, first_cut)),
             notes,
             ..Parsed::default()
         })
@@ -608,7 +616,7 @@ mod tests {
         assert!(p.notes[0].contains(": p.TestA —"), "{}", p.notes[0]);
         let m = judged(&s);
         assert_eq!(m.verdict, crate::report::Verdict::MeasurementFailed);
-        assert_eq!(m.failure().as_deref(), Some("unfinished-tests"));
+        assert_eq!(m.failure, Some(FailureKind::UnfinishedTests));
     }
 
     #[test]
@@ -691,7 +699,7 @@ mod tests {
             p.notes[0]
         );
         let m = judged(&s);
-        assert_eq!(m.failure().as_deref(), Some("stream-ended-early"));
+        assert_eq!(m.failure, Some(FailureKind::StreamEndedEarly));
     }
 
     #[test]

@@ -12,13 +12,17 @@
 //! tier use. Where the spec leaves a choice open, `../shared/corpus/README.md`
 //! fixes it, and the corpus manifest is the test of every rule here.
 
+pub mod failure;
 pub mod files;
 pub mod gojson;
 pub mod junit;
 
+pub use failure::FailureKind;
+
 use crate::error::{Exit, Refusal};
 use crate::exec::Termination;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The three report kinds, spelled as in config-v1.
@@ -104,33 +108,33 @@ pub struct Measurement {
     /// Why the measurement failed, or where evidence disagreed (e.g. exit 0
     /// with named failures); empty on a plain green or red. Each note starts
     /// with a stable kebab-case name (`crash:`, `report-malformed:`,
-    /// `exit-code-disagreed:` …).
+    /// `exit-code-disagreed:` …), for a person: the kind is [`Self::failure`].
     pub notes: Vec<String>,
+    /// Why the measurement failed: `Some` exactly when the verdict is
+    /// measurement-failed (the record's `failure`).
+    #[serde(default)]
+    pub failure: Option<FailureKind>,
 }
 
 impl Measurement {
-    /// A failed measurement with one note (`<stable-name>: what happened`):
+    /// A failed measurement of `kind` with one note, `<kind>: <detail>`:
     /// no count, no names — nothing was measured that could be trusted.
-    pub fn failed(note: impl Into<String>) -> Measurement {
+    pub fn failed(kind: FailureKind, detail: impl fmt::Display) -> Measurement {
         Measurement {
             verdict: Verdict::MeasurementFailed,
             count: None,
             count_derived: false,
             named_tests: None,
             report_files: Vec::new(),
-            notes: vec![note.into()],
+            notes: vec![format!("{kind}: {detail}")],
+            failure: Some(kind),
         }
     }
 
-    /// The stable name of why the measurement failed — the name that opens
-    /// the deciding (last) note, e.g. `timeout`, `crash`, `contradictory`,
-    /// `report-malformed`; `None` unless the verdict is measurement-failed.
-    pub fn failure(&self) -> Option<String> {
-        if self.verdict != Verdict::MeasurementFailed {
-            return None;
-        }
-        let last = self.notes.last()?;
-        Some(last.split(':').next().unwrap_or(last).trim().to_string())
+    /// A failed measurement for a report that could not be read: its kind
+    /// and its note ([`ReportError::note`]).
+    pub fn report_failed(e: &ReportError) -> Measurement {
+        Measurement::failed(e.into(), e)
     }
 }
 
@@ -182,6 +186,10 @@ pub struct Parsed {
     /// (junit-xml): what the report claims failed, named or not. Used only
     /// to refuse a green when failures are claimed but none is named.
     pub declared_failures: u64,
+    /// The note in `notes` (its index) that says the evidence was cut off
+    /// (go test -json: `stream-ended-early`, `unfinished-tests`), and that
+    /// kind: without a named failure it decides a measurement-failed.
+    pub cut_off: Option<(usize, FailureKind)>,
 }
 
 /// Why a report could not be read. Every variant names the file (relative to
@@ -328,15 +336,18 @@ pub fn parse(ev: &Evidence<'_>) -> Result<Parsed, ReportError> {
 /// Derive the measurement from the evidence. Never fails: anything that
 /// cannot be read becomes a `MeasurementFailed` with a note naming why.
 pub fn measure(ev: &Evidence<'_>) -> Measurement {
-    let failed = Measurement::failed;
     match ev.termination {
         Termination::TimedOut => {
-            return failed(
-                "timeout: the suite ran past its budget and its process group was killed".into(),
+            return Measurement::failed(
+                FailureKind::Timeout,
+                "the suite ran past its budget and its process group was killed",
             );
         }
         Termination::Signaled(s) => {
-            return failed(format!("crash: the suite was killed by signal {s}"));
+            return Measurement::failed(
+                FailureKind::Crash,
+                format!("the suite was killed by signal {s}"),
+            );
         }
         Termination::Exited(_) => {}
     }
@@ -352,10 +363,11 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
             named_tests: None,
             report_files: Vec::new(),
             notes: Vec::new(),
+            failure: None,
         },
         ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
             Ok(p) => judge(p, ev.termination),
-            Err(e) => failed(e.note()),
+            Err(e) => Measurement::report_failed(&e),
         },
     }
 }
@@ -389,9 +401,8 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
     // The same holds for a test that started and never reported an end
     // inside a package that ended (`unfinished-tests`): its result was
     // never seen.
-    let cut_off = notes
-        .iter()
-        .position(|n| n.starts_with("stream-ended-early") || n.starts_with("unfinished-tests"));
+    let cut_off = p.cut_off;
+    let mut failure = None;
     let verdict = match (named, code) {
         // The report says something failed but names nothing: whatever the
         // exit status, that is no green (and no honest red either).
@@ -400,11 +411,15 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
                 "unnamed-failures: the report's <testsuite> attributes declare {} failure(s)/error(s) but no <testcase> carries a <failure> or <error> — the report contradicts itself",
                 p.declared_failures
             ));
+            failure = Some(FailureKind::UnnamedFailures);
             Verdict::MeasurementFailed
         }
         (false, _) if cut_off.is_some() => {
-            let note = notes.remove(cut_off.unwrap_or_default());
-            notes.push(note);
+            if let Some((at, kind)) = cut_off {
+                let note = notes.remove(at);
+                notes.push(note);
+                failure = Some(kind);
+            }
             Verdict::MeasurementFailed
         }
         (true, Some(c)) if c != 0 => Verdict::Red,
@@ -413,6 +428,7 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
                 "contradictory: the report counts 0 tests yet names {} failure(s), and the suite exited 0 — a zero-test failure needs a non-zero exit to be believed",
                 p.names.len()
             ));
+            failure = Some(FailureKind::Contradictory);
             Verdict::MeasurementFailed
         }
         (true, _) => {
@@ -428,6 +444,7 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
                 "crash: the suite exited {} but the report names no failing test — the suite broke outside any test",
                 code.map(|c| c.to_string()).unwrap_or_else(|| "abnormally".into())
             ));
+            failure = Some(FailureKind::Crash);
             Verdict::MeasurementFailed
         }
     };
@@ -438,5 +455,6 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         named_tests: Some(p.names),
         report_files: p.files,
         notes,
+        failure,
     }
 }

@@ -435,6 +435,51 @@ fn read_only_workhome_fails_as_ship_failed_on_one_line() {
     assert!(repo.verified().is_none());
 }
 
+/// A provision that cannot be placed on the machine for want of space is a
+/// failed measurement of that machine (`provision-failed`, naming the disk
+/// error) — not the refusal `provision-dest-conflict` with its remedy
+/// "change the provision's dest", which it was reported as when the fault
+/// was told apart by comparing refusal names.
+#[test]
+fn a_full_disk_while_provisioning_is_provision_failed_not_a_dest_conflict() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m3"]);
+    let wh = f.workhome("m3");
+    std::fs::create_dir_all(&wh).unwrap();
+    // Room for the mirror and the tree, not for the provision's bytes.
+    let mounted = lab.ssh(
+        "m3",
+        &format!("mount -t tmpfs -o size=2m saphan-full '{}'", wh.display()),
+    );
+    assert!(mounted.status.success(), "{mounted:?}");
+    let big = f.env.home().join("big.bin");
+    std::fs::write(&big, vec![b'x'; 8 * 1024 * 1024]).unwrap();
+    let repo = Repo::new(&[("README", "x\n")]);
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n\n[verify.provision.big]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \"conf/big.bin\"\n",
+        repo.path().display(),
+        big.display()
+    ));
+    f.measure("m3");
+    let o = f.certify(&repo, "m3", &[]);
+    lab.ssh("m3", &format!("umount '{}'", wh.display()));
+    let (stdout, stderr) = text(&o);
+    assert!(
+        !stdout.contains("provision-dest-conflict") && !stderr.contains("provision-dest-conflict"),
+        "a full disk was reported as a dest conflict:\n{stdout}{stderr}"
+    );
+    assert_code(&o, 3);
+    let v = json(&o);
+    let r = record_on(&v, "m3");
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "provision-failed", "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(note.starts_with("provision-failed: "), "{note}");
+    assert!(note.contains("No space left on device"), "{note}");
+    assert!(!note.contains("change the provision's dest"), "{note}");
+    assert!(repo.verified().is_none());
+}
+
 #[test]
 fn no_declaration_is_refused_before_any_connection() {
     // No lab needed: the machine row points at a host that does not exist,

@@ -73,7 +73,19 @@ fn run(dir: &Path, file: &str, exit: i32) -> Measurement {
         report_path: (kind == ReportKind::JunitXml).then_some(rel.as_str()),
         report_path_key: "verify.full.report_path",
     };
-    measure(&ev)
+    let m = measure(&ev);
+    // The failure kind is set exactly on a failed measurement, and the
+    // deciding (last) note opens with its word, for the person reading it.
+    assert_eq!(
+        m.failure.is_some(),
+        m.verdict == Verdict::MeasurementFailed,
+        "{file}: {m:?}"
+    );
+    if let Some(kind) = &m.failure {
+        let last = m.notes.last().map(String::as_str).unwrap_or_default();
+        assert!(last.starts_with(&format!("{kind}: ")), "{file}: {m:?}");
+    }
+    m
 }
 
 /// Check one row; return the mismatches as text.
