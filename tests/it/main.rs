@@ -2,10 +2,10 @@
 //! `common` (the real-binary harness, the lab, Go modules, suite images) is
 //! compiled once for all of them.
 
-mod common;
 mod affected;
 mod certify;
 mod certify_edges;
+mod common;
 mod config;
 mod container;
 mod core_remote;
@@ -17,6 +17,7 @@ mod init;
 mod operator;
 mod record_fields;
 mod reliability;
+mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
 mod scratch;
