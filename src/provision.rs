@@ -187,7 +187,6 @@ pub fn place(
         check_dest(tree, &p.dest).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         let mut source = open_source(p)?;
         let target = tree.join(&p.dest);
@@ -228,11 +227,8 @@ pub fn place(
             dest: p.dest.clone(),
             sha256,
         });
-        lines.push('/');
-        lines.push_str(&p.dest);
-        lines.push('\n');
     }
-    std::fs::write(exclude, lines).map_err(|e| ProvisionError::Place {
+    std::fs::write(exclude, exclude_text(&placed)).map_err(|e| ProvisionError::Place {
         alias: "*".into(),
         dest: exclude.display().to_string(),
         detail: e.to_string(),
@@ -242,6 +238,18 @@ pub fn place(
 
 /// The first line of every exclude file saphan writes.
 const EXCLUDE_HEADER: &str = "# saphan: provisioned files placed in this scratch worktree\n";
+
+/// The exclude file's text for what was placed, on every machine: the
+/// header, then `/<dest>` a line (anchored at the tree's top).
+fn exclude_text(placed: &[Placed]) -> String {
+    let mut lines = String::from(EXCLUDE_HEADER);
+    for p in placed {
+        lines.push('/');
+        lines.push_str(&p.dest);
+        lines.push('\n');
+    }
+    lines
+}
 
 fn conflict(p: &Provision, why: String) -> ProvisionError {
     ProvisionError::DestConflict {
@@ -361,7 +369,6 @@ pub async fn place_on(
         judge_dest(&p.dest, &kinds).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         preflight(&[p])?;
         let target = tree.join(&p.dest);
@@ -393,14 +400,11 @@ pub async fn place_on(
             dest: p.dest.clone(),
             sha256,
         });
-        lines.push('/');
-        lines.push_str(&p.dest);
-        lines.push('\n');
     }
     let out = t
         .run(
             crate::remote::sh(crate::remote::WRITE_FILE, "saphan-exclude", [exclude])
-                .stdin(lines.into_bytes())
+                .stdin(exclude_text(&placed).into_bytes())
                 .timeout(budget),
         )
         .await;

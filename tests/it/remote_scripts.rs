@@ -387,7 +387,7 @@ fn the_report_listing_puts_the_root_first_and_never_passes_its_bound() {
         let fields: Vec<String> = o
             .stdout
             .split(|b| *b == 0)
-            .map(|f| s(f))
+            .map(s)
             .filter(|f| !f.is_empty())
             .collect();
         let real = std::fs::canonicalize(t).unwrap();
@@ -429,7 +429,7 @@ fn the_report_listing_puts_the_root_first_and_never_passes_its_bound() {
                 .unwrap();
         }
         let o = child.wait_with_output().unwrap();
-        let f: Vec<String> = o.stdout.split(|b| *b == 0).map(|x| s(x)).collect();
+        let f: Vec<String> = o.stdout.split(|b| *b == 0).map(s).collect();
         assert_eq!(f[0], "file", "{n}");
         assert_eq!(
             f[1],
