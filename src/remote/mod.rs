@@ -70,6 +70,8 @@ pub const MEASURE: &str = include_str!("measure.sh");
 pub const PROBE: &str = include_str!("probe.sh");
 /// Receives a file and renames it into place (SSH put).
 pub const PUT: &str = include_str!("put.sh");
+/// `UID:GID` of the connection's user on the machine.
+pub const USER_IDS: &str = include_str!("user-ids.sh");
 
 /// Every script, by file name, for the shell tests and the docs.
 pub const ALL: &[(&str, &str)] = &[
@@ -95,6 +97,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("measure.sh", MEASURE),
     ("probe.sh", PROBE),
     ("put.sh", PUT),
+    ("user-ids.sh", USER_IDS),
 ];
 
 /// `sh -c SCRIPT NAME ARGS…` as a [`Cmd`] (no budget: the caller sets one).

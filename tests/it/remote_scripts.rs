@@ -262,6 +262,10 @@ fn the_small_control_scripts_keep_their_protocol() {
             Some(0)
         );
         assert!(!run.exists() && !parent.exists(), "{n}");
+        let ids = s(&sh.run(remote::USER_IDS, "t", &[], b"").stdout);
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        assert!(ids.starts_with(&format!("{uid}:")), "{n}: {ids}");
         let m = sh.run(remote::MEASURE, "t", &[], b"");
         assert!(
             s(&m.stdout).contains("@@saphan-measure:end"),
