@@ -506,6 +506,7 @@ impl MachineLock {
             },
             r = &mut holder => Err(match r {
                 Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_BUSY) => DispatchFault::new("lock-timeout", format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_MKDIR) => DispatchFault::new("lock-failed", format!("cannot create the directory of {lock} there: {} — the machine row's workhome must be writable", o.stderr_str())),
                 Ok(Ok(o)) => DispatchFault::new("lock-failed", format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
                 Ok(Err(e)) => DispatchFault::transport(e),
                 Err(e) => DispatchFault::new("lock-failed", e.to_string()),

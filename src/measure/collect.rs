@@ -52,7 +52,9 @@ fn unreadable(file: &str, detail: impl std::fmt::Display) -> ReportError {
 ///
 /// Errors: [`ReportError::SymlinkEscape`], [`ReportError::NotRegular`],
 /// [`ReportError::Unreadable`] (listing or copying failed, a file over
-/// [`REPORT_FILE_CAP`], more than [`REPORT_FILES_MAX`] matches).
+/// [`REPORT_FILE_CAP`], more than [`REPORT_FILES_MAX`] matches),
+/// [`ReportError::ListingUnbounded`] (the candidates take more than
+/// [`REPORT_LISTING_CAP`] bytes to list).
 pub async fn reports(
     t: &Transport,
     root: &Path,
