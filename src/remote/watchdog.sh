@@ -21,6 +21,7 @@
 # /proc/N/stat), or it has ended while this supervisor, its parent, is
 # still alive (then its id cannot have been reused). A watchdog whose
 # supervisor died, or whose `sleep` was killed by a reap, signals nothing.
+# Without /proc (not Linux) there is nothing to check: it signals the group.
 n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
 m=
 for a in "$@"; do
