@@ -135,84 +135,10 @@ pub fn one_path(stdout: &[u8]) -> PathBuf {
 /// is made again — see [`Repo::scratch_worktree_at`].
 pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
 
-/// How long a leftover process may take to die after SIGKILL.
+/// How long a leftover process may take to die after SIGKILL (the bound
+/// of `src/remote/kill-leftovers.sh`, run by
+/// [`crate::worktree::kill_leftovers`] on every machine).
 pub const LEFTOVER_BOUND: Duration = Duration::from_secs(10);
-
-/// Every process of this user, other than saphan itself, whose environment
-/// holds `SAPHAN_SCRATCH=<path>` exactly (read from `/proc/<pid>/environ`).
-pub fn scratch_leftovers(path: &Path) -> Vec<i32> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut want = format!("{SCRATCH_MARKER}=").into_bytes();
-    want.extend_from_slice(path.as_os_str().as_bytes());
-    let me = std::process::id() as i32;
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        if pid == me || !alive(pid) {
-            continue;
-        }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == want.as_slice()) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// A process that exists and is not a zombie (a zombie writes nothing).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `pid (comm) S …`: the state follows the last `)`.
-        Ok(st) => st
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
-}
-
-/// Kill (SIGKILL) every leftover process of an earlier attempt at the
-/// stable scratch `path`, and its process group, then wait up to
-/// [`LEFTOVER_BOUND`] until none is alive. Only for callers that hold the
-/// repository lock: under it no attempt of this repository is running, so
-/// whatever still carries the marker belongs to a dead one.
-///
-/// Errors: [`GitError::LeftoverAlive`] when one survives the bound.
-pub async fn kill_scratch_leftovers(path: &Path) -> Result<(), GitError> {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::{Pid, getpgid};
-    let deadline = std::time::Instant::now() + LEFTOVER_BOUND;
-    let own_group = getpgid(None).ok();
-    loop {
-        let left = scratch_leftovers(path);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(GitError::LeftoverAlive {
-                pids: left,
-                path: path.to_path_buf(),
-            });
-        }
-        for pid in left {
-            tracing::warn!(pid, path = %path.display(), "killing a leftover of an earlier attempt");
-            let p = Pid::from_raw(pid);
-            if let Ok(g) = getpgid(Some(p))
-                && Some(g) != own_group
-            {
-                let _ = killpg(g, Signal::SIGKILL);
-            }
-            let _ = kill(p, Signal::SIGKILL);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 impl Repo {
     /// Discover the repository containing `path`.

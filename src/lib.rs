@@ -24,6 +24,7 @@ pub mod measure;
 pub mod platform;
 pub mod provision;
 pub mod record;
+pub mod remote;
 pub mod report;
 pub mod status;
 pub mod stepgo;

@@ -187,7 +187,6 @@ pub fn place(
         check_dest(tree, &p.dest).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         let mut source = open_source(p)?;
         let target = tree.join(&p.dest);
@@ -228,11 +227,8 @@ pub fn place(
             dest: p.dest.clone(),
             sha256,
         });
-        lines.push('/');
-        lines.push_str(&p.dest);
-        lines.push('\n');
     }
-    std::fs::write(exclude, lines).map_err(|e| ProvisionError::Place {
+    std::fs::write(exclude, exclude_text(&placed)).map_err(|e| ProvisionError::Place {
         alias: "*".into(),
         dest: exclude.display().to_string(),
         detail: e.to_string(),
@@ -242,6 +238,18 @@ pub fn place(
 
 /// The first line of every exclude file saphan writes.
 const EXCLUDE_HEADER: &str = "# saphan: provisioned files placed in this scratch worktree\n";
+
+/// The exclude file's text for what was placed, on every machine: the
+/// header, then `/<dest>` a line (anchored at the tree's top).
+fn exclude_text(placed: &[Placed]) -> String {
+    let mut lines = String::from(EXCLUDE_HEADER);
+    for p in placed {
+        lines.push('/');
+        lines.push_str(&p.dest);
+        lines.push('\n');
+    }
+    lines
+}
 
 fn conflict(p: &Provision, why: String) -> ProvisionError {
     ProvisionError::DestConflict {
@@ -306,19 +314,6 @@ pub async fn sha256_on(t: &Transport, path: &Path) -> Result<String, TransportEr
     Ok(hex.to_ascii_lowercase())
 }
 
-/// Checks `dest` under `$1` on the machine the way [`check_dest`] does
-/// locally, printing the reason (or nothing) on stdout.
-const CHECK_DEST: &str = r#"t=$1 d=$2 cur=$1 shown=
-old_ifs=$IFS; IFS=/; set -f; set -- $d; set +f; IFS=$old_ifs
-n=$#; i=0
-for c in "$@"; do
-  i=$((i+1)); cur=$cur/$c; shown=${shown:+$shown/}$c
-  if [ -L "$cur" ]; then echo "passes through $shown, a symlink committed in the tree"; exit 0; fi
-  [ -e "$cur" ] || exit 0
-  if [ "$i" = "$n" ]; then echo "is a path the tree already carries"; exit 0; fi
-  [ -d "$cur" ] || { echo "passes through $shown, which is not a directory"; exit 0; }
-done"#;
-
 /// Place `entries` into `tree` on the machine `t` and write the exclude
 /// file `exclude` there (same rules and errors as [`place`]): locally this
 /// is [`place`] off the runtime; on an SSH machine every dest is checked
@@ -354,26 +349,26 @@ pub async fn place_on(
     };
     unique_dests(entries.iter())?;
     for p in entries {
+        // The machine lists what the dest passes through; the verdict is
+        // [`judge_dest`]'s, the same as for this machine.
         let out = t
             .run(
-                Cmd::new("sh")
-                    .args(["-c", CHECK_DEST, "saphan-check-dest"])
-                    .arg(tree)
-                    .arg(&p.dest)
-                    .timeout(budget),
+                crate::remote::sh(
+                    crate::remote::DEST_KINDS,
+                    "saphan-dest-kinds",
+                    [tree.as_os_str(), std::ffi::OsStr::new(&dest_words(&p.dest))],
+                )
+                .timeout(budget),
             )
             .await
             .map_err(|e| fail(p, e.to_string()))?;
         if !out.status.success() {
             return Err(fail(p, out.stderr_str()));
         }
-        let why = out.stdout_str();
-        if !why.is_empty() {
-            return Err(conflict(p, why));
-        }
+        let kinds: Vec<DestKind> = out.stdout_str().lines().map(DestKind::word).collect();
+        judge_dest(&p.dest, &kinds).map_err(|why| conflict(p, why))?;
     }
     let mut placed = Vec::new();
-    let mut lines = String::from(EXCLUDE_HEADER);
     for p in entries {
         preflight(&[p])?;
         let target = tree.join(&p.dest);
@@ -405,16 +400,11 @@ pub async fn place_on(
             dest: p.dest.clone(),
             sha256,
         });
-        lines.push('/');
-        lines.push_str(&p.dest);
-        lines.push('\n');
     }
     let out = t
         .run(
-            Cmd::new("sh")
-                .args(["-c", r#"cat > "$1""#, "saphan-exclude"])
-                .arg(exclude)
-                .stdin(lines.into_bytes())
+            crate::remote::sh(crate::remote::WRITE_FILE, "saphan-exclude", [exclude])
+                .stdin(exclude_text(&placed).into_bytes())
                 .timeout(budget),
         )
         .await;
@@ -433,38 +423,102 @@ pub async fn place_on(
     }
 }
 
-/// Check that `dest` (relative, already validated to stay inside the tree)
-/// can be created under `tree` without following a symlink or replacing
-/// anything: every existing intermediate component is a real directory and
-/// the final path does not exist. Returns why not, as a phrase.
-pub fn check_dest(tree: &Path, dest: &str) -> Result<(), String> {
+/// What one component of a provision's dest is in the scratch tree, on
+/// whichever machine the tree is (locally from `symlink_metadata`; on an
+/// SSH machine from `src/remote/dest-kinds.sh`'s listing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DestKind {
+    /// A symlink (never followed).
+    Link,
+    /// Nothing there: the rest of the dest will be created.
+    Missing,
+    /// A real directory.
+    Dir,
+    /// Anything else that exists (a file, a FIFO, …).
+    Other,
+    /// It could not be looked at (the reason).
+    Unreadable(String),
+}
+
+impl DestKind {
+    /// Read one word of `dest-kinds.sh`'s listing.
+    fn word(w: &str) -> DestKind {
+        match w.trim() {
+            "link" => DestKind::Link,
+            "missing" => DestKind::Missing,
+            "dir" => DestKind::Dir,
+            "other" => DestKind::Other,
+            w => DestKind::Unreadable(format!("the machine described it as `{w}`")),
+        }
+    }
+}
+
+/// `dest`'s components joined by `/` exactly as [`judge_dest`] counts them
+/// (`a//b` and `a/./b` are `a/b`).
+fn dest_words(dest: &str) -> String {
+    Path::new(dest)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The one rule for a provision's dest, on every machine: it can be created
+/// under the tree without following a symlink or replacing anything — every
+/// existing intermediate component is a real directory and the final path
+/// does not exist. `kinds` describes the dest's components from the first,
+/// up to the first that is not a directory. Returns why not, as a phrase.
+pub fn judge_dest(dest: &str, kinds: &[DestKind]) -> Result<(), String> {
     let comps: Vec<_> = Path::new(dest).components().collect();
-    let mut cur = tree.to_path_buf();
-    for (i, c) in comps.iter().enumerate() {
-        cur.push(c.as_os_str());
-        let shown = Path::new(dest)
-            .components()
-            .take(i + 1)
+    for i in 0..comps.len() {
+        let shown = comps[..=i]
+            .iter()
             .collect::<PathBuf>()
             .display()
             .to_string();
         let last = i + 1 == comps.len();
-        match std::fs::symlink_metadata(&cur) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(format!("cannot be checked ({shown}: {e})")),
-            Ok(m) if m.file_type().is_symlink() => {
+        match kinds.get(i) {
+            Some(DestKind::Missing) => return Ok(()),
+            None => return Err(format!("cannot be checked ({shown}: not described)")),
+            Some(DestKind::Unreadable(e)) => {
+                return Err(format!("cannot be checked ({shown}: {e})"));
+            }
+            Some(DestKind::Link) => {
                 return Err(format!(
                     "passes through {shown}, a symlink committed in the tree"
                 ));
             }
-            Ok(_) if last => return Err("is a path the tree already carries".into()),
-            Ok(m) if !m.is_dir() => {
+            Some(_) if last => return Err("is a path the tree already carries".into()),
+            Some(DestKind::Other) => {
                 return Err(format!("passes through {shown}, which is not a directory"));
             }
-            Ok(_) => {}
+            Some(DestKind::Dir) => {}
         }
     }
     Ok(())
+}
+
+/// Check `dest` (relative, already validated to stay inside the tree) under
+/// the local `tree` by [`judge_dest`]. Returns why not, as a phrase.
+pub fn check_dest(tree: &Path, dest: &str) -> Result<(), String> {
+    let mut kinds = Vec::new();
+    let mut cur = tree.to_path_buf();
+    for c in Path::new(dest).components() {
+        cur.push(c.as_os_str());
+        let k = match std::fs::symlink_metadata(&cur) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DestKind::Missing,
+            Err(e) => DestKind::Unreadable(e.to_string()),
+            Ok(m) if m.file_type().is_symlink() => DestKind::Link,
+            Ok(m) if m.is_dir() => DestKind::Dir,
+            Ok(_) => DestKind::Other,
+        };
+        let stop = k != DestKind::Dir;
+        kinds.push(k);
+        if stop {
+            break;
+        }
+    }
+    judge_dest(dest, &kinds)
 }
 
 /// Environment that points the suite's git at `exclude` as

@@ -60,57 +60,26 @@ pub async fn run_ok(t: &Transport, cmd: Cmd) -> Result<Output, GitError> {
 }
 
 /// Heal the registration of exactly `path` in `repo` and clear the parent
-/// directory (see the module docs), as one POSIX-sh script on the machine:
-/// unlock and `worktree remove --force --force` the path (each carrying the
-/// scratch marker), empty and recreate the parent, then — with the parent
-/// there again, so its real path can be compared too — delete the one admin
-/// entry whose `gitdir` names `path/.git` if git still has it.
-const HEAL: &str = r#"r=$1 p=$2 q=$(dirname -- "$p") b=$(basename -- "$p")
-git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
-git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
-c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
-rm -rf -- "$q" && mkdir -p -- "$q" || exit 1
-rq=$(cd -P -- "$q" && pwd)
-for a in "$c"/worktrees/*; do
-  [ -f "$a/gitdir" ] || continue
-  g=$(cat "$a/gitdir")
-  if [ "$g" = "$p/.git" ] || [ "$g" = "$rq/$b/.git" ]; then rm -rf -- "$a"; fi
-done"#;
+/// directory (see the module docs), as one POSIX-sh script on the machine
+/// (`src/remote/heal.sh`).
+const HEAL: &str = crate::remote::HEAL;
 
 /// Kill whatever an earlier, killed attempt left running at the stable
-/// `path` on the machine (every process saphan starts for it carries
-/// `SAPHAN_SCRATCH=<path>`, [`crate::git::SCRATCH_MARKER`]): its process
-/// group gets SIGKILL, then the script waits (up to 10 s) until none is left.
-/// Linux `/proc`; elsewhere nothing is found. Prints the pids that survive.
-const KILL_LEFTOVERS: &str = r#"want="SAPHAN_SCRATCH=$1" n=0 me=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)
-while :; do
-  left=
-  for e in /proc/[0-9]*/environ; do
-    d=${e%/environ}; pid=${d#/proc/}
-    [ "$pid" = "$$" ] && continue
-    tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -- "$want" || continue
-    st=$(cat "$d/stat" 2>/dev/null) || continue
-    rest=${st##*) }
-    case $rest in Z*|X*) continue ;; esac
-    left="$left $pid"
-    set -- $rest
-    [ -n "$3" ] && [ "$3" != "$me" ] && kill -KILL -"$3" 2>/dev/null
-    kill -KILL "$pid" 2>/dev/null
-  done
-  [ -z "$left" ] && exit 0
-  n=$((n+1)); [ "$n" -gt 500 ] && { echo $left; exit 0; }
-  sleep 0.02
-done"#;
+/// `path` on the machine — every process saphan starts for it carries
+/// `SAPHAN_SCRATCH=<path>` ([`crate::git::SCRATCH_MARKER`]) — and disarm the
+/// remote watchdogs armed for it (`src/remote/kill-leftovers.sh`). One rule
+/// for every machine: this one runs the same script through
+/// [`Transport::Local`] (one `sh` and one `grep`).
+const KILL_LEFTOVERS: &str = crate::remote::KILL_LEFTOVERS;
 
-/// Kill an earlier attempt's leftovers at the stable `path` on `t` (see
-/// [`crate::git::kill_scratch_leftovers`], which does it locally).
+/// Kill an earlier attempt's leftovers at the stable `path` on `t`, within
+/// [`crate::git::LEFTOVER_BOUND`].
 ///
 /// Errors: [`GitError::LeftoverAlive`] naming the survivors.
 pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> {
-    if t.is_local() {
-        return crate::git::kill_scratch_leftovers(path).await;
-    }
-    let out = run_ok(t, sh(KILL_LEFTOVERS, "saphan-leftovers", &[path])).await?;
+    let cmd = sh(KILL_LEFTOVERS, "saphan-leftovers", &[path])
+        .timeout(crate::git::LEFTOVER_BOUND + GIT_TIMEOUT);
+    let out = run_ok(t, cmd).await?;
     let pids: Vec<i32> = out
         .stdout_str()
         .split_whitespace()
@@ -119,6 +88,9 @@ pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> 
     if pids.is_empty() {
         Ok(())
     } else {
+        for pid in &pids {
+            tracing::warn!(pid, path = %path.display(), "a leftover of an earlier attempt survived SIGKILL");
+        }
         Err(GitError::LeftoverAlive {
             pids,
             path: path.to_path_buf(),
@@ -266,7 +238,7 @@ pub async fn checkout_submodules(
         let out = scratch
             .transport
             .run(sh(
-                r#"rm -rf -- "$2" && git clone -q --shared --no-checkout -- "$1" "$2" && git -C "$2" checkout -q --detach "$3""#,
+                crate::remote::SUBMODULE,
                 "saphan-submodule",
                 &[store.as_path(), dest.as_path(), Path::new(commit)],
             ))
@@ -315,70 +287,80 @@ impl Scratch {
 
     /// Remove the worktree (forced: it is scratch) and its admin entry.
     /// Never fails: what `git worktree remove` cannot do is done by hand
-    /// (the tree and exactly this worktree's admin entry).
+    /// (the tree and exactly this worktree's admin entry, `rm-tree.sh`).
     pub async fn remove(mut self) -> Result<(), GitError> {
         self.armed = false;
-        let res = run_ok(
-            &self.transport,
-            git_cmd(&self.repo, ["worktree", "remove", "--force", "--force"])
-                .arg(&self.path)
-                .env(crate::git::SCRATCH_MARKER, &self.path),
-        )
-        .await;
-        if res.is_err() {
-            let _ = self
-                .transport
-                .run(sh(BY_HAND, "saphan-rm", &[&self.path, &self.git_dir]))
-                .await;
-        }
+        cleanup(&self.transport, &self.repo, &self.path, &self.git_dir).await;
         Ok(())
     }
 }
 
+/// The one scratch cleanup rule, for every machine: `git worktree remove
+/// --force --force` (carrying the scratch marker), and when that fails the
+/// tree and exactly its admin entry by hand ([`BY_HAND`]).
+async fn cleanup(t: &Transport, repo: &Path, path: &Path, git_dir: &Path) {
+    let res = run_ok(
+        t,
+        git_cmd(repo, ["worktree", "remove", "--force", "--force"])
+            .arg(path)
+            .env(crate::git::SCRATCH_MARKER, path),
+    )
+    .await;
+    if res.is_err() {
+        let _ = t.run(sh(BY_HAND, "saphan-rm", &[path, git_dir])).await;
+    }
+}
+
 /// Delete the tree `$1` and the admin entry `$2` if it is one
-/// (`…/worktrees/<name>`).
-const BY_HAND: &str = r#"rm -rf -- "$1"
-case $2 in */worktrees/*) rm -rf -- "$2" ;; esac"#;
+/// (`…/worktrees/<name>`): `src/remote/rm-tree.sh`, on every machine.
+const BY_HAND: &str = crate::remote::RM_TREE;
 
 impl Drop for Scratch {
+    /// The same rule as [`Scratch::remove`]: synchronously on this machine
+    /// (a drop cannot await; `git`, then `sh -c rm-tree.sh` only when git
+    /// could not), in the background (best effort) on a remote one.
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
         match &self.transport {
             Transport::Local(_) => {
-                let mut git = std::process::Command::new("git");
-                for k in crate::exec::GIT_LOCAL_ENV {
-                    git.env_remove(k);
-                }
-                let removed = git
-                    .arg("-C")
-                    .arg(&self.repo)
-                    .args(["worktree", "remove", "--force", "--force"])
-                    .arg(&self.path)
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success());
-                if !removed {
-                    let _ = std::fs::remove_dir_all(&self.path);
-                    if self
-                        .git_dir
-                        .parent()
-                        .and_then(|p| p.file_name())
-                        .is_some_and(|n| n == "worktrees")
-                    {
-                        let _ = std::fs::remove_dir_all(&self.git_dir);
+                let quiet = |c: &mut std::process::Command| {
+                    for k in crate::exec::GIT_LOCAL_ENV {
+                        c.env_remove(k);
                     }
+                    c.stdin(std::process::Stdio::null())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status()
+                        .is_ok_and(|s| s.success())
+                };
+                let removed = quiet(
+                    std::process::Command::new("git")
+                        .arg("-C")
+                        .arg(&self.repo)
+                        .args(["worktree", "remove", "--force", "--force"])
+                        .arg(&self.path)
+                        .env(crate::git::SCRATCH_MARKER, &self.path),
+                );
+                if !removed {
+                    quiet(
+                        std::process::Command::new("sh")
+                            .args(["-c", BY_HAND, "saphan-rm"])
+                            .arg(&self.path)
+                            .arg(&self.git_dir),
+                    );
                 }
             }
             t => {
                 if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    let t = t.clone();
-                    let cmd = sh(HEAL, "saphan-heal", &[&self.repo, &self.path]);
-                    rt.spawn(async move {
-                        let _ = t.run(cmd).await;
-                    });
+                    let (t, repo, path, git_dir) = (
+                        t.clone(),
+                        self.repo.clone(),
+                        self.path.clone(),
+                        self.git_dir.clone(),
+                    );
+                    rt.spawn(async move { cleanup(&t, &repo, &path, &git_dir).await });
                 }
             }
         }

@@ -228,7 +228,7 @@ pub async fn connect(
             let argv: Vec<String> = vec![
                 "sh".into(),
                 "-c".into(),
-                r#"command -v "$1""#.into(),
+                crate::remote::RESOLVE.into(),
                 "saphan-resolve".into(),
                 prog.clone(),
             ];
@@ -466,11 +466,7 @@ impl MachineLock {
         let cmd = Cmd::new("sh")
             .args([
                 "-c",
-                r#"mkdir -p "$(dirname "$1")" "$(dirname "$2")" || exit 4
-exec 9>"$1"
-flock -w "$3" 9 || exit 3
-: > "$2"
-exec cat >/dev/null"#,
+                crate::remote::LOCK,
                 "saphan-lock",
                 &lock,
                 ready,
@@ -481,11 +477,7 @@ exec cat >/dev/null"#,
         let t2 = t.clone();
         let mut holder = tokio::spawn(async move { t2.run(cmd).await });
         let ready_arg = [ready];
-        let wait = control(
-            t,
-            r#"i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 1400 ] && exit 3; sleep 0.05; done"#,
-            &ready_arg,
-        );
+        let wait = control(t, crate::remote::LOCK_WAIT, &ready_arg);
         tokio::select! {
             r = wait => match r {
                 Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
@@ -499,7 +491,8 @@ exec cat >/dev/null"#,
                 }
             },
             r = &mut holder => Err(match r {
-                Ok(Ok(o)) if o.status.code() == Some(3) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_BUSY) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_MKDIR) => DispatchFault::new(FailureKind::LockFailed, format!("cannot create the directory of {lock} there: {} — the machine row's workhome must be writable", o.stderr_str())),
                 Ok(Ok(o)) => DispatchFault::new(FailureKind::LockFailed, format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
                 Ok(Err(e)) => DispatchFault::transport(e),
                 Err(e) => DispatchFault::new(FailureKind::LockFailed, e.to_string()),
@@ -577,12 +570,7 @@ async fn attempt(
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
     {
         // Content-addressed: shipped once per build, reused after.
-        let have = control(
-            t,
-            r#"test -x "$1" || { mkdir -p "$(dirname "$1")"; exit 1; }"#,
-            &[&argv[0]],
-        )
-        .await?;
+        let have = control(t, crate::remote::HAVE_BINARY, &[&argv[0]]).await?;
         if !have.status.success() {
             t.put(local_bin, &argv[0])
                 .await
@@ -602,12 +590,7 @@ async fn attempt(
     let r = locked(on, a, phases, &run_dir, t_mat).await;
     // The run dir goes; so does the (now empty) parent of the stable tree.
     let parent = format!("{}/scratch/{}", layout.base, layout.key);
-    let _ = control(
-        t,
-        r#"rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0"#,
-        &[&run_dir, &parent],
-    )
-    .await;
+    let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
     lock.release().await;
     r
 }
@@ -631,7 +614,7 @@ async fn locked(
     let mirror = std::path::PathBuf::from(layout.mirror());
     let tree = std::path::PathBuf::from(layout.tree());
     // A tree a lost connection left is reaped (add_at heals the stable path).
-    let left = control(t, r#"test -e "$1""#, &[&layout.tree()]).await?;
+    let left = control(t, crate::remote::EXISTS, &[&layout.tree()]).await?;
     if left.status.success() {
         a.notes.push(format!(
             "reaped: {} (left by an earlier attempt)",
@@ -654,7 +637,7 @@ async fn locked(
     let mut env: Vec<(String, String)> = job.extra_env.to_vec();
     let report_root = if let Some(manifest) = job.affected {
         let reports = format!("{run_dir}/reports");
-        let mk = control(t, r#"mkdir -p "$1""#, &[&reports]).await?;
+        let mk = control(t, crate::remote::MKDIR, &[&reports]).await?;
         if !mk.status.success() {
             let _ = scratch.remove().await;
             return Err(DispatchFault::new(FailureKind::ShipFailed, mk.stderr_str()).into());

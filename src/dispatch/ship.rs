@@ -47,12 +47,15 @@ impl Layout {
     }
 }
 
+/// Run `argv` on the machine and return its whole stdout (read from a file,
+/// never a bounded tail: the mirror's listing grows with every shipped
+/// commit).
 async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, DispatchFault> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    let out = t
-        .exec(&argv, CONTROL_TIMEOUT)
-        .await
-        .map_err(DispatchFault::transport)?;
+    let (out, bytes) =
+        crate::remote::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
+            .await
+            .map_err(DispatchFault::transport)?;
     if !out.status.success() {
         return Err(ship_failed(
             what,
@@ -60,7 +63,9 @@ async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, Disp
             " — the machine row's workhome must be writable there and git installed",
         ));
     }
-    Ok(out.stdout_str())
+    Ok(String::from_utf8_lossy(&bytes.unwrap_or_default())
+        .trim_end()
+        .to_string())
 }
 
 /// `ship-failed` for a command that ran on the machine and did not succeed:
@@ -102,11 +107,7 @@ pub async fn ship(
     let mut probe_args = vec![
         "sh",
         "-c",
-        r#"m=$1; shift; mkdir -p "$(dirname "$m")" "$(dirname "$m")/../incoming" || exit 1
-[ -d "$m" ] || flock "$m.init-lock" sh -c '[ -d "$1" ] || git init --bare -q "$1"' sh "$m" || exit 1
-git -C "$m" for-each-ref --format='have %(objectname)' refs/saphan/shipped/
-for s in "$@"; do git -C "$m" cat-file -e "$s^{commit}" 2>/dev/null && echo "present $s"; done
-exit 0"#,
+        crate::remote::SHIP_PROBE,
         "saphan-ship",
         &mirror,
     ];
@@ -190,13 +191,7 @@ exit 0"#,
                 Cmd::new("sh")
                     .args([
                         "-c",
-                        r#"mkdir -p "$(dirname "$2")" && cat > "$2" || { rm -f "$2"; exit 1; }
-git -C "$1" bundle verify -q "$2" >/dev/null 2>&1 || { git -C "$1" bundle verify "$2"; rm -f "$2"; exit 1; }
-m=$1 b=$2 r=$3 s=$4; shift 4
-if [ $# -gt 0 ]; then
-  { cat "$m/shallow" 2>/dev/null; printf '%s\n' "$@"; } | sort -u > "$m/shallow.saphan.$$" && mv "$m/shallow.saphan.$$" "$m/shallow" || { rm -f "$m/shallow.saphan.$$" "$b"; exit 1; }
-fi
-git -C "$m" fetch -q "$b" "$r:refs/saphan/shipped/$s"; rc=$?; rm -f "$b"; exit $rc"#,
+                        crate::remote::SHIP_FETCH,
                         "saphan-fetch",
                         &mirror,
                         &incoming,

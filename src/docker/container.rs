@@ -775,7 +775,7 @@ pub async fn remove_labelled(
 /// `uid:gid` of the user `transport` runs as on its machine (who owns a
 /// shipped tree there), so what the suite writes stays removable.
 async fn remote_user(transport: &Transport) -> Result<String, crate::transport::TransportError> {
-    let argv = ["sh", "-c", "echo \"$(id -u):$(id -g)\""].map(String::from);
+    let argv = crate::remote::sh_argv(crate::remote::USER_IDS, "saphan-user-ids", &[]);
     let o = transport
         .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
         .await?;

@@ -18,18 +18,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The measure script (POSIX sh; Linux and Darwin).
-pub const SCRIPT: &str = r#"m() { printf '\n@@saphan-measure:%s\n' "$1"; }
-cat1() { [ -r "$1" ] && while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done < "$1"; }
-m uname; uname -srm
-m os-release; if [ -r /etc/os-release ]; then cat1 /etc/os-release; else cat1 /usr/lib/os-release; fi
-m cpus; getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null
-m memory; if [ -r /proc/meminfo ]; then while read -r k v u; do [ "$k" = MemTotal: ] && echo "MemTotal: $v $u"; done < /proc/meminfo; else sysctl -n hw.memsize 2>/dev/null; fi
-m uid; id -u
-m userns-max; cat1 /proc/sys/user/max_user_namespaces
-m userns-clone; cat1 /proc/sys/kernel/unprivileged_userns_clone
-m userns-unshare; if command -v unshare >/dev/null 2>&1; then if unshare -U true >/dev/null 2>&1; then echo ok; else echo fail; fi; else echo missing; fi
-m end
-"#;
+pub const SCRIPT: &str = crate::remote::MEASURE;
 
 /// Split the script's output into sections by marker.
 fn sections(out: &str) -> BTreeMap<String, String> {

@@ -2,14 +2,18 @@
 //! local directory, for the parsers of [`crate::report`].
 //!
 //! Locally the files are read in place (nothing is copied). On an SSH
-//! machine, `find` lists the candidates under the glob's literal directory
-//! prefix (never descending into `.git`), the glob is matched here with the
-//! same rules as [`crate::report::files`] (globset, `literal_separator`),
-//! each match is resolved *on the machine* (`readlink -f`) and refused if it
-//! leads outside the root or is not a regular file, and each accepted file is
-//! copied with at most [`REPORT_FILE_CAP`] bytes (a larger one is refused as
-//! unreadable, never truncated into a parse) into the local directory at the
-//! same relative path. Then the parsers select from the local copy exactly as
+//! machine, `src/remote/report-list.sh` lists the tree's real path and the
+//! candidates under the glob's literal directory prefix (never descending
+//! into `.git`); the listing is read whole — up to [`REPORT_LISTING_CAP`]
+//! bytes, past which the measurement fails as `report-listing-unbounded`,
+//! never on a cut listing. The glob is matched here with the same rules as
+//! [`crate::report::files`] (globset, `literal_separator`), each match is
+//! described *on the machine* by `src/remote/report-classify.sh` (its kind
+//! and `readlink -f`), and saphan decides here: refused if it leads outside
+//! the root or is not a regular file; each accepted file is copied with at
+//! most [`REPORT_FILE_CAP`] bytes (a larger one is refused as unreadable,
+//! never truncated into a parse) into the local directory at the same
+//! relative path. Then the parsers select from the local copy exactly as
 //! they would from a local tree — a pattern that matched nothing there is
 //! the parsers' `report-no-match`, with the right key.
 
@@ -25,21 +29,13 @@ pub const REPORT_FILE_CAP: u64 = 256 * 1024 * 1024;
 /// The most report files one pattern may bring back.
 pub const REPORT_FILES_MAX: usize = 10_000;
 
-const BUDGET: Duration = Duration::from_secs(600);
+/// The most bytes a remote listing of report candidates may take (32 MiB,
+/// twice what the transport keeps of a captured stdout): it is read whole
+/// from a file, never from a bounded tail, and a larger one fails the
+/// measurement as `report-listing-unbounded`.
+pub const REPORT_LISTING_CAP: u64 = 32 * 1024 * 1024;
 
-/// Describes each name (after `$1`, the root) as `KIND\0in|out\0RESOLVED\0`.
-const CLASSIFY: &str = r#"root=$(cd -P -- "$1" && pwd) || exit 1; shift
-for f in "$@"; do
-  r=$(readlink -f -- "$root/$f" 2>/dev/null) || r=
-  if [ -z "$r" ] || [ ! -e "$r" ]; then k=missing
-  elif [ -f "$r" ]; then k=file
-  elif [ -d "$r" ]; then k=dir
-  elif [ -p "$r" ]; then k=fifo
-  elif [ -S "$r" ]; then k=socket
-  else k=device; fi
-  case $r in "$root"/*) i=in ;; *) i=out ;; esac
-  printf '%s\0%s\0%s\0' "$k" "$i" "$r"
-done"#;
+const BUDGET: Duration = Duration::from_secs(600);
 
 fn unreadable(file: &str, detail: impl std::fmt::Display) -> ReportError {
     ReportError::Unreadable {
@@ -56,7 +52,9 @@ fn unreadable(file: &str, detail: impl std::fmt::Display) -> ReportError {
 ///
 /// Errors: [`ReportError::SymlinkEscape`], [`ReportError::NotRegular`],
 /// [`ReportError::Unreadable`] (listing or copying failed, a file over
-/// [`REPORT_FILE_CAP`], more than [`REPORT_FILES_MAX`] matches).
+/// [`REPORT_FILE_CAP`], more than [`REPORT_FILES_MAX`] matches),
+/// [`ReportError::ListingUnbounded`] (the candidates take more than
+/// [`REPORT_LISTING_CAP`] bytes to list).
 pub async fn reports(
     t: &Transport,
     root: &Path,
@@ -97,27 +95,44 @@ pub async fn reports(
         prefix.push_str(c);
     }
     let shown_root = root.display().to_string();
-    let listed = t
-        .run(
-            Cmd::new("sh")
-                .args([
-                    "-c",
-                    r#"cd -- "$1" || exit 1; [ -e "$2" ] || [ -L "$2" ] || exit 0
-find "$2" -name .git -prune -o \( -type f -o -type l -o -type p -o -type s -o -type c -o -type b \) -print0"#,
-                    "saphan-list",
-                ])
-                .arg(root)
-                .arg(&prefix)
-                .timeout(BUDGET),
+    let (listed, bytes) = crate::remote::whole_stdout(
+        t,
+        crate::remote::sh(
+            crate::remote::REPORT_LIST,
+            "saphan-list",
+            [
+                root.as_os_str(),
+                std::ffi::OsStr::new(&prefix),
+                std::ffi::OsStr::new(&(REPORT_LISTING_CAP + 1).to_string()),
+            ],
         )
-        .await
-        .map_err(|e| unreadable(&shown_root, e))?;
+        .timeout(BUDGET),
+        // The tree's real path comes first (at most PATH_MAX bytes).
+        REPORT_LISTING_CAP + 4097,
+    )
+    .await
+    .map_err(|e| unreadable(&shown_root, e))?;
+    let unbounded = || ReportError::ListingUnbounded {
+        dir: format!("{}/{}", shown_root, prefix.trim_start_matches("./")),
+        cap: REPORT_LISTING_CAP,
+    };
+    let Some(bytes) = bytes else {
+        return Err(unbounded());
+    };
+    let root_end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    if (bytes.len() - root_end).saturating_sub(1) as u64 > REPORT_LISTING_CAP {
+        return Err(unbounded());
+    }
     if !listed.status.success() {
         return Err(unreadable(&shown_root, listed.stderr_str()));
     }
-    let mut matched: Vec<String> = listed
-        .stdout
-        .split(|b| *b == 0)
+    let mut entries = bytes.split(|b| *b == 0);
+    let real_root = entries
+        .next()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .filter(|r| r.starts_with('/'))
+        .ok_or_else(|| unreadable(&shown_root, "the machine did not list the tree"))?;
+    let mut matched: Vec<String> = entries
         .filter(|s| !s.is_empty())
         .map(|s| {
             String::from_utf8_lossy(s)
@@ -141,44 +156,52 @@ find "$2" -name .git -prune -o \( -type f -o -type l -o -type p -o -type s -o -t
         ));
     }
     // The names go on stdin, NUL-separated (`xargs -0`), so no command line
-    // on the machine grows with the number of matches.
+    // on the machine grows with the number of matches. The description is
+    // read whole too: at most two short fields and a path per match.
     let mut names = Vec::new();
     for m in &matched {
         names.extend_from_slice(m.as_bytes());
         names.push(0);
     }
-    let classified = t
-        .run(
-            Cmd::new("sh")
-                .args([
-                    "-c",
-                    r#"xargs -0 sh -c "$2" saphan-classify "$1""#,
-                    "saphan-classify",
-                ])
-                .arg(root)
-                .arg(CLASSIFY)
-                .stdin(names)
-                .timeout(BUDGET),
-        )
-        .await
-        .map_err(|e| unreadable(&shown_root, e))?;
+    let describe_cap = (REPORT_FILES_MAX as u64) * 8192;
+    let (classified, bytes) = crate::remote::whole_stdout(
+        t,
+        Cmd::new("xargs")
+            .args([
+                "-0",
+                "sh",
+                "-c",
+                crate::remote::REPORT_CLASSIFY,
+                "saphan-classify",
+            ])
+            .arg(root)
+            .stdin(names)
+            .timeout(BUDGET),
+        describe_cap,
+    )
+    .await
+    .map_err(|e| unreadable(&shown_root, e))?;
     if !classified.status.success() {
         return Err(unreadable(&shown_root, classified.stderr_str()));
     }
-    let fields: Vec<String> = classified
-        .stdout
+    let bytes = bytes.ok_or_else(|| {
+        unreadable(
+            &shown_root,
+            "the machine described the matches in too many bytes",
+        )
+    })?;
+    let fields: Vec<String> = bytes
         .split(|b| *b == 0)
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect();
     for (i, rel) in matched.iter().enumerate() {
-        let (Some(kind), Some(inside), Some(resolved)) = (
-            fields.get(3 * i),
-            fields.get(3 * i + 1),
-            fields.get(3 * i + 2),
-        ) else {
+        let (Some(kind), Some(resolved)) = (fields.get(2 * i), fields.get(2 * i + 1)) else {
             return Err(unreadable(rel, "the machine did not describe it"));
         };
-        if inside != "in" && kind != "missing" {
+        let inside = resolved
+            .strip_prefix(real_root.as_str())
+            .is_some_and(|rest| rest.starts_with('/'));
+        if !inside && kind != "missing" {
             return Err(ReportError::SymlinkEscape {
                 file: rel.clone(),
                 target: PathBuf::from(resolved),

@@ -88,6 +88,8 @@ kinds! {
     ReportNoTestsuite => "report-no-testsuite",
     /// [`super::ReportError::NoEvents`].
     ReportNoEvents => "report-no-events",
+    /// [`super::ReportError::ListingUnbounded`].
+    ReportListingUnbounded => "report-listing-unbounded",
     // Container class.
     /// The container engine refused, lost or could not remove the run.
     Engine => "engine",
@@ -214,6 +216,7 @@ impl From<&super::ReportError> for FailureKind {
             R::Malformed { .. } => FailureKind::ReportMalformed,
             R::NoTestsuite { .. } => FailureKind::ReportNoTestsuite,
             R::NoEvents { .. } => FailureKind::ReportNoEvents,
+            R::ListingUnbounded { .. } => FailureKind::ReportListingUnbounded,
         }
     }
 }

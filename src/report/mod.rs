@@ -243,6 +243,18 @@ pub enum ReportError {
         /// What it is (`a FIFO`, `a socket`, `a device`).
         kind: &'static str,
     },
+    /// The list of candidates under report_path's directory on a machine is
+    /// larger than saphan reads whole: it is never cut (a cut listing could
+    /// drop a failing report and come out green).
+    #[error(
+        "the files under {dir} take more than {cap} bytes to list, more than saphan reads whole — narrow report_path, or have the suite keep its report directory small"
+    )]
+    ListingUnbounded {
+        /// The listed directory (the glob's literal prefix, on the machine).
+        dir: String,
+        /// The most listing bytes read ([`crate::measure::collect::REPORT_LISTING_CAP`]).
+        cap: u64,
+    },
     /// The file could not be opened or read.
     #[error("cannot read {file}: {source} — check that the suite wrote it and it is readable")]
     Unreadable {
@@ -296,6 +308,7 @@ impl Refusal for ReportError {
             ReportError::SymlinkEscape { .. } => "report-symlink-escape",
             ReportError::NotRegular { .. } => "report-not-regular",
             ReportError::Unreadable { .. } => "report-unreadable",
+            ReportError::ListingUnbounded { .. } => "report-listing-unbounded",
             ReportError::Empty { .. } => "report-empty",
             ReportError::Malformed { .. } => "report-malformed",
             ReportError::NoTestsuite { .. } => "report-no-testsuite",

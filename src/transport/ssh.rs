@@ -249,7 +249,7 @@ impl Ssh {
         let line = command_line(&[
             "sh",
             "-c",
-            r#"t="$1.saphan-put.$$"; if cat > "$t" && chmod "$2" "$t" && mv -f "$t" "$1"; then exit 0; else rm -f "$t"; exit 1; fi"#,
+            crate::remote::PUT,
             "saphan-put",
             remote,
             &format!("{mode:o}"),

@@ -5,7 +5,8 @@
 //!
 //! The remote command line is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
 //! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by
-//! [`super::quote`]. The POSIX-sh [`WATCHDOG`] script:
+//! [`super::quote`]. The POSIX-sh [`WATCHDOG`] script
+//! (`src/remote/watchdog.sh`, its protocol in its header):
 //!
 //! 1. `cd`s into CWD (empty: the login directory);
 //! 2. starts the [`INNER`] shell under `setsid` (a new session and process
@@ -20,7 +21,13 @@
 //! 4. runs a watchdog subshell: after BUDGET seconds it sends SIGTERM to the
 //!    group, after GRACE more SIGKILL — whether or not the SSH connection is
 //!    still there (LAB.md: a partitioned host keeps running orphaned
-//!    processes, so the local side alone cannot enforce a budget);
+//!    processes, so the local side alone cannot enforce a budget). It
+//!    signals only a group that is still the attempt's: the leader is the
+//!    same process (same start time), or it has ended while the supervisor,
+//!    the watchdog's parent, is alive (its id cannot have been reused). A
+//!    watchdog whose supervisor died does nothing, and the next attempt's
+//!    reap of the scratch path (`src/remote/kill-leftovers.sh`) disarms it:
+//!    its `sleep` carries `SAPHAN_WATCHDOG=<scratch path>`;
 //! 5. when the program's leader exits, kills what is left of its group (a
 //!    grandchild cannot hold the channel open) and prints a final stderr line
 //!    `NONCE exit CODE` or `NONCE timeout`, which is stripped from the
@@ -51,48 +58,17 @@ use std::time::Duration;
 pub const LINK_SLACK: Duration = Duration::from_secs(5);
 
 /// The POSIX-sh supervisor every [`Ssh::run`] command runs under (see the
-/// module docs). `$0` is `saphan-run`.
-pub const WATCHDOG: &str = r#"n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
-if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2; exit 0; }; fi
-command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
-exec 3<&0
-setsid sh -c "$i" "$n" "$@" <&3 3<&- &
-p=$!
-exec 3<&-
-(
-  trap 'kill "$s" 2>/dev/null; exit 0' TERM
-  sleep "$b" & s=$!; wait "$s"
-  trap 'kill "$s" 2>/dev/null; kill -KILL -"$p" 2>/dev/null; exit 3' TERM
-  kill -TERM -"$p" 2>/dev/null
-  sleep "$g" & s=$!; wait "$s"
-  kill -KILL -"$p" 2>/dev/null
-  exit 3
-) </dev/null >/dev/null 2>&1 &
-w=$!
-wait "$p"; st=$?
-kill -TERM "$w" 2>/dev/null
-wait "$w"; ws=$?
-kill -KILL -"$p" 2>/dev/null
-if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
-exit 0"#;
+/// module docs; its protocol heads `src/remote/watchdog.sh`). `$0` is
+/// `saphan-run`.
+pub const WATCHDOG: &str = crate::remote::WATCHDOG;
 
 /// The program's own shell, inside the new process group: applies the
 /// environment changes (`+K=V` exports, `-K` unsets) to the program alone —
 /// never to the supervisor or its watchdog, so nothing but the program's
 /// group carries them (the scratch marker included) — checks the program
-/// exists on the resulting PATH, prints `NONCE pgid N` on stderr, and execs.
-pub const INNER: &str = r#"n=$0
-while [ "$#" -gt 0 ]; do
-  case $1 in
-    --) shift; break ;;
-    +*) export "${1#+}" ;;
-    -*) unset "${1#-}" ;;
-  esac
-  shift
-done
-command -v "$1" >/dev/null 2>&1 || { printf '\n%s noprogram\n' "$n" >&2; exit 127; }
-printf '%s pgid %s\n' "$n" "$$" >&2
-exec "$@""#;
+/// exists on the resulting PATH, prints `NONCE pgid N` on stderr, and execs
+/// (`src/remote/watchdog-inner.sh`).
+pub const INNER: &str = crate::remote::WATCHDOG_INNER;
 
 /// Watches a remote stderr stream for the `NONCE pgid N` line.
 #[derive(Debug)]

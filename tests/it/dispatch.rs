@@ -991,3 +991,140 @@ fn verify_affected_on_a_machine_with_the_bundled_adapter() {
     );
     f.assert_clean("m1");
 }
+
+/// Pids of processes on this machine (lab hosts share its PID space) whose
+/// whole command line is `cmdline` (arguments joined by spaces).
+fn processes_exactly(cmdline: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let words: Vec<String> = raw
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        if words.join(" ") == cmdline {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Issue 20.2: after saphan is killed mid-run, the attempt's watchdog
+/// (`sleep <budget>` under the remote supervisor) used to stay armed after
+/// the next dispatch reaped the suite's group, and at the old budget it
+/// signalled the old group id — by then possibly a stranger's. Now the reap
+/// takes the watchdog with it: once the next dispatch is over, no watchdog
+/// of the killed attempt is left on the machine.
+#[test]
+fn a_reaped_attempts_watchdog_goes_with_its_group() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    let token = format!("saphan-wd-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    // An unusual budget, so its watchdog's `sleep` is this test's alone.
+    let budget = "9337";
+    let mut child = started(
+        &f,
+        lab,
+        &repo,
+        &token,
+        &["m1"],
+        &["--timeout", &format!("{budget}s")],
+    );
+    let sleeper = format!("sleep {budget}.000");
+    assert!(
+        !processes_exactly(&sleeper).is_empty(),
+        "the attempt's watchdog is not armed"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The next dispatch of the same repository reaps the killed attempt.
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    assert!(
+        processes_with(&token).is_empty(),
+        "the suite outlived the reap: {:?}",
+        processes_with(&token)
+    );
+    let left = processes_exactly(&sleeper);
+    assert!(
+        left.is_empty(),
+        "the killed attempt's watchdog is still armed after the reap: {left:?}"
+    );
+    // (The killed attempt's `runs/<id>/` is issue 20.5's, not checked here.)
+    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.started")));
+}
+
+/// A junit-xml suite that fails one test, writes 30 passing reports beside
+/// the failing one, and fills its report directory with ~49 MB worth of
+/// long names (three directories, 4500 files each, ~3.6 KB a path).
+fn cut_listing_repo() -> Repo {
+    let suite = r#"#!/bin/sh
+set -e
+seg=$(printf '%0200d' 0)
+for k in 1 2 3; do
+  p=reports/j$k
+  n=0; while [ $n -lt 18 ]; do p=$p/$seg; n=$((n+1)); done
+  mkdir -p "$p"
+  i=0; while [ $i -lt 4500 ]; do : > "$p/f$i"; i=$((i+1)); done
+done
+i=0; while [ $i -lt 30 ]; do
+  printf '<testsuite name="p%s" tests="1" failures="0"><testcase classname="p" name="ok%s"/></testsuite>\n' $i $i > reports/pass$i.xml
+  i=$((i+1))
+done
+printf '<testsuite name="f" tests="1" failures="1"><testcase classname="f" name="broken"><failure message="no">no</failure></testcase></testsuite>\n' > reports/fail.xml
+"#;
+    Repo::new(&[("suite.sh", suite)])
+}
+
+/// Issue 20.1: the remote listing of report candidates was kept as a
+/// bounded tail of the command's stdout (16 MiB), so a report directory
+/// with many long names lost the start of its listing — the failing report
+/// among it was never read, and red came out green. A listing is now read
+/// whole or the measurement fails by name: never green, and never a verdict
+/// read from part of the listing. (On the code before the fix the record
+/// read 11 of the 31 reports: the listing was cut; whether the failing one
+/// was among the dropped depends on the file system's directory order.)
+#[test]
+fn a_report_listing_too_long_to_keep_is_never_green() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m2"]);
+    f.measure("m2");
+    let repo = cut_listing_repo();
+    f.env.write_config(
+        "[verify.full]\nargv = [\"sh\", \"suite.sh\"]\nreport = \"junit-xml\"\nreport_path = \"reports/*.xml\"\n",
+    );
+    let o = f.certify(&repo, "m2", &[]);
+    let v = json(&o);
+    let r = record_on(&v, "m2");
+    assert_ne!(
+        r["verdict"], "green",
+        "a failing report was never read: {r}"
+    );
+    assert!(
+        r["failure"] == "report-listing-unbounded" || r["verdict"] == "red",
+        "{r}"
+    );
+    if r["verdict"] == "red" {
+        // Red from a cut listing is luck, not a reading: every report is read.
+        assert_eq!(
+            r["suite_report_files"].as_array().map(Vec::len),
+            Some(31),
+            "the verdict came from a cut listing: {r}"
+        );
+    }
+    assert_ne!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_ne!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    f.assert_clean("m2");
+}

@@ -1,0 +1,49 @@
+# saphan-leftovers — kill whatever an earlier, dead attempt left running at
+# a stable scratch path (src/worktree.rs, kill_leftovers), on every machine
+# (this one included, through Transport::Local).
+#
+# Arguments: $1 the stable scratch path.
+# Finds (Linux /proc; elsewhere nothing is found): every process whose
+#   environment holds `SAPHAN_SCRATCH=$1` exactly (every process saphan
+#   starts for the path carries it) — its process group gets SIGKILL, then
+#   the process itself — and every watchdog `sleep` armed for that path
+#   (`SAPHAN_WATCHDOG=$1`, see watchdog.sh) — it alone gets SIGKILL, which
+#   disarms its watchdog. Never this script's own group. Repeats until none
+#   is left, for at most 500 rounds of 0.02 s (10 s).
+# Prints, on stdout: nothing when none is left; otherwise one line, the
+#   pids still alive at the bound, separated by spaces.
+# Exit: 0.
+want="SAPHAN_SCRATCH=$1" watch="SAPHAN_WATCHDOG=$1" n=0 me=
+me=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)
+# marked: the /proc/<pid>/environ files holding $want or $watch, one a line.
+marked() {
+  if [ "$z" = 1 ]; then
+    grep -lzxF -e "$want" -e "$watch" /proc/[0-9]*/environ 2>/dev/null
+  else
+    for e in /proc/[0-9]*/environ; do
+      tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -e "$want" -e "$watch" && echo "$e"
+    done
+  fi
+}
+z=0
+if printf 'a\0' | grep -qzxF a 2>/dev/null; then z=1; fi
+while :; do
+  left=
+  for e in $(marked); do
+    d=${e%/environ}; pid=${d#/proc/}
+    [ "$pid" = "$$" ] && continue
+    s=$(cat "$d/stat" 2>/dev/null) || continue
+    rest=${s##*) }
+    case $rest in Z*|X*) continue ;; esac
+    left="$left $pid"
+    if tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -e "$want"; then
+      # shellcheck disable=SC2086 # the fields are split on purpose
+      set -- $rest
+      [ -n "$3" ] && [ "$3" != "$me" ] && kill -KILL -"$3" 2>/dev/null
+    fi
+    kill -KILL "$pid" 2>/dev/null
+  done
+  [ -z "$left" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 500 ] && { printf '%s\n' "${left# }"; exit 0; }
+  sleep 0.02
+done

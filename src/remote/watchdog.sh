@@ -1,0 +1,72 @@
+# saphan-run — the supervisor every command saphan runs on an SSH machine
+# runs under (src/transport/watchdog.rs).
+#
+# Arguments: $1 the run's nonce, $2 the budget in seconds, $3 the grace in
+#   seconds, $4 the working directory (empty: the login directory), $5 the
+#   text of watchdog-inner.sh, then the environment changes for the program
+#   (`+K=V` exports, `-K` unsets), `--`, the program and its arguments.
+# Environment: none read. The changes are applied by the inner shell, to
+#   the program alone: the supervisor and its watchdog never carry them.
+#   The watchdog's `sleep` alone carries `SAPHAN_WATCHDOG=<scratch path>`
+#   when the changes hold `+SAPHAN_SCRATCH=<scratch path>`, so the reap of
+#   that scratch path (kill-leftovers.sh) finds and disarms it.
+# Prints, on stderr: `NONCE pgid N` (from the inner shell, N the program's
+#   process group), then one final line after a newline: `NONCE exit CODE`,
+#   `NONCE timeout`, `NONCE nocwd`, `NONCE nosetsid` or `NONCE noprogram`.
+#   stdout is the program's.
+# Exit: always 0; how the program ended is the final stderr line.
+#
+# The watchdog signals the group only while it is still the attempt's:
+# the group's leader is the same process (same start time in
+# /proc/N/stat), or it has ended while this supervisor, its parent, is
+# still alive (then its id cannot have been reused). A watchdog whose
+# supervisor died, or whose `sleep` was killed by a reap, signals nothing.
+# Without /proc (not Linux) there is nothing to check: it signals the group.
+n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
+m=
+for a in "$@"; do
+  case $a in
+    --) break ;;
+    +SAPHAN_SCRATCH=*) m=${a#+SAPHAN_SCRATCH=} ;;
+  esac
+done
+if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2; exit 0; }; fi
+command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
+# pstat FILE: read a /proc/<pid>/stat into $ppid and $start (its start time).
+pstat() {
+  read -r l < "$1" 2>/dev/null || return 1
+  l=${l##*) }
+  # shellcheck disable=SC2086 # the fields are split on purpose
+  set -- $l
+  ppid=$2 start=${20}
+}
+exec 3<&0
+setsid sh -c "$i" "$n" "$@" <&3 3<&- &
+p=$!
+exec 3<&-
+s0=
+if pstat "/proc/$p/stat"; then s0=$start; fi
+(
+  sup=$$
+  # ours: the group is still this attempt's (see the header).
+  ours() {
+    [ -n "$s0" ] || return 0
+    if pstat "/proc/$p/stat"; then [ "$start" = "$s0" ]; return; fi
+    pstat /proc/self/stat && [ "$ppid" = "$sup" ]
+  }
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  SAPHAN_WATCHDOG=$m sleep "$b" & s=$!; wait "$s" || exit 0
+  ours || exit 0
+  trap 'kill "$s" 2>/dev/null; ours && kill -KILL -"$p" 2>/dev/null; exit 3' TERM
+  kill -TERM -"$p" 2>/dev/null
+  SAPHAN_WATCHDOG=$m sleep "$g" & s=$!; wait "$s" || exit 3
+  ours && kill -KILL -"$p" 2>/dev/null
+  exit 3
+) </dev/null >/dev/null 2>&1 &
+w=$!
+wait "$p"; st=$?
+kill -TERM "$w" 2>/dev/null
+wait "$w"; ws=$?
+kill -KILL -"$p" 2>/dev/null
+if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
+exit 0

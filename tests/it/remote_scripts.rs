@@ -1,0 +1,777 @@
+//! The scripts saphan runs on machines (`src/remote/*.sh`), each run through
+//! its own cases under every POSIX shell a machine may have: dash, bash and
+//! busybox sh (with busybox's applets first on PATH, so `find`, `xargs`,
+//! `head`, `setsid`, `flock` … are busybox's too). A missing shell fails the
+//! test under SAPHAN_REQUIRE_ALL (`.ci/run` installs them).
+
+use crate::common;
+use saphan::remote;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// One shell: how to start it, and what goes first on PATH.
+struct Shell {
+    name: &'static str,
+    argv: Vec<String>,
+    path_first: Option<PathBuf>,
+    _bin: Option<tempfile::TempDir>,
+}
+
+impl Shell {
+    /// `sh -c SCRIPT NAME ARGS…` under this shell, stdin from `stdin`.
+    fn run(&self, script: &str, name: &str, args: &[&str], stdin: &[u8]) -> Output {
+        self.run_env(script, name, args, stdin, &[])
+    }
+
+    fn run_env(
+        &self,
+        script: &str,
+        name: &str,
+        args: &[&str],
+        stdin: &[u8],
+        env: &[(&str, &str)],
+    ) -> Output {
+        let mut c = self.cmd();
+        c.arg("-c").arg(script).arg(name).args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut i = child.stdin.take().unwrap();
+            let _ = i.write_all(stdin);
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(&self.argv[0]);
+        c.args(&self.argv[1..]);
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = match &self.path_first {
+            Some(d) => format!("{}:{path}", d.display()),
+            None => path,
+        };
+        c.env("PATH", path);
+        c
+    }
+}
+
+/// dash, bash and busybox sh — or a failure (REQUIRE_ALL) / SKIPPED line
+/// for each one missing.
+fn shells() -> Vec<Shell> {
+    let mut out = Vec::new();
+    for name in ["dash", "bash"] {
+        if let Some(p) = common::which(name) {
+            out.push(Shell {
+                name,
+                argv: vec![p.display().to_string()],
+                path_first: None,
+                _bin: None,
+            });
+        } else {
+            common::skip_unless(false, &format!("no {name} on PATH"));
+        }
+    }
+    match common::which("busybox") {
+        Some(bb) => {
+            // A directory of busybox applets, `sh` among them, first on PATH.
+            let bin = tempfile::tempdir().unwrap();
+            let list = Command::new(&bb).arg("--list").output().unwrap();
+            for applet in String::from_utf8_lossy(&list.stdout).lines() {
+                let _ = std::os::unix::fs::symlink(&bb, bin.path().join(applet));
+            }
+            out.push(Shell {
+                name: "busybox sh",
+                argv: vec![bin.path().join("sh").display().to_string()],
+                path_first: Some(bin.path().to_path_buf()),
+                _bin: Some(bin),
+            });
+        }
+        None => {
+            common::skip_unless(false, "no busybox on PATH (busybox-static)");
+        }
+    }
+    out
+}
+
+fn s(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@x")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@x")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", s(&o.stderr));
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    s(&o.stdout).trim().to_string()
+}
+
+/// A repository with one commit; returns its SHA.
+fn repo_at(dir: &Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join("a"), "a\n").unwrap();
+    git(dir, &["add", "a"]);
+    git(dir, &["commit", "-q", "-m", "a"]);
+    git_out(dir, &["rev-parse", "HEAD"])
+}
+
+/// Pids whose environment holds `kv` exactly.
+fn with_env(kv: &str) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let alive = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit_once(") ")
+                    .map(|(_, r)| !r.starts_with(['Z', 'X']))
+            })
+            .unwrap_or(false);
+        if alive && env.split(|b| *b == 0).any(|x| x == kv.as_bytes()) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// Wait (bounded) for `cond`.
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(t0.elapsed().as_secs() < 30, "never: {what}");
+        std::thread::park_timeout(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_script_is_valid_sh_under_every_shell() {
+    for sh in shells() {
+        for (name, text) in remote::ALL {
+            let o = sh.cmd().arg("-n").arg("-c").arg(text).output().unwrap();
+            assert!(
+                o.status.success(),
+                "{} -n {name}: {}",
+                sh.name,
+                s(&o.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_small_control_scripts_keep_their_protocol() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("x/y");
+        assert_eq!(
+            code(&sh.run(remote::EXISTS, "t", &[p(&f)], b"")),
+            Some(1),
+            "{n}"
+        );
+        assert_eq!(
+            code(&sh.run(remote::MKDIR, "t", &[p(&f)], b"")),
+            Some(0),
+            "{n}"
+        );
+        assert_eq!(
+            code(&sh.run(remote::EXISTS, "t", &[p(&f)], b"")),
+            Some(0),
+            "{n}"
+        );
+        assert_eq!(
+            code(&sh.run(remote::RESOLVE, "t", &["ls"], b"")),
+            Some(0),
+            "{n}"
+        );
+        assert_ne!(
+            code(&sh.run(remote::RESOLVE, "t", &["saphan-no-such-program"], b"")),
+            Some(0),
+            "{n}"
+        );
+        let bin = d.path().join("bin/saphan-abc");
+        assert_eq!(
+            code(&sh.run(remote::HAVE_BINARY, "t", &[p(&bin)], b"")),
+            Some(1),
+            "{n}"
+        );
+        assert!(bin.parent().unwrap().is_dir(), "{n}: its directory is made");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            code(&sh.run(remote::HAVE_BINARY, "t", &[p(&bin)], b"")),
+            Some(0),
+            "{n}"
+        );
+        let w = d.path().join("w");
+        assert_eq!(
+            code(&sh.run(remote::WRITE_FILE, "t", &[p(&w)], b"bytes\n")),
+            Some(0)
+        );
+        assert_eq!(std::fs::read_to_string(&w).unwrap(), "bytes\n", "{n}");
+        let put = d.path().join("put");
+        assert_eq!(
+            code(&sh.run(remote::PUT, "t", &[p(&put), "640"], b"put\n")),
+            Some(0)
+        );
+        assert_eq!(std::fs::read_to_string(&put).unwrap(), "put\n", "{n}");
+        let mode = std::fs::metadata(&put).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "{n}");
+        let run = d.path().join("runs/r1");
+        let parent = d.path().join("scratch/k");
+        std::fs::create_dir_all(run.join("reports")).unwrap();
+        std::fs::create_dir_all(&parent).unwrap();
+        assert_eq!(
+            code(&sh.run(remote::RUN_CLEANUP, "t", &[p(&run), p(&parent)], b"")),
+            Some(0)
+        );
+        assert!(!run.exists() && !parent.exists(), "{n}");
+        let ids = s(&sh.run(remote::USER_IDS, "t", &[], b"").stdout);
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        assert!(ids.starts_with(&format!("{uid}:")), "{n}: {ids}");
+        let m = sh.run(remote::MEASURE, "t", &[], b"");
+        assert!(
+            s(&m.stdout).contains("@@saphan-measure:end"),
+            "{n}: {}",
+            s(&m.stdout)
+        );
+        let pr = sh.run(remote::PROBE, "t", &["5", "/", "", "n0nce"], b"");
+        assert!(s(&pr.stdout).contains("@@saphan begin n0nce"), "{n}");
+        assert!(s(&pr.stdout).contains("@@saphan end n0nce"), "{n}");
+    }
+}
+
+#[test]
+fn the_lock_holds_until_stdin_closes_and_says_busy_by_its_code() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let lock = d.path().join("locks/k.lock");
+        let ready = d.path().join("runs/a/locked");
+        let mut holder = sh.cmd();
+        holder
+            .args(["-c", remote::LOCK, "saphan-lock", p(&lock), p(&ready), "5"])
+            .stdin(Stdio::piped());
+        let mut holder = holder.spawn().unwrap();
+        let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready)], b"");
+        assert_eq!(code(&w), Some(0), "{n}: {}", s(&w.stderr));
+        let ready2 = d.path().join("runs/b/locked");
+        let busy = sh.run(
+            remote::LOCK,
+            "saphan-lock",
+            &[p(&lock), p(&ready2), "0"],
+            b"",
+        );
+        assert_eq!(
+            code(&busy),
+            Some(remote::LOCK_EXIT_BUSY),
+            "{n}: {}",
+            s(&busy.stderr)
+        );
+        assert!(!ready2.exists(), "{n}");
+        drop(holder.stdin.take());
+        assert!(holder.wait().unwrap().success(), "{n}");
+        let again = sh.run(
+            remote::LOCK,
+            "saphan-lock",
+            &[p(&lock), p(&ready2), "0"],
+            b"",
+        );
+        assert_eq!(code(&again), Some(0), "{n}: {}", s(&again.stderr));
+        let f = d.path().join("file");
+        std::fs::write(&f, "").unwrap();
+        let nodir = sh.run(
+            remote::LOCK,
+            "saphan-lock",
+            &[p(&f.join("l")), p(&ready2), "0"],
+            b"",
+        );
+        assert_eq!(code(&nodir), Some(remote::LOCK_EXIT_MKDIR), "{n}");
+    }
+}
+
+#[test]
+fn dest_kinds_lists_up_to_the_first_non_directory() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path();
+        std::fs::create_dir_all(t.join("real/sub")).unwrap();
+        std::fs::write(t.join("a.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("/tmp", t.join("docs")).unwrap();
+        let kinds = |dest: &str| s(&sh.run(remote::DEST_KINDS, "t", &[p(t), dest], b"").stdout);
+        assert_eq!(kinds("docs/c.yaml"), "link\n", "{n}");
+        assert_eq!(kinds("a.txt"), "other\n", "{n}");
+        assert_eq!(kinds("a.txt/x"), "other\n", "{n}");
+        assert_eq!(kinds("real/sub/new"), "dir\ndir\nmissing\n", "{n}");
+        assert_eq!(kinds("real/sub"), "dir\ndir\n", "{n}");
+        assert_eq!(kinds("fresh/x"), "missing\n", "{n}");
+        // Rust decides from the words, the same way as for this machine.
+        for dest in [
+            "docs/c.yaml",
+            "a.txt",
+            "a.txt/x",
+            "real/sub/new",
+            "real/sub",
+            "fresh/x",
+        ] {
+            let words: Vec<saphan::provision::DestKind> = kinds(dest)
+                .lines()
+                .map(|w| match w {
+                    "link" => saphan::provision::DestKind::Link,
+                    "missing" => saphan::provision::DestKind::Missing,
+                    "dir" => saphan::provision::DestKind::Dir,
+                    _ => saphan::provision::DestKind::Other,
+                })
+                .collect();
+            assert_eq!(
+                saphan::provision::judge_dest(dest, &words),
+                saphan::provision::check_dest(t, dest),
+                "{n}: {dest}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_report_listing_puts_the_root_first_and_never_passes_its_bound() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path();
+        std::fs::create_dir_all(t.join("reports/deep/.git")).unwrap();
+        std::fs::write(t.join("reports/a.xml"), "x").unwrap();
+        std::fs::write(t.join("reports/deep/b.xml"), "x").unwrap();
+        std::fs::write(t.join("reports/deep/.git/c.xml"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", t.join("reports/evil.xml")).unwrap();
+        let o = sh.run(
+            remote::REPORT_LIST,
+            "t",
+            &[p(t), "./reports", "100000"],
+            b"",
+        );
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        let fields: Vec<String> = o
+            .stdout
+            .split(|b| *b == 0)
+            .map(s)
+            .filter(|f| !f.is_empty())
+            .collect();
+        let real = std::fs::canonicalize(t).unwrap();
+        assert_eq!(fields[0], real.display().to_string(), "{n}");
+        let mut rest = fields[1..].to_vec();
+        rest.sort();
+        assert_eq!(
+            rest,
+            [
+                "./reports/a.xml",
+                "./reports/deep/b.xml",
+                "./reports/evil.xml"
+            ],
+            "{n}"
+        );
+        // Bounded: never more names than asked for (the caller's cap + 1).
+        let cut = sh.run(remote::REPORT_LIST, "t", &[p(t), "./reports", "10"], b"");
+        let after_root = cut.stdout.len() - fields[0].len() - 1;
+        assert_eq!(after_root, 10, "{n}");
+        // Missing prefix: only the root.
+        let none = sh.run(remote::REPORT_LIST, "t", &[p(t), "./nothing", "100"], b"");
+        assert_eq!(code(&none), Some(0), "{n}");
+        assert_eq!(none.stdout.len(), fields[0].len() + 1, "{n}");
+        // The description: kind and resolved path per name, NUL-terminated.
+        let mut c = sh.cmd();
+        c.args([
+            "-c",
+            "xargs -0 sh -c \"$0\" saphan-classify \"$1\"",
+            remote::REPORT_CLASSIFY,
+            p(t),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut i = child.stdin.take().unwrap();
+            i.write_all(b"reports/a.xml\0reports/evil.xml\0reports/deep\0reports/gone\0")
+                .unwrap();
+        }
+        let o = child.wait_with_output().unwrap();
+        let f: Vec<String> = o.stdout.split(|b| *b == 0).map(s).collect();
+        assert_eq!(f[0], "file", "{n}");
+        assert_eq!(
+            f[1],
+            real.join("reports/a.xml").display().to_string(),
+            "{n}"
+        );
+        assert_eq!(
+            (f[2].as_str(), f[3].as_str()),
+            ("file", "/etc/passwd"),
+            "{n}"
+        );
+        assert_eq!(f[4], "dir", "{n}");
+        assert_eq!(f[6], "missing", "{n}");
+    }
+}
+
+#[test]
+fn heal_rm_tree_and_submodule_touch_only_their_own_tree() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        let sha = repo_at(&repo);
+        let other = d.path().join("other");
+        git(&repo, &["worktree", "add", "-q", "--detach", p(&other)]);
+        let tree = d.path().join("scratch/k/tree");
+        std::fs::create_dir_all(tree.parent().unwrap()).unwrap();
+        git(&repo, &["worktree", "add", "-q", "--detach", p(&tree)]);
+        std::fs::write(tree.parent().unwrap().join("junk"), "x").unwrap();
+        let o = sh.run_env(
+            remote::HEAL,
+            "saphan-heal",
+            &[p(&repo), p(&tree)],
+            b"",
+            &[("SAPHAN_SCRATCH", p(&tree))],
+        );
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert!(!tree.exists(), "{n}");
+        assert!(
+            tree.parent().unwrap().is_dir(),
+            "{n}: the parent is recreated"
+        );
+        assert!(!tree.parent().unwrap().join("junk").exists(), "{n}");
+        let list = git_out(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(
+            list.contains(p(&other)),
+            "{n}: another worktree was touched"
+        );
+        assert!(!list.contains(p(&tree)), "{n}: {list}");
+        // Submodule: a shared clone from a store on the machine.
+        let sub = d.path().join("sub");
+        let o = sh.run(remote::SUBMODULE, "t", &[p(&repo), p(&sub), &sha], b"");
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert_eq!(git_out(&sub, &["rev-parse", "HEAD"]), sha, "{n}");
+        let o = sh.run(
+            remote::SUBMODULE,
+            "t",
+            &[p(&repo), p(&sub), &"0".repeat(40)],
+            b"",
+        );
+        assert_ne!(code(&o), Some(0), "{n}");
+        // By hand: the tree, and an admin entry only if it is one.
+        let admin = d.path().join("common/worktrees/x");
+        let keep = d.path().join("keep");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::create_dir_all(&tree).unwrap();
+        assert_eq!(
+            code(&sh.run(remote::RM_TREE, "t", &[p(&tree), p(&admin)], b"")),
+            Some(0)
+        );
+        assert!(!tree.exists() && !admin.exists(), "{n}");
+        assert_eq!(
+            code(&sh.run(remote::RM_TREE, "t", &[p(&tree), p(&keep)], b"")),
+            Some(0)
+        );
+        assert!(keep.exists(), "{n}: not an admin entry, not removed");
+    }
+}
+
+#[test]
+fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        let sha = repo_at(&repo);
+        let mirror = d.path().join("w/mirrors/k.git");
+        let o = sh.run(remote::SHIP_PROBE, "saphan-ship", &[p(&mirror), &sha], b"");
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert_eq!(s(&o.stdout), "", "{n}: a new mirror holds nothing");
+        git(&repo, &["update-ref", "refs/saphan/ship/t", &sha]);
+        let bundle = d.path().join("b.bundle");
+        git(
+            &repo,
+            &["bundle", "create", "-q", p(&bundle), "refs/saphan/ship/t"],
+        );
+        let incoming = d.path().join("w/incoming/t.bundle");
+        let o = sh.run(
+            remote::SHIP_FETCH,
+            "saphan-fetch",
+            &[p(&mirror), p(&incoming), "refs/saphan/ship/t", &sha],
+            &std::fs::read(&bundle).unwrap(),
+        );
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert!(!incoming.exists(), "{n}: the incoming bundle stays");
+        let o = sh.run(remote::SHIP_PROBE, "saphan-ship", &[p(&mirror), &sha], b"");
+        assert_eq!(s(&o.stdout), format!("have {sha}\npresent {sha}\n"), "{n}");
+        // A cut bundle is refused and removed (a fresh mirror: one that
+        // holds the commit already needs nothing from it).
+        let bytes = std::fs::read(&bundle).unwrap();
+        let fresh = d.path().join("w/mirrors/fresh.git");
+        git(d.path(), &["init", "-q", "--bare", p(&fresh)]);
+        let o = sh.run(
+            remote::SHIP_FETCH,
+            "saphan-fetch",
+            &[p(&fresh), p(&incoming), "refs/saphan/ship/t", &sha],
+            &bytes[..bytes.len() / 2],
+        );
+        assert_ne!(code(&o), Some(0), "{n}");
+        assert!(!incoming.exists(), "{n}: a half bundle stays");
+    }
+}
+
+/// The supervisor's protocol, and issue 20.2: the reap of a scratch path
+/// (kill-leftovers.sh) kills the program's group *and* disarms its
+/// watchdog, whose `sleep` alone carries `SAPHAN_WATCHDOG=<path>`.
+#[test]
+fn the_watchdog_keeps_its_protocol_and_goes_with_a_reaped_group() {
+    for sh in shells() {
+        let n = sh.name;
+        let run = |budget: &str, args: &[&str]| {
+            let mut a = vec!["N1", budget, "0.5", "", remote::WATCHDOG_INNER];
+            a.extend_from_slice(args);
+            sh.run(remote::WATCHDOG, "saphan-run", &a, b"")
+        };
+        let o = run("30", &["+A=b c", "--", "sh", "-c", "echo \"$A\"; exit 7"]);
+        assert_eq!(s(&o.stdout), "b c\n", "{n}");
+        assert!(
+            s(&o.stderr).ends_with("\nN1 exit 7\n"),
+            "{n}: {}",
+            s(&o.stderr)
+        );
+        assert!(s(&o.stderr).contains("N1 pgid "), "{n}");
+        let o = run("0.5", &["--", "sh", "-c", "sleep 300 & wait"]);
+        assert!(
+            s(&o.stderr).ends_with("\nN1 timeout\n"),
+            "{n}: {}",
+            s(&o.stderr)
+        );
+        let o = run("30", &["--", "saphan-no-such-program"]);
+        assert!(
+            s(&o.stderr).contains("\nN1 noprogram\n"),
+            "{n}: {}",
+            s(&o.stderr)
+        );
+        let o = sh.run(
+            remote::WATCHDOG,
+            "saphan-run",
+            &[
+                "N1",
+                "30",
+                "0.5",
+                "/nonexistent/dir",
+                remote::WATCHDOG_INNER,
+                "--",
+                "true",
+            ],
+            b"",
+        );
+        assert!(
+            s(&o.stderr).ends_with("\nN1 nocwd\n"),
+            "{n}: {}",
+            s(&o.stderr)
+        );
+
+        // A run for a scratch path; the reap of that path takes the
+        // program's group and disarms the watchdog.
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join(format!("tree-{}", n.replace(' ', "-")));
+        let marker = format!("SAPHAN_SCRATCH={}", path.display());
+        let watch = format!("SAPHAN_WATCHDOG={}", path.display());
+        let plus = format!("+{marker}");
+        let mut sup = sh.cmd();
+        sup.args([
+            "-c",
+            remote::WATCHDOG,
+            "saphan-run",
+            "N2",
+            "600",
+            "0.5",
+            "",
+            remote::WATCHDOG_INNER,
+            &plus,
+            "--",
+            "sh",
+            "-c",
+            "sleep 900 & wait",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        let sup = sup.spawn().unwrap();
+        until("the program and its watchdog run", || {
+            !with_env(&marker).is_empty() && !with_env(&watch).is_empty()
+        });
+        let o = sh.run(remote::KILL_LEFTOVERS, "saphan-leftovers", &[p(&path)], b"");
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert_eq!(s(&o.stdout), "", "{n}: survivors");
+        assert!(with_env(&marker).is_empty(), "{n}");
+        assert!(
+            with_env(&watch).is_empty(),
+            "{n}: the watchdog is still armed"
+        );
+        let o = sup.wait_with_output().unwrap();
+        assert!(
+            !s(&o.stderr).contains("timeout"),
+            "{n}: a disarmed watchdog fired: {}",
+            s(&o.stderr)
+        );
+    }
+}
+
+/// Run `argv` (with `env`) under a fresh child subreaper (a forked child of
+/// this test with `PR_SET_CHILD_SUBREAPER`) that reaps every descendant
+/// orphaned under it, as an init that reaps does, and exits once none is
+/// left. Returns the subreaper's pid.
+fn under_subreaper(argv: &[String], env: &[String]) -> i32 {
+    use std::ffi::CString;
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_str()).unwrap())
+        .collect();
+    let envs: Vec<CString> = env
+        .iter()
+        .map(|a| CString::new(a.as_str()).unwrap())
+        .collect();
+    let mut argp: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argp.push(std::ptr::null());
+    let mut envp: Vec<*const libc::c_char> = envs.iter().map(|a| a.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    // SAFETY: between fork and exec/_exit the child calls only
+    // async-signal-safe functions (prctl, fork, execve, waitpid, _exit) on
+    // memory prepared before the fork.
+    unsafe {
+        let pid = libc::fork();
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            let c = libc::fork();
+            if c == 0 {
+                libc::execve(argp[0], argp.as_ptr(), envp.as_ptr());
+                libc::_exit(127);
+            }
+            let mut st = 0;
+            while libc::waitpid(-1, &mut st, 0) > 0 {}
+            libc::_exit(0);
+        }
+        pid
+    }
+}
+
+/// Issue 20.2, the other half: a watchdog signals only a group that is
+/// still the attempt's. Its supervisor is killed and the program's leader
+/// ends and is reaped (so the group's id is free for a stranger), one
+/// process left in the old group standing in for whoever may hold the id
+/// by then. Once the budget is past and the orphaned watchdog has ended,
+/// that process still lives: the watchdog signalled nothing it could no
+/// longer vouch for. (Before, it sent SIGTERM to the old id at the budget.)
+#[test]
+fn an_orphaned_watchdog_signals_no_group_that_is_not_its_attempts() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let sup_file = d.path().join("supervisor");
+        let held_file = d.path().join("held");
+        let nonce = format!(
+            "saphan-orphan-{}-{}",
+            std::process::id(),
+            n.replace(' ', "-")
+        );
+        // The leader notes its supervisor ($1), waits until it is gone,
+        // leaves a child in its group and exits.
+        let prog = format!(
+            "echo \"$1\" > {s}.t && mv {s}.t {s}; while kill -0 \"$1\" 2>/dev/null; do sleep 0.05; done; sleep 120 & echo $! > {h}.t && mv {h}.t {h}; exit 0",
+            s = sup_file.display(),
+            h = held_file.display()
+        );
+        // `exec`: the supervisor keeps the wrapper's pid, which the program
+        // gets as $1.
+        let wrapper = format!(
+            "exec \"$0\" -c \"$1\" saphan-run {nonce} 1 0.2 '' \"$2\" -- sh -c '{prog}' prog $$"
+        );
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = match &sh.path_first {
+            Some(b) => format!("PATH={}:{path}", b.display()),
+            None => format!("PATH={path}"),
+        };
+        let reaper = under_subreaper(
+            &[
+                sh.argv[0].clone(),
+                "-c".into(),
+                wrapper,
+                sh.argv[0].clone(),
+                remote::WATCHDOG.into(),
+                remote::WATCHDOG_INNER.into(),
+            ],
+            &[path],
+        );
+        let read_pid =
+            |f: &Path| -> i32 { std::fs::read_to_string(f).unwrap().trim().parse().unwrap() };
+        until("the program runs", || sup_file.exists());
+        // SAFETY: the supervisor this test started, by its pid.
+        unsafe { libc::kill(read_pid(&sup_file), libc::SIGKILL) };
+        until("the leader left its child", || held_file.exists());
+        let held = read_pid(&held_file);
+        // The orphaned watchdog (its command line is the supervisor's, with
+        // the nonce) ends at its budget, after deciding.
+        until("the orphaned watchdog ended", || {
+            !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.windows(nonce.len()).any(|w| w == nonce.as_bytes()))
+            })
+        });
+        let alive = std::fs::read_to_string(format!("/proc/{held}/stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit_once(") ")
+                    .map(|(_, r)| !r.starts_with(['Z', 'X']))
+            })
+            .unwrap_or(false);
+        // SAFETY: the pid this test's own program started.
+        unsafe { libc::kill(held, libc::SIGKILL) };
+        let mut st = 0;
+        // SAFETY: reaping the subreaper this test forked.
+        unsafe { libc::waitpid(reaper, &mut st, 0) };
+        assert!(
+            alive,
+            "{n}: the orphaned watchdog signalled the old group id"
+        );
+    }
+}
