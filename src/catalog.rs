@@ -25,6 +25,14 @@ pub fn is_toolchain_probe(name: &str) -> bool {
 /// The catalog shipped inside the binary.
 pub const EMBEDDED: &str = include_str!("../catalog/capabilities.toml");
 
+/// The catalog file under SAPHAN_HOME: `SAPHAN_HOME/catalog.toml`. When it
+/// exists, every command that is given no `--catalog` uses it instead of the
+/// embedded catalog (`saphan catalog pin` writes it), so a pinned probe
+/// image stays pinned without repeating `--catalog`.
+pub fn home_catalog(home: &crate::home::Home) -> PathBuf {
+    home.root().join("catalog.toml")
+}
+
 /// Errors loading or querying the catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
@@ -227,6 +235,29 @@ impl Catalog {
         }
     }
 
+    /// The catalog a command uses: the `--catalog` file when one is given,
+    /// else [`home_catalog`] when it exists, else the embedded one. The
+    /// home file decides the docker-oci pin, so it is checked like
+    /// `fleet/machines.toml`: SAPHAN_HOME and the file must be the
+    /// operator's alone.
+    ///
+    /// Errors: `saphan-home-exposed` (before the home file is read),
+    /// `catalog-unreadable`, `catalog-malformed`.
+    pub fn for_home(
+        home: &crate::home::Home,
+        flag: Option<&Path>,
+    ) -> crate::error::Result<Catalog> {
+        if let Some(p) = flag {
+            return Ok(Catalog::load(Some(p))?);
+        }
+        let p = home_catalog(home);
+        if std::fs::symlink_metadata(&p).is_err() {
+            return Ok(Catalog::load(None)?);
+        }
+        crate::fleet::ledger::check_home_dirs(&[home.root(), &p])?;
+        Ok(Catalog::load(Some(&p))?)
+    }
+
     /// The row named `name`, or [`CatalogError::Unknown`].
     pub fn get(&self, name: &str) -> Result<&Capability, CatalogError> {
         self.rows.get(name).ok_or_else(|| CatalogError::Unknown {
@@ -245,6 +276,28 @@ impl Catalog {
     }
 }
 
+/// `text` (a catalog file) with the docker-oci row's `image` set to
+/// `image`, every other line kept as it was (comments included).
+///
+/// Errors: `catalog-malformed` when `text` is not TOML or holds no
+/// `[capability.docker-oci]` table.
+pub fn with_pinned_image(text: &str, image: &str, origin: &str) -> Result<String, CatalogError> {
+    let bad = |detail: String| CatalogError::Malformed {
+        origin: origin.to_string(),
+        detail,
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| bad(e.message().to_string()))?;
+    let row = doc
+        .get_mut("capability")
+        .and_then(|c| c.get_mut("docker-oci"))
+        .and_then(|r| r.as_table_like_mut())
+        .ok_or_else(|| bad("it has no [capability.docker-oci] table to pin".into()))?;
+    row.insert("image", toml_edit::value(image));
+    Ok(doc.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +314,24 @@ mod tests {
             Some("apt-get install -y golang-go")
         );
         assert!(matches!(c.get("nope"), Err(CatalogError::Unknown { .. })));
+    }
+
+    #[test]
+    fn pinning_changes_only_the_image_line() {
+        let h = "c6838e578d8c74290795d47c46e42f1005d6d67b210a781407bf6cc775447a1c";
+        let t = with_pinned_image(EMBEDDED, &format!("sha256:{h}"), "e").unwrap();
+        let c = Catalog::parse(&t, "t").unwrap();
+        assert_eq!(
+            c.get("docker-oci").unwrap().extra["image"].as_str(),
+            Some(format!("sha256:{h}").as_str())
+        );
+        let changed: Vec<(&str, &str)> = EMBEDDED
+            .lines()
+            .zip(t.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert_eq!(EMBEDDED.lines().count(), t.lines().count());
+        assert!(with_pinned_image("[capability.go]\nkind = \"toolchain\"\n", "x", "e").is_err());
     }
 }

@@ -15,6 +15,17 @@ pub enum CatalogCmd {
         /// A capability name (`go`, `docker-oci` …); refused by name if not in the catalog.
         name: Option<String>,
     },
+    /// Pin the saphan-probe image the docker-oci probe runs: write IMAGE
+    /// (`sha256:<image id>` or `NAME@sha256:<registry digest>`) into
+    /// SAPHAN_HOME/catalog.toml — a copy of the embedded catalog the first
+    /// time, afterwards only its docker-oci `image` line — or into the
+    /// `--catalog` file when one is given. Every command without
+    /// `--catalog` then uses that catalog.
+    Pin {
+        /// The pin: `sha256:<64 hex>` (a local image ID, what
+        /// `saphan catalog probe-image` prints) or `NAME@sha256:<64 hex>`.
+        image: String,
+    },
 }
 
 fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
@@ -26,10 +37,81 @@ fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
     v
 }
 
+/// `catalog pin IMAGE`: check the pin, write it into the catalog file every
+/// command picks up, say what it makes stale.
+///
+/// Errors: the pin's refusals (`docker-probe-image-tag`,
+/// `docker-probe-image-unpinned`, `docker-probe-image-pin-malformed`),
+/// `saphan-home-exposed`, `catalog-malformed` — all before anything is
+/// written.
+fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
+    let home_file = crate::catalog::home_catalog(&ctx.home);
+    let target = ctx.catalog.clone().unwrap_or_else(|| home_file.clone());
+    let target = std::path::absolute(&target).unwrap_or(target);
+    let origin = target.display().to_string();
+    crate::docker::pin::Pin::parse(image, &origin)?;
+    let exists = std::fs::symlink_metadata(&target).is_ok();
+    if target == home_file || exists {
+        crate::fleet::ledger::check_home_dirs(&[ctx.home.root()])?;
+    }
+    let text = if exists {
+        std::fs::read_to_string(&target).map_err(|source| crate::catalog::CatalogError::Read {
+            path: target.clone(),
+            source,
+        })?
+    } else if ctx.catalog.is_some() {
+        return Err(crate::catalog::CatalogError::Read {
+            path: target.clone(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        }
+        .into());
+    } else {
+        crate::catalog::EMBEDDED.to_string()
+    };
+    let before = crate::catalog::Catalog::parse(&text, &origin).ok();
+    let new = crate::catalog::with_pinned_image(&text, image, &origin)?;
+    let cat = crate::catalog::Catalog::parse(&new, &origin)?;
+    crate::fsutil::atomic_write(&target, new.as_bytes())?;
+    let prev = before
+        .as_ref()
+        .and_then(|c| c.rows.get(crate::docker::DOCKER_OCI))
+        .and_then(|r| r.extra.get("image"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    let entry = cat.get(crate::docker::DOCKER_OCI)?;
+    let uses = if ctx.catalog.is_some() {
+        format!(
+            "commands use it with --catalog {}",
+            crate::fleet::remedy::quote(&origin)
+        )
+    } else {
+        "every command without --catalog now uses it".to_string()
+    };
+    if ctx.json {
+        out_json(&serde_json::json!({
+            "catalog": origin,
+            "image": image,
+            "previous": prev,
+            "digest": entry.digest(crate::docker::DOCKER_OCI),
+        }));
+    } else {
+        out(&format!(
+            "pinned docker-oci to {image} in {origin}{}\n{uses}; docker-oci rows measured under another pin are stale — re-probe them: {} machine remeasure\n",
+            prev.map(|p| format!(" (was {p})")).unwrap_or_default(),
+            crate::fleet::remedy::saphan_prefix(&ctx.home, ctx.catalog.as_deref()),
+        ));
+    }
+    Ok(Exit::Ok)
+}
+
 /// Run `catalog …`.
 pub async fn run(ctx: &Ctx, cmd: CatalogCmd) -> Result<Exit> {
+    if let CatalogCmd::Pin { image } = &cmd {
+        return pin(ctx, image);
+    }
     let cat = ctx.catalog()?;
     match cmd {
+        CatalogCmd::Pin { .. } => unreachable!("handled above"),
         CatalogCmd::Show { name: Some(name) } => {
             let c = cat.get(&name)?;
             if ctx.json {

@@ -371,6 +371,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
         items,
         timeout: a.timeout,
         catalog_path: ctx.catalog.clone(),
+        catalog_origin: cat.origin.clone(),
     };
     settings.validate()?;
     let machines = Machines::load(&ctx.home)?;

@@ -49,6 +49,8 @@ pub struct ProbeSettings {
     pub timeout: Duration,
     /// `--catalog`, repeated in the re-measure command.
     pub catalog_path: Option<PathBuf>,
+    /// The catalog's origin (`embedded` or its file), named in refusals.
+    pub catalog_origin: String,
 }
 
 impl ProbeSettings {
@@ -85,11 +87,7 @@ impl ProbeSettings {
                 .into());
             }
             if !crate::catalog::is_toolchain_probe(&it.capability) {
-                let origin = match &self.catalog_path {
-                    Some(p) => p.display().to_string(),
-                    None => "embedded".to_string(),
-                };
-                precheck_other(&it.capability, &it.entry, &origin)?;
+                precheck_other(&it.capability, &it.entry, &self.catalog_origin)?;
             }
         }
         Ok(())

@@ -264,6 +264,7 @@ async fn machine(
                 items: vec![it.clone()],
                 timeout: s.timeout,
                 catalog_path: s.catalog_flag.clone(),
+                catalog_origin: catalog.origin.clone(),
             }
             .validate()
             .map(|()| it),
@@ -279,6 +280,7 @@ async fn machine(
             items,
             timeout: s.timeout,
             catalog_path: s.catalog_flag.clone(),
+            catalog_origin: catalog.origin.clone(),
         };
         // The probes' budget starts after the measure (or the connection).
         let since = if done.facts.is_some() {
