@@ -18,7 +18,6 @@ use super::probe::{ProbeItem, ProbeSettings};
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::home::Home;
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,12 +115,21 @@ pub fn plan(
     window: Duration,
 ) -> Vec<MachinePlan> {
     let now = time::OffsetDateTime::now_utc();
-    let known: BTreeSet<String> = fleet
-        .iter()
-        .flat_map(|m| led.latest_capabilities(&m.id))
-        .map(|c| c.capability)
-        .filter(|c| catalog.rows.contains_key(c))
-        .collect();
+    // Capability → the fleet's newest row of it (for the prober and the
+    // workspace a never-probed line proposes; never for the path).
+    let mut known: std::collections::BTreeMap<String, CapabilityRow> = Default::default();
+    for c in fleet.iter().flat_map(|m| led.latest_capabilities(&m.id)) {
+        if !catalog.rows.contains_key(&c.capability) {
+            continue;
+        }
+        let newer = known.get(&c.capability).is_none_or(|k| {
+            crate::clock::parse_rfc3339(&c.measured_at)
+                > crate::clock::parse_rfc3339(&k.measured_at)
+        });
+        if newer {
+            known.insert(c.capability.clone(), c);
+        }
+    }
     rows.iter()
         .map(|row| {
             let facts = led.latest_facts(&row.id);
@@ -143,11 +151,14 @@ pub fn plan(
                 };
                 caps.push((c.capability.clone(), p));
             }
-            for cap in &known {
+            for (cap, other) in &known {
                 if caps.iter().any(|(n, _)| n == cap) {
                     continue;
                 }
-                let inputs = super::remedy::default_inputs(row, &path_placeholder(cap, &row.id));
+                let mut inputs =
+                    super::remedy::default_inputs(row, &path_placeholder(cap, &row.id));
+                inputs.probed_by = other.inputs.probed_by.clone();
+                inputs.workspace = other.inputs.workspace.clone();
                 let probe = super::remedy::probe_line(home, catalog_flag, &row.id, cap, &inputs);
                 caps.push((cap.clone(), CapPlan::NeverProbed { probe }));
             }

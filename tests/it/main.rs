@@ -17,6 +17,7 @@ mod init;
 mod operator;
 mod record_fields;
 mod reliability;
+mod remeasure;
 mod reports_corpus;
 mod reports_e2e;
 mod scratch;
