@@ -26,6 +26,19 @@ pub enum CatalogCmd {
         /// `saphan catalog probe-image` prints) or `NAME@sha256:<64 hex>`.
         image: String,
     },
+    /// Write the saphan-probe image as a `docker save` archive, from the
+    /// probe program this binary embeds (no source checkout, no registry,
+    /// no Docker needed here). Prints one line on stdout: the image ID
+    /// (`sha256:<64 hex>`) that `docker load -i FILE` gives it on every
+    /// machine — the value to `saphan catalog pin`.
+    ProbeImage {
+        /// Where to write the archive.
+        #[arg(long, value_name = "FILE")]
+        save: std::path::PathBuf,
+        /// The tag `docker load` applies.
+        #[arg(long, value_name = "NAME:TAG", default_value = crate::docker::probe_image::DEFAULT_TAG)]
+        tag: String,
+    },
 }
 
 fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
@@ -104,14 +117,47 @@ fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// `catalog probe-image --save FILE`: write the archive, print its image ID.
+fn probe_image(ctx: &Ctx, save: &std::path::Path, tag: &str) -> Result<Exit> {
+    let a = crate::docker::probe_image::archive(tag)?;
+    crate::fsutil::atomic_write(save, &a.bytes)?;
+    let file = std::path::absolute(save).unwrap_or_else(|_| save.to_path_buf());
+    let q = crate::fleet::remedy::quote(&file.to_string_lossy());
+    let pin = format!(
+        "{} catalog pin {}",
+        crate::fleet::remedy::saphan_prefix(&ctx.home, ctx.catalog.as_deref()),
+        a.image_id
+    );
+    if ctx.json {
+        out_json(&serde_json::json!({
+            "image": a.image_id,
+            "file": file,
+            "tag": tag,
+            "bytes": a.bytes.len(),
+            "load": format!("docker load -i {q}"),
+            "pin": pin,
+        }));
+    } else {
+        eprintln!(
+            "saphan: wrote the saphan-probe image {tag} to {} ({} bytes); load it on a machine with `docker load -i {q}`, then pin it: {pin}",
+            file.display(),
+            a.bytes.len()
+        );
+        out(&format!("{}\n", a.image_id));
+    }
+    Ok(Exit::Ok)
+}
+
 /// Run `catalog …`.
 pub async fn run(ctx: &Ctx, cmd: CatalogCmd) -> Result<Exit> {
-    if let CatalogCmd::Pin { image } = &cmd {
-        return pin(ctx, image);
+    match &cmd {
+        CatalogCmd::Pin { image } => return pin(ctx, image),
+        CatalogCmd::ProbeImage { save, tag } => return probe_image(ctx, save, tag),
+        CatalogCmd::Show { .. } => {}
     }
     let cat = ctx.catalog()?;
     match cmd {
-        CatalogCmd::Pin { .. } => unreachable!("handled above"),
+        CatalogCmd::Pin { .. } | CatalogCmd::ProbeImage { .. } => unreachable!("handled above"),
         CatalogCmd::Show { name: Some(name) } => {
             let c = cat.get(&name)?;
             if ctx.json {

@@ -319,3 +319,84 @@ fn a_pinned_catalog_is_used_without_catalog_by_probe_show_and_certify() {
         "{out}"
     );
 }
+
+/// With only the installed binary: `catalog probe-image` writes the probe
+/// image, `docker load` on a lab host (over ssh) gives it the printed ID,
+/// `catalog pin` pins it, and the docker-oci probe of that host is present.
+#[test]
+fn the_installed_binary_writes_the_probe_image_a_machine_loads_and_probes_present() {
+    use common::suite_images;
+    if let Err(why) = suite_images::engine_up() {
+        common::skip_unless(false, &why);
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"/tmp\"\n",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("saphan-probe.tar");
+    let tag = format!("saphan-test/binprobe:p{}", std::process::id());
+    let o = env.run(&[
+        "catalog",
+        "probe-image",
+        "--save",
+        tar.to_str().unwrap(),
+        "--tag",
+        &tag,
+    ]);
+    assert_code(&o, 0);
+    let id = text(&o).0.trim().to_string();
+    assert!(id.starts_with("sha256:") && id.len() == 71, "{id:?}");
+    // The same binary writes the same bytes.
+    let again = dir.path().join("again.tar");
+    assert_code(
+        &env.run(&[
+            "catalog",
+            "probe-image",
+            "--save",
+            again.to_str().unwrap(),
+            "--tag",
+            &tag,
+        ]),
+        0,
+    );
+    assert_eq!(std::fs::read(&tar).unwrap(), std::fs::read(&again).unwrap());
+    // Load it on m0 (lab hosts reach this machine's engine and files).
+    let o = lab.ssh("m0", &format!("docker load -i {}", tar.display()));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inspect = std::process::Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", &tag])
+        .output()
+        .unwrap();
+    let loaded = String::from_utf8_lossy(&inspect.stdout).trim().to_string();
+    let _ = std::process::Command::new("docker")
+        .args(["rmi", &tag])
+        .output();
+    assert_eq!(loaded, id, "docker load gives the image the printed ID");
+    // The image must be there for the probe: load it again under the tag,
+    // remove it when done.
+    let o = lab.ssh("m0", &format!("docker load -i {}", tar.display()));
+    assert!(o.status.success());
+    struct Untag(String);
+    impl Drop for Untag {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("docker")
+                .args(["rmi", &self.0])
+                .output();
+        }
+    }
+    let _untag = Untag(tag.clone());
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0"]), 0);
+    assert_code(&env.run(&["catalog", "pin", &id]), 0);
+    let probe = suite_images::probe_args("m0");
+    let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
+    let o = env.run(&probe);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("present"), "{}", text(&o).0);
+}
