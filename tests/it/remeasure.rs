@@ -139,8 +139,25 @@ fn stale_rows_are_reprobed_with_their_recorded_inputs_fresh_ones_left_alone_and_
     assert_eq!(capability_rows(&env).len(), rows.len());
 
     // A window shorter than the rows' age: the facts and every row are
-    // stale; a program that went away is a change and a remedy (exit 1).
+    // stale; a program that went away is a change and a remedy (exit 1),
+    // and so is a new distribution release (bound over m1's os-release in
+    // its private mount namespace).
     std::fs::remove_file(lab.home_dir("m1").join("bin/go")).unwrap();
+    let release = lab.state_dir().join("trixie-os-release");
+    std::fs::write(
+        &release,
+        "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nID=debian\nVERSION_ID=\"13\"\n",
+    )
+    .unwrap();
+    let sshd = std::fs::read_to_string(lab.state_dir().join("m1/sshd.pid")).unwrap();
+    let o = std::process::Command::new("nsenter")
+        .arg(format!("--mount=/proc/{}/ns/mnt", sshd.trim()))
+        .args(["mount", "--bind"])
+        .arg(&release)
+        .arg("/usr/lib/os-release")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let newest = rows
         .iter()
         .map(|r| saphan::clock::parse_rfc3339(r["measured_at"].as_str().unwrap()).unwrap())
@@ -155,7 +172,7 @@ fn stale_rows_are_reprobed_with_their_recorded_inputs_fresh_ones_left_alone_and_
     let v = json(&o);
     assert_eq!(
         v["changes"],
-        serde_json::json!(["m1 go: present → absent"]),
+        serde_json::json!(["m1 facts: debian 12 → debian 13", "m1 go: present → absent"]),
         "{v}"
     );
     let m1 = &v["results"][0];
