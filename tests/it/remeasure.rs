@@ -6,6 +6,7 @@ use crate::common;
 
 use crate::common::{Env, Repo, assert_code, json, lab::Lab, probe_args, text};
 use serde_json::Value;
+use std::path::Path;
 
 /// A lab of `n` hosts with one ssh machine row per host in `env`'s home.
 fn lab_env(n: usize) -> Option<(Lab, Env)> {
@@ -416,4 +417,83 @@ fn the_installed_binary_writes_the_probe_image_a_machine_loads_and_probes_presen
     let o = env.run(&probe);
     assert_code(&o, 0);
     assert!(text(&o).0.contains("present"), "{}", text(&o).0);
+}
+
+/// 20 machines × 5 capabilities, all stale: one command re-measures the 20
+/// and re-probes the 100 rows, each with its own recorded inputs.
+#[test]
+fn twenty_machines_by_five_capabilities_are_one_command() {
+    let env = Env::new();
+    let ids: Vec<String> = (0..20).map(|i| format!("h{i:02}")).collect();
+    let mut s = String::new();
+    for id in &ids {
+        s += &format!("[machine.{id}]\ntransport = \"local\"\nworkhome = \"/tmp\"\n\n");
+    }
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+    let caps = [
+        ("git", "/usr/bin/git"),
+        ("go", "/usr/bin/go"),
+        ("gofmt", "/usr/bin/gofmt"),
+        ("python3", "/usr/bin/python3"),
+        ("sandbox-userns", "/usr/bin/unshare"),
+    ];
+    for (_, p) in caps {
+        if common::skip_unless(Path::new(p).exists(), &format!("no {p}")) {
+            return;
+        }
+    }
+    let all = ids.join(",");
+    assert_code(&env.run(&["machine", "measure", "--machine", &all]), 0);
+    let mut args = vec!["machine", "probe", "--machine", &all, "--timeout", "60s"];
+    for (c, p) in caps {
+        args.extend(["--capability", c, "--declared-path", p]);
+    }
+    // Each machine's rows record who probed them (so the re-probe can be
+    // seen to use each row's own inputs).
+    for id in &ids {
+        let mut a: Vec<&str> = args.clone();
+        a[3] = id;
+        let who = format!("op-{id}");
+        a.extend([
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            &who,
+            "--workspace",
+            "ws",
+        ]);
+        assert_code(&env.run(&a), 0);
+    }
+    let before = capability_rows(&env).len();
+    assert_eq!(before, 100);
+    let newest = capability_rows(&env)
+        .iter()
+        .map(|r| saphan::clock::parse_rfc3339(r["measured_at"].as_str().unwrap()).unwrap())
+        .max()
+        .unwrap();
+    while time::OffsetDateTime::now_utc() - newest <= time::Duration::milliseconds(2) {
+        std::thread::yield_now();
+    }
+    env.write_config("[fleet]\nfreshness = \"1ms\"\n");
+    let o = env.run(&["machine", "remeasure", "--timeout", "60s"]);
+    assert_code(&o, 0);
+    let out = text(&o).0;
+    assert_eq!(out.lines().count(), 120, "{out}");
+    for id in &ids {
+        assert!(
+            out.lines().any(|l| l
+                == format!(
+                    "{id} facts: re-measured (stale: older than the freshness window), unchanged"
+                )),
+            "{out}"
+        );
+    }
+    let rows = capability_rows(&env);
+    assert_eq!(rows.len(), 200);
+    for r in &rows[100..] {
+        let m = r["machine"].as_str().unwrap();
+        assert_eq!(r["inputs"]["probed_by"], format!("op-{m}"), "{r}");
+        assert_eq!(r["outcome"], "present", "{r}");
+    }
 }
