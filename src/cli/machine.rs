@@ -567,6 +567,13 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
                 json!({"action": "fresh", "before": before, "changes": []})
             }
         };
+        let probes_failed = done.probes_failed.as_ref().map(|e| {
+            exit = worse(exit, e.exit());
+            text += &format!("{id}: probes failed: {}\n", e.line());
+            let mut v = error_json(e);
+            v["machine"] = id.clone().into();
+            v
+        });
         // Capabilities.
         let mut caps_json = Vec::new();
         for (cap, p) in &plan.caps {
@@ -594,8 +601,8 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
                     json!({"capability": cap, "action": "never-probed", "probe": probe, "changes": []})
                 }
                 (CapPlan::Reprobe(before, why), None) => {
-                    // The machine's own failure is reported above; nothing
-                    // ran for this capability.
+                    // The machine's probes failed (reported above); nothing
+                    // was recorded for this capability.
                     json!({"capability": cap, "action": "not-run", "was": why.words(), "before": before, "changes": []})
                 }
                 (CapPlan::Reprobe(before, why), Some(Err(e))) => {
@@ -638,9 +645,8 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
             };
             caps_json.push(v);
         }
-        json_rows.push(
-            json!({"machine": id, "ok": true, "facts": facts_json, "capabilities": caps_json}),
-        );
+        json_rows.push(json!({"machine": id, "ok": true, "facts": facts_json,
+                              "capabilities": caps_json, "probes_failed": probes_failed}));
     }
     if ctx.json {
         out_json(&json!({

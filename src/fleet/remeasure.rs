@@ -180,6 +180,10 @@ pub struct Done {
     /// Per re-probed capability (in plan order): the new row, or why none
     /// was written.
     pub probes: Vec<(String, Result<CapabilityRow>)>,
+    /// Why the probes of this machine did not run at all, after its facts
+    /// were re-measured (the connection broke, Ctrl-C): nothing was
+    /// recorded for them.
+    pub probes_failed: Option<crate::error::Error>,
 }
 
 /// Settings of one re-measure invocation.
@@ -238,6 +242,7 @@ async fn machine(
     let mut done = Done {
         facts: None,
         probes: Vec::new(),
+        probes_failed: None,
     };
     if !plan.has_work() {
         return Ok(done);
@@ -299,8 +304,12 @@ async fn machine(
         } else {
             started
         };
-        let per = super::probe::probe_on(home, led, row, &settings, &t, since).await?;
-        done.probes.extend(names.into_iter().zip(per));
+        match super::probe::probe_on(home, led, row, &settings, &t, since).await {
+            Ok(per) => done.probes.extend(names.into_iter().zip(per)),
+            // Nothing was measured here yet: the machine's error.
+            Err(e) if done.facts.is_none() => return Err(e),
+            Err(e) => done.probes_failed = Some(e),
+        }
     }
     Ok(done)
 }
