@@ -58,40 +58,8 @@ fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
 /// `saphan-home-exposed`, `catalog-malformed` — all before anything is
 /// written.
 fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
-    let home_file = crate::catalog::home_catalog(&ctx.home);
-    let target = ctx.catalog.clone().unwrap_or_else(|| home_file.clone());
-    let target = std::path::absolute(&target).unwrap_or(target);
-    let origin = target.display().to_string();
-    crate::docker::pin::Pin::parse(image, &origin)?;
-    let exists = std::fs::symlink_metadata(&target).is_ok();
-    if target == home_file || exists {
-        crate::fleet::ledger::check_home_dirs(&[ctx.home.root()])?;
-    }
-    let text = if exists {
-        std::fs::read_to_string(&target).map_err(|source| crate::catalog::CatalogError::Read {
-            path: target.clone(),
-            source,
-        })?
-    } else if ctx.catalog.is_some() {
-        return Err(crate::catalog::CatalogError::Read {
-            path: target.clone(),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
-        }
-        .into());
-    } else {
-        crate::catalog::EMBEDDED.to_string()
-    };
-    let before = crate::catalog::Catalog::parse(&text, &origin).ok();
-    let new = crate::catalog::with_pinned_image(&text, image, &origin)?;
-    let cat = crate::catalog::Catalog::parse(&new, &origin)?;
-    crate::fsutil::atomic_write(&target, new.as_bytes())?;
-    let prev = before
-        .as_ref()
-        .and_then(|c| c.rows.get(crate::docker::DOCKER_OCI))
-        .and_then(|r| r.extra.get("image"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    let entry = cat.get(crate::docker::DOCKER_OCI)?;
+    let p = crate::catalog::pin(&ctx.home, ctx.catalog.as_deref(), image)?;
+    let origin = p.path.display().to_string();
     let uses = if ctx.catalog.is_some() {
         format!(
             "commands use it with --catalog {}",
@@ -104,13 +72,15 @@ fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
         out_json(&serde_json::json!({
             "catalog": origin,
             "image": image,
-            "previous": prev,
-            "digest": entry.digest(crate::docker::DOCKER_OCI),
+            "previous": p.previous,
+            "digest": p.digest,
         }));
     } else {
         out(&format!(
             "pinned docker-oci to {image} in {origin}{}\n{uses}; docker-oci rows measured under another pin are stale — re-probe them: {} machine remeasure\n",
-            prev.map(|p| format!(" (was {p})")).unwrap_or_default(),
+            p.previous
+                .map(|p| format!(" (was {p})"))
+                .unwrap_or_default(),
             crate::fleet::remedy::saphan_prefix(&ctx.home, ctx.catalog.as_deref()),
         ));
     }

@@ -497,3 +497,31 @@ fn twenty_machines_by_five_capabilities_are_one_command() {
         assert_eq!(r["outcome"], "present", "{r}");
     }
 }
+
+/// The home catalog decides the docker-oci pin: one others can write is
+/// refused by every command that would read it, and by `catalog pin`.
+#[test]
+fn a_home_catalog_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let id = format!("sha256:{}", "ab".repeat(32));
+    assert_code(&env.run(&["catalog", "pin", &id]), 0);
+    let file = env.home().join("catalog.toml");
+    let o = env.run(&["--json", "catalog", "show", "docker-oci"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["image"], id.as_str());
+    assert_eq!(json(&o)["catalog"], file.to_str().unwrap());
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = common::assert_refused(&env.run(&["catalog", "show"]), "saphan-home-exposed");
+    assert!(err.contains("catalog.toml"), "{err}");
+    common::assert_refused(&env.run(&["catalog", "pin", &id]), "saphan-home-exposed");
+    // An explicit --catalog is the operator's own choice, read as given.
+    let o = env.run(&[
+        "--catalog",
+        file.to_str().unwrap(),
+        "catalog",
+        "show",
+        "docker-oci",
+    ]);
+    assert_code(&o, 0);
+}
