@@ -144,6 +144,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The `--catalog` a printed remedy must carry to run against this
+    /// catalog: `None` for the embedded one and for `home`'s own
+    /// `catalog.toml` (every command picks that up without a flag), the
+    /// override's path otherwise.
+    pub fn flag_path(&self, home: &crate::home::Home) -> Option<&std::path::Path> {
+        let p = std::path::Path::new(&self.origin);
+        (self.origin != "embedded" && p != home.catalog()).then_some(p)
+    }
+
     /// Parse catalog text.
     pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
         let f: File = toml::from_str(text).map_err(|e| CatalogError::Malformed {
@@ -227,6 +236,30 @@ impl Catalog {
         }
     }
 
+    /// The catalog a command uses: the `--catalog` file when one is given,
+    /// else `SAPHAN_HOME/catalog.toml` ([`crate::home::Home::catalog`],
+    /// written by [`pin`]) when it exists, else the embedded one. The
+    /// home file decides the docker-oci pin, so it is checked like
+    /// `fleet/machines.toml`: SAPHAN_HOME and the file must be the
+    /// operator's alone.
+    ///
+    /// Errors: `saphan-home-exposed` (before the home file is read),
+    /// `catalog-unreadable`, `catalog-malformed`.
+    pub fn for_home(
+        home: &crate::home::Home,
+        flag: Option<&Path>,
+    ) -> crate::error::Result<Catalog> {
+        if let Some(p) = flag {
+            return Ok(Catalog::load(Some(p))?);
+        }
+        let p = home.catalog();
+        if std::fs::symlink_metadata(&p).is_err() {
+            return Ok(Catalog::load(None)?);
+        }
+        crate::fleet::ledger::check_home_dirs(&[home.root(), &p])?;
+        Ok(Catalog::load(Some(&p))?)
+    }
+
     /// The row named `name`, or [`CatalogError::Unknown`].
     pub fn get(&self, name: &str) -> Result<&Capability, CatalogError> {
         self.rows.get(name).ok_or_else(|| CatalogError::Unknown {
@@ -245,6 +278,105 @@ impl Catalog {
     }
 }
 
+/// What [`pin`] wrote.
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    /// The catalog file written (absolute).
+    pub path: PathBuf,
+    /// The docker-oci `image` it held before (`None`: no such value).
+    pub previous: Option<String>,
+    /// [`Capability::digest`] of the new docker-oci entry.
+    pub digest: String,
+}
+
+/// `saphan catalog pin IMAGE`: set the docker-oci `image` of the catalog
+/// file every command picks up — `SAPHAN_HOME/catalog.toml` (a copy of the
+/// embedded catalog when it does not exist yet), or the `--catalog` file
+/// `flag` — changing nothing else in it. The pin is checked first, the new
+/// catalog parsed before it replaces the old one (atomically; a new file is
+/// mode 0600).
+///
+/// Errors: the pin's refusals (`docker-probe-image-tag`,
+/// `docker-probe-image-unpinned`, `docker-probe-image-pin-malformed`),
+/// `saphan-home-exposed`, `catalog-unreadable` (a `--catalog` file that is
+/// not there), `catalog-malformed` — all before anything is written.
+pub fn pin(
+    home: &crate::home::Home,
+    flag: Option<&Path>,
+    image: &str,
+) -> crate::error::Result<Pinned> {
+    let home_file = home.catalog();
+    let target = flag
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| home_file.clone());
+    let target = std::path::absolute(&target).unwrap_or(target);
+    let origin = target.display().to_string();
+    crate::docker::pin::Pin::parse(image, &origin)?;
+    let exists = std::fs::symlink_metadata(&target).is_ok();
+    if flag.is_none() {
+        let mut check = vec![home.root()];
+        if exists {
+            check.push(&target);
+        }
+        crate::fleet::ledger::check_home_dirs(&check)?;
+    }
+    let text = if exists {
+        std::fs::read_to_string(&target).map_err(|source| CatalogError::Read {
+            path: target.clone(),
+            source,
+        })?
+    } else if flag.is_some() {
+        return Err(CatalogError::Read {
+            path: target.clone(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        }
+        .into());
+    } else {
+        EMBEDDED.to_string()
+    };
+    let previous = Catalog::parse(&text, &origin)
+        .ok()
+        .and_then(|c| c.rows.get(crate::docker::DOCKER_OCI).cloned())
+        .and_then(|r| {
+            r.extra
+                .get("image")
+                .and_then(|v| v.as_str().map(str::to_string))
+        });
+    let new = with_pinned_image(&text, image, &origin)?;
+    let cat = Catalog::parse(&new, &origin)?;
+    let digest = cat
+        .get(crate::docker::DOCKER_OCI)?
+        .digest(crate::docker::DOCKER_OCI);
+    crate::fsutil::atomic_write(&target, new.as_bytes())?;
+    Ok(Pinned {
+        path: target,
+        previous,
+        digest,
+    })
+}
+
+/// `text` (a catalog file) with the docker-oci row's `image` set to
+/// `image`, every other line kept as it was (comments included).
+///
+/// Errors: `catalog-malformed` when `text` is not TOML or holds no
+/// `[capability.docker-oci]` table.
+pub fn with_pinned_image(text: &str, image: &str, origin: &str) -> Result<String, CatalogError> {
+    let bad = |detail: String| CatalogError::Malformed {
+        origin: origin.to_string(),
+        detail,
+    };
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| bad(e.message().to_string()))?;
+    let row = doc
+        .get_mut("capability")
+        .and_then(|c| c.get_mut("docker-oci"))
+        .and_then(|r| r.as_table_like_mut())
+        .ok_or_else(|| bad("it has no [capability.docker-oci] table to pin".into()))?;
+    row.insert("image", toml_edit::value(image));
+    Ok(doc.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +393,24 @@ mod tests {
             Some("apt-get install -y golang-go")
         );
         assert!(matches!(c.get("nope"), Err(CatalogError::Unknown { .. })));
+    }
+
+    #[test]
+    fn pinning_changes_only_the_image_line() {
+        let h = "c6838e578d8c74290795d47c46e42f1005d6d67b210a781407bf6cc775447a1c";
+        let t = with_pinned_image(EMBEDDED, &format!("sha256:{h}"), "e").unwrap();
+        let c = Catalog::parse(&t, "t").unwrap();
+        assert_eq!(
+            c.get("docker-oci").unwrap().extra["image"].as_str(),
+            Some(format!("sha256:{h}").as_str())
+        );
+        let changed: Vec<(&str, &str)> = EMBEDDED
+            .lines()
+            .zip(t.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert_eq!(EMBEDDED.lines().count(), t.lines().count());
+        assert!(with_pinned_image("[capability.go]\nkind = \"toolchain\"\n", "x", "e").is_err());
     }
 }

@@ -37,6 +37,11 @@ impl Home {
     pub fn ssh_config(&self) -> PathBuf {
         self.root.join("ssh").join("config")
     }
+    /// `catalog.toml`: the capability catalog every command uses when it is
+    /// given no `--catalog` ([`crate::catalog::Catalog::for_home`]).
+    pub fn catalog(&self) -> PathBuf {
+        self.root.join("catalog.toml")
+    }
     /// `fleet/machines.toml`: the operator's machine rows.
     pub fn machines(&self) -> PathBuf {
         self.root.join("fleet").join("machines.toml")

@@ -15,6 +15,30 @@ pub enum CatalogCmd {
         /// A capability name (`go`, `docker-oci` …); refused by name if not in the catalog.
         name: Option<String>,
     },
+    /// Pin the saphan-probe image the docker-oci probe runs: write IMAGE
+    /// (`sha256:<image id>` or `NAME@sha256:<registry digest>`) into
+    /// SAPHAN_HOME/catalog.toml — a copy of the embedded catalog the first
+    /// time, afterwards only its docker-oci `image` line — or into the
+    /// `--catalog` file when one is given. Every command without
+    /// `--catalog` then uses that catalog.
+    Pin {
+        /// The pin: `sha256:<64 hex>` (a local image ID, what
+        /// `saphan catalog probe-image` prints) or `NAME@sha256:<64 hex>`.
+        image: String,
+    },
+    /// Write the saphan-probe image as a `docker save` archive, from the
+    /// probe program this binary embeds (no source checkout, no registry,
+    /// no Docker needed here). Prints one line on stdout: the image ID
+    /// (`sha256:<64 hex>`) that `docker load -i FILE` gives it on every
+    /// machine — the value to `saphan catalog pin`.
+    ProbeImage {
+        /// Where to write the archive.
+        #[arg(long, value_name = "FILE")]
+        save: std::path::PathBuf,
+        /// The tag `docker load` applies.
+        #[arg(long, value_name = "NAME:TAG", default_value = crate::docker::probe_image::DEFAULT_TAG)]
+        tag: String,
+    },
 }
 
 fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
@@ -26,10 +50,84 @@ fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
     v
 }
 
+/// `catalog pin IMAGE`: check the pin, write it into the catalog file every
+/// command picks up, say what it makes stale.
+///
+/// Errors: the pin's refusals (`docker-probe-image-tag`,
+/// `docker-probe-image-unpinned`, `docker-probe-image-pin-malformed`),
+/// `saphan-home-exposed`, `catalog-malformed` — all before anything is
+/// written.
+fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
+    let p = crate::catalog::pin(&ctx.home, ctx.catalog.as_deref(), image)?;
+    let origin = p.path.display().to_string();
+    let uses = if ctx.catalog.is_some() {
+        format!(
+            "commands use it with --catalog {}",
+            crate::fleet::remedy::quote(&origin)
+        )
+    } else {
+        "every command without --catalog now uses it".to_string()
+    };
+    if ctx.json {
+        out_json(&serde_json::json!({
+            "catalog": origin,
+            "image": image,
+            "previous": p.previous,
+            "digest": p.digest,
+        }));
+    } else {
+        out(&format!(
+            "pinned docker-oci to {image} in {origin}{}\n{uses}; docker-oci rows measured under another pin are stale — re-probe them: {} machine remeasure\n",
+            p.previous
+                .map(|p| format!(" (was {p})"))
+                .unwrap_or_default(),
+            crate::fleet::remedy::saphan_prefix(&ctx.home, ctx.catalog.as_deref()),
+        ));
+    }
+    Ok(Exit::Ok)
+}
+
+/// `catalog probe-image --save FILE`: write the archive, print its image ID.
+fn probe_image(ctx: &Ctx, save: &std::path::Path, tag: &str) -> Result<Exit> {
+    let a = crate::docker::probe_image::archive(tag)?;
+    crate::fsutil::atomic_write(save, &a.bytes)?;
+    let file = std::path::absolute(save).unwrap_or_else(|_| save.to_path_buf());
+    let q = crate::fleet::remedy::quote(&file.to_string_lossy());
+    let pin = format!(
+        "{} catalog pin {}",
+        crate::fleet::remedy::saphan_prefix(&ctx.home, ctx.catalog.as_deref()),
+        a.image_id
+    );
+    if ctx.json {
+        out_json(&serde_json::json!({
+            "image": a.image_id,
+            "file": file,
+            "tag": tag,
+            "bytes": a.bytes.len(),
+            "load": format!("docker load -i {q}"),
+            "pin": pin,
+        }));
+    } else {
+        eprintln!(
+            "saphan: wrote the saphan-probe image {tag} to {} ({} bytes); load it on a machine with `docker load -i {q}`, then pin it: {pin}",
+            file.display(),
+            a.bytes.len()
+        );
+        out(&format!("{}\n", a.image_id));
+    }
+    Ok(Exit::Ok)
+}
+
 /// Run `catalog …`.
 pub async fn run(ctx: &Ctx, cmd: CatalogCmd) -> Result<Exit> {
+    match &cmd {
+        CatalogCmd::Pin { image } => return pin(ctx, image),
+        CatalogCmd::ProbeImage { save, tag } => return probe_image(ctx, save, tag),
+        CatalogCmd::Show { .. } => {}
+    }
     let cat = ctx.catalog()?;
     match cmd {
+        CatalogCmd::Pin { .. } | CatalogCmd::ProbeImage { .. } => unreachable!("handled above"),
         CatalogCmd::Show { name: Some(name) } => {
             let c = cat.get(&name)?;
             if ctx.json {

@@ -37,6 +37,20 @@ pub enum MachineCmd {
     /// executable and runs; append a signed capability row per machine.
     /// Never installs anything; a failure prints two commands under `remedy`.
     Probe(ProbeArgs),
+    /// Re-run `machine measure` and every capability probe whose row is
+    /// stale or absent, each probe with its own last row's inputs, and print
+    /// what changed (`m1 go: go1.19.8 → go1.21.0`) and what was fresh and
+    /// left alone. Machines run concurrently.
+    Remeasure {
+        /// Machine ids, comma-separated or repeated (default: every machine
+        /// of machines.toml).
+        #[arg(long = "machine", value_name = "ID[,ID…]")]
+        machines: Vec<String>,
+        /// Budget per machine for each step (the measure, then the probes),
+        /// connection included (e.g. 30s, 2m).
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
 }
 
 /// `machine probe` arguments.
@@ -78,6 +92,7 @@ pub async fn run(ctx: &Ctx, cmd: MachineCmd) -> Result<Exit> {
         MachineCmd::Show { id } => show(ctx, &id),
         MachineCmd::Measure { machines, timeout } => measure(ctx, &machines, timeout).await,
         MachineCmd::Probe(a) => probe(ctx, a).await,
+        MachineCmd::Remeasure { machines, timeout } => remeasure(ctx, &machines, timeout).await,
     }
 }
 
@@ -356,6 +371,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
         items,
         timeout: a.timeout,
         catalog_path: ctx.catalog.clone(),
+        catalog_origin: cat.origin.clone(),
     };
     settings.validate()?;
     let machines = Machines::load(&ctx.home)?;
@@ -455,6 +471,189 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
         out_json(&json!({
             "verb": "machine probe",
             "ledger": led.path(),
+            "results": json_rows,
+        }));
+    } else {
+        out(&visible(&text));
+    }
+    Ok(exit)
+}
+
+/// `machine remeasure`: plan (what is fresh, stale, never probed), re-run
+/// the stale work on every machine at once, print one line per change and
+/// per row left alone.
+///
+/// Exit: 0 nothing stale failed; 1 a re-probed capability is absent or
+/// failed (its remedy printed); 3 a machine could not be reached or
+/// measured (the others completed); 2 a refusal (before anything ran, or a
+/// capability refused before contact, e.g. `docker-probe-image-unpinned`).
+async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
+    use crate::fleet::remeasure::{self as rm, CapPlan};
+    let cat = ctx.catalog()?;
+    let window = crate::fleet::freshness_window(&ctx.home)?;
+    let machines = Machines::load(&ctx.home)?;
+    let rows = if ids.is_empty() {
+        if machines.rows.is_empty() {
+            return Err(crate::error::Usage(format!(
+                "no machine rows in {} — add [machine.<id>] rows (docs/fleet.md), then run this again",
+                ctx.home.machines().display()
+            ))
+            .into());
+        }
+        machines.rows.values().cloned().collect()
+    } else {
+        select(&ctx.home, &machines, ids)?
+    };
+    let fleet: Vec<MachineRow> = machines.rows.values().cloned().collect();
+    let led = Arc::new(Ledger::open(&ctx.home)?);
+    let plans = rm::plan(
+        &ctx.home,
+        &cat,
+        ctx.catalog.as_deref(),
+        &led,
+        &rows,
+        &fleet,
+        window,
+    );
+    crate::fleet::run::cancel_on_ctrl_c();
+    let settings = rm::Settings {
+        timeout,
+        catalog_flag: ctx.catalog.clone(),
+    };
+    let results = rm::run(&ctx.home, &led, &cat, &plans, &settings).await;
+    let mut exit = Exit::Ok;
+    let mut text = String::new();
+    let mut changes_all: Vec<String> = Vec::new();
+    let mut json_rows = Vec::new();
+    for (plan, (row, r)) in plans.iter().zip(&results) {
+        let id = &row.id;
+        let done = match r {
+            Err(e) => {
+                exit = worse(exit, e.exit());
+                text += &format!("{id}: failed: {}\n", e.line());
+                let mut v = error_json(e);
+                v["machine"] = id.clone().into();
+                v["ok"] = false.into();
+                json_rows.push(v);
+                continue;
+            }
+            Ok(d) => d,
+        };
+        // Facts.
+        let (before, fresh) = &plan.facts;
+        let facts_json = match &done.facts {
+            Some(after) => {
+                let ch = rm::facts_changes(before.as_ref(), after);
+                if ch.is_empty() {
+                    text += &format!("{id} facts: re-measured ({}), unchanged\n", fresh.words());
+                }
+                let lines: Vec<String> = ch
+                    .iter()
+                    .map(|(b, a)| format!("{id} facts: {b} → {a}"))
+                    .collect();
+                for l in &lines {
+                    text += &format!("{l}\n");
+                }
+                changes_all.extend(lines.iter().cloned());
+                json!({"action": "re-measured", "was": fresh.words(), "before": before,
+                       "after": after, "changes": lines})
+            }
+            None => {
+                let at = before
+                    .as_ref()
+                    .map(|f| f.measured_at.as_str())
+                    .unwrap_or("");
+                text += &format!("{id} facts: fresh, left alone (measured {at})\n");
+                json!({"action": "fresh", "before": before, "changes": []})
+            }
+        };
+        let probes_failed = done.probes_failed.as_ref().map(|e| {
+            exit = worse(exit, e.exit());
+            text += &format!("{id}: probes failed: {}\n", e.line());
+            let mut v = error_json(e);
+            v["machine"] = id.clone().into();
+            v
+        });
+        // Capabilities.
+        let mut caps_json = Vec::new();
+        for (cap, p) in &plan.caps {
+            let probed = done.probes.iter().find(|(n, _)| n == cap).map(|(_, r)| r);
+            let v = match (p, probed) {
+                (CapPlan::Fresh(c), _) => {
+                    text += &format!(
+                        "{id} {cap}: fresh, left alone ({}, measured {})\n",
+                        rm::state(c),
+                        c.measured_at
+                    );
+                    json!({"capability": cap, "action": "fresh", "before": c, "changes": []})
+                }
+                (CapPlan::NotInCatalog(c), _) => {
+                    text += &format!(
+                        "{id} {cap}: left alone — `{cap}` is no longer in the catalog ({}), so it cannot be probed again\n",
+                        cat.origin
+                    );
+                    json!({"capability": cap, "action": "not-in-catalog", "before": c, "changes": []})
+                }
+                (CapPlan::NeverProbed { probe }, _) => {
+                    text += &format!(
+                        "{id} {cap}: never probed on {id} — no recorded inputs to re-run; probe it with its absolute path on {id}:\n  {probe}\n"
+                    );
+                    json!({"capability": cap, "action": "never-probed", "probe": probe, "changes": []})
+                }
+                (CapPlan::Reprobe(before, why), None) => {
+                    // The machine's probes failed (reported above); nothing
+                    // was recorded for this capability.
+                    json!({"capability": cap, "action": "not-run", "was": why.words(), "before": before, "changes": []})
+                }
+                (CapPlan::Reprobe(before, why), Some(Err(e))) => {
+                    exit = worse(exit, e.exit());
+                    text += &format!("{id} {cap}: not re-probed: {}\n", e.line());
+                    let mut v = error_json(e);
+                    v["capability"] = cap.clone().into();
+                    v["action"] = "refused".into();
+                    v["was"] = why.words().into();
+                    v["before"] = json!(before);
+                    v["changes"] = json!([]);
+                    v
+                }
+                (CapPlan::Reprobe(before, why), Some(Ok(after))) => {
+                    let lines: Vec<String> = rm::capability_change(before, after)
+                        .map(|(b, a)| vec![format!("{id} {cap}: {b} → {a}")])
+                        .unwrap_or_default();
+                    if lines.is_empty() {
+                        text += &format!(
+                            "{id} {cap}: re-probed ({}), unchanged ({})\n",
+                            why.words(),
+                            rm::state(after)
+                        );
+                    }
+                    for l in &lines {
+                        text += &format!("{l}\n");
+                    }
+                    changes_all.extend(lines.iter().cloned());
+                    if after.outcome != Outcome::Present {
+                        exit = worse(exit, Exit::Red);
+                        text += "remedy:\n";
+                        for l in &after.remedy {
+                            text += &format!("  {l}\n");
+                        }
+                    }
+                    json!({"capability": cap, "action": "re-probed", "was": why.words(),
+                           "before": before, "after": after, "outcome": after.outcome,
+                           "remedy": after.remedy, "changes": lines})
+                }
+            };
+            caps_json.push(v);
+        }
+        json_rows.push(json!({"machine": id, "ok": true, "facts": facts_json,
+                              "capabilities": caps_json, "probes_failed": probes_failed}));
+    }
+    if ctx.json {
+        out_json(&json!({
+            "verb": "machine remeasure",
+            "ledger": led.path(),
+            "freshness_window": humantime::format_duration(window).to_string(),
+            "changes": changes_all,
             "results": json_rows,
         }));
     } else {

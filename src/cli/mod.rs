@@ -30,7 +30,8 @@ pub struct Cli {
     /// Print one JSON object on stdout (the record, the result, or the refusal).
     #[arg(long, global = true)]
     pub json: bool,
-    /// Use this capability catalog instead of the embedded one.
+    /// Use this capability catalog instead of SAPHAN_HOME/catalog.toml (when
+    /// it exists) or the embedded one.
     #[arg(long, global = true, value_name = "FILE")]
     pub catalog: Option<PathBuf>,
     #[command(subcommand)]
@@ -89,9 +90,11 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Load the capability catalog this invocation uses.
+    /// Load the capability catalog this invocation uses: `--catalog`, else
+    /// SAPHAN_HOME/catalog.toml when it exists, else the embedded one
+    /// ([`crate::catalog::Catalog::for_home`]).
     pub fn catalog(&self) -> Result<crate::catalog::Catalog> {
-        Ok(crate::catalog::Catalog::load(self.catalog.as_deref())?)
+        crate::catalog::Catalog::for_home(&self.home, self.catalog.as_deref())
     }
 }
 

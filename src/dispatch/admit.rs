@@ -77,7 +77,7 @@ pub fn admit(
     now: time::OffsetDateTime,
 ) -> Result<Admitted> {
     let token = program_token(suite);
-    let catalog_path = (catalog.origin != "embedded").then(|| Path::new(&catalog.origin));
+    let catalog_path = catalog.flag_path(home);
     let facts = ledger.latest_facts(&row.id);
     let fresh_facts = facts
         .as_ref()

@@ -10,7 +10,6 @@ use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome};
 use crate::fleet::machines::{MachineRow, Machines};
 use crate::fleet::remedy;
 use crate::home::Home;
-use std::path::Path;
 
 /// Refuse unless `machine_id` has a fresh, present docker-oci row at `now`.
 ///
@@ -91,7 +90,7 @@ pub fn check(
     // The remedy is built now, from the machine's latest measured facts and
     // the catalog in use — never replayed from a stored row, whose commands
     // may name another catalog, home or platform.
-    let catalog_path = (catalog.origin != "embedded").then(|| Path::new(&catalog.origin));
+    let catalog_path = catalog.flag_path(home);
     let inputs = latest
         .as_ref()
         .map(|c| c.inputs.clone())

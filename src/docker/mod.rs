@@ -20,6 +20,7 @@ pub mod engine;
 pub mod gate;
 pub mod output;
 pub mod pin;
+pub mod probe_image;
 pub mod userns;
 
 use crate::catalog::Capability;

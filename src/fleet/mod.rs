@@ -9,12 +9,14 @@
 //! - [`measure`]: one remote script gathers every fact in one exec.
 //! - [`probe`]: prove or refute a declared absolute program; remedies.
 //! - [`run`]: several machines at once, one connection and one progress line each.
+//! - [`remeasure`]: re-run what is stale, with each row's recorded inputs; what changed.
 
 pub mod finding;
 pub mod ledger;
 pub mod machines;
 pub mod measure;
 pub mod probe;
+pub mod remeasure;
 pub mod remedy;
 pub mod run;
 

@@ -49,6 +49,8 @@ pub struct ProbeSettings {
     pub timeout: Duration,
     /// `--catalog`, repeated in the re-measure command.
     pub catalog_path: Option<PathBuf>,
+    /// The catalog's origin (`embedded` or its file), named in refusals.
+    pub catalog_origin: String,
 }
 
 impl ProbeSettings {
@@ -85,11 +87,7 @@ impl ProbeSettings {
                 .into());
             }
             if !crate::catalog::is_toolchain_probe(&it.capability) {
-                let origin = match &self.catalog_path {
-                    Some(p) => p.display().to_string(),
-                    None => "embedded".to_string(),
-                };
-                precheck_other(&it.capability, &it.entry, &origin)?;
+                precheck_other(&it.capability, &it.entry, &self.catalog_origin)?;
             }
         }
         Ok(())
@@ -506,6 +504,24 @@ pub async fn probe_machine(
 ) -> Result<Vec<Result<CapabilityRow>>> {
     let started = tokio::time::Instant::now();
     let t = super::machines::connect(home, row, s.timeout).await?;
+    probe_on(home, ledger, row, s, &t, started).await
+}
+
+/// [`probe_machine`] over a connection already open to `row` (the
+/// re-measure ceremony measures and probes over one connection). `started`
+/// is when `s.timeout` began to run (the connection's own start, if it was
+/// opened for this probe); every step is bounded by what is left of it.
+///
+/// Errors: the toolchain exec failed or was interrupted (nothing recorded
+/// for any item).
+pub async fn probe_on(
+    home: &Home,
+    ledger: &Arc<Ledger>,
+    row: &MachineRow,
+    s: &ProbeSettings,
+    t: &Transport,
+    started: tokio::time::Instant,
+) -> Result<Vec<Result<CapabilityRow>>> {
     let facts = ledger.latest_facts(&row.id);
     let remaining = || {
         s.timeout
@@ -521,7 +537,7 @@ pub async fn probe_machine(
             .iter()
             .map(|&i| (&s.items[i].entry, &s.items[i].inputs))
             .collect();
-        let found = probe_toolchains(home, row, &items, &t, remaining()).await?;
+        let found = probe_toolchains(home, row, &items, t, remaining()).await?;
         for (i, f) in tool_idx.iter().zip(found) {
             findings[*i] = Some(Ok(f));
         }
@@ -539,7 +555,7 @@ pub async fn probe_machine(
             facts: facts.as_ref(),
             timeout: remaining(),
         };
-        findings[i] = Some(probe_other(&req, &t).await);
+        findings[i] = Some(probe_other(&req, t).await);
     }
     if super::run::is_cancelled() {
         return Err(FleetError::Interrupted {

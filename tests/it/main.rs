@@ -18,6 +18,7 @@ mod init;
 mod operator;
 mod record_fields;
 mod reliability;
+mod remeasure;
 mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
