@@ -11,7 +11,6 @@ use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
-use crate::report::Verdict;
 use crate::transport::Transport;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -290,7 +289,7 @@ pub async fn certify(
     let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(repo, interrupt).await?;
+    let lock = record::Lock::acquire(repo, interrupt).await?;
     let scratch = repo
         .scratch_worktree_at(&scratch_path(home, repo), &sha)
         .await?;
@@ -373,16 +372,16 @@ pub async fn certify(
         .extra
         .insert("trunk".into(), serde_json::json!(trunk));
     let attempts = record::attempts_path(repo);
-    record::append_off_runtime(&attempts, &record).await?;
-    let pointer = if record.verdict == Verdict::Green && record.count == record::Avail::Value(0) {
-        // Measured truthfully, but a suite that ran nothing verified nothing.
-        "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA"
-            .to_string()
-    } else if record.verdict == Verdict::Green {
-        record::advance_verified(repo, &sha, trunk.as_deref()).await?
-    } else {
-        format!("unchanged: {sha} is not green")
-    };
+    // The record first, then the pointer, under the lock this run holds.
+    let pointer = measure::conclude::conclude(
+        repo,
+        &sha,
+        trunk.as_deref(),
+        std::slice::from_ref(&record),
+        measure::conclude::Scope::Local,
+        measure::conclude::LockHold::Held(&lock),
+    )
+    .await?;
     Ok(Outcome {
         record,
         attempts,

@@ -779,15 +779,21 @@ impl Multi {
 
 /// `green on m0, red on m1` when the verdicts differ, else `None`.
 pub fn disagreement(runs: &[MachineRun]) -> Option<String> {
-    let first = runs.first()?.record.verdict;
-    if runs.iter().all(|r| r.record.verdict == first) {
+    let records: Vec<Record> = runs.iter().map(|r| r.record.clone()).collect();
+    disagreement_of(&records)
+}
+
+/// [`disagreement`] over the records themselves.
+pub fn disagreement_of(records: &[Record]) -> Option<String> {
+    let first = records.first()?.verdict;
+    if records.iter().all(|r| r.verdict == first) {
         return None;
     }
     let mut groups: Vec<(Verdict, Vec<&str>)> = Vec::new();
-    for r in runs {
-        match groups.iter_mut().find(|(v, _)| *v == r.record.verdict) {
-            Some((_, ms)) => ms.push(&r.record.machine),
-            None => groups.push((r.record.verdict, vec![&r.record.machine])),
+    for r in records {
+        match groups.iter_mut().find(|(v, _)| *v == r.verdict) {
+            Some((_, ms)) => ms.push(&r.machine),
+            None => groups.push((r.verdict, vec![&r.machine])),
         }
     }
     Some(
@@ -909,44 +915,39 @@ pub async fn run_all(
         return Err(e);
     }
     let attempts = crate::record::attempts_path(job.repo);
-    let all_green = !out.is_empty() && out.iter().all(|r| r.record.verdict == Verdict::Green);
-    let any_zero = out
-        .iter()
-        .any(|r| r.record.count == crate::record::Avail::Value(0));
     let disagreement = disagreement(&out);
-    let pointer = if all_green && any_zero {
-        "unchanged: the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA".to_string()
-    } else if all_green {
-        crate::record::advance_verified(job.repo, job.sha, trunk).await?
-    } else {
-        match &disagreement {
-            Some(d) => format!("unchanged: the machines disagree ({d})"),
-            None => format!("unchanged: {} is not green on every named machine", job.sha),
-        }
-    };
+    let dispatch_machines: Vec<String> = admitted.iter().map(|m| m.row.id.clone()).collect();
     for r in &mut out {
-        let mut rec = r.record.clone();
-        if let Some(t) = trunk {
-            rec.extra.insert("trunk".into(), serde_json::json!(t));
-        }
-        rec.extra.insert(
-            "dispatch_machines".into(),
-            serde_json::json!(
-                admitted
-                    .iter()
-                    .map(|m| m.row.id.clone())
-                    .collect::<Vec<_>>()
-            ),
-        );
-        crate::record::append_off_runtime(&attempts, &rec).await?;
-        r.record = rec;
+        finish_record(&mut r.record, trunk, &dispatch_machines);
     }
+    let records: Vec<Record> = out.iter().map(|r| r.record.clone()).collect();
+    // Every record first, then the pointer: under the repository's lock,
+    // compare-and-swap, only forward along the trunk.
+    let pointer = measure::conclude::conclude(
+        job.repo,
+        job.sha,
+        trunk,
+        &records,
+        measure::conclude::Scope::Machines,
+        measure::conclude::LockHold::Take(job.interrupt),
+    )
+    .await?;
     Ok(Multi {
         runs: out,
         attempts,
         pointer,
         disagreement,
     })
+}
+
+/// The invocation-wide fields of a dispatched record: the trunk the
+/// pointer follows (left out when none is known) and every machine named.
+pub fn finish_record(rec: &mut Record, trunk: Option<&str>, machines: &[String]) {
+    if let Some(t) = trunk {
+        rec.extra.insert("trunk".into(), serde_json::json!(t));
+    }
+    rec.extra
+        .insert("dispatch_machines".into(), serde_json::json!(machines));
 }
 
 /// Admit every machine in `ids` for `suite`, from the ledger only.

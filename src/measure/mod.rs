@@ -22,6 +22,7 @@
 //! module never decides *which* tree is measured — only *how*.
 
 pub mod collect;
+pub mod conclude;
 
 use crate::config::{Config, Provision};
 use crate::error::{IoError, Result};

@@ -351,45 +351,93 @@ pub async fn trunk_ref(
 /// Move `refs/saphan/verified` to the green `sha` — only along `trunk`:
 /// `sha` must be on trunk (an ancestor of, or equal to, its tip), and the
 /// pointer only moves forward (it must be unset or an ancestor of `sha`).
+/// The move is a compare-and-swap against the value the rules were judged
+/// on (`git update-ref refs/saphan/verified NEW OLD`, OLD the zero OID when
+/// unset); when another writer moved it in between, the rules are judged
+/// again on the new value. Callers hold the repository's [`Lock`]
+/// ([`crate::measure::conclude`]), so the swap only loses to a writer that
+/// does not (an older saphan, a hand-made `git update-ref`).
 /// Returns what happened, for the operator: `moved`, or `unchanged: why`.
 pub async fn advance_verified(
     repo: &Repo,
     sha: &str,
     trunk: Option<&str>,
 ) -> Result<String, crate::git::GitError> {
+    const TRIES: usize = 3;
+    for _ in 0..TRIES {
+        let old = match judge_move(repo, sha, trunk).await? {
+            Move::Unchanged(why) => return Ok(why),
+            Move::From(old) => old,
+        };
+        let expected = old.clone().unwrap_or_else(|| "0".repeat(sha.len()));
+        let swapped = crate::git::git(
+            &repo.top,
+            &[
+                "update-ref",
+                "-m",
+                "saphan certify: green",
+                VERIFIED_REF,
+                sha,
+                &expected,
+            ],
+        )
+        .await;
+        match swapped {
+            Ok(_) => return Ok("moved".into()),
+            // Lost the swap: someone moved it since it was read. Judge again.
+            Err(_) if repo.read_ref(VERIFIED_REF).await? != old => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(format!(
+        "unchanged: {VERIFIED_REF} kept moving under this run ({TRIES} compare-and-swap attempts lost) — another writer is moving it; certify again when it is done"
+    ))
+}
+
+/// What the pointer rules say about moving to `sha`.
+enum Move {
+    /// Leave it, for this reason (`unchanged: …`).
+    Unchanged(String),
+    /// Move it from this value (`None`: unset).
+    From(Option<String>),
+}
+
+async fn judge_move(
+    repo: &Repo,
+    sha: &str,
+    trunk: Option<&str>,
+) -> Result<Move, crate::git::GitError> {
     let is_ancestor = |a: String, b: String| async move {
         crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &a, &b])
             .await
             .is_ok()
     };
     let Some(trunk) = trunk else {
-        return Ok("unchanged: no trunk is known (no origin/HEAD and the main worktree is detached) — pass --trunk REF".into());
+        return Ok(Move::Unchanged("unchanged: no trunk is known (no origin/HEAD and the main worktree is detached) — pass --trunk REF".into()));
     };
     let Some(tip) = repo.read_ref(trunk).await? else {
-        return Ok(format!("unchanged: trunk {trunk} does not exist"));
+        return Ok(Move::Unchanged(format!(
+            "unchanged: trunk {trunk} does not exist"
+        )));
     };
     if !is_ancestor(sha.to_string(), tip.clone()).await {
-        return Ok(format!(
+        return Ok(Move::Unchanged(format!(
             "unchanged: {sha} is not on trunk {trunk} (tip {tip})"
-        ));
+        )));
     }
     match repo.read_ref(VERIFIED_REF).await? {
-        Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
+        Some(cur) if cur == sha => Ok(Move::Unchanged("unchanged: already at this SHA".into())),
         Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => {
             if is_ancestor(cur.clone(), tip.clone()).await {
-                Ok(format!(
+                Ok(Move::Unchanged(format!(
                     "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA (it only moves forward)"
-                ))
+                )))
             } else {
-                Ok(format!(
+                Ok(Move::Unchanged(format!(
                     "unchanged: the pointer is at {cur}, which is not on trunk {trunk} (trunk's history was rewritten, or another trunk is named now) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
-                ))
+                )))
             }
         }
-        _ => {
-            repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
-                .await?;
-            Ok("moved".into())
-        }
+        cur => Ok(Move::From(cur)),
     }
 }

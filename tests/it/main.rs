@@ -15,6 +15,7 @@ mod fleet;
 mod hardening;
 mod init;
 mod operator;
+mod pipeline;
 mod record_fields;
 mod reliability;
 mod reports_corpus;

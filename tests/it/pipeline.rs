@@ -1,0 +1,260 @@
+//! The one attempt pipeline (issue 18): every certification concludes the
+//! same way — every record appended first, then the verified pointer moved
+//! under the repository's lock with a compare-and-swap, only forward along
+//! the trunk — whether it ran here or on fleet machines. Real binary, real
+//! repositories, the lab's real sshd hosts (which share this machine's
+//! filesystem, so a workhome and a marker file are visible from here).
+
+use crate::common;
+
+use crate::common::{Env, Repo, assert_code, json, lab::Lab, text};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A saphan home with ssh machine rows `hosts` of `lab`, each with its own
+/// workhome, measured, and an `sh` suite (`sh <script>`, exitcode) declared.
+struct Fleet {
+    env: Env,
+    _work: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(lab: &Lab, hosts: &[&str], script: &str) -> Fleet {
+        let env = Env::new();
+        lab.install_ssh_config(env.home());
+        let work = scratch_dir("saphan-pipeline-");
+        let mut s = String::new();
+        for h in hosts {
+            s += &format!(
+                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+                work.path().join(h).display()
+            );
+        }
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        assert_code(
+            &env.run(&["machine", "measure", "--machine", &hosts.join(",")]),
+            0,
+        );
+        env.write_config(&sh_suite(script));
+        Fleet { env, _work: work }
+    }
+}
+
+fn scratch_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!(
+            "{prefix}{}-{}-",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ))
+        .tempdir()
+        .unwrap()
+}
+
+fn sh_suite(script: &str) -> String {
+    format!("[verify.full]\nargv = [\"sh\", \"{script}\"]\nreport = \"exitcode\"\n")
+}
+
+/// A repository on `main` whose `ok.sh` passes and whose `wait.sh` marks
+/// `<gate>.started` and waits for `<gate>.go` (absolute paths, so the same
+/// files work here and on a lab host).
+fn repo_with_gate(gate: &Path) -> Repo {
+    Repo::new(&[
+        ("ok.sh", "#!/bin/sh\necho ok\n"),
+        (
+            "wait.sh",
+            &format!(
+                "#!/bin/sh\ntouch '{0}.started'\nwhile [ ! -e '{0}.go' ]; do sleep 0.1; done\necho done\n",
+                gate.display()
+            ),
+        ),
+    ])
+}
+
+fn certify_args<'a>(repo: &'a str, sha: &'a str, machine: Option<&'a str>) -> Vec<&'a str> {
+    let mut a = vec!["--json", "certify", "--repo", repo, "--sha", sha];
+    if let Some(m) = machine {
+        a.extend(["--machine", m]);
+    }
+    a
+}
+
+fn spawn(env: &Env, args: &[&str]) -> Child {
+    env.cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait (bounded) until `cond` holds; false when it never did.
+fn wait_until(bound: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < bound {
+        if cond() {
+            return true;
+        }
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    false
+}
+
+fn state_dir(repo: &Repo) -> PathBuf {
+    repo.path().join(".git/saphan")
+}
+
+/// The repository lock, taken by this test process (`flock`, the same
+/// lock saphan takes), held until dropped.
+fn hold_repo_lock(repo: &Repo) -> std::fs::File {
+    std::fs::create_dir_all(state_dir(repo)).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir(repo).join("lock"))
+        .unwrap();
+    f.lock().unwrap();
+    f
+}
+
+/// Records of `sha` (any machine) in the repository's attempts.
+fn records_of(repo: &Repo, sha: &str) -> Vec<serde_json::Value> {
+    repo.records()
+        .into_iter()
+        .filter(|r| r["sha"] == sha)
+        .collect()
+}
+
+fn finished(c: Child) -> Output {
+    c.wait_with_output().unwrap()
+}
+
+/// `attempts.jsonl` replaced by a directory: the append fails (root's
+/// permission bits would not stop it).
+fn break_attempts(repo: &Repo) {
+    std::fs::create_dir_all(state_dir(repo).join("attempts.jsonl")).unwrap();
+}
+
+#[test]
+fn local_pointer_never_moves_when_the_record_cannot_be_appended() {
+    let env = Env::new();
+    env.write_config(&sh_suite("ok.sh"));
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    break_attempts(&repo);
+    let o = env.run(&certify_args(&repo.path_str(), "HEAD", None));
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(err.contains("attempts.jsonl"), "{err}");
+    assert_eq!(repo.verified(), None, "a pointer without its record");
+}
+
+#[test]
+fn dispatch_pointer_never_moves_when_the_record_cannot_be_appended() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m0"], "ok.sh");
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    break_attempts(&repo);
+    let o = f.env.run(&certify_args(&repo.path_str(), "HEAD", Some("m0")));
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(err.contains("attempts.jsonl"), "{err}");
+    // Regression: dispatch moved the pointer first, then failed to append.
+    assert_eq!(repo.verified(), None, "a pointer without its record");
+}
+
+/// A dispatch moves the pointer only under the repository's lock: while a
+/// local certification of a newer SHA holds it (for its whole run), the
+/// dispatch's green record is appended but the pointer stays; when both are
+/// done it stands on the newer green SHA, which has a green record.
+#[test]
+fn dispatch_and_local_certify_at_once_leave_the_pointer_at_the_newer_green() {
+    let Some(lab) = Lab::shared() else { return };
+    let gates = scratch_dir("saphan-gate-");
+    let gate = gates.path().join("local");
+    let repo = repo_with_gate(&gate);
+    let older = repo.head();
+    let newer = repo.commit(&[("b.txt", "b\n")], "newer");
+
+    let here = Env::new();
+    here.write_config(&sh_suite("wait.sh"));
+    let local = spawn(&here, &certify_args(&repo.path_str(), &newer, None));
+    let started = PathBuf::from(format!("{}.started", gate.display()));
+    assert!(
+        wait_until(Duration::from_secs(60), || started.exists()),
+        "the local suite never started"
+    );
+
+    let f = Fleet::new(lab, &["m0"], "ok.sh");
+    let fleet = spawn(&f.env, &certify_args(&repo.path_str(), &older, Some("m0")));
+    assert!(
+        wait_until(Duration::from_secs(120), || !records_of(&repo, &older)
+            .is_empty()),
+        "the dispatch never appended its record"
+    );
+    // Regression: dispatch took no lock and moved the pointer at once.
+    assert_eq!(
+        repo.verified(),
+        None,
+        "the pointer moved while a certification held the repository lock"
+    );
+
+    std::fs::write(format!("{}.go", gate.display()), "").unwrap();
+    let lo = finished(local);
+    let fo = finished(fleet);
+    assert_code(&lo, 0);
+    assert_code(&fo, 0);
+    assert_eq!(json(&lo)["verified_pointer"], "moved", "{}", text(&lo).0);
+    assert_eq!(repo.verified().as_deref(), Some(newer.as_str()));
+    let greens: Vec<_> = records_of(&repo, &newer)
+        .into_iter()
+        .filter(|r| r["verdict"] == "green")
+        .collect();
+    assert_eq!(greens.len(), 1, "{:?}", repo.records());
+    assert_eq!(records_of(&repo, &older)[0]["verdict"], "green");
+}
+
+/// Two dispatches of different trunk SHAs at once: both append their
+/// record, neither moves the pointer while the repository lock is held
+/// elsewhere, and afterwards the pointer is at the newer green SHA.
+#[test]
+fn two_dispatches_at_once_leave_the_pointer_at_the_newer_green() {
+    let Some(lab) = Lab::shared() else { return };
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    let older = repo.head();
+    let newer = repo.commit(&[("b.txt", "b\n")], "newer");
+    let f0 = Fleet::new(lab, &["m0"], "ok.sh");
+    let f1 = Fleet::new(lab, &["m1"], "ok.sh");
+
+    let held = hold_repo_lock(&repo);
+    let a = spawn(&f0.env, &certify_args(&repo.path_str(), &newer, Some("m0")));
+    let b = spawn(&f1.env, &certify_args(&repo.path_str(), &older, Some("m1")));
+    assert!(
+        wait_until(Duration::from_secs(120), || {
+            !records_of(&repo, &older).is_empty() && !records_of(&repo, &newer).is_empty()
+        }),
+        "the dispatches never appended their records: {:?}",
+        repo.records()
+    );
+    // Regression: neither took the lock; each moved the pointer at once.
+    assert_eq!(
+        repo.verified(),
+        None,
+        "the pointer moved while the repository lock was held"
+    );
+    drop(held);
+    let ao = finished(a);
+    let bo = finished(b);
+    assert_code(&ao, 0);
+    assert_code(&bo, 0);
+    assert_eq!(repo.verified().as_deref(), Some(newer.as_str()));
+    assert_eq!(records_of(&repo, &newer)[0]["verdict"], "green");
+    assert_eq!(records_of(&repo, &older)[0]["verdict"], "green");
+    common::assert_only_main_worktree(&repo);
+}
+
