@@ -7,7 +7,9 @@
 use crate::common;
 
 use crate::common::suite_images::{self, engine_up, go_image, labelled, shell_image};
-use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text};
+use crate::common::{
+    Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text,
+};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -652,4 +654,57 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
         let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().flatten().collect();
         assert!(left.is_empty(), "{left:?}");
     }
+}
+
+/// machines.toml of `here` holding `rows` (`(id, transport, host)`), each
+/// workhome under `work`; every row measured and docker-oci probed.
+fn fleet_rows(here: &Here, rows: &[(&str, &str, &str)], work: &std::path::Path) {
+    let mut s = String::new();
+    for (id, transport, host) in rows {
+        s += &format!(
+            "[machine.{id}]\ntransport = \"{transport}\"\nhost = \"{host}\"\nworkhome = \"{}\"\n\n",
+            work.join(id).display()
+        );
+    }
+    std::fs::write(here.env.home().join("fleet/machines.toml"), s).unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    assert_code(
+        &here
+            .env
+            .run(&["machine", "measure", "--machine", &ids.join(",")]),
+        0,
+    );
+    for id in ids {
+        assert_code(&here.probe(id), 0);
+    }
+}
+
+/// Regression (issue 18.3): a `transport = "local"` row failed container
+/// class too (`materialize-failed: … is a bare repository`). Now it is a
+/// fleet machine like any other: shipped to its workhome's mirror, the
+/// suite run in this machine's engine, the container removed.
+#[test]
+fn a_local_row_is_a_fleet_machine_for_container_class() {
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("here", "local", "here")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\n[ -f suite.sh ] && echo fine\n")]);
+    let o = here.certify(&repo, shell_image(), &["--machine", "here"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = &v["records"][0];
+    assert_eq!(r["machine"], "here", "{v}");
+    assert_eq!(r["class"], "container", "{v}");
+    assert_eq!(r["verdict"], "green", "{v}");
+    assert_eq!(r["image_id"], shell_image(), "{v}");
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_no_container(&repo);
+    assert_only_main_worktree(&repo);
 }

@@ -160,7 +160,9 @@ fn dispatch_pointer_never_moves_when_the_record_cannot_be_appended() {
     let f = Fleet::new(lab, &["m0"], "ok.sh");
     let repo = repo_with_gate(Path::new("/nonexistent"));
     break_attempts(&repo);
-    let o = f.env.run(&certify_args(&repo.path_str(), "HEAD", Some("m0")));
+    let o = f
+        .env
+        .run(&certify_args(&repo.path_str(), "HEAD", Some("m0")));
     let (out, err) = text(&o);
     assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(err.contains("attempts.jsonl"), "{err}");
@@ -258,3 +260,97 @@ fn two_dispatches_at_once_leave_the_pointer_at_the_newer_green() {
     common::assert_only_main_worktree(&repo);
 }
 
+/// machines.toml with a `transport = "local"` row `here` (its workhome under
+/// `work`) and ssh rows `ssh_hosts`; every row measured.
+fn fleet_with_here(lab: Option<&Lab>, ssh_hosts: &[&str], work: &Path) -> Env {
+    let env = Env::new();
+    if let Some(lab) = lab {
+        lab.install_ssh_config(env.home());
+    }
+    let mut s = format!(
+        "[machine.here]\ntransport = \"local\"\nworkhome = \"{}\"\n\n",
+        work.join("here").display()
+    );
+    for h in ssh_hosts {
+        s += &format!(
+            "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+            work.join(h).display()
+        );
+    }
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+    let mut ids = vec!["here"];
+    ids.extend_from_slice(ssh_hosts);
+    assert_code(
+        &env.run(&["machine", "measure", "--machine", &ids.join(",")]),
+        0,
+    );
+    env
+}
+
+/// Nothing left under a workhome but the mirror, locks and empty
+/// directories.
+fn assert_workhome_clean(workhome: &Path) {
+    for d in ["scratch", "runs", "incoming"] {
+        let p = workhome.join("saphan").join(d);
+        if p.exists() {
+            let left: Vec<_> = std::fs::read_dir(&p).unwrap().flatten().collect();
+            assert!(left.is_empty(), "{} still holds {left:?}", p.display());
+        }
+    }
+}
+
+/// Regression: with a `transport = "local"` row, `certify --machine here`
+/// failed every time as `materialize-failed: …/mirrors/<key>.git is a bare
+/// repository` (the local checkout looked for submodule stores by opening
+/// the mirror as a working repository).
+#[test]
+fn a_local_row_is_a_fleet_machine_like_any_other() {
+    let work = scratch_dir("saphan-here-");
+    let env = fleet_with_here(None, &[], work.path());
+    env.write_config(&sh_suite("ok.sh"));
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    let o = env.run(&certify_args(&repo.path_str(), "HEAD", Some("here")));
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = &v["records"][0];
+    assert_eq!(r["machine"], "here", "{v}");
+    assert_eq!(r["verdict"], "green", "{v}");
+    assert_eq!(r["class"], "host", "{v}");
+    assert!(r["bundle_bytes"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    assert_eq!(repo.records().len(), 1);
+    assert_workhome_clean(&work.path().join("here"));
+    common::assert_only_main_worktree(&repo);
+}
+
+/// This machine (through its row) and a lab host in one invocation: both
+/// run, one record each, and the pointer moves because both are green.
+#[test]
+fn a_local_row_and_an_ssh_machine_run_in_one_invocation() {
+    let Some(lab) = Lab::shared() else { return };
+    let work = scratch_dir("saphan-here-");
+    let env = fleet_with_here(Some(lab), &["m0"], work.path());
+    env.write_config(&sh_suite("ok.sh"));
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    let o = env.run(&certify_args(&repo.path_str(), "HEAD", Some("here,m0")));
+    assert_code(&o, 0);
+    let v = json(&o);
+    let machines: Vec<&str> = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["here", "m0"], "{v}");
+    for r in v["records"].as_array().unwrap() {
+        assert_eq!(r["verdict"], "green", "{r}");
+        assert_eq!(r["dispatch_machines"], serde_json::json!(["here", "m0"]));
+    }
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_eq!(repo.records().len(), 2);
+    assert_workhome_clean(&work.path().join("here"));
+    assert_workhome_clean(&work.path().join("m0"));
+    common::assert_only_main_worktree(&repo);
+}
