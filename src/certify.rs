@@ -203,6 +203,7 @@ pub async fn certify_machines(
             settings.network,
             None,
             &attempt,
+            "local",
             &repo.top,
             &sha,
             Vec::new(),
@@ -213,7 +214,7 @@ pub async fn certify_machines(
         crate::dispatch::run_all(&job, &admitted, trunk.as_deref(), &executor, progress).await;
     executor.settle().await;
     // Whatever happened, no container of this attempt stays on a machine.
-    c.sweep(home, container::LABEL_ATTEMPT, &attempt).await;
+    c.sweep(home, &attempt).await;
     out
 }
 
@@ -324,6 +325,7 @@ pub async fn certify(
                     nix::unistd::getgid()
                 )),
                 &attempt,
+                "local",
                 &repo.top,
                 &sha,
                 go_cache.into_iter().collect(),
@@ -392,8 +394,9 @@ pub async fn certify(
 }
 
 /// Where one container-class attempt runs: the attempt's labels
-/// (`saphan.attempt`, `saphan.repo`, `saphan.sha`) and its container name
-/// `saphan-suite-<attempt>` (unique per engine).
+/// (`saphan.attempt`, `saphan.machine`, `saphan.repo`, `saphan.sha`) and its
+/// container name `saphan-suite-<attempt>-<machine>` (unique per engine; a
+/// dispatch renames it per machine, [`measure::Executor::for_machine`]).
 #[allow(clippy::too_many_arguments)]
 fn suite_target(
     transport: Transport,
@@ -402,6 +405,7 @@ fn suite_target(
     network: bool,
     user: Option<String>,
     attempt: &str,
+    machine: &str,
     repo: &Path,
     sha: &str,
     caches: Vec<(String, String, String)>,
@@ -414,13 +418,14 @@ fn suite_target(
         user,
         labels: [
             (container::LABEL_ATTEMPT, attempt.to_string()),
+            (container::LABEL_MACHINE, machine.to_string()),
             (container::LABEL_REPO, repo.display().to_string()),
             (container::LABEL_SHA, sha.to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect(),
-        name: format!("saphan-suite-{attempt}"),
+        name: container::container_name(attempt, machine),
         caches,
     }
 }

@@ -266,6 +266,9 @@ pub async fn run_on(
     executor: &dyn Executor,
     progress: &dyn Progress,
 ) -> Result<MachineRun> {
+    // Machines of one invocation may share an engine: each gets its own.
+    let executor = executor.for_machine(&m.row.id);
+    let executor = executor.as_ref();
     let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
     let mut suite = job.suite.clone();
     suite.argv = c.argv.clone();

@@ -157,6 +157,11 @@ pub trait Executor: Send + Sync {
     fn record_extra(&self) -> serde_json::Map<String, serde_json::Value> {
         serde_json::Map::new()
     }
+    /// This executor for machine `machine` of the invocation (dispatch asks
+    /// once per machine, so that machines sharing an engine never share a
+    /// container): the container class names and labels its container after
+    /// the machine; the host class is the same on every machine.
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn Executor + 's>;
 }
 
 /// The host executor: the suite is a process on the machine, in its own
@@ -167,6 +172,9 @@ pub struct Host;
 impl Executor for Host {
     fn class(&self) -> &'static str {
         "host"
+    }
+    fn for_machine<'s>(&'s self, _machine: &str) -> Box<dyn Executor + 's> {
+        Box::new(Host)
     }
     fn execute<'a>(
         &'a self,
