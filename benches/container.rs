@@ -7,7 +7,7 @@
 //! (goal ≤ 1.3). Prints `SKIPPED: …` where no engine, Go or busybox is.
 
 #[allow(dead_code)]
-#[path = "../tests/common/suite_images.rs"]
+#[path = "../tests/it/common/suite_images.rs"]
 mod suite_images;
 
 use std::path::Path;

@@ -11,7 +11,7 @@
 //!
 //! Run as root: `cargo bench --profile dev --bench dispatch`.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::lab::Lab;

@@ -20,7 +20,7 @@
 //! SAPHAN_BENCH_ANSIBLE=$(benches/fleet-ansible.sh) cargo bench --profile dev --bench fleet
 //! ```
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::Env;
