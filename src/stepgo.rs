@@ -219,10 +219,8 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
-    let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &sha)
-        .await?;
+    let bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+    let scratch = bench.checkout(&sha).await?;
     let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
@@ -234,16 +232,9 @@ pub async fn verify_stream(
         watch.step(name, &suite.argv);
         let run = measure::run_suite(
             &scratch,
-            measure::Plan {
-                suite,
-                budget: &budget,
-                provisions: &provisions,
-                extra_env: &[],
-                report_root: None,
-                keep_stdout: None,
-                log_dir: (name == "test").then_some(log_dir.as_path()),
-                catalog: Some(catalog),
-            },
+            measure::Plan::new(suite, &budget, &provisions)
+                .log_dir((name == "test").then_some(log_dir.as_path()))
+                .catalog(Some(catalog)),
             interrupt,
         )
         .await;

@@ -32,6 +32,7 @@ use crate::error::{Exit, Result};
 use crate::exec::Termination;
 use crate::git::{self, Repo};
 use crate::home::Home;
+use crate::measure::bench::Bench;
 use crate::measure::{self, Budget, Interrupt, SuiteRun};
 use crate::report::{Measurement, ReportKind, Verdict};
 use crate::suite::ResolvedSuite;
@@ -421,22 +422,14 @@ async fn run_adapter(
     // Under the repository lock, at the repository's one stable scratch
     // path (certify's): Go's build cache is keyed by directory, so a fresh
     // random path every run would make every run cold.
-    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
-    let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &res.head)
-        .await?;
+    let bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+    let scratch = bench.checkout(&res.head).await?;
     let run = measure::run_then_remove(
         scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: &budget,
-            provisions: &provisions,
-            extra_env: &env,
-            report_root: Some(&report_dir),
-            keep_stdout: Some(&stream_path),
-            log_dir: None,
-            catalog: None,
-        },
+        measure::Plan::new(&suite, &budget, &provisions)
+            .extra_env(&env)
+            .report_root(Some(&report_dir))
+            .keep_stdout(Some(&stream_path)),
         interrupt,
     )
     .await;
@@ -523,18 +516,13 @@ async fn run_remote(
         interrupt,
         affected: Some(manifest_path),
         self_binary: (!self_sha.is_empty()).then_some((me.as_path(), self_sha.as_str())),
+        catalog: None,
+        progress: &dispatch::Silent,
     };
-    let t0 = std::time::Instant::now();
-    let c = dispatch::connect(on.home, m).await?;
-    let c = dispatch::measure_on(
-        &job,
-        m,
-        c,
-        t0.elapsed(),
-        &dispatch::HostExecutor,
-        &dispatch::Silent,
-    )
-    .await?;
+    let mut bench = dispatch::FleetBench::connect_all(&job, std::slice::from_ref(m))
+        .await?
+        .remove(0);
+    let c = bench.measure(&job, &dispatch::HostExecutor).await?;
     let mut run = c.run;
     run.stderr_tail = format!("(on {}) {}", on.machine, run.stderr_tail);
     Ok(((run, c.argv), c.local))

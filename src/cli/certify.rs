@@ -1,9 +1,9 @@
 //! `saphan certify` and `saphan records`.
 
 use super::{Ctx, out, out_json};
-use crate::certify::{self, Class, Settings, Watch};
+use crate::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
-use crate::measure::Budget;
+use crate::measure::progress::{Event, Progress};
 use crate::record::Avail;
 use crate::report::Verdict;
 use clap::{Args, Subcommand};
@@ -75,22 +75,31 @@ pub enum RecordsCmd {
     },
 }
 
+/// This machine's attempt as one spinner line on a terminal.
 struct Spinner(Option<indicatif::ProgressBar>);
 
-impl Watch for Spinner {
-    fn running(&self, sha: &str, argv: &[String], budget: &Budget) {
-        if let Some(pb) = &self.0 {
-            pb.set_message(format!(
-                "certify {}: running `{}` (budget {}, {})",
-                &sha[..12.min(sha.len())],
-                argv.join(" "),
-                humantime::format_duration(budget.duration),
-                budget.source
-            ));
-            pb.enable_steady_tick(Duration::from_millis(120));
+impl Progress for Spinner {
+    fn event(&self, _machine: &str, event: &Event<'_>) {
+        let Some(pb) = &self.0 else { return };
+        match event {
+            Event::Run { sha, argv, budget } => {
+                pb.set_message(format!(
+                    "certify {}: running `{}` (budget {}, {})",
+                    &sha[..12.min(sha.len())],
+                    argv.join(" "),
+                    humantime::format_duration(budget.duration),
+                    budget.source
+                ));
+                pb.enable_steady_tick(Duration::from_millis(120));
+            }
+            Event::Done { .. } => pb.finish_and_clear(),
+            _ => {}
         }
     }
-    fn done(&self) {
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
         if let Some(pb) = &self.0 {
             pb.finish_and_clear();
         }
@@ -145,22 +154,29 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         image: a.image,
         network: a.network,
     };
-    let spinner = if !ctx.json && std::io::stderr().is_terminal() {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                .expect("static template"),
-        );
-        Spinner(Some(pb))
-    } else {
-        Spinner(None)
-    };
     let interrupt = crate::cancel::install();
-    if certify::is_dispatch(&settings) {
-        drop(spinner);
-        return dispatched(ctx, &catalog, &settings, &interrupt).await;
-    }
-    let o = certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?;
+    let certified = if certify::is_dispatch(&settings) {
+        let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
+        let m = certify::certify(&ctx.home, &catalog, &settings, &lines, &interrupt).await;
+        lines.finish();
+        m?
+    } else {
+        let spinner = if !ctx.json && std::io::stderr().is_terminal() {
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                    .expect("static template"),
+            );
+            Spinner(Some(pb))
+        } else {
+            Spinner(None)
+        };
+        certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?
+    };
+    let o = match certified {
+        Certified::Machines(m) => return Ok(dispatched(ctx, &m)),
+        Certified::Here(o) => *o,
+    };
     let r = &o.record;
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
@@ -253,17 +269,8 @@ fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
     s
 }
 
-/// `certify --machine …`: dispatch, then one summary.
-async fn dispatched(
-    ctx: &Ctx,
-    catalog: &crate::catalog::Catalog,
-    settings: &Settings,
-    interrupt: &crate::measure::Interrupt,
-) -> Result<Exit> {
-    let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
-    let m = certify::certify_machines(&ctx.home, catalog, settings, &lines, interrupt).await;
-    lines.finish();
-    let m = m?;
+/// `certify --machine …`: one summary of every machine's attempt.
+fn dispatched(ctx: &Ctx, m: &crate::dispatch::Multi) -> Exit {
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
@@ -296,7 +303,7 @@ async fn dispatched(
         }
         out(&s);
     }
-    Ok(m.exit())
+    m.exit()
 }
 
 /// Run `records`.

@@ -15,29 +15,28 @@
 //!    core ([`measure::run_suite_with`]: provisions placed and hashed there,
 //!    the suite under the budget enforced on the machine, reports collected
 //!    through the transport, the same parsers), remove the tree;
-//! 5. record locally, one record per machine; the pointer moves only when
-//!    every named machine is green.
+//! 5. record locally, one record per machine
+//!    ([`crate::measure::pipeline::record_of`]); every record is appended,
+//!    then the pointer moves only when every named machine is green
+//!    ([`crate::measure::conclude`]).
 //!
-//! The seam for other execution classes is [`Executor`] (the core's):
-//! [`run_all`] takes the executor that runs the suite's command in the
-//! shipped tree on the machine.
+//! A fleet machine is a [`FleetBench`] of the one pipeline
+//! ([`crate::measure::pipeline`]). The seam for other execution classes is
+//! [`Executor`] (the core's): the bench takes the executor that runs the
+//! suite's command in the shipped tree on the machine.
 
 pub mod admit;
 pub mod ship;
 
-use crate::config::Provision;
-use crate::error::{Exit, Refusal, Result};
+use crate::error::{Refusal, Result};
 use crate::exec::{self, Cmd};
 use crate::fleet::machines::MachineRow;
 use crate::git::Repo;
 use crate::home::Home;
-use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
-use crate::record::Record;
-use crate::report::Verdict;
+use crate::measure::{self, SuiteRun};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
 pub use admit::Admitted;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Budget for one control command on a machine (mirror listing, fetch,
@@ -150,60 +149,16 @@ impl DispatchFault {
     }
 }
 
+pub use crate::measure::pipeline::{Job, MachineRun, Multi};
+pub use crate::measure::progress::{Progress, Silent};
 pub use crate::measure::{Executor, Host as HostExecutor};
-
-/// Progress of one machine's attempt, for a person watching.
-pub trait Progress: Send + Sync {
-    /// `machine` entered a phase (`connect`, `ship 12 KiB`, `run`, `collect`).
-    fn phase(&self, machine: &str, what: &str);
-}
-
-/// One measurement to dispatch.
-pub struct Job<'a> {
-    /// The operator's home.
-    pub home: &'a Home,
-    /// The local repository.
-    pub repo: &'a Repo,
-    /// The full SHA.
-    pub sha: &'a str,
-    /// The resolved suite (argv as resolved locally; admission rewrites argv[0]).
-    pub suite: &'a ResolvedSuite,
-    /// The attempt budget.
-    pub budget: &'a Budget,
-    /// Provisions that apply (already preflighted locally).
-    pub provisions: &'a [Provision],
-    /// Submodules at their gitlinks: (path, commit, the local repository holding it).
-    pub submodules: &'a [crate::git::Submodule],
-    /// The verb (`certify`).
-    pub verb: &'a str,
-    /// Extra environment for the suite.
-    pub extra_env: &'a [(String, String)],
-    /// Ctrl-C.
-    pub interrupt: &'a Interrupt,
-    /// The affected tier's files (`None` for certify): `report_path` is then
-    /// relative to `<run dir>/reports`, the manifest is staged at
-    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
-    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
-    pub affected: Option<&'a Path>,
-    /// This saphan binary and its sha256, shipped to
-    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
-    pub self_binary: Option<(&'a Path, &'a str)>,
-}
-
-/// One machine's attempt, recorded.
-#[derive(Debug, Clone)]
-pub struct MachineRun {
-    /// The record (not yet appended).
-    pub record: Record,
-    /// The last lines of the suite's stderr on the machine.
-    pub stderr_tail: String,
-}
+use crate::measure::bench::{Bench, BenchFuture, Measured, Shipped};
+use crate::measure::progress::Event;
 
 /// The repository key on a machine: the same key local certify uses for
 /// its stable scratch path.
 pub fn repo_key(repo: &Repo) -> String {
-    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
-    key[..16].to_string()
+    crate::measure::bench::repo_key(repo)
 }
 
 /// Connect to an admitted machine and, when no catalog row maps the
@@ -254,89 +209,8 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// Run `job` on the connected machine `m` (or record why it could not) and
-/// build its record. Never returns an error for what happened on the
-/// machine: every outcome after admission is a record. Refusals found on the
-/// machine before the suite ran (a provision dest conflict) are errors.
-pub async fn run_on(
-    job: &Job<'_>,
-    m: &Admitted,
-    connected: std::result::Result<Transport, DispatchFault>,
-    connect_time: Duration,
-    executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<MachineRun> {
-    // Machines of one invocation may share an engine: each gets its own.
-    let executor = executor.for_machine(&m.row.id);
-    let executor = executor.as_ref();
-    let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
-    let mut suite = job.suite.clone();
-    suite.argv = c.argv.clone();
-    let mut record = measure::record(
-        Subject {
-            verb: job.verb,
-            repo: &job.repo.top,
-            sha: job.sha,
-            machine: &m.row.id,
-            class: executor.class(),
-        },
-        &suite,
-        job.budget,
-        &c.run,
-    );
-    record.notes.extend(c.notes);
-    record.extra.insert(
-        "machine_program".into(),
-        serde_json::json!({
-            "capability": m.capability,
-            "path": m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
-            "version": m.program_version,
-        }),
-    );
-    record
-        .extra
-        .insert("bundle_bytes".into(), serde_json::json!(c.bundle_bytes));
-    record
-        .extra
-        .insert("phases".into(), serde_json::Value::Object(c.phases));
-    record
-        .extra
-        .insert("remote_tree".into(), serde_json::json!(c.remote_tree));
-    if c.interrupted {
-        record
-            .extra
-            .insert("interrupted".into(), serde_json::json!(true));
-    }
-    Ok(MachineRun {
-        record,
-        stderr_tail: c.run.stderr_tail,
-    })
-}
-
-/// What one machine's attempt left, before it becomes a record.
-#[derive(Debug)]
-pub struct Collected {
-    /// The run, as the measurement core describes a local one.
-    pub run: SuiteRun,
-    /// What ran there.
-    pub argv: Vec<String>,
-    /// Notes to add to the record (`reaped: …`).
-    pub notes: Vec<String>,
-    /// Bundle bytes shipped.
-    pub bundle_bytes: u64,
-    /// Seconds per phase.
-    pub phases: serde_json::Map<String, serde_json::Value>,
-    /// The scratch tree path on the machine.
-    pub remote_tree: String,
-    /// Ctrl-C stopped it.
-    pub interrupted: bool,
-    /// Local copies: `stdout`, `tree/` (report files), `scope.json`
-    /// (affected). `None` when nothing was brought back.
-    pub local: Option<tempfile::TempDir>,
-}
-
 /// Ship, materialize, run and collect `job` on the connected machine `m`:
-/// every outcome after admission is a [`Collected`] (a failure is a failed
+/// every outcome after admission is a [`Measured`] (a failure is a failed
 /// measurement naming its cause); refusals found on the machine before the
 /// suite ran (a provision dest conflict) are errors.
 ///
@@ -351,8 +225,8 @@ pub async fn measure_on(
     connected: std::result::Result<Transport, DispatchFault>,
     connect_time: Duration,
     executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<Collected> {
+) -> Result<Measured> {
+    let progress = job.progress;
     let layout = ship::Layout {
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
         key: repo_key(job.repo),
@@ -412,18 +286,25 @@ pub async fn measure_on(
         version: m.program_version.clone(),
     };
     let interrupted = run.measurement.failure().as_deref() == Some("interrupted");
-    progress.phase(
+    progress.event(
         &m.row.id,
-        &format!("done: {}", run.measurement.verdict.as_str()),
+        &Event::Done {
+            verdict: run.measurement.verdict,
+        },
     );
-    Ok(Collected {
+    Ok(Measured {
+        fleet: Some(Shipped {
+            capability: m.capability.clone(),
+            program_path: m.program_path.clone().unwrap_or_else(|| argv[0].clone()),
+            program_version: m.program_version.clone(),
+            bundle_bytes: a.bundle_bytes,
+            phases,
+            remote_tree: layout.tree(),
+            interrupted,
+        }),
         run,
         argv,
         notes: a.notes,
-        bundle_bytes: a.bundle_bytes,
-        phases,
-        remote_tree: layout.tree(),
-        interrupted,
         local: a.local,
     })
 }
@@ -561,7 +442,7 @@ async fn attempt(
     let run_dir = layout.run(&run_id);
 
     // Ship the SHA and every submodule commit a local store holds.
-    progress.phase(id, "ship");
+    progress.event(id, &Event::Ship);
     let t_ship = Instant::now();
     let mut sources = vec![(job.repo.clone(), job.sha.to_string())];
     for s in job.submodules {
@@ -607,9 +488,11 @@ async fn attempt(
         }
     }
     phases.insert("ship".into(), serde_json::json!(secs(t_ship.elapsed())));
-    progress.phase(
+    progress.event(
         id,
-        &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
+        &Event::Shipped {
+            bytes: shipped.bundle_bytes,
+        },
     );
 
     // Materialize under the repository's lock on the machine.
@@ -692,7 +575,14 @@ async fn locked(
         serde_json::json!(secs(t_mat.elapsed())),
     );
 
-    progress.phase(id, "run");
+    progress.event(
+        id,
+        &Event::Run {
+            sha: job.sha,
+            argv,
+            budget: job.budget,
+        },
+    );
     let mut suite = job.suite.clone();
     suite.argv = argv.to_vec();
     let keep = local.path().join("stdout");
@@ -700,22 +590,17 @@ async fn locked(
     let t_run = Instant::now();
     let run = measure::run_suite_with(
         &scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: job.budget,
-            provisions: job.provisions,
-            extra_env: &env,
-            report_root: report_root.as_deref(),
-            keep_stdout: Some(&keep),
-            log_dir: Some(&log_dir),
-            catalog: None,
-        },
+        measure::Plan::new(&suite, job.budget, job.provisions)
+            .extra_env(&env)
+            .report_root(report_root.as_deref())
+            .keep_stdout(Some(&keep))
+            .log_dir(Some(&log_dir)),
         executor,
         job.interrupt,
     )
     .await;
     let run_time = t_run.elapsed();
-    progress.phase(id, "collect");
+    progress.event(id, &Event::Collect);
     let t_collect = Instant::now();
     if job.affected.is_some() {
         // No scope file is an answer the affected engine judges, not a fault.
@@ -748,64 +633,6 @@ async fn locked(
     a.run = Some(run);
     a.local = Some(local);
     Ok(())
-}
-
-/// Every machine's attempt of one invocation, and what the pointer did.
-#[derive(Debug, Clone)]
-pub struct Multi {
-    /// One run per machine, in the order named.
-    pub runs: Vec<MachineRun>,
-    /// Where the records were appended.
-    pub attempts: std::path::PathBuf,
-    /// What happened to the verified pointer.
-    pub pointer: String,
-    /// `green on m0, red on m1` when the machines disagree.
-    pub disagreement: Option<String>,
-}
-
-impl Multi {
-    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
-    pub fn exit(&self) -> Exit {
-        let rank = |v: Verdict| match v {
-            Verdict::Green => 0,
-            Verdict::Red => 1,
-            Verdict::MeasurementFailed => 2,
-        };
-        self.runs
-            .iter()
-            .map(|r| r.record.verdict)
-            .max_by_key(|v| rank(*v))
-            .map(|v| v.exit())
-            .unwrap_or(Exit::Ok)
-    }
-}
-
-/// `green on m0, red on m1` when the verdicts differ, else `None`.
-pub fn disagreement(runs: &[MachineRun]) -> Option<String> {
-    let records: Vec<Record> = runs.iter().map(|r| r.record.clone()).collect();
-    disagreement_of(&records)
-}
-
-/// [`disagreement`] over the records themselves.
-pub fn disagreement_of(records: &[Record]) -> Option<String> {
-    let first = records.first()?.verdict;
-    if records.iter().all(|r| r.verdict == first) {
-        return None;
-    }
-    let mut groups: Vec<(Verdict, Vec<&str>)> = Vec::new();
-    for r in records {
-        match groups.iter_mut().find(|(v, _)| *v == r.verdict) {
-            Some((_, ms)) => ms.push(&r.machine),
-            None => groups.push((r.verdict, vec![&r.machine])),
-        }
-    }
-    Some(
-        groups
-            .iter()
-            .map(|(v, ms)| format!("{} on {}", v.as_str(), ms.join(", ")))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
 }
 
 /// Plain progress lines on stderr (no terminal), or one indicatif line per
@@ -850,13 +677,14 @@ impl Lines {
 }
 
 impl Progress for Lines {
-    fn phase(&self, machine: &str, what: &str) {
+    fn event(&self, machine: &str, event: &Event<'_>) {
+        let what = event.words();
         match self.bars.iter().find(|(id, _)| id == machine) {
             Some((_, pb)) => {
-                if what.starts_with("done") {
-                    pb.finish_with_message(what.to_string());
+                if let Event::Done { .. } = event {
+                    pb.finish_with_message(what);
                 } else {
-                    pb.set_message(what.to_string());
+                    pb.set_message(what);
                 }
             }
             None if self.bars.is_empty() => {
@@ -868,89 +696,67 @@ impl Progress for Lines {
     }
 }
 
-/// No progress output.
-pub struct Silent;
-impl Progress for Silent {
-    fn phase(&self, _: &str, _: &str) {}
+/// A fleet machine's bench: connected (or the fault that kept it from
+/// being), then ship, the machine's lock, the scratch tree under its
+/// workhome, the run, collect ([`measure_on`]).
+pub struct FleetBench<'m> {
+    admitted: &'m Admitted,
+    connected: Option<std::result::Result<Transport, DispatchFault>>,
+    connect_time: Duration,
 }
 
-/// Dispatch `job` to every admitted machine concurrently, append one record
-/// each, and move the verified pointer only when every machine is green for
-/// the SHA in this invocation.
-pub async fn run_all(
-    job: &Job<'_>,
-    admitted: &[Admitted],
-    trunk: Option<&str>,
-    executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<Multi> {
-    // Connect everywhere first: a program resolved on a machine is refused
-    // before anything is shipped anywhere.
-    let mut conns = Vec::new();
-    for m in admitted {
-        progress.phase(&m.row.id, "connect");
-    }
-    let connected = futures_util::future::join_all(admitted.iter().map(|m| async move {
-        let t0 = Instant::now();
-        let c = connect(job.home, m).await;
-        (c, t0.elapsed())
-    }))
-    .await;
-    for (c, d) in connected {
-        conns.push((c?, d));
-    }
-    let runs = futures_util::future::join_all(
-        admitted
-            .iter()
-            .zip(conns)
-            .map(|(m, (c, d))| run_on(job, m, c, d, executor, progress)),
-    )
-    .await;
-    let mut out = Vec::new();
-    let mut refused = None;
-    for r in runs {
-        match r {
-            Ok(r) => out.push(r),
-            Err(e) => refused = refused.or(Some(e)),
+impl<'m> FleetBench<'m> {
+    /// Connect to every admitted machine at once (a program no catalog row
+    /// maps is resolved there: refused before anything is shipped
+    /// anywhere); a machine that cannot be reached is a bench whose
+    /// attempt records that fault.
+    ///
+    /// Errors: `verification-toolchain-absent` for a program absent on a
+    /// machine.
+    pub async fn connect_all(
+        job: &Job<'_>,
+        admitted: &'m [Admitted],
+    ) -> Result<Vec<FleetBench<'m>>> {
+        for m in admitted {
+            job.progress.event(&m.row.id, &Event::Connect);
         }
+        let connected = futures_util::future::join_all(admitted.iter().map(|m| async move {
+            let t0 = Instant::now();
+            let c = connect(job.home, m).await;
+            (c, t0.elapsed())
+        }))
+        .await;
+        let mut benches = Vec::new();
+        for (m, (c, d)) in admitted.iter().zip(connected) {
+            benches.push(FleetBench {
+                admitted: m,
+                connected: Some(c?),
+                connect_time: d,
+            });
+        }
+        Ok(benches)
     }
-    if let Some(e) = refused {
-        return Err(e);
-    }
-    let attempts = crate::record::attempts_path(job.repo);
-    let disagreement = disagreement(&out);
-    let dispatch_machines: Vec<String> = admitted.iter().map(|m| m.row.id.clone()).collect();
-    for r in &mut out {
-        finish_record(&mut r.record, trunk, &dispatch_machines);
-    }
-    let records: Vec<Record> = out.iter().map(|r| r.record.clone()).collect();
-    // Every record first, then the pointer: under the repository's lock,
-    // compare-and-swap, only forward along the trunk.
-    let pointer = measure::conclude::conclude(
-        job.repo,
-        job.sha,
-        trunk,
-        &records,
-        measure::conclude::Scope::Machines,
-        measure::conclude::LockHold::Take(job.interrupt),
-    )
-    .await?;
-    Ok(Multi {
-        runs: out,
-        attempts,
-        pointer,
-        disagreement,
-    })
 }
 
-/// The invocation-wide fields of a dispatched record: the trunk the
-/// pointer follows (left out when none is known) and every machine named.
-pub fn finish_record(rec: &mut Record, trunk: Option<&str>, machines: &[String]) {
-    if let Some(t) = trunk {
-        rec.extra.insert("trunk".into(), serde_json::json!(t));
+impl Bench for FleetBench<'_> {
+    fn machine(&self) -> &str {
+        &self.admitted.row.id
     }
-    rec.extra
-        .insert("dispatch_machines".into(), serde_json::json!(machines));
+    fn measure<'a>(
+        &'a mut self,
+        job: &'a Job<'a>,
+        executor: &'a dyn Executor,
+    ) -> BenchFuture<'a> {
+        Box::pin(async move {
+            let connected = self.connected.take().unwrap_or_else(|| {
+                Err(DispatchFault::new(
+                    "connection-lost",
+                    "this machine's bench was already used",
+                ))
+            });
+            measure_on(job, self.admitted, connected, self.connect_time, executor).await
+        })
+    }
 }
 
 /// Admit every machine in `ids` for `suite`, from the ledger only.

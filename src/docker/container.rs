@@ -665,6 +665,11 @@ impl crate::measure::Executor for LocalExecutor {
     fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
         self.execute_on(self.target.clone(), transport, cmd)
     }
+    fn settle<'s>(
+        &'s self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 's>> {
+        Box::pin(LocalExecutor::settle(self))
+    }
     /// The container is named `saphan-suite-<attempt>-<machine>` and labelled
     /// [`LABEL_MACHINE`]`=<machine>`; its run is settled by this executor.
     fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {

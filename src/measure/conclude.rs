@@ -102,9 +102,31 @@ fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<String> {
             "unchanged: the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA".into(),
         ),
         Scope::Machines if all_green => None,
-        Scope::Machines => Some(match crate::dispatch::disagreement_of(records) {
+        Scope::Machines => Some(match disagreement(records) {
             Some(d) => format!("unchanged: the machines disagree ({d})"),
             None => format!("unchanged: {sha} is not green on every named machine"),
         }),
     }
+}
+
+/// `green on m0, red on m1` when the machines' verdicts differ, else `None`.
+pub fn disagreement(records: &[Record]) -> Option<String> {
+    let first = records.first()?.verdict;
+    if records.iter().all(|r| r.verdict == first) {
+        return None;
+    }
+    let mut groups: Vec<(Verdict, Vec<&str>)> = Vec::new();
+    for r in records {
+        match groups.iter_mut().find(|(v, _)| *v == r.verdict) {
+            Some((_, ms)) => ms.push(&r.machine),
+            None => groups.push((r.verdict, vec![&r.machine])),
+        }
+    }
+    Some(
+        groups
+            .iter()
+            .map(|(v, ms)| format!("{} on {}", v.as_str(), ms.join(", ")))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
 }
