@@ -4,7 +4,7 @@ use super::{Ctx, out, out_json};
 use crate::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
 use crate::measure::progress::{Event, Progress};
-use crate::record::Avail;
+use crate::record::{Avail, PointerOutcome};
 use crate::report::Verdict;
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
@@ -191,18 +191,16 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         let mut s = verdict_lines(r, "");
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
-        if o.pointer == "moved" {
-            s.push_str(&format!(
+        match &o.pointer {
+            PointerOutcome::Moved => s.push_str(&format!(
                 "verified: {} -> {} (moved)\n",
                 crate::record::VERIFIED_REF,
                 r.sha
-            ));
-        } else {
-            s.push_str(&format!(
-                "verified: {} not moved ({})\n",
+            )),
+            PointerOutcome::Unchanged(why) => s.push_str(&format!(
+                "verified: {} not moved ({why})\n",
                 crate::record::VERIFIED_REF,
-                o.pointer.trim_start_matches("unchanged: ")
-            ));
+            )),
         }
         out(&s);
         if let Some((_, header, tail)) = failure_tail(&o) {
@@ -289,16 +287,15 @@ fn dispatched(ctx: &Ctx, m: &crate::dispatch::Multi) -> Exit {
             s.push_str(&format!("machines disagree: {d}\n"));
         }
         s.push_str(&format!("records: {}\n", m.attempts.display()));
-        match m.pointer.as_str() {
-            "moved" => s.push_str(&format!(
+        match &m.pointer {
+            PointerOutcome::Moved => s.push_str(&format!(
                 "verified: {} -> {} (moved: green on every named machine)\n",
                 crate::record::VERIFIED_REF,
                 m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
             )),
-            why => s.push_str(&format!(
-                "verified: {} not moved ({})\n",
+            PointerOutcome::Unchanged(why) => s.push_str(&format!(
+                "verified: {} not moved ({why})\n",
                 crate::record::VERIFIED_REF,
-                why.trim_start_matches("unchanged: ")
             )),
         }
         out(&s);

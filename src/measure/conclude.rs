@@ -19,7 +19,7 @@
 use crate::error::Result;
 use crate::git::Repo;
 use crate::measure::Interrupt;
-use crate::record::{self, Avail, Record};
+use crate::record::{self, Avail, PointerOutcome, Record, Unmoved};
 use crate::report::Verdict;
 
 /// Whose words the pointer's "unchanged" reasons use: a local certify's
@@ -49,7 +49,7 @@ pub enum LockHold<'a> {
 /// invocation is green (every record green, none that ran 0 tests), under
 /// the repository lock with a compare-and-swap, only forward along
 /// `trunk`. Returns what happened to the pointer, for the operator and
-/// the JSON output: `moved`, or `unchanged: <why>` (today's words).
+/// the JSON output (rendered `moved`, or `unchanged: <why>`).
 ///
 /// Errors: the append's I/O error (nothing is moved then), git failures
 /// while moving the pointer.
@@ -60,13 +60,13 @@ pub async fn conclude(
     records: &[Record],
     scope: Scope,
     lock: LockHold<'_>,
-) -> Result<String> {
+) -> Result<PointerOutcome> {
     let attempts = record::attempts_path(repo);
     for r in records {
         record::append_off_runtime(&attempts, r).await?;
     }
     if let Some(why) = why_not(sha, records, scope) {
-        return Ok(why);
+        return Ok(PointerOutcome::Unchanged(why));
     }
     match lock {
         LockHold::Held(_) => Ok(record::advance_verified(repo, sha, trunk).await?),
@@ -78,7 +78,7 @@ pub async fn conclude(
                     Some(record::RecordError::Interrupted { .. })
                 ) =>
             {
-                Ok("unchanged: interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it".into())
+                Ok(PointerOutcome::Unchanged(Unmoved::Interrupted))
             }
             Err(e) => Err(e),
         },
@@ -87,24 +87,20 @@ pub async fn conclude(
 
 /// Why the pointer must not move for this invocation, in `scope`'s words;
 /// `None` when every record is green and ran at least one test.
-fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<String> {
+fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<Unmoved> {
     let all_green = !records.is_empty() && records.iter().all(|r| r.verdict == Verdict::Green);
+    // Measured truthfully, but a suite that ran nothing verified nothing.
     let any_zero = records.iter().any(|r| r.count == Avail::Value(0));
+    let sha = sha.to_string();
     match scope {
-        Scope::Local if all_green && any_zero => Some(
-            // Measured truthfully, but a suite that ran nothing verified nothing.
-            "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA"
-                .into(),
-        ),
+        Scope::Local if all_green && any_zero => Some(Unmoved::ZeroTests),
         Scope::Local if all_green => None,
-        Scope::Local => Some(format!("unchanged: {sha} is not green")),
-        Scope::Machines if all_green && any_zero => Some(
-            "unchanged: the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA".into(),
-        ),
+        Scope::Local => Some(Unmoved::NotGreen { sha }),
+        Scope::Machines if all_green && any_zero => Some(Unmoved::ZeroTestsOnSomeMachine),
         Scope::Machines if all_green => None,
         Scope::Machines => Some(match disagreement(records) {
-            Some(d) => format!("unchanged: the machines disagree ({d})"),
-            None => format!("unchanged: {sha} is not green on every named machine"),
+            Some(disagreement) => Unmoved::MachinesDisagree { disagreement },
+            None => Unmoved::NotGreenOnEveryMachine { sha },
         }),
     }
 }

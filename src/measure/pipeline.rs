@@ -128,10 +128,9 @@ pub struct Outcome {
     pub record: Record,
     /// Where it was appended.
     pub attempts: PathBuf,
-    /// What happened to the verified pointer: `moved`, or `unchanged: <why>`
-    /// (on every verdict — a red or failed measurement reads
-    /// `unchanged: <sha> is not green`).
-    pub pointer: String,
+    /// What happened to the verified pointer (on every verdict — a red or
+    /// failed measurement reads `unchanged: <sha> is not green`).
+    pub pointer: record::PointerOutcome,
     /// The last lines of the suite's stderr (shown on red / failure).
     pub stderr_tail: String,
     /// The last lines of the kept suite log (stdout then stderr; shown on
@@ -156,7 +155,7 @@ pub struct Multi {
     /// Where the records were appended.
     pub attempts: PathBuf,
     /// What happened to the verified pointer.
-    pub pointer: String,
+    pub pointer: record::PointerOutcome,
     /// `green on m0, red on m1` when the machines disagree.
     pub disagreement: Option<String>,
 }
