@@ -155,16 +155,6 @@ fn gofmt_program(go: &str) -> String {
     }
 }
 
-/// Observer for a person watching.
-pub trait Watch: Send + Sync {
-    /// A step is about to run.
-    fn step(&self, _name: &str, _argv: &[String]) {}
-}
-
-/// A [`Watch`] that shows nothing.
-pub struct Quiet;
-impl Watch for Quiet {}
-
 /// Run the four steps at `settings.rev` and append the record.
 ///
 /// Errors: refusals before anything runs (bad repository or revision, no
@@ -173,7 +163,7 @@ pub async fn verify_stream(
     home: &Home,
     catalog: &Catalog,
     s: &Settings,
-    watch: &dyn Watch,
+    progress: &dyn crate::measure::progress::Progress,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
     let setup = measure::Setup::open(home, &s.repo).await?;
@@ -229,7 +219,13 @@ pub async fn verify_stream(
         if interrupt.is_cancelled() {
             break;
         }
-        watch.step(name, &suite.argv);
+        progress.event(
+            "local",
+            &crate::measure::progress::Event::Step {
+                name,
+                argv: &suite.argv,
+            },
+        );
         let run = measure::run_suite(
             &scratch,
             measure::Plan::new(suite, &budget, &provisions)
@@ -287,7 +283,13 @@ pub async fn verify_stream(
     }
     if err.is_none() && !interrupt.is_cancelled() {
         let argv = vec![gofmt_program(&go), "-l".into(), ".".into()];
-        watch.step("gofmt", &argv);
+        progress.event(
+            "local",
+            &crate::measure::progress::Event::Step {
+                name: "gofmt",
+                argv: &argv,
+            },
+        );
         let ran = exec::run(
             Cmd::from_argv(&argv)
                 .cwd(&scratch.path)

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
+use std::time::Instant;
 
 /// `--timeout`: the same budget rule as `verify.<suite>.timeout`
 /// ([`crate::config::schema::parse_budget`]: 1s to 30d).
@@ -106,6 +107,67 @@ impl Drop for Spinner {
     }
 }
 
+/// Plain progress lines on stderr (no terminal), or one indicatif line per
+/// machine.
+pub struct Lines {
+    bars: Vec<(String, indicatif::ProgressBar)>,
+    start: Instant,
+}
+
+impl Lines {
+    /// One line per machine in `ids`; indicatif when stderr is a terminal
+    /// and `quiet` is false, plain lines otherwise (none when `quiet`).
+    pub fn new(ids: &[String], quiet: bool) -> Lines {
+        use std::io::IsTerminal;
+        let mut bars = Vec::new();
+        if !quiet && std::io::stderr().is_terminal() {
+            let mp = indicatif::MultiProgress::new();
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} {prefix:.bold} {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            let w = ids.iter().map(String::len).max().unwrap_or(0);
+            for id in ids {
+                let pb = mp.add(indicatif::ProgressBar::new_spinner());
+                pb.set_style(style.clone());
+                pb.set_prefix(format!("{id:w$}"));
+                pb.enable_steady_tick(Duration::from_millis(120));
+                bars.push((id.clone(), pb));
+            }
+        }
+        Lines {
+            bars,
+            start: Instant::now(),
+        }
+    }
+    /// Finish every line.
+    pub fn finish(&self) {
+        for (_, pb) in &self.bars {
+            pb.finish();
+        }
+    }
+}
+
+impl Progress for Lines {
+    fn event(&self, machine: &str, event: &Event<'_>) {
+        let what = event.words();
+        match self.bars.iter().find(|(id, _)| id == machine) {
+            Some((_, pb)) => {
+                if let Event::Done { .. } = event {
+                    pb.finish_with_message(what);
+                } else {
+                    pb.set_message(what);
+                }
+            }
+            None if self.bars.is_empty() => {
+                let e = self.start.elapsed().as_secs();
+                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
+            }
+            None => {}
+        }
+    }
+}
+
 /// What a person sees of the suite on a non-green verdict: `(json key,
 /// header, text)`. The suite log's tail (stdout then stderr) when the
 /// report cannot name failures (`exitcode`), or a junit-xml suite wrote
@@ -156,7 +218,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     };
     let interrupt = crate::cancel::install();
     let certified = if certify::is_dispatch(&settings) {
-        let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
+        let lines = Lines::new(&settings.machines, ctx.json);
         let m = certify::certify(&ctx.home, &catalog, &settings, &lines, &interrupt).await;
         lines.finish();
         m?

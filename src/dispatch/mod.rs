@@ -33,6 +33,8 @@ use crate::exec::{self, Cmd};
 use crate::fleet::machines::MachineRow;
 use crate::git::Repo;
 use crate::home::Home;
+use crate::measure::bench::{Bench, BenchFuture, Measured, Shipped};
+use crate::measure::progress::Event;
 use crate::measure::{self, SuiteRun};
 use crate::suite::ResolvedSuite;
 use crate::transport::{Transport, TransportError};
@@ -152,8 +154,6 @@ impl DispatchFault {
 pub use crate::measure::pipeline::{Job, MachineRun, Multi};
 pub use crate::measure::progress::{Progress, Silent};
 pub use crate::measure::{Executor, Host as HostExecutor};
-use crate::measure::bench::{Bench, BenchFuture, Measured, Shipped};
-use crate::measure::progress::Event;
 
 /// The repository key on a machine: the same key local certify uses for
 /// its stable scratch path.
@@ -635,67 +635,6 @@ async fn locked(
     Ok(())
 }
 
-/// Plain progress lines on stderr (no terminal), or one indicatif line per
-/// machine.
-pub struct Lines {
-    bars: Vec<(String, indicatif::ProgressBar)>,
-    start: Instant,
-}
-
-impl Lines {
-    /// One line per machine in `ids`; indicatif when stderr is a terminal
-    /// and `quiet` is false, plain lines otherwise (none when `quiet`).
-    pub fn new(ids: &[String], quiet: bool) -> Lines {
-        use std::io::IsTerminal;
-        let mut bars = Vec::new();
-        if !quiet && std::io::stderr().is_terminal() {
-            let mp = indicatif::MultiProgress::new();
-            let style = indicatif::ProgressStyle::with_template(
-                "{spinner} {prefix:.bold} {msg} ({elapsed})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-            let w = ids.iter().map(String::len).max().unwrap_or(0);
-            for id in ids {
-                let pb = mp.add(indicatif::ProgressBar::new_spinner());
-                pb.set_style(style.clone());
-                pb.set_prefix(format!("{id:w$}"));
-                pb.enable_steady_tick(Duration::from_millis(120));
-                bars.push((id.clone(), pb));
-            }
-        }
-        Lines {
-            bars,
-            start: Instant::now(),
-        }
-    }
-    /// Finish every line.
-    pub fn finish(&self) {
-        for (_, pb) in &self.bars {
-            pb.finish();
-        }
-    }
-}
-
-impl Progress for Lines {
-    fn event(&self, machine: &str, event: &Event<'_>) {
-        let what = event.words();
-        match self.bars.iter().find(|(id, _)| id == machine) {
-            Some((_, pb)) => {
-                if let Event::Done { .. } = event {
-                    pb.finish_with_message(what);
-                } else {
-                    pb.set_message(what);
-                }
-            }
-            None if self.bars.is_empty() => {
-                let e = self.start.elapsed().as_secs();
-                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
-            }
-            None => {}
-        }
-    }
-}
-
 /// A fleet machine's bench: connected (or the fault that kept it from
 /// being), then ship, the machine's lock, the scratch tree under its
 /// workhome, the run, collect ([`measure_on`]).
@@ -742,11 +681,7 @@ impl Bench for FleetBench<'_> {
     fn machine(&self) -> &str {
         &self.admitted.row.id
     }
-    fn measure<'a>(
-        &'a mut self,
-        job: &'a Job<'a>,
-        executor: &'a dyn Executor,
-    ) -> BenchFuture<'a> {
+    fn measure<'a>(&'a mut self, job: &'a Job<'a>, executor: &'a dyn Executor) -> BenchFuture<'a> {
         Box::pin(async move {
             let connected = self.connected.take().unwrap_or_else(|| {
                 Err(DispatchFault::new(

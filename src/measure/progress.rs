@@ -27,6 +27,14 @@ pub enum Event<'a> {
         /// Under this budget.
         budget: &'a Budget,
     },
+    /// One step of a multi-step verb (verify-stream's `build`, `vet`,
+    /// `test`, `gofmt`) is about to run.
+    Step {
+        /// The step's name.
+        name: &'a str,
+        /// What runs.
+        argv: &'a [String],
+    },
     /// Bringing the reports back.
     Collect,
     /// The attempt is over, with this verdict.
@@ -38,13 +46,14 @@ pub enum Event<'a> {
 
 impl Event<'_> {
     /// The words of a progress line: `connect`, `ship`, `shipped 12 KiB`,
-    /// `run`, `collect`, `done: green`.
+    /// `run`, `build: go build ./...`, `collect`, `done: green`.
     pub fn words(&self) -> String {
         match self {
             Event::Connect => "connect".into(),
             Event::Ship => "ship".into(),
             Event::Shipped { bytes } => format!("shipped {} KiB", bytes.div_ceil(1024)),
             Event::Run { .. } => "run".into(),
+            Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
             Event::Collect => "collect".into(),
             Event::Done { verdict } => format!("done: {}", verdict.as_str()),
         }
