@@ -19,8 +19,9 @@ pub use crate::measure::pipeline::{Certified, Class, LOG_TAIL_LINES, Outcome, Se
 /// Refusals of certify itself.
 #[derive(Debug, thiserror::Error)]
 pub enum CertifyError {
-    /// Container-class dispatch was asked for; this version dispatches
-    /// host-class runs only.
+    /// Container-class dispatch was asked for and could not be routed. No
+    /// longer raised since one pipeline runs this machine and fleet machines
+    /// alike; the name stays reserved so it never means something else.
     #[error(
         "certify --class {class} --machine {machines} asks for container-class dispatch, which this version does not run yet — certify with --class host (on this machine, or with --machine on admitted fleet machines)"
     )]
