@@ -259,15 +259,16 @@ pub struct Lock {
 
 impl Lock {
     /// Take the lock, waiting for any other holder (off the async runtime).
-    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up: [`RecordError::Interrupted`], nothing
-    /// measured, nothing written.
+    /// A free lock is taken at once, even when Ctrl-C was already pressed;
+    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up:
+    /// [`RecordError::Interrupted`], nothing measured, nothing written.
     pub async fn acquire(
         repo: &Repo,
         interrupt: &crate::cancel::Token,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
         let shown = path.clone();
-        let wait = tokio::task::spawn_blocking(move || {
+        let open = tokio::task::spawn_blocking(move || {
             if let Some(d) = path.parent() {
                 std::fs::create_dir_all(d).map_err(|source| IoError::Io {
                     action: "create directory",
@@ -285,6 +286,21 @@ impl Lock {
                     path: path.clone(),
                     source,
                 })?;
+            match f.try_lock() {
+                Ok(()) => Ok::<_, IoError>((f, true, path)),
+                Err(std::fs::TryLockError::WouldBlock) => Ok((f, false, path)),
+                Err(std::fs::TryLockError::Error(source)) => Err(IoError::Io {
+                    action: "lock",
+                    path: path.clone(),
+                    source,
+                }),
+            }
+        });
+        let (f, held, path) = open.await.expect("lock task does not panic")?;
+        if held {
+            return Ok(Lock { _file: f });
+        }
+        let wait = tokio::task::spawn_blocking(move || {
             f.lock().map_err(|source| IoError::Io {
                 action: "lock",
                 path: path.clone(),
