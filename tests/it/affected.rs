@@ -1,7 +1,6 @@
 //! The affected tier end to end: the real `saphan` binary, real git
 //! repositories, real Go modules (standard library only) and a real `go`.
 
-
 use crate::common::gomod::{self, MODULE};
 use crate::common::{Env, Repo, assert_code, git, text};
 use serde_json::Value;

@@ -1,7 +1,6 @@
 //! certify at its edges: hostile trees, odd report files, symlinked config,
 //! hostile durations and usage errors. The real binary on real git repos.
 
-
 use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, git, json, text};
 
 /// A repository whose tree commits `docs -> <outside>`, `notes.txt ->

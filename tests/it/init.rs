@@ -2,7 +2,6 @@
 //! two keys it shows, asking (default no), no terminal → nothing written
 //! unless --yes, nothing recognised → nothing proposed.
 
-
 use crate::common::{Env, Repo, assert_code, have, skip_unless, text};
 use saphan::config::Config;
 use saphan::home::Home;

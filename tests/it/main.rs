@@ -2,10 +2,10 @@
 //! `common` (the real-binary harness, the lab, Go modules, suite images) is
 //! compiled once for all of them.
 
-mod common;
 mod affected;
 mod certify;
 mod certify_edges;
+mod common;
 mod config;
 mod container;
 mod core_remote;

@@ -3,7 +3,6 @@
 //! exactly that path left missing-and-locked by a killed run does not wedge
 //! the next certify, and the operator's own worktrees are never touched.
 
-
 use crate::common::{Env, Repo, assert_code, git, json};
 
 #[test]

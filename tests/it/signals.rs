@@ -2,7 +2,6 @@
 //! process group is killed, the scratch tree removed, and the record says
 //! `interrupted`, naming the signal.
 
-
 use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, json};
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};

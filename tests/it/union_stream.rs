@@ -1,7 +1,6 @@
 //! verify-union and verify-stream end to end: the real binary, real git
 //! repositories, real Go modules (standard library only), a real `go`.
 
-
 use crate::common::gomod;
 use crate::common::{Env, Repo, assert_code, git, json, text};
 
