@@ -143,6 +143,26 @@ impl Bench for LocalBench {
     }
     fn measure<'a>(&'a mut self, job: &'a Job<'a>, executor: &'a dyn Executor) -> BenchFuture<'a> {
         Box::pin(async move {
+            // The affected tier's protocol files: a run dir here, as a fleet
+            // machine's bench makes one there (`@RUN@` in the environment).
+            let run_dir = match job.affected {
+                None => None,
+                Some(manifest) => Some(affected_run_dir(manifest)?),
+            };
+            let at = |d: &tempfile::TempDir, name: &str| d.path().join(name);
+            let env: Vec<(String, String)> = match &run_dir {
+                None => job.extra_env.to_vec(),
+                Some(d) => job
+                    .extra_env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.replace("@RUN@", &d.path().to_string_lossy())))
+                    .collect(),
+            };
+            let reports = run_dir.as_ref().map(|d| at(d, "reports"));
+            let keep = run_dir.as_ref().map(|d| at(d, "stdout"));
+            // A certify attempt keeps its suite log beside its record; the
+            // affected tier saves no record, so it keeps no log here.
+            let log_dir = job.affected.is_none().then(|| super::log_dir(job.repo));
             let scratch = self.checkout(job.sha).await?;
             job.progress.event(
                 "local",
@@ -152,10 +172,11 @@ impl Bench for LocalBench {
                     budget: job.budget,
                 },
             );
-            let log_dir = super::log_dir(job.repo);
             let plan = Plan::new(job.suite, job.budget, job.provisions)
-                .extra_env(job.extra_env)
-                .log_dir(Some(&log_dir))
+                .extra_env(&env)
+                .report_root(reports.as_deref())
+                .keep_stdout(keep.as_deref())
+                .log_dir(log_dir.as_deref())
                 .catalog(job.catalog);
             let run = super::run_suite_with(&scratch, plan, executor, job.interrupt).await;
             // A container is gone (removed on every path) before its tree.
@@ -174,8 +195,30 @@ impl Bench for LocalBench {
                 argv: job.suite.argv.clone(),
                 notes: Vec::new(),
                 fleet: None,
-                local: None,
+                local: run_dir,
             })
         })
     }
+}
+
+/// A fresh local run dir for the affected tier: `manifest.json` (a copy of
+/// `manifest`) and an empty `reports/`; the adapter writes `scope.json`
+/// there and the suite's stdout is kept as `stdout`.
+fn affected_run_dir(manifest: &Path) -> Result<tempfile::TempDir> {
+    let io = |action: &'static str, path: PathBuf| {
+        move |source: std::io::Error| crate::error::IoError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let d = tempfile::Builder::new()
+        .prefix("saphan-affected-run-")
+        .tempdir()
+        .map_err(io("create a temp directory in", std::env::temp_dir()))?;
+    let reports = d.path().join("reports");
+    std::fs::create_dir(&reports).map_err(io("create", reports.clone()))?;
+    let staged = d.path().join("manifest.json");
+    std::fs::copy(manifest, &staged).map_err(io("copy the manifest to", staged.clone()))?;
+    Ok(d)
 }
