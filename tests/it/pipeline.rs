@@ -354,3 +354,40 @@ fn a_local_row_and_an_ssh_machine_run_in_one_invocation() {
     assert_workhome_clean(&work.path().join("m0"));
     common::assert_only_main_worktree(&repo);
 }
+
+/// What a person reads of a dispatched certify (no `--json`, no terminal):
+/// one plain progress line per step of each machine on stderr — the typed
+/// progress events rendered by the CLI in the words they always had — and
+/// the summary on stdout.
+#[test]
+fn a_dispatched_certify_prints_progress_lines_and_the_summary() {
+    let work = scratch_dir("saphan-here-");
+    let env = fleet_with_here(None, &[], work.path());
+    env.write_config(&sh_suite("ok.sh"));
+    let repo = repo_with_gate(Path::new("/nonexistent"));
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "here"]);
+    assert_code(&o, 0);
+    let (out, err) = text(&o);
+    for step in [
+        "connect (",
+        "ship (",
+        "shipped ",
+        "run (",
+        "collect (",
+        "done: green (",
+    ] {
+        assert!(
+            err.lines().any(|l| l.starts_with(&format!("here: {step}"))),
+            "no `here: {step}` line in:\n{err}"
+        );
+    }
+    assert!(err.contains(" KiB ("), "{err}");
+    assert!(
+        out.contains(&format!(
+            "verified: refs/saphan/verified -> {} (moved: green on every named machine)",
+            repo.head()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("shipped: "), "{out}");
+}
