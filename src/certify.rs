@@ -13,7 +13,6 @@ use crate::git::Repo;
 use crate::record;
 use std::path::{Path, PathBuf};
 
-pub use crate::measure::bench::scratch_path;
 pub use crate::measure::pipeline::{Certified, Class, LOG_TAIL_LINES, Outcome, Settings, certify};
 
 /// Refusals of certify itself.
