@@ -115,16 +115,6 @@ fn gofmt_program(go: &str) -> String {
     }
 }
 
-/// Observer for a person watching.
-pub trait Watch: Send + Sync {
-    /// A step is about to run.
-    fn step(&self, _name: &str, _argv: &[String]) {}
-}
-
-/// A [`Watch`] that shows nothing.
-pub struct Quiet;
-impl Watch for Quiet {}
-
 /// Run the four steps at `settings.rev` and append the record.
 ///
 /// Errors: refusals before anything runs (bad repository or revision, no
@@ -133,7 +123,7 @@ pub async fn verify_stream(
     home: &Home,
     catalog: &Catalog,
     s: &Settings,
-    watch: &dyn Watch,
+    progress: &dyn crate::measure::progress::Progress,
     interrupt: &Interrupt,
 ) -> Result<Outcome> {
     let setup = measure::Setup::open(home, &s.repo).await?;
@@ -179,10 +169,8 @@ pub async fn verify_stream(
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
-    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
-    let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &sha)
-        .await?;
+    let bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+    let scratch = bench.checkout(&sha).await?;
     let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
@@ -191,19 +179,18 @@ pub async fn verify_stream(
         if interrupt.is_cancelled() {
             break;
         }
-        watch.step(name, &suite.argv);
+        progress.event(
+            "local",
+            &crate::measure::progress::Event::Step {
+                name,
+                argv: &suite.argv,
+            },
+        );
         let run = measure::run_suite(
             &scratch,
-            measure::Plan {
-                suite,
-                budget: &budget,
-                provisions: &provisions,
-                extra_env: &[],
-                report_root: None,
-                keep_stdout: None,
-                log_dir: (name == "test").then_some(log_dir.as_path()),
-                catalog: Some(catalog),
-            },
+            measure::Plan::new(suite, &budget, &provisions)
+                .log_dir((name == "test").then_some(log_dir.as_path()))
+                .catalog(Some(catalog)),
             interrupt,
         )
         .await;
@@ -256,7 +243,13 @@ pub async fn verify_stream(
     }
     if err.is_none() && !interrupt.is_cancelled() {
         let argv = vec![gofmt_program(&go), "-l".into(), ".".into()];
-        watch.step("gofmt", &argv);
+        progress.event(
+            "local",
+            &crate::measure::progress::Event::Step {
+                name: "gofmt",
+                argv: &argv,
+            },
+        );
         let ran = exec::run(
             Cmd::from_argv(&argv)
                 .cwd(&scratch.path)

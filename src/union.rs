@@ -24,6 +24,7 @@ use crate::catalog::Catalog;
 use crate::error::{Exit, Refusal, Result};
 use crate::git::{self, GitError, Repo};
 use crate::home::Home;
+use crate::measure::bench::LocalBench;
 use crate::measure::{self, Budget, Interrupt, Subject};
 use crate::record::{self, Record};
 use crate::report::Verdict;
@@ -234,22 +235,14 @@ pub async fn verify_union(
     })?;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
-    let _lock = record::Lock::acquire(repo, interrupt).await?;
-    let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &union)
-        .await?;
+    let bench = LocalBench::open(home, repo, interrupt).await?;
+    let scratch = bench.checkout(&union).await?;
+    let log_dir = measure::log_dir(repo);
     let run = measure::run_then_remove(
         scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: &budget,
-            provisions: &provisions,
-            extra_env: &[],
-            report_root: None,
-            keep_stdout: None,
-            log_dir: Some(&measure::log_dir(repo)),
-            catalog: Some(catalog),
-        },
+        measure::Plan::new(&suite, &budget, &provisions)
+            .log_dir(Some(&log_dir))
+            .catalog(Some(catalog)),
         interrupt,
     )
     .await;
@@ -293,7 +286,7 @@ pub async fn verify_union(
     Ok(Outcome {
         record: rec,
         attempts,
-        log_tail: run.log_tail(crate::certify::LOG_TAIL_LINES),
+        log_tail: run.log_tail(measure::pipeline::LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
     })
 }

@@ -199,8 +199,13 @@ async fn add(
     );
     if t.is_local() {
         // Locally the stores are found here; a dispatched tree gets its
-        // submodules from the machine's mirror (see dispatch).
-        let local = crate::git::Repo::open(repo).await?;
+        // submodules from the machine's mirror (see dispatch) — also on
+        // this machine, through a `transport = "local"` row: a bare mirror.
+        let local = match crate::git::Repo::open(repo).await {
+            Ok(r) => r,
+            Err(GitError::Bare { .. }) => return Ok(scratch),
+            Err(e) => return Err(e),
+        };
         let subs: Vec<(String, String, Option<PathBuf>)> = local
             .submodules(sha)
             .await?

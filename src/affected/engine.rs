@@ -32,6 +32,8 @@ use crate::error::{Exit, Result};
 use crate::exec::Termination;
 use crate::git::{self, Repo};
 use crate::home::Home;
+use crate::measure::bench::Bench;
+use crate::measure::pipeline::Job;
 use crate::measure::{self, Budget, Interrupt, SuiteRun};
 use crate::report::{FailureKind, Measurement, ReportKind, Verdict};
 use crate::suite::ResolvedSuite;
@@ -359,9 +361,6 @@ async fn run_adapter(
         .tempdir()
         .map_err(io("create a temp directory in", std::env::temp_dir()))?;
     let manifest_path = private.path().join("manifest.json");
-    let scope_path = private.path().join("scope.json");
-    let report_dir = private.path().join("reports");
-    std::fs::create_dir(&report_dir).map_err(io("create", report_dir.clone()))?;
     let manifest = Manifest {
         version: VERSION,
         repository: res.repository.clone(),
@@ -373,84 +372,73 @@ async fn run_adapter(
         &manifest_path,
         &serde_json::to_vec_pretty(&manifest).expect("a manifest serializes"),
     )?;
-    let env: Vec<(String, String)> = [
-        (ENV_MANIFEST, &manifest_path),
-        (ENV_SCOPE_OUT, &scope_path),
-        (ENV_REPORT_DIR, &report_dir),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned()))
-    .collect();
-
-    let stream_path = private.path().join("stdout");
-    if let Some(on) = on {
-        let (run, local) = run_remote(
-            repo,
-            &on,
-            &suite,
-            &budget,
-            &provisions,
-            &manifest_path,
-            &res.head,
-            interrupt,
-        )
-        .await?;
-        res.adapter_argv = run.1.clone();
-        let (run, _) = run;
-        let (scope_path, stream) = match &local {
-            Some(d) => (d.path().join("scope.json"), d.path().join("stdout")),
-            None => (
-                private.path().join("no-scope.json"),
-                private.path().join("no-stdout"),
-            ),
-        };
-        let judged = judge(
-            &run,
-            &shown,
-            &budget,
-            &suite,
-            &manifest,
-            &scope_path,
-            &stream,
-            res,
-        );
-        drop(local);
-        drop(private);
-        return judged;
-    }
-    // Under the repository lock, at the repository's one stable scratch
-    // path (certify's): Go's build cache is keyed by directory, so a fresh
-    // random path every run would make every run cold.
-    let _lock = crate::record::Lock::acquire(repo, interrupt).await?;
-    let scratch = repo
-        .scratch_worktree_at(&crate::certify::scratch_path(home, repo), &res.head)
-        .await?;
-    let run = measure::run_then_remove(
-        scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: &budget,
-            provisions: &provisions,
-            extra_env: &env,
-            report_root: Some(&report_dir),
-            keep_stdout: Some(&stream_path),
-            log_dir: None,
-            catalog: None,
-        },
-        interrupt,
-    )
-    .await;
-    let run = run?;
+    // The protocol's files live in the attempt's run dir on the machine
+    // that runs the adapter (`@RUN@`): this machine's bench makes one here,
+    // a fleet machine's bench makes one under its workhome.
+    let env: Vec<(String, String)> = vec![
+        (ENV_MANIFEST.to_string(), "@RUN@/manifest.json".to_string()),
+        (ENV_SCOPE_OUT.to_string(), "@RUN@/scope.json".to_string()),
+        (ENV_REPORT_DIR.to_string(), "@RUN@/reports".to_string()),
+    ];
+    let measured = match on {
+        Some(on) => {
+            run_remote(
+                repo,
+                &on,
+                &suite,
+                &budget,
+                &provisions,
+                &env,
+                &manifest_path,
+                &res.head,
+                interrupt,
+            )
+            .await?
+        }
+        None => {
+            // Under the repository lock, at the repository's one stable
+            // scratch path (certify's): Go's build cache is keyed by
+            // directory, so a fresh random path every run would make every
+            // run cold.
+            let job = Job {
+                home,
+                repo,
+                sha: &res.head,
+                suite: &suite,
+                budget: &budget,
+                provisions: &provisions,
+                submodules: &[],
+                verb: "verify-affected",
+                extra_env: &env,
+                interrupt,
+                affected: Some(&manifest_path),
+                self_binary: None,
+                catalog: None,
+                progress: &crate::measure::progress::Silent,
+            };
+            let mut bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+            bench.measure(&job, &measure::Host).await?
+        }
+    };
+    res.adapter_argv = measured.argv.clone();
+    let (scope_path, stream) = match &measured.local {
+        Some(d) => (d.path().join("scope.json"), d.path().join("stdout")),
+        None => (
+            private.path().join("no-scope.json"),
+            private.path().join("no-stdout"),
+        ),
+    };
     let judged = judge(
-        &run,
+        &measured.run,
         &shown,
         &budget,
         &suite,
         &manifest,
         &scope_path,
-        &stream_path,
+        &stream,
         res,
     );
+    drop(measured);
     drop(private);
     judged
 }
@@ -467,10 +455,11 @@ async fn run_remote(
     suite: &ResolvedSuite,
     budget: &Budget,
     provisions: &[crate::config::Provision],
+    env: &[(String, String)],
     manifest_path: &Path,
     head: &str,
     interrupt: &Interrupt,
-) -> Result<((SuiteRun, Vec<String>), Option<tempfile::TempDir>)> {
+) -> Result<measure::bench::Measured> {
     use crate::dispatch;
     let embedded;
     let catalog = match on.catalog {
@@ -505,11 +494,6 @@ async fn run_remote(
             })?;
     }
     let submodules = repo.submodules(head).await?;
-    let env: Vec<(String, String)> = vec![
-        (ENV_MANIFEST.to_string(), "@RUN@/manifest.json".to_string()),
-        (ENV_SCOPE_OUT.to_string(), "@RUN@/scope.json".to_string()),
-        (ENV_REPORT_DIR.to_string(), "@RUN@/reports".to_string()),
-    ];
     let job = dispatch::Job {
         home: on.home,
         repo,
@@ -519,25 +503,19 @@ async fn run_remote(
         provisions,
         submodules: &submodules,
         verb: "verify-affected",
-        extra_env: &env,
+        extra_env: env,
         interrupt,
         affected: Some(manifest_path),
         self_binary: (!self_sha.is_empty()).then_some((me.as_path(), self_sha.as_str())),
+        catalog: None,
+        progress: &dispatch::Silent,
     };
-    let t0 = std::time::Instant::now();
-    let c = dispatch::connect(on.home, m).await?;
-    let c = dispatch::measure_on(
-        &job,
-        m,
-        c,
-        t0.elapsed(),
-        &dispatch::HostExecutor,
-        &dispatch::Silent,
-    )
-    .await?;
-    let mut run = c.run;
-    run.stderr_tail = format!("(on {}) {}", on.machine, run.stderr_tail);
-    Ok(((run, c.argv), c.local))
+    let mut bench = dispatch::FleetBench::connect_all(&job, std::slice::from_ref(m))
+        .await?
+        .remove(0);
+    let mut c = bench.measure(&job, &dispatch::HostExecutor).await?;
+    c.run.stderr_tail = format!("(on {}) {}", on.machine, c.run.stderr_tail);
+    Ok(c)
 }
 
 /// The packages a go test -json stream finished: those with a terminal

@@ -1,15 +1,16 @@
 //! `saphan certify` and `saphan records`.
 
 use super::{Ctx, out, out_json};
-use crate::certify::{self, Class, Settings, Watch};
+use crate::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
-use crate::measure::Budget;
-use crate::record::Avail;
+use crate::measure::progress::{Event, Progress};
+use crate::record::{Avail, PointerOutcome};
 use crate::report::Verdict;
 use clap::{Args, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
+use std::time::Instant;
 
 /// `--timeout`: the same budget rule as `verify.<suite>.timeout`
 /// ([`crate::config::schema::parse_budget`]: 1s to 30d).
@@ -75,24 +76,94 @@ pub enum RecordsCmd {
     },
 }
 
+/// This machine's attempt as one spinner line on a terminal.
 struct Spinner(Option<indicatif::ProgressBar>);
 
-impl Watch for Spinner {
-    fn running(&self, sha: &str, argv: &[String], budget: &Budget) {
-        if let Some(pb) = &self.0 {
-            pb.set_message(format!(
-                "certify {}: running `{}` (budget {}, {})",
-                &sha[..12.min(sha.len())],
-                argv.join(" "),
-                humantime::format_duration(budget.duration),
-                budget.source
-            ));
-            pb.enable_steady_tick(Duration::from_millis(120));
+impl Progress for Spinner {
+    fn event(&self, _machine: &str, event: &Event<'_>) {
+        let Some(pb) = &self.0 else { return };
+        match event {
+            Event::Run { sha, argv, budget } => {
+                pb.set_message(format!(
+                    "certify {}: running `{}` (budget {}, {})",
+                    &sha[..12.min(sha.len())],
+                    argv.join(" "),
+                    humantime::format_duration(budget.duration),
+                    budget.source
+                ));
+                pb.enable_steady_tick(Duration::from_millis(120));
+            }
+            Event::Done { .. } => pb.finish_and_clear(),
+            _ => {}
         }
     }
-    fn done(&self) {
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
         if let Some(pb) = &self.0 {
             pb.finish_and_clear();
+        }
+    }
+}
+
+/// Plain progress lines on stderr (no terminal), or one indicatif line per
+/// machine.
+pub struct Lines {
+    bars: Vec<(String, indicatif::ProgressBar)>,
+    start: Instant,
+}
+
+impl Lines {
+    /// One line per machine in `ids`; indicatif when stderr is a terminal
+    /// and `quiet` is false, plain lines otherwise (none when `quiet`).
+    pub fn new(ids: &[String], quiet: bool) -> Lines {
+        use std::io::IsTerminal;
+        let mut bars = Vec::new();
+        if !quiet && std::io::stderr().is_terminal() {
+            let mp = indicatif::MultiProgress::new();
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} {prefix:.bold} {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+            let w = ids.iter().map(String::len).max().unwrap_or(0);
+            for id in ids {
+                let pb = mp.add(indicatif::ProgressBar::new_spinner());
+                pb.set_style(style.clone());
+                pb.set_prefix(format!("{id:w$}"));
+                pb.enable_steady_tick(Duration::from_millis(120));
+                bars.push((id.clone(), pb));
+            }
+        }
+        Lines {
+            bars,
+            start: Instant::now(),
+        }
+    }
+    /// Finish every line.
+    pub fn finish(&self) {
+        for (_, pb) in &self.bars {
+            pb.finish();
+        }
+    }
+}
+
+impl Progress for Lines {
+    fn event(&self, machine: &str, event: &Event<'_>) {
+        let what = event.words();
+        match self.bars.iter().find(|(id, _)| id == machine) {
+            Some((_, pb)) => {
+                if let Event::Done { .. } = event {
+                    pb.finish_with_message(what);
+                } else {
+                    pb.set_message(what);
+                }
+            }
+            None if self.bars.is_empty() => {
+                let e = self.start.elapsed().as_secs();
+                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
+            }
+            None => {}
         }
     }
 }
@@ -145,22 +216,47 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         image: a.image,
         network: a.network,
     };
-    let spinner = if !ctx.json && std::io::stderr().is_terminal() {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                .expect("static template"),
-        );
-        Spinner(Some(pb))
-    } else {
-        Spinner(None)
+    // `--machine @admitted`: choose the admitted machines first, and say
+    // which were chosen and which were left out, and why.
+    let selection = match settings.machines.as_slice() {
+        [m] if m == crate::dispatch::admit::ADMITTED => {
+            Some(crate::dispatch::admit::select(&ctx.home, &catalog, &settings).await?)
+        }
+        _ => None,
+    };
+    let settings = match &selection {
+        Some(sel) => {
+            eprint!("{}", sel.lines());
+            Settings {
+                machines: sel.chosen.clone(),
+                ..settings
+            }
+        }
+        None => settings,
     };
     let interrupt = crate::cancel::install();
-    if certify::is_dispatch(&settings) {
-        drop(spinner);
-        return dispatched(ctx, &catalog, &settings, &interrupt).await;
-    }
-    let o = certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?;
+    let certified = if certify::is_dispatch(&settings) {
+        let lines = Lines::new(&settings.machines, ctx.json);
+        let m = certify::certify(&ctx.home, &catalog, &settings, &lines, &interrupt).await;
+        lines.finish();
+        m?
+    } else {
+        let spinner = if !ctx.json && std::io::stderr().is_terminal() {
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                    .expect("static template"),
+            );
+            Spinner(Some(pb))
+        } else {
+            Spinner(None)
+        };
+        certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?
+    };
+    let o = match certified {
+        Certified::Machines(m) => return Ok(dispatched(ctx, &m, selection.as_ref())),
+        Certified::Here(o) => *o,
+    };
     let r = &o.record;
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
@@ -175,18 +271,16 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         let mut s = verdict_lines(r, "");
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
-        if o.pointer == "moved" {
-            s.push_str(&format!(
+        match &o.pointer {
+            PointerOutcome::Moved => s.push_str(&format!(
                 "verified: {} -> {} (moved)\n",
                 crate::record::VERIFIED_REF,
                 r.sha
-            ));
-        } else {
-            s.push_str(&format!(
-                "verified: {} not moved ({})\n",
+            )),
+            PointerOutcome::Unchanged(why) => s.push_str(&format!(
+                "verified: {} not moved ({why})\n",
                 crate::record::VERIFIED_REF,
-                o.pointer.trim_start_matches("unchanged: ")
-            ));
+            )),
         }
         out(&s);
         if let Some((_, header, tail)) = failure_tail(&o) {
@@ -253,37 +347,13 @@ fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
     s
 }
 
-/// `certify --machine …`: dispatch, then one summary.
-async fn dispatched(
+/// `certify --machine …`: one summary of every machine's attempt (and,
+/// for `--machine @admitted`, which machines were chosen).
+fn dispatched(
     ctx: &Ctx,
-    catalog: &crate::catalog::Catalog,
-    settings: &Settings,
-    interrupt: &crate::measure::Interrupt,
-) -> Result<Exit> {
-    // `--machine @admitted`: choose the admitted machines first, and say
-    // which were chosen and which were left out, and why.
-    let selection = match settings.machines.as_slice() {
-        [m] if m == crate::dispatch::admit::ADMITTED => {
-            Some(crate::dispatch::admit::select(&ctx.home, catalog, settings).await?)
-        }
-        _ => None,
-    };
-    let chosen;
-    let settings = match &selection {
-        Some(sel) => {
-            eprint!("{}", sel.lines());
-            chosen = Settings {
-                machines: sel.chosen.clone(),
-                ..settings.clone()
-            };
-            &chosen
-        }
-        None => settings,
-    };
-    let lines = crate::dispatch::Lines::new(&settings.machines, ctx.json);
-    let m = certify::certify_machines(&ctx.home, catalog, settings, &lines, interrupt).await;
-    lines.finish();
-    let m = m?;
+    m: &crate::dispatch::Multi,
+    selection: Option<&crate::dispatch::admit::Selection>,
+) -> Exit {
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
@@ -303,21 +373,20 @@ async fn dispatched(
             s.push_str(&format!("machines disagree: {d}\n"));
         }
         s.push_str(&format!("records: {}\n", m.attempts.display()));
-        match m.pointer.as_str() {
-            "moved" => s.push_str(&format!(
+        match &m.pointer {
+            PointerOutcome::Moved => s.push_str(&format!(
                 "verified: {} -> {} (moved: green on every named machine)\n",
                 crate::record::VERIFIED_REF,
                 m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
             )),
-            why => s.push_str(&format!(
-                "verified: {} not moved ({})\n",
+            PointerOutcome::Unchanged(why) => s.push_str(&format!(
+                "verified: {} not moved ({why})\n",
                 crate::record::VERIFIED_REF,
-                why.trim_start_matches("unchanged: ")
             )),
         }
         out(&s);
     }
-    Ok(m.exit())
+    m.exit()
 }
 
 /// Run `records`.

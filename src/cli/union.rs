@@ -112,12 +112,13 @@ fn pointer_line(r: &crate::record::Record) -> String {
     }
 }
 
+/// verify-stream's steps as lines on a terminal's stderr.
 struct Progress(bool);
 
-impl stepgo::Watch for Progress {
-    fn step(&self, name: &str, argv: &[String]) {
-        if self.0 {
-            eprintln!("verify-stream: {name}: {}", argv.join(" "));
+impl crate::measure::progress::Progress for Progress {
+    fn event(&self, _machine: &str, event: &crate::measure::progress::Event<'_>) {
+        if self.0 && matches!(event, crate::measure::progress::Event::Step { .. }) {
+            eprintln!("verify-stream: {}", event.words());
         }
     }
 }

@@ -15,29 +15,31 @@
 //!    core ([`measure::run_suite_with`]: provisions placed and hashed there,
 //!    the suite under the budget enforced on the machine, reports collected
 //!    through the transport, the same parsers), remove the tree;
-//! 5. record locally, one record per machine; the pointer moves only when
-//!    every named machine is green.
+//! 5. record locally, one record per machine
+//!    ([`crate::measure::pipeline::record_of`]); every record is appended,
+//!    then the pointer moves only when every named machine is green
+//!    ([`crate::measure::conclude`]).
 //!
-//! The seam for other execution classes is [`Executor`] (the core's):
-//! [`run_all`] takes the executor that runs the suite's command in the
-//! shipped tree on the machine.
+//! A fleet machine is a [`FleetBench`] of the one pipeline
+//! ([`crate::measure::pipeline`]). The seam for other execution classes is
+//! [`Executor`] (the core's): the bench takes the executor that runs the
+//! suite's command in the shipped tree on the machine.
 
 pub mod admit;
 pub mod ship;
 
-use crate::config::Provision;
-use crate::error::{Exit, Refusal, Result};
+use crate::error::{Refusal, Result};
 use crate::exec::{self, Cmd};
 use crate::git::Repo;
 use crate::home::Home;
-use crate::measure::{self, Budget, Interrupt, Subject, SuiteRun};
+use crate::measure::bench::{Bench, BenchFuture, Measured, Shipped};
+use crate::measure::progress::Event;
+use crate::measure::{self, SuiteRun};
 use crate::provision::ProvisionError;
-use crate::record::{Phase, Phases, Record};
-use crate::report::{FailureKind, Verdict};
-use crate::suite::ResolvedSuite;
+use crate::record::{Phase, Phases};
+use crate::report::FailureKind;
 use crate::transport::{Transport, TransportError};
 pub use admit::{Admitted, admit_all, machine_ids};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Budget for one control command on a machine (mirror listing, fetch,
@@ -146,60 +148,14 @@ impl DispatchFault {
     }
 }
 
+pub use crate::measure::pipeline::{Job, MachineRun, Multi};
+pub use crate::measure::progress::{Progress, Silent};
 pub use crate::measure::{Executor, Host as HostExecutor};
-
-/// Progress of one machine's attempt, for a person watching.
-pub trait Progress: Send + Sync {
-    /// `machine` entered a phase (`connect`, `ship 12 KiB`, `run`, `collect`).
-    fn phase(&self, machine: &str, what: &str);
-}
-
-/// One measurement to dispatch.
-pub struct Job<'a> {
-    /// The operator's home.
-    pub home: &'a Home,
-    /// The local repository.
-    pub repo: &'a Repo,
-    /// The full SHA.
-    pub sha: &'a str,
-    /// The resolved suite (argv as resolved locally; admission rewrites argv[0]).
-    pub suite: &'a ResolvedSuite,
-    /// The attempt budget.
-    pub budget: &'a Budget,
-    /// Provisions that apply (already preflighted locally).
-    pub provisions: &'a [Provision],
-    /// Submodules at their gitlinks: (path, commit, the local repository holding it).
-    pub submodules: &'a [crate::git::Submodule],
-    /// The verb (`certify`).
-    pub verb: &'a str,
-    /// Extra environment for the suite.
-    pub extra_env: &'a [(String, String)],
-    /// Ctrl-C.
-    pub interrupt: &'a Interrupt,
-    /// The affected tier's files (`None` for certify): `report_path` is then
-    /// relative to `<run dir>/reports`, the manifest is staged at
-    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
-    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
-    pub affected: Option<&'a Path>,
-    /// This saphan binary and its sha256, shipped to
-    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
-    pub self_binary: Option<(&'a Path, &'a str)>,
-}
-
-/// One machine's attempt, recorded.
-#[derive(Debug, Clone)]
-pub struct MachineRun {
-    /// The record (not yet appended).
-    pub record: Record,
-    /// The last lines of the suite's stderr on the machine.
-    pub stderr_tail: String,
-}
 
 /// The repository key on a machine: the same key local certify uses for
 /// its stable scratch path.
 pub fn repo_key(repo: &Repo) -> String {
-    let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
-    key[..16].to_string()
+    crate::measure::bench::repo_key(repo)
 }
 
 /// Connect to an admitted machine and, when no catalog row maps the
@@ -253,73 +209,8 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// Run `job` on the connected machine `m` (or record why it could not) and
-/// build its record. Never returns an error for what happened on the
-/// machine: every outcome after admission is a record. Refusals found on the
-/// machine before the suite ran (a provision dest conflict) are errors.
-pub async fn run_on(
-    job: &Job<'_>,
-    m: &Admitted,
-    connected: std::result::Result<Transport, DispatchFault>,
-    connect_time: Duration,
-    executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<MachineRun> {
-    let c = measure_on(job, m, connected, connect_time, executor, progress).await?;
-    let mut suite = job.suite.clone();
-    suite.argv = c.argv.clone();
-    let mut record = measure::record(
-        Subject {
-            verb: job.verb,
-            repo: &job.repo.top,
-            sha: job.sha,
-            machine: &m.row.id,
-            class: executor.class(),
-        },
-        &suite,
-        job.budget,
-        &c.run,
-    );
-    record.notes.extend(c.notes);
-    record.machine_program = Some(crate::record::MachineProgram {
-        capability: m.capability.clone(),
-        path: m.program_path.clone().unwrap_or_else(|| c.argv[0].clone()),
-        version: m.program_version.clone(),
-    });
-    record.bundle_bytes = Some(c.bundle_bytes);
-    record.phases = Some(c.phases);
-    record.remote_tree = Some(c.remote_tree);
-    record.interrupted = c.interrupted;
-    Ok(MachineRun {
-        record,
-        stderr_tail: c.run.stderr_tail,
-    })
-}
-
-/// What one machine's attempt left, before it becomes a record.
-#[derive(Debug)]
-pub struct Collected {
-    /// The run, as the measurement core describes a local one.
-    pub run: SuiteRun,
-    /// What ran there.
-    pub argv: Vec<String>,
-    /// Notes to add to the record (`reaped: …`).
-    pub notes: Vec<String>,
-    /// Bundle bytes shipped.
-    pub bundle_bytes: u64,
-    /// Seconds per phase.
-    pub phases: Phases,
-    /// The scratch tree path on the machine.
-    pub remote_tree: String,
-    /// Ctrl-C stopped it.
-    pub interrupted: bool,
-    /// Local copies: `stdout`, `tree/` (report files), `scope.json`
-    /// (affected). `None` when nothing was brought back.
-    pub local: Option<tempfile::TempDir>,
-}
-
 /// Ship, materialize, run and collect `job` on the connected machine `m`:
-/// every outcome after admission is a [`Collected`] (a failure is a failed
+/// every outcome after admission is a [`Measured`] (a failure is a failed
 /// measurement naming its cause); refusals found on the machine before the
 /// suite ran (a provision dest conflict) are errors.
 ///
@@ -334,8 +225,8 @@ pub async fn measure_on(
     connected: std::result::Result<Transport, DispatchFault>,
     connect_time: Duration,
     executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<Collected> {
+) -> Result<Measured> {
+    let progress = job.progress;
     let layout = ship::Layout {
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
         key: repo_key(job.repo),
@@ -395,18 +286,25 @@ pub async fn measure_on(
         version: m.program_version.clone(),
     };
     let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
-    progress.phase(
+    progress.event(
         &m.row.id,
-        &format!("done: {}", run.measurement.verdict.as_str()),
+        &Event::Done {
+            verdict: run.measurement.verdict,
+        },
     );
-    Ok(Collected {
+    Ok(Measured {
+        fleet: Some(Shipped {
+            capability: m.capability.clone(),
+            program_path: m.program_path.clone().unwrap_or_else(|| argv[0].clone()),
+            program_version: m.program_version.clone(),
+            bundle_bytes: a.bundle_bytes,
+            phases,
+            remote_tree: layout.tree(),
+            interrupted,
+        }),
         run,
         argv,
         notes: a.notes,
-        bundle_bytes: a.bundle_bytes,
-        phases,
-        remote_tree: layout.tree(),
-        interrupted,
         local: a.local,
     })
 }
@@ -537,7 +435,7 @@ async fn attempt(
     let run_dir = layout.run(&run_id);
 
     // Ship the SHA and every submodule commit a local store holds.
-    progress.phase(id, "ship");
+    progress.event(id, &Event::Ship);
     let t_ship = Instant::now();
     let mut sources = vec![(job.repo.clone(), job.sha.to_string())];
     for s in job.submodules {
@@ -578,9 +476,11 @@ async fn attempt(
         }
     }
     phases.insert(Phase::Ship, secs(t_ship.elapsed()));
-    progress.phase(
+    progress.event(
         id,
-        &format!("shipped {} KiB", shipped.bundle_bytes.div_ceil(1024)),
+        &Event::Shipped {
+            bytes: shipped.bundle_bytes,
+        },
     );
 
     // Materialize under the repository's lock on the machine.
@@ -655,7 +555,14 @@ async fn locked(
     };
     phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
 
-    progress.phase(id, "run");
+    progress.event(
+        id,
+        &Event::Run {
+            sha: job.sha,
+            argv,
+            budget: job.budget,
+        },
+    );
     let mut suite = job.suite.clone();
     suite.argv = argv.to_vec();
     let keep = local.path().join("stdout");
@@ -663,22 +570,17 @@ async fn locked(
     let t_run = Instant::now();
     let run = measure::run_suite_with(
         &scratch,
-        measure::Plan {
-            suite: &suite,
-            budget: job.budget,
-            provisions: job.provisions,
-            extra_env: &env,
-            report_root: report_root.as_deref(),
-            keep_stdout: Some(&keep),
-            log_dir: Some(&log_dir),
-            catalog: None,
-        },
+        measure::Plan::new(&suite, job.budget, job.provisions)
+            .extra_env(&env)
+            .report_root(report_root.as_deref())
+            .keep_stdout(Some(&keep))
+            .log_dir(Some(&log_dir)),
         executor,
         job.interrupt,
     )
     .await;
     let run_time = t_run.elapsed();
-    progress.phase(id, "collect");
+    progress.event(id, &Event::Collect);
     let t_collect = Instant::now();
     if job.affected.is_some() {
         // No scope file is an answer the affected engine judges, not a fault.
@@ -712,196 +614,63 @@ async fn locked(
     Ok(())
 }
 
-/// Every machine's attempt of one invocation, and what the pointer did.
-#[derive(Debug, Clone)]
-pub struct Multi {
-    /// One run per machine, in the order named.
-    pub runs: Vec<MachineRun>,
-    /// Where the records were appended.
-    pub attempts: std::path::PathBuf,
-    /// What happened to the verified pointer.
-    pub pointer: String,
-    /// `green on m0, red on m1` when the machines disagree.
-    pub disagreement: Option<String>,
+/// A fleet machine's bench: connected (or the fault that kept it from
+/// being), then ship, the machine's lock, the scratch tree under its
+/// workhome, the run, collect ([`measure_on`]).
+pub struct FleetBench<'m> {
+    admitted: &'m Admitted,
+    connected: Option<std::result::Result<Transport, DispatchFault>>,
+    connect_time: Duration,
 }
 
-impl Multi {
-    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
-    pub fn exit(&self) -> Exit {
-        let rank = |v: Verdict| match v {
-            Verdict::Green => 0,
-            Verdict::Red => 1,
-            Verdict::MeasurementFailed => 2,
-        };
-        self.runs
-            .iter()
-            .map(|r| r.record.verdict)
-            .max_by_key(|v| rank(*v))
-            .map(|v| v.exit())
-            .unwrap_or(Exit::Ok)
-    }
-}
-
-/// `green on m0, red on m1` when the verdicts differ, else `None`.
-pub fn disagreement(runs: &[MachineRun]) -> Option<String> {
-    let first = runs.first()?.record.verdict;
-    if runs.iter().all(|r| r.record.verdict == first) {
-        return None;
-    }
-    let mut groups: Vec<(Verdict, Vec<&str>)> = Vec::new();
-    for r in runs {
-        match groups.iter_mut().find(|(v, _)| *v == r.record.verdict) {
-            Some((_, ms)) => ms.push(&r.record.machine),
-            None => groups.push((r.record.verdict, vec![&r.record.machine])),
+impl<'m> FleetBench<'m> {
+    /// Connect to every admitted machine at once (a program no catalog row
+    /// maps is resolved there: refused before anything is shipped
+    /// anywhere); a machine that cannot be reached is a bench whose
+    /// attempt records that fault.
+    ///
+    /// Errors: `verification-toolchain-absent` for a program absent on a
+    /// machine.
+    pub async fn connect_all(
+        job: &Job<'_>,
+        admitted: &'m [Admitted],
+    ) -> Result<Vec<FleetBench<'m>>> {
+        for m in admitted {
+            job.progress.event(&m.row.id, &Event::Connect);
         }
-    }
-    Some(
-        groups
-            .iter()
-            .map(|(v, ms)| format!("{} on {}", v.as_str(), ms.join(", ")))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
-}
-
-/// Plain progress lines on stderr (no terminal), or one indicatif line per
-/// machine.
-pub struct Lines {
-    bars: Vec<(String, indicatif::ProgressBar)>,
-    start: Instant,
-}
-
-impl Lines {
-    /// One line per machine in `ids`; indicatif when stderr is a terminal
-    /// and `quiet` is false, plain lines otherwise (none when `quiet`).
-    pub fn new(ids: &[String], quiet: bool) -> Lines {
-        use std::io::IsTerminal;
-        let mut bars = Vec::new();
-        if !quiet && std::io::stderr().is_terminal() {
-            let mp = indicatif::MultiProgress::new();
-            let style = indicatif::ProgressStyle::with_template(
-                "{spinner} {prefix:.bold} {msg} ({elapsed})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-            let w = ids.iter().map(String::len).max().unwrap_or(0);
-            for id in ids {
-                let pb = mp.add(indicatif::ProgressBar::new_spinner());
-                pb.set_style(style.clone());
-                pb.set_prefix(format!("{id:w$}"));
-                pb.enable_steady_tick(Duration::from_millis(120));
-                bars.push((id.clone(), pb));
-            }
+        let connected = futures_util::future::join_all(admitted.iter().map(|m| async move {
+            let t0 = Instant::now();
+            let c = connect(job.home, m).await;
+            (c, t0.elapsed())
+        }))
+        .await;
+        let mut benches = Vec::new();
+        for (m, (c, d)) in admitted.iter().zip(connected) {
+            benches.push(FleetBench {
+                admitted: m,
+                connected: Some(c?),
+                connect_time: d,
+            });
         }
-        Lines {
-            bars,
-            start: Instant::now(),
-        }
-    }
-    /// Finish every line.
-    pub fn finish(&self) {
-        for (_, pb) in &self.bars {
-            pb.finish();
-        }
+        Ok(benches)
     }
 }
 
-impl Progress for Lines {
-    fn phase(&self, machine: &str, what: &str) {
-        match self.bars.iter().find(|(id, _)| id == machine) {
-            Some((_, pb)) => {
-                if what.starts_with("done") {
-                    pb.finish_with_message(what.to_string());
-                } else {
-                    pb.set_message(what.to_string());
-                }
-            }
-            None if self.bars.is_empty() => {
-                let e = self.start.elapsed().as_secs();
-                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
-            }
-            None => {}
-        }
+impl Bench for FleetBench<'_> {
+    fn machine(&self) -> &str {
+        &self.admitted.row.id
     }
-}
-
-/// No progress output.
-pub struct Silent;
-impl Progress for Silent {
-    fn phase(&self, _: &str, _: &str) {}
-}
-
-/// Dispatch `job` to every admitted machine concurrently, append one record
-/// each, and move the verified pointer only when every machine is green for
-/// the SHA in this invocation.
-pub async fn run_all(
-    job: &Job<'_>,
-    admitted: &[Admitted],
-    trunk: Option<&str>,
-    executor: &dyn Executor,
-    progress: &dyn Progress,
-) -> Result<Multi> {
-    // Connect everywhere first: a program resolved on a machine is refused
-    // before anything is shipped anywhere.
-    let mut conns = Vec::new();
-    for m in admitted {
-        progress.phase(&m.row.id, "connect");
+    fn measure<'a>(&'a mut self, job: &'a Job<'a>, executor: &'a dyn Executor) -> BenchFuture<'a> {
+        Box::pin(async move {
+            let connected = self.connected.take().unwrap_or_else(|| {
+                Err(DispatchFault::new(
+                    FailureKind::ConnectionLost,
+                    "this machine's bench was already used",
+                ))
+            });
+            measure_on(job, self.admitted, connected, self.connect_time, executor).await
+        })
     }
-    let connected = futures_util::future::join_all(admitted.iter().map(|m| async move {
-        let t0 = Instant::now();
-        let c = connect(job.home, m).await;
-        (c, t0.elapsed())
-    }))
-    .await;
-    for (c, d) in connected {
-        conns.push((c?, d));
-    }
-    let runs = futures_util::future::join_all(
-        admitted
-            .iter()
-            .zip(conns)
-            .map(|(m, (c, d))| run_on(job, m, c, d, executor, progress)),
-    )
-    .await;
-    let mut out = Vec::new();
-    let mut refused = None;
-    for r in runs {
-        match r {
-            Ok(r) => out.push(r),
-            Err(e) => refused = refused.or(Some(e)),
-        }
-    }
-    if let Some(e) = refused {
-        return Err(e);
-    }
-    let attempts = crate::record::attempts_path(job.repo);
-    let all_green = !out.is_empty() && out.iter().all(|r| r.record.verdict == Verdict::Green);
-    let any_zero = out
-        .iter()
-        .any(|r| r.record.count == crate::record::Avail::Value(0));
-    let disagreement = disagreement(&out);
-    let pointer = if all_green && any_zero {
-        "unchanged: the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA".to_string()
-    } else if all_green {
-        crate::record::advance_verified(job.repo, job.sha, trunk).await?
-    } else {
-        match &disagreement {
-            Some(d) => format!("unchanged: the machines disagree ({d})"),
-            None => format!("unchanged: {} is not green on every named machine", job.sha),
-        }
-    };
-    for r in &mut out {
-        let mut rec = r.record.clone();
-        rec.trunk = Some(trunk.map(str::to_string));
-        rec.dispatch_machines = Some(admitted.iter().map(|m| m.row.id.clone()).collect());
-        crate::record::append_off_runtime(&attempts, &rec).await?;
-        r.record = rec;
-    }
-    Ok(Multi {
-        runs: out,
-        attempts,
-        pointer,
-        disagreement,
-    })
 }
 
 /// Refuse unless the machine's *measured* os/arch are this build's, so the

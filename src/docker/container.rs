@@ -33,6 +33,15 @@ pub const LABEL_ATTEMPT: &str = "saphan.attempt";
 pub const LABEL_REPO: &str = "saphan.repo";
 /// Label: the SHA measured.
 pub const LABEL_SHA: &str = "saphan.sha";
+/// Label: the machine (fleet id, or `local`) the container runs the suite
+/// for — machines of one invocation may share one engine.
+pub const LABEL_MACHINE: &str = "saphan.machine";
+
+/// The container name of `attempt` on `machine`: `saphan-suite-<attempt>-<machine>`
+/// (unique per engine, also when several machines of one invocation share it).
+pub fn container_name(attempt: &str, machine: &str) -> String {
+    format!("saphan-suite-{attempt}-{machine}")
+}
 
 /// Extra time the engine's requests get beyond the suite's budget (the wait
 /// request lives as long as the suite does).
@@ -623,6 +632,31 @@ impl LocalExecutor {
     }
 }
 
+/// What ran the suite: the pin as given, its kind, the image ID it
+/// resolved to, the engine's API version, the socket spoken to, whether
+/// the container had a network, and the container's name.
+fn target_container_run(t: &Target) -> crate::record::ContainerRun {
+    crate::record::ContainerRun {
+        container: t.name.clone(),
+        docker_api_version: t.image.api_version.clone(),
+        docker_socket: t.socket.clone(),
+        image_id: t.image.image_id.clone(),
+        image_pin: t.image.pin.reference(),
+        image_pin_kind: t.image.pin.kind().to_string(),
+        network: t.network,
+    }
+}
+
+/// The boxed future an [`crate::measure::Executor`] returns.
+type ExecFuture<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = std::result::Result<crate::exec::Output, crate::transport::TransportError>,
+            > + Send
+            + 'a,
+    >,
+>;
+
 impl crate::measure::Executor for LocalExecutor {
     fn class(&self) -> &'static str {
         "container"
@@ -631,32 +665,66 @@ impl crate::measure::Executor for LocalExecutor {
     /// resolved to, the engine's API version, the socket spoken to, whether
     /// the container had a network, and the container's name.
     fn container_run(&self) -> Option<crate::record::ContainerRun> {
-        let t = &self.target;
-        Some(crate::record::ContainerRun {
-            container: t.name.clone(),
-            docker_api_version: t.image.api_version.clone(),
-            docker_socket: t.socket.clone(),
-            image_id: t.image.image_id.clone(),
-            image_pin: t.image.pin.reference(),
-            image_pin_kind: t.image.pin.kind().to_string(),
-            network: t.network,
-        })
+        Some(target_container_run(&self.target))
     }
-    fn execute<'a>(
+    fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
+        self.execute_on(self.target.clone(), transport, cmd)
+    }
+    fn settle<'s>(
+        &'s self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 's>> {
+        Box::pin(LocalExecutor::settle(self))
+    }
+    /// The container is named `saphan-suite-<attempt>-<machine>` and labelled
+    /// [`LABEL_MACHINE`]`=<machine>`; its run is settled by this executor.
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
+        let mut target = self.target.clone();
+        let attempt = target
+            .labels
+            .get(LABEL_ATTEMPT)
+            .cloned()
+            .unwrap_or_default();
+        target.name = container_name(&attempt, machine);
+        target
+            .labels
+            .insert(LABEL_MACHINE.to_string(), machine.to_string());
+        Box::new(OnMachine { base: self, target })
+    }
+}
+
+/// A [`LocalExecutor`] for one machine of the invocation
+/// ([`crate::measure::Executor::for_machine`]).
+struct OnMachine<'a> {
+    base: &'a LocalExecutor,
+    target: Target,
+}
+
+impl crate::measure::Executor for OnMachine<'_> {
+    fn class(&self) -> &'static str {
+        "container"
+    }
+    /// What ran the suite: the pin as given, its kind, the image ID it
+    /// resolved to, the engine's API version, the socket spoken to, whether
+    /// the container had a network, and the container's name.
+    fn container_run(&self) -> Option<crate::record::ContainerRun> {
+        Some(target_container_run(&self.target))
+    }
+    fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
+        self.base.execute_on(self.target.clone(), transport, cmd)
+    }
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
+        self.base.for_machine(machine)
+    }
+}
+
+impl LocalExecutor {
+    /// Run `cmd` in a container of `target` on `transport`'s machine.
+    fn execute_on<'a>(
         &'a self,
+        target: Target,
         transport: &'a Transport,
         cmd: crate::exec::Cmd,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = std::result::Result<
-                        crate::exec::Output,
-                        crate::transport::TransportError,
-                    >,
-                > + Send
-                + 'a,
-        >,
-    > {
+    ) -> ExecFuture<'a> {
         Box::pin(async move {
             let engine = |detail: String| crate::transport::TransportError::Engine { detail };
             let mut argv = vec![cmd.program().to_string_lossy().into_owned()];
@@ -696,7 +764,7 @@ impl crate::measure::Executor for LocalExecutor {
             // The engine is the one on the tree's machine (a dispatched
             // run passes the fleet machine's transport; bollard speaks to
             // its socket forwarded through that transport).
-            let mut target = self.target.clone();
+            let mut target = target;
             target.transport = transport.clone();
             if let Transport::Ssh(_) = transport {
                 // The caches are this host's directories; the suite runs as
@@ -738,20 +806,26 @@ impl crate::measure::Executor for LocalExecutor {
     }
 }
 
-/// Remove every container carrying `label=value` on the engine at `socket`
+/// Remove every container carrying every `label=value` of `labels` on the engine at `socket`
 /// (the sweep after a dispatched container-class run: whatever the docker
 /// CLI on the machine left when its process group was killed). Returns the
 /// names it could not remove, with why.
 pub async fn remove_labelled(
     transport: &Transport,
     socket: &str,
-    label: &str,
-    value: &str,
+    labels: &[(&str, &str)],
 ) -> Result<(), String> {
     let docker = connect(transport, socket, CLEANUP_BUDGET).await?;
     let opts = bollard::query_parameters::ListContainersOptions {
         all: true,
-        filters: Some([("label".to_string(), vec![format!("{label}={value}")])].into()),
+        // Every label must match (the engine ANDs label filters).
+        filters: Some(
+            [(
+                "label".to_string(),
+                labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            )]
+            .into(),
+        ),
         ..Default::default()
     };
     let found = tokio::time::timeout(CLEANUP_BUDGET, docker.list_containers(Some(opts)))
@@ -968,26 +1042,35 @@ pub async fn admit_all(
 }
 
 impl Admitted {
-    /// Remove every container labelled `label=value` on every admitted
-    /// machine (bounded per machine); what cannot be removed is logged with
-    /// the command that removes it.
-    pub async fn sweep(&self, home: &crate::home::Home, label: &str, value: &str) {
+    /// Remove every container of `attempt` that ran for each admitted
+    /// machine, on that machine's engine — only its own
+    /// ([`LABEL_ATTEMPT`]`=<attempt>` and [`LABEL_MACHINE`]`=<id>`: machines
+    /// sharing an engine never remove each other's containers), bounded per
+    /// machine; what cannot be removed is logged with the command that
+    /// removes it.
+    pub async fn sweep(&self, home: &crate::home::Home, attempt: &str) {
         for m in &self.admitted {
+            let labels = [(LABEL_ATTEMPT, attempt), (LABEL_MACHINE, m.row.id.as_str())];
             let r = async {
                 let t =
                     crate::fleet::machines::connect(home, &m.row, crate::dispatch::CONNECT_TIMEOUT)
                         .await
                         .map_err(|e| e.to_string())?;
-                let r = remove_labelled(&t, &self.socket, label, value).await;
+                let r = remove_labelled(&t, &self.socket, &labels).await;
                 if let Transport::Ssh(s) = &t {
                     s.disconnect().await;
                 }
                 r
             };
             if let Err(why) = r.await {
+                let filter = labels
+                    .iter()
+                    .map(|(k, v)| format!("--filter label={k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 eprintln!(
-                    "saphan: warning: containers labelled {label}={value} may remain on {} ({why}); remove them there: docker rm -f $(docker ps -aq --filter label={label}={value})",
-                    m.row.id
+                    "saphan: warning: containers labelled {LABEL_ATTEMPT}={attempt} {LABEL_MACHINE}={} may remain on {} ({why}); remove them there: docker rm -f $(docker ps -aq {filter})",
+                    m.row.id, m.row.id
                 );
             }
         }

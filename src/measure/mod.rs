@@ -21,7 +21,11 @@
 //! SHA; verify-union merges streams first; dispatch ships a bundle), so this
 //! module never decides *which* tree is measured — only *how*.
 
+pub mod bench;
 pub mod collect;
+pub mod conclude;
+pub mod pipeline;
+pub mod progress;
 
 use crate::config::{Config, Provision};
 use crate::error::{IoError, Result};
@@ -155,6 +159,18 @@ pub trait Executor: Send + Sync {
     fn container_run(&self) -> Option<crate::record::ContainerRun> {
         None
     }
+    /// This executor for machine `machine` of the invocation (dispatch asks
+    /// once per machine, so that machines sharing an engine never share a
+    /// container): the container class names and labels its container after
+    /// the machine; the host class is the same on every machine.
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn Executor + 's>;
+    /// Wait (bounded) until everything this executor started is over — a
+    /// container run's removal goes on after the core stopped waiting
+    /// (Ctrl-C) — before the tree is removed. The host class has nothing
+    /// to wait for.
+    fn settle<'s>(&'s self) -> Pin<Box<dyn Future<Output = ()> + Send + 's>> {
+        Box::pin(async {})
+    }
 }
 
 /// The host executor: the suite is a process on the machine, in its own
@@ -165,6 +181,9 @@ pub struct Host;
 impl Executor for Host {
     fn class(&self) -> &'static str {
         "host"
+    }
+    fn for_machine<'s>(&'s self, _machine: &str) -> Box<dyn Executor + 's> {
+        Box::new(Host)
     }
     fn execute<'a>(
         &'a self,
@@ -428,6 +447,51 @@ pub struct Plan<'a> {
     /// The catalog, to find the program's version command (local runs);
     /// `None` = only default-go's `go version`.
     pub catalog: Option<&'a crate::catalog::Catalog>,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of running `suite` under `budget` with `provisions` — the
+    /// one place a plan is made; the rest defaults to nothing: no extra
+    /// environment, report paths relative to the tree, no stdout kept, no
+    /// log, no catalog.
+    pub fn new(suite: &'a ResolvedSuite, budget: &'a Budget, provisions: &'a [Provision]) -> Self {
+        Plan {
+            suite,
+            budget,
+            provisions,
+            extra_env: &[],
+            report_root: None,
+            keep_stdout: None,
+            log_dir: None,
+            catalog: None,
+        }
+    }
+    /// With extra environment for the suite.
+    pub fn extra_env(self, extra_env: &'a [(String, String)]) -> Self {
+        Plan { extra_env, ..self }
+    }
+    /// With `report_path` relative to `root` (a path on the tree's machine).
+    pub fn report_root(self, report_root: Option<&'a Path>) -> Self {
+        Plan {
+            report_root,
+            ..self
+        }
+    }
+    /// Also copying the suite's stdout to the local file `keep`.
+    pub fn keep_stdout(self, keep_stdout: Option<&'a Path>) -> Self {
+        Plan {
+            keep_stdout,
+            ..self
+        }
+    }
+    /// Keeping the bounded suite log in the local directory `dir`.
+    pub fn log_dir(self, log_dir: Option<&'a Path>) -> Self {
+        Plan { log_dir, ..self }
+    }
+    /// With the catalog (the program's version command, local runs).
+    pub fn catalog(self, catalog: Option<&'a crate::catalog::Catalog>) -> Self {
+        Plan { catalog, ..self }
+    }
 }
 
 /// `<git-common-dir>/saphan/logs`: where the suite logs of `repo`'s

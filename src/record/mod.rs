@@ -329,15 +329,16 @@ pub struct Lock {
 
 impl Lock {
     /// Take the lock, waiting for any other holder (off the async runtime).
-    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up: [`RecordError::Interrupted`], nothing
-    /// measured, nothing written.
+    /// A free lock is taken at once, even when Ctrl-C was already pressed;
+    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up:
+    /// [`RecordError::Interrupted`], nothing measured, nothing written.
     pub async fn acquire(
         repo: &Repo,
         interrupt: &crate::cancel::Token,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
         let shown = path.clone();
-        let wait = tokio::task::spawn_blocking(move || {
+        let open = tokio::task::spawn_blocking(move || {
             if let Some(d) = path.parent() {
                 std::fs::create_dir_all(d).map_err(|source| IoError::Io {
                     action: "create directory",
@@ -355,6 +356,21 @@ impl Lock {
                     path: path.clone(),
                     source,
                 })?;
+            match f.try_lock() {
+                Ok(()) => Ok::<_, IoError>((f, true, path)),
+                Err(std::fs::TryLockError::WouldBlock) => Ok((f, false, path)),
+                Err(std::fs::TryLockError::Error(source)) => Err(IoError::Io {
+                    action: "lock",
+                    path: path.clone(),
+                    source,
+                }),
+            }
+        });
+        let (f, held, path) = open.await.expect("lock task does not panic")?;
+        if held {
+            return Ok(Lock { _file: f });
+        }
+        let wait = tokio::task::spawn_blocking(move || {
             f.lock().map_err(|source| IoError::Io {
                 action: "lock",
                 path: path.clone(),
@@ -418,48 +434,279 @@ pub async fn trunk_ref(
     Ok(None)
 }
 
+/// What happened to `refs/saphan/verified` at the end of a certification.
+/// Rendered (and serialized, as `verified_pointer`) in the words an
+/// operator reads: `moved`, or `unchanged: <why>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PointerOutcome {
+    /// It now points at the certified SHA.
+    Moved,
+    /// It stayed where it was, for this reason.
+    Unchanged(Unmoved),
+}
+
+/// Why the verified pointer did not move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unmoved {
+    /// No trunk is known (no origin/HEAD, a detached main worktree).
+    NoTrunk,
+    /// The trunk ref does not exist.
+    TrunkAbsent {
+        /// The trunk's full ref name.
+        trunk: String,
+    },
+    /// The SHA is not on the trunk.
+    NotOnTrunk {
+        /// The SHA certified.
+        sha: String,
+        /// The trunk's full ref name.
+        trunk: String,
+        /// The trunk's tip.
+        tip: String,
+    },
+    /// The pointer is at this SHA already.
+    AlreadyHere,
+    /// The pointer is at a trunk commit that is not an ancestor of the SHA.
+    NotForward {
+        /// Where the pointer is.
+        at: String,
+    },
+    /// The pointer is at a commit that is not on the trunk.
+    PointerOffTrunk {
+        /// Where the pointer is.
+        at: String,
+        /// The trunk's full ref name.
+        trunk: String,
+        /// The SHA certified.
+        sha: String,
+    },
+    /// Every compare-and-swap lost to another writer.
+    Contended {
+        /// How many swaps were tried.
+        tries: usize,
+    },
+    /// A green that ran 0 tests on this machine.
+    ZeroTests,
+    /// A green that ran 0 tests on some named machine.
+    ZeroTestsOnSomeMachine,
+    /// The SHA is not green here.
+    NotGreen {
+        /// The SHA certified.
+        sha: String,
+    },
+    /// The SHA is not green on every named machine (they agree).
+    NotGreenOnEveryMachine {
+        /// The SHA certified.
+        sha: String,
+    },
+    /// The machines disagree (`green on m0, red on m1`).
+    MachinesDisagree {
+        /// Who said what.
+        disagreement: String,
+    },
+    /// Ctrl-C while waiting for the repository lock to move it.
+    Interrupted,
+}
+
+impl PointerOutcome {
+    /// True when the pointer moved.
+    pub fn moved(&self) -> bool {
+        matches!(self, PointerOutcome::Moved)
+    }
+}
+
+impl std::fmt::Display for PointerOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PointerOutcome::Moved => f.write_str("moved"),
+            PointerOutcome::Unchanged(why) => write!(f, "unchanged: {why}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Unmoved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unmoved::NoTrunk => f.write_str(
+                "no trunk is known (no origin/HEAD and the main worktree is detached) — pass --trunk REF",
+            ),
+            Unmoved::TrunkAbsent { trunk } => write!(f, "trunk {trunk} does not exist"),
+            Unmoved::NotOnTrunk { sha, trunk, tip } => {
+                write!(f, "{sha} is not on trunk {trunk} (tip {tip})")
+            }
+            Unmoved::AlreadyHere => f.write_str("already at this SHA"),
+            Unmoved::NotForward { at } => write!(
+                f,
+                "the pointer is at {at}, which is not an ancestor of this SHA (it only moves forward)"
+            ),
+            Unmoved::PointerOffTrunk { at, trunk, sha } => write!(
+                f,
+                "the pointer is at {at}, which is not on trunk {trunk} (trunk's history was rewritten, or another trunk is named now) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
+            ),
+            Unmoved::Contended { tries } => write!(
+                f,
+                "{VERIFIED_REF} kept moving under this run ({tries} compare-and-swap attempts lost) — another writer is moving it; certify again when it is done"
+            ),
+            Unmoved::ZeroTests => f.write_str(
+                "the suite ran 0 tests — a green that tested nothing does not verify the SHA",
+            ),
+            Unmoved::ZeroTestsOnSomeMachine => f.write_str(
+                "the suite ran 0 tests on some machine — a green that tested nothing does not verify the SHA",
+            ),
+            Unmoved::NotGreen { sha } => write!(f, "{sha} is not green"),
+            Unmoved::NotGreenOnEveryMachine { sha } => {
+                write!(f, "{sha} is not green on every named machine")
+            }
+            Unmoved::MachinesDisagree { disagreement } => {
+                write!(f, "the machines disagree ({disagreement})")
+            }
+            Unmoved::Interrupted => f.write_str(
+                "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
+            ),
+        }
+    }
+}
+
+impl Serialize for PointerOutcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Move `refs/saphan/verified` to the green `sha` — only along `trunk`:
 /// `sha` must be on trunk (an ancestor of, or equal to, its tip), and the
 /// pointer only moves forward (it must be unset or an ancestor of `sha`).
-/// Returns what happened, for the operator: `moved`, or `unchanged: why`.
+/// The move is a compare-and-swap against the value the rules were judged
+/// on (`git update-ref refs/saphan/verified NEW OLD`, OLD the zero OID when
+/// unset); when another writer moved it in between, the rules are judged
+/// again on the new value. Callers hold the repository's [`Lock`]
+/// ([`crate::measure::conclude`]), so the swap only loses to a writer that
+/// does not (an older saphan, a hand-made `git update-ref`).
+/// Returns what happened, for the operator.
 pub async fn advance_verified(
     repo: &Repo,
     sha: &str,
     trunk: Option<&str>,
-) -> Result<String, crate::git::GitError> {
+) -> Result<PointerOutcome, crate::git::GitError> {
+    const TRIES: usize = 3;
+    for _ in 0..TRIES {
+        let old = match judge_move(repo, sha, trunk).await? {
+            Move::Unchanged(why) => return Ok(PointerOutcome::Unchanged(why)),
+            Move::From(old) => old,
+        };
+        let expected = old.clone().unwrap_or_else(|| "0".repeat(sha.len()));
+        let swapped = crate::git::git(
+            &repo.top,
+            &[
+                "update-ref",
+                "-m",
+                "saphan certify: green",
+                VERIFIED_REF,
+                sha,
+                &expected,
+            ],
+        )
+        .await;
+        match swapped {
+            Ok(_) => return Ok(PointerOutcome::Moved),
+            // Lost the swap: someone moved it since it was read. Judge again.
+            Err(_) if repo.read_ref(VERIFIED_REF).await? != old => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(PointerOutcome::Unchanged(Unmoved::Contended {
+        tries: TRIES,
+    }))
+}
+
+/// What the pointer rules say about moving to `sha`.
+enum Move {
+    /// Leave it, for this reason.
+    Unchanged(Unmoved),
+    /// Move it from this value (`None`: unset).
+    From(Option<String>),
+}
+
+async fn judge_move(
+    repo: &Repo,
+    sha: &str,
+    trunk: Option<&str>,
+) -> Result<Move, crate::git::GitError> {
     let is_ancestor = |a: String, b: String| async move {
         crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &a, &b])
             .await
             .is_ok()
     };
     let Some(trunk) = trunk else {
-        return Ok("unchanged: no trunk is known (no origin/HEAD and the main worktree is detached) — pass --trunk REF".into());
+        return Ok(Move::Unchanged(Unmoved::NoTrunk));
     };
     let Some(tip) = repo.read_ref(trunk).await? else {
-        return Ok(format!("unchanged: trunk {trunk} does not exist"));
+        return Ok(Move::Unchanged(Unmoved::TrunkAbsent {
+            trunk: trunk.to_string(),
+        }));
     };
     if !is_ancestor(sha.to_string(), tip.clone()).await {
-        return Ok(format!(
-            "unchanged: {sha} is not on trunk {trunk} (tip {tip})"
-        ));
+        return Ok(Move::Unchanged(Unmoved::NotOnTrunk {
+            sha: sha.to_string(),
+            trunk: trunk.to_string(),
+            tip,
+        }));
     }
     match repo.read_ref(VERIFIED_REF).await? {
-        Some(cur) if cur == sha => Ok("unchanged: already at this SHA".into()),
+        Some(cur) if cur == sha => Ok(Move::Unchanged(Unmoved::AlreadyHere)),
         Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => {
             if is_ancestor(cur.clone(), tip.clone()).await {
-                Ok(format!(
-                    "unchanged: the pointer is at {cur}, which is not an ancestor of this SHA (it only moves forward)"
-                ))
+                Ok(Move::Unchanged(Unmoved::NotForward { at: cur }))
             } else {
-                Ok(format!(
-                    "unchanged: the pointer is at {cur}, which is not on trunk {trunk} (trunk's history was rewritten, or another trunk is named now) — after checking, move it by hand: git update-ref {VERIFIED_REF} {sha}"
-                ))
+                Ok(Move::Unchanged(Unmoved::PointerOffTrunk {
+                    at: cur,
+                    trunk: trunk.to_string(),
+                    sha: sha.to_string(),
+                }))
             }
         }
-        _ => {
-            repo.update_ref(VERIFIED_REF, sha, "saphan certify: green")
-                .await?;
-            Ok("moved".into())
+        cur => Ok(Move::From(cur)),
+    }
+}
+
+#[cfg(test)]
+mod pointer_tests {
+    use super::*;
+
+    /// The typed outcome renders today's words, in the human line and in
+    /// `verified_pointer` (a JSON string).
+    #[test]
+    fn pointer_outcomes_render_the_operators_words() {
+        assert_eq!(PointerOutcome::Moved.to_string(), "moved");
+        let sha = "a".repeat(40);
+        let cases = [
+            (
+                Unmoved::NotGreen { sha: sha.clone() },
+                format!("unchanged: {sha} is not green"),
+            ),
+            (Unmoved::AlreadyHere, "unchanged: already at this SHA".into()),
+            (
+                Unmoved::MachinesDisagree {
+                    disagreement: "green on m0, red on m1".into(),
+                },
+                "unchanged: the machines disagree (green on m0, red on m1)".into(),
+            ),
+            (
+                Unmoved::ZeroTests,
+                "unchanged: the suite ran 0 tests — a green that tested nothing does not verify the SHA".into(),
+            ),
+            (
+                Unmoved::TrunkAbsent {
+                    trunk: "refs/heads/main".into(),
+                },
+                "unchanged: trunk refs/heads/main does not exist".into(),
+            ),
+        ];
+        for (why, words) in cases {
+            let o = PointerOutcome::Unchanged(why);
+            assert!(!o.moved());
+            assert_eq!(o.to_string(), words);
+            assert_eq!(serde_json::to_value(&o).unwrap(), serde_json::json!(words));
         }
     }
 }

@@ -654,3 +654,111 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
         assert!(left.is_empty(), "{left:?}");
     }
 }
+
+/// machines.toml of `here` holding `rows` (`(id, transport, host)`), each
+/// workhome under `work`; every row measured and docker-oci probed.
+fn fleet_rows(here: &Here, rows: &[(&str, &str, &str)], work: &std::path::Path) {
+    let mut s = String::new();
+    for (id, transport, host) in rows {
+        s += &format!(
+            "[machine.{id}]\ntransport = \"{transport}\"\nhost = \"{host}\"\nworkhome = \"{}\"\n\n",
+            work.join(id).display()
+        );
+    }
+    std::fs::write(here.env.home().join("fleet/machines.toml"), s).unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    assert_code(
+        &here
+            .env
+            .run(&["machine", "measure", "--machine", &ids.join(",")]),
+        0,
+    );
+    for id in ids {
+        assert_code(&here.probe(id), 0);
+    }
+}
+
+/// Regression (issue 18.3): a `transport = "local"` row failed container
+/// class too (`materialize-failed: … is a bare repository`). Now it is a
+/// fleet machine like any other: shipped to its workhome's mirror, the
+/// suite run in this machine's engine, the container removed.
+#[test]
+fn a_local_row_is_a_fleet_machine_for_container_class() {
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("here", "local", "here")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\n[ -f suite.sh ] && echo fine\n")]);
+    let o = here.certify(&repo, shell_image(), &["--machine", "here"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = &v["records"][0];
+    assert_eq!(r["machine"], "here", "{v}");
+    assert_eq!(r["class"], "container", "{v}");
+    assert_eq!(r["verdict"], "green", "{v}");
+    assert_eq!(r["image_id"], shell_image(), "{v}");
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_no_container(&repo);
+    assert_only_main_worktree(&repo);
+}
+
+/// Regression (issue 18.4): two machines of one invocation that share one
+/// Docker engine (two lab hosts; lab hosts reach this machine's engine)
+/// gave their containers one name and one attempt label: the second create
+/// got 409 Conflict, and one machine's cleanup removed the other's
+/// container. Now names and labels carry the machine: green on both, no
+/// container left.
+#[test]
+fn container_class_on_two_machines_sharing_one_engine_is_green_on_both() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(
+        &here,
+        &[
+            ("m0", "ssh", "m0"),
+            ("m1", "ssh", "m1"),
+            ("here", "local", "here"),
+        ],
+        work.path(),
+    );
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    // Long enough that the machines' containers exist at once.
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nsleep 2\necho fine\n")]);
+    let o = here.certify(&repo, shell_image(), &["--machine", "m0,m1,here"]);
+    let v = json(&o);
+    assert_code(&o, 0);
+    let recs = v["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 3, "{v}");
+    let mut names = Vec::new();
+    for r in recs {
+        assert_eq!(r["verdict"], "green", "{v}");
+        let name = r["container"].as_str().unwrap().to_string();
+        let m = r["machine"].as_str().unwrap();
+        assert!(name.ends_with(&format!("-{m}")), "{name} on {m}");
+        names.push(name);
+    }
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(v["verified_pointer"], "moved", "{v}");
+    assert_no_container(&repo);
+}

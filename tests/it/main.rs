@@ -16,6 +16,7 @@ mod fleet;
 mod hardening;
 mod init;
 mod operator;
+mod pipeline;
 mod record_fields;
 mod reliability;
 mod remeasure;

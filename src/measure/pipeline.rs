@@ -1,0 +1,554 @@
+//! The one attempt pipeline (DESIGN §6b): **prepare** once (repository,
+//! SHA, suite, provisions, budget, class, image) → one **bench** per machine
+//! ([`super::bench::LocalBench`] for this machine, a
+//! [`crate::dispatch::FleetBench`] for each fleet machine — a
+//! `transport = "local"` row is one too) → the run through `Transport`
+//! ([`super::run_suite_with`]) → [`record_of`] → [`super::conclude`]:
+//! every record appended, then the pointer under the repository lock.
+//!
+//! `saphan certify` is this pipeline; without `--machine` its one bench is
+//! this machine's, with `--machine` it is one bench per named machine.
+
+use crate::catalog::Catalog;
+use crate::config::Provision;
+use crate::docker::container::{self, ContainerError};
+use crate::error::{Exit, Result};
+use crate::git::Repo;
+use crate::home::Home;
+use crate::measure::bench::{Bench, LocalBench, Measured};
+use crate::measure::conclude::{self, LockHold, Scope};
+use crate::measure::progress::Progress;
+use crate::measure::{self, Budget, Executor, Interrupt, Subject};
+use crate::record::{self, Record};
+use crate::report::Verdict;
+use crate::suite::ResolvedSuite;
+use crate::transport::Transport;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The execution class of a run (`--class`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Class {
+    /// The suite runs directly on the machine.
+    Host,
+    /// The suite runs in a container on the machine's Docker engine.
+    Container,
+}
+
+impl Class {
+    /// The record spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Class::Host => "host",
+            Class::Container => "container",
+        }
+    }
+}
+
+/// What to certify.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Any path inside the repository.
+    pub repo: PathBuf,
+    /// The revision (default `HEAD`).
+    pub rev: Option<String>,
+    /// `--timeout`: always wins over the declared timeout.
+    pub timeout: Option<Duration>,
+    /// `--machine`: empty or `["local"]` = this machine.
+    pub machines: Vec<String>,
+    /// `--class`.
+    pub class: Class,
+    /// `--trunk`: the ref the verified pointer follows (default: see
+    /// [`record::trunk_ref`]).
+    pub trunk: Option<String>,
+    /// `--image`: the suite image pin for `--class container`
+    /// (`sha256:<image id>` or `NAME@sha256:<registry digest>`).
+    pub image: Option<String>,
+    /// `--network`: give a container-class suite the engine's default
+    /// network (off otherwise).
+    pub network: bool,
+}
+
+impl Settings {
+    /// The fleet machine ids named (every `--machine` id but `local`).
+    pub fn fleet(&self) -> Vec<String> {
+        self.machines
+            .iter()
+            .filter(|m| *m != "local")
+            .cloned()
+            .collect()
+    }
+}
+
+/// One measurement, prepared: what every bench of the invocation runs.
+pub struct Job<'a> {
+    /// The operator's home.
+    pub home: &'a Home,
+    /// The local repository.
+    pub repo: &'a Repo,
+    /// The full SHA.
+    pub sha: &'a str,
+    /// The resolved suite (argv as resolved locally; admission rewrites argv[0]).
+    pub suite: &'a ResolvedSuite,
+    /// The attempt budget.
+    pub budget: &'a Budget,
+    /// Provisions that apply (already preflighted locally).
+    pub provisions: &'a [Provision],
+    /// Submodules at their gitlinks: (path, commit, the local repository holding it).
+    pub submodules: &'a [crate::git::Submodule],
+    /// The verb (`certify`).
+    pub verb: &'a str,
+    /// Extra environment for the suite.
+    pub extra_env: &'a [(String, String)],
+    /// Ctrl-C.
+    pub interrupt: &'a Interrupt,
+    /// The affected tier's files (`None` for certify): `report_path` is then
+    /// relative to `<run dir>/reports`, the manifest is staged at
+    /// `<run dir>/manifest.json`, and `<run dir>/scope.json` is brought back.
+    /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
+    pub affected: Option<&'a Path>,
+    /// This saphan binary and its sha256, shipped to
+    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
+    pub self_binary: Option<(&'a Path, &'a str)>,
+    /// The catalog, for the program's version command on this machine's
+    /// bench (a fleet machine's comes from its capability row).
+    pub catalog: Option<&'a Catalog>,
+    /// Who watches.
+    pub progress: &'a dyn Progress,
+}
+
+/// How many lines of the suite log a person sees on red and
+/// measurement-failed.
+pub const LOG_TAIL_LINES: usize = 30;
+
+/// A local certify's outcome, printed by the CLI.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The appended record.
+    pub record: Record,
+    /// Where it was appended.
+    pub attempts: PathBuf,
+    /// What happened to the verified pointer (on every verdict — a red or
+    /// failed measurement reads `unchanged: <sha> is not green`).
+    pub pointer: record::PointerOutcome,
+    /// The last lines of the suite's stderr (shown on red / failure).
+    pub stderr_tail: String,
+    /// The last lines of the kept suite log (stdout then stderr; shown on
+    /// red / failure). Empty when no log was kept.
+    pub log_tail: String,
+}
+
+/// One machine's attempt, recorded.
+#[derive(Debug, Clone)]
+pub struct MachineRun {
+    /// The record (as appended).
+    pub record: Record,
+    /// The last lines of the suite's stderr on the machine.
+    pub stderr_tail: String,
+}
+
+/// Every machine's attempt of one invocation, and what the pointer did.
+#[derive(Debug, Clone)]
+pub struct Multi {
+    /// One run per machine, in the order named.
+    pub runs: Vec<MachineRun>,
+    /// Where the records were appended.
+    pub attempts: PathBuf,
+    /// What happened to the verified pointer.
+    pub pointer: record::PointerOutcome,
+    /// `green on m0, red on m1` when the machines disagree.
+    pub disagreement: Option<String>,
+}
+
+impl Multi {
+    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
+    pub fn exit(&self) -> Exit {
+        let rank = |v: Verdict| match v {
+            Verdict::Green => 0,
+            Verdict::Red => 1,
+            Verdict::MeasurementFailed => 2,
+        };
+        self.runs
+            .iter()
+            .map(|r| r.record.verdict)
+            .max_by_key(|v| rank(*v))
+            .map(|v| v.exit())
+            .unwrap_or(Exit::Ok)
+    }
+}
+
+/// What one certify invocation did: on this machine, or on named machines.
+#[derive(Debug, Clone)]
+pub enum Certified {
+    /// Without `--machine`: this machine's one record.
+    Here(Box<Outcome>),
+    /// With `--machine`: one record per machine.
+    Machines(Multi),
+}
+
+/// The class gate's answer, per kind of bench.
+enum Gate {
+    /// Host class on this machine (the toolchain was found on PATH).
+    LocalHost,
+    /// Container class on this machine's engine.
+    LocalContainer(String, container::SuiteImage),
+    /// Host class on fleet machines, admitted from the ledger.
+    FleetHost(Vec<crate::dispatch::Admitted>),
+    /// Container class on fleet machines.
+    FleetContainer(container::Admitted),
+}
+
+/// Certify `settings.rev` of `settings.repo`: prepare (every refusal comes
+/// here, before any lock, tree or connection: bad repo or revision, no
+/// suite, bad config, provision sources, the toolchain on PATH or the
+/// machines' admission from the ledger, the container class's pin, gate and
+/// image), then the benches, the run, the records and the pointer.
+///
+/// Errors: the refusals above, `machine-unknown`,
+/// `verification-toolchain-absent` (with the machine and remedy lines), a
+/// provision dest conflict found on a machine, a record that cannot be
+/// appended (the pointer does not move then). After the benches are set up
+/// every outcome is a record.
+pub async fn certify(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    progress: &dyn Progress,
+    interrupt: &Interrupt,
+) -> Result<Certified> {
+    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let repo = &setup.repo;
+    let sha = repo
+        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
+        .await?;
+    let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
+    let provisions = setup.provisions()?;
+    let fleet = settings.fleet();
+    let gate = gate(
+        home,
+        catalog,
+        settings,
+        &fleet,
+        &mut suite,
+        &sha,
+        &tree_files,
+    )
+    .await?;
+    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
+    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+    let submodules = if fleet.is_empty() {
+        Vec::new()
+    } else {
+        repo.submodules(&sha).await?
+    };
+    let job = Job {
+        home,
+        repo,
+        sha: &sha,
+        suite: &suite,
+        budget: &budget,
+        provisions: &provisions,
+        submodules: &submodules,
+        verb: "certify",
+        extra_env: &[],
+        interrupt,
+        affected: None,
+        self_binary: None,
+        catalog: Some(catalog),
+        progress,
+    };
+    let attempt = record::new_id();
+    let target = |transport: Transport, socket: String, image, user, caches| {
+        suite_target(
+            transport,
+            socket,
+            image,
+            settings.network,
+            user,
+            &attempt,
+            &repo.top,
+            &sha,
+            caches,
+        )
+    };
+    let local = || Transport::Local(crate::transport::Local);
+    match gate {
+        Gate::LocalHost => here(&job, &measure::Host, trunk.as_deref()).await,
+        Gate::LocalContainer(socket, image) => {
+            // The container's Go build cache, kept between runs like the
+            // host's own (content-addressed: it speeds builds, never
+            // changes a verdict).
+            let dir = home.root().join("cache/go-build");
+            std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
+                action: "create the container Go build cache",
+                path: dir.clone(),
+                source,
+            })?;
+            let caches = vec![(
+                dir.display().to_string(),
+                container::GO_CACHE_IN_CONTAINER.to_string(),
+                "GOCACHE".to_string(),
+            )];
+            let user = format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid());
+            let executor = container::LocalExecutor::new(
+                target(local(), socket, image, Some(user), caches),
+                interrupt.clone(),
+            );
+            here(&job, &executor, trunk.as_deref()).await
+        }
+        Gate::FleetHost(admitted) => {
+            machines(&job, &admitted, &measure::Host, trunk.as_deref()).await
+        }
+        Gate::FleetContainer(c) => {
+            // One container executor for every machine: bollard speaks to
+            // each machine's engine over its socket, forwarded through the
+            // machine's transport; each machine's container is its own
+            // (named and labelled after the machine).
+            let executor = container::LocalExecutor::new(
+                target(local(), c.socket.clone(), c.image.clone(), None, Vec::new()),
+                interrupt.clone(),
+            );
+            let out = machines(&job, &c.admitted, &executor, trunk.as_deref()).await;
+            // Whatever happened, no container of this attempt stays on a machine.
+            c.sweep(home, &attempt).await;
+            out
+        }
+    }
+}
+
+/// The class gate: the container class's pin, docker-oci rows and image;
+/// the host class's toolchain (on PATH here, from the ledger on the fleet).
+async fn gate(
+    home: &Home,
+    catalog: &Catalog,
+    settings: &Settings,
+    fleet: &[String],
+    suite: &mut ResolvedSuite,
+    sha: &str,
+    tree_files: &[String],
+) -> Result<Gate> {
+    if settings.class == Class::Host {
+        if fleet.is_empty() {
+            // The suite runs on this host: its toolchain must be here.
+            crate::suite::preflight_local(suite, catalog, sha, |p| {
+                tree_files.iter().any(|f| f == p)
+            })?;
+            return Ok(Gate::LocalHost);
+        }
+        return Ok(Gate::FleetHost(crate::dispatch::admit_all(
+            home, catalog, fleet, suite,
+        )?));
+    }
+    // The suite image pin is operator input: refused before anything.
+    let pin = match settings.image.as_deref() {
+        None => return Err(ContainerError::ImageMissing.into()),
+        Some(i) => container::parse_image(i)?,
+    };
+    // Container-class runs need proof that each machine can run the
+    // pinned probe image, before anything else happens there: for fleet
+    // machines `container::admit_all` asks every machine's docker-oci row
+    // and names every refusal at once; here, this machine's row.
+    if fleet.is_empty() {
+        let now = time::OffsetDateTime::now_utc();
+        crate::docker::require_container_capability(home, catalog, "local", now)?;
+    }
+    if suite.source == crate::suite::SuiteSource::DefaultGo {
+        // In a container, default-go's `go` is the image's, on its PATH.
+        suite.argv[0] = "go".into();
+    }
+    if !fleet.is_empty() {
+        return Ok(Gate::FleetContainer(
+            container::admit_all(home, catalog, fleet, suite, pin).await?,
+        ));
+    }
+    // The suite image must be on the engine already: nothing is pulled,
+    // and an absent image is refused before any worktree exists.
+    let socket = crate::docker::socket_of(catalog.get(crate::docker::DOCKER_OCI)?);
+    let transport = Transport::Local(crate::transport::Local);
+    let load = container::load_route(&pin, None);
+    let image = container::resolve_image(&transport, "local", &socket, &pin, load).await?;
+    Ok(Gate::LocalContainer(socket, image))
+}
+
+/// This machine's bench: the repository lock (held through the pointer
+/// move), the stable scratch path, one record.
+async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Result<Certified> {
+    let mut bench = LocalBench::open(job.home, job.repo, job.interrupt).await?;
+    let measured = bench.measure(job, executor).await?;
+    let record = record_of(
+        job,
+        bench.machine(),
+        executor.class(),
+        &measured,
+        Scope::Local,
+        trunk,
+        &[],
+    );
+    // The record first, then the pointer, under the lock this bench holds.
+    let pointer = conclude::conclude(
+        job.repo,
+        job.sha,
+        trunk,
+        std::slice::from_ref(&record),
+        Scope::Local,
+        LockHold::Held(bench.lock()),
+    )
+    .await?;
+    Ok(Certified::Here(Box::new(Outcome {
+        record,
+        attempts: record::attempts_path(job.repo),
+        pointer,
+        log_tail: measured.run.log_tail(LOG_TAIL_LINES),
+        stderr_tail: measured.run.stderr_tail,
+    })))
+}
+
+/// A bench per fleet machine, all at once: connect everywhere first (a
+/// program resolved on a machine is refused before anything is shipped
+/// anywhere), then every machine's attempt, one record each; the pointer
+/// moves only when every machine is green.
+async fn machines(
+    job: &Job<'_>,
+    admitted: &[crate::dispatch::Admitted],
+    executor: &(dyn Executor + '_),
+    trunk: Option<&str>,
+) -> Result<Certified> {
+    let mut benches = crate::dispatch::FleetBench::connect_all(job, admitted).await?;
+    let results = futures_util::future::join_all(benches.iter_mut().map(|b| {
+        let machine = b.machine().to_string();
+        async move {
+            // Machines of one invocation may share an engine: each gets its own.
+            let executor = executor.for_machine(&machine);
+            let m = b.measure(job, executor.as_ref()).await;
+            (m, executor.class())
+        }
+    }))
+    .await;
+    executor.settle().await;
+    let ids: Vec<String> = admitted.iter().map(|m| m.row.id.clone()).collect();
+    let mut runs = Vec::new();
+    let mut refused = None;
+    for ((m, class), b) in results.into_iter().zip(&benches) {
+        match m {
+            Ok(measured) => runs.push(MachineRun {
+                record: record_of(
+                    job,
+                    b.machine(),
+                    class,
+                    &measured,
+                    Scope::Machines,
+                    trunk,
+                    &ids,
+                ),
+                stderr_tail: measured.run.stderr_tail,
+            }),
+            Err(e) => refused = refused.or(Some(e)),
+        }
+    }
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    let records: Vec<Record> = runs.iter().map(|r| r.record.clone()).collect();
+    // Every record first, then the pointer: under the repository's lock,
+    // compare-and-swap, only forward along the trunk.
+    let pointer = conclude::conclude(
+        job.repo,
+        job.sha,
+        trunk,
+        &records,
+        Scope::Machines,
+        LockHold::Take(job.interrupt),
+    )
+    .await?;
+    Ok(Certified::Machines(Multi {
+        disagreement: conclude::disagreement(&records),
+        runs,
+        attempts: record::attempts_path(job.repo),
+        pointer,
+    }))
+}
+
+/// The record of one machine's attempt — the one place a certify record
+/// is built, on this machine or a fleet machine. Every record carries
+/// `trunk` (null when none is known); `Scope::Machines` records carry
+/// `dispatch_machines` (`machines`), and a fleet bench's `machine_program`,
+/// `bundle_bytes`, `phases`, `remote_tree` and `interrupted`.
+pub fn record_of(
+    job: &Job<'_>,
+    machine: &str,
+    class: &str,
+    m: &Measured,
+    scope: Scope,
+    trunk: Option<&str>,
+    machines: &[String],
+) -> Record {
+    let mut suite = job.suite.clone();
+    suite.argv = m.argv.clone();
+    let mut record = measure::record(
+        Subject {
+            verb: job.verb,
+            repo: &job.repo.top,
+            sha: job.sha,
+            machine,
+            class,
+        },
+        &suite,
+        job.budget,
+        &m.run,
+    );
+    record.notes.extend(m.notes.iter().cloned());
+    if let Some(f) = &m.fleet {
+        record.machine_program = Some(crate::record::MachineProgram {
+            capability: f.capability.clone(),
+            path: f.program_path.clone(),
+            version: f.program_version.clone(),
+        });
+        record.bundle_bytes = Some(f.bundle_bytes);
+        record.phases = Some(f.phases.clone());
+        record.remote_tree = Some(f.remote_tree.clone());
+        record.interrupted = f.interrupted;
+    }
+    // Local and dispatched records carry the same keys: `trunk` always
+    // (null when none is known).
+    record.trunk = Some(trunk.map(str::to_string));
+    if let Scope::Machines = scope {
+        record.dispatch_machines = Some(machines.to_vec());
+    }
+    record
+}
+
+/// Where one container-class attempt runs: the attempt's labels
+/// (`saphan.attempt`, `saphan.machine`, `saphan.repo`, `saphan.sha`) and its
+/// container name `saphan-suite-<attempt>-local`; on fleet machines
+/// [`Executor::for_machine`] names and labels it after each machine.
+#[allow(clippy::too_many_arguments)]
+fn suite_target(
+    transport: Transport,
+    socket: String,
+    image: container::SuiteImage,
+    network: bool,
+    user: Option<String>,
+    attempt: &str,
+    repo: &Path,
+    sha: &str,
+    caches: Vec<(String, String, String)>,
+) -> container::Target {
+    container::Target {
+        transport,
+        socket,
+        image,
+        network,
+        user,
+        labels: [
+            (container::LABEL_ATTEMPT, attempt.to_string()),
+            (container::LABEL_MACHINE, "local".to_string()),
+            (container::LABEL_REPO, repo.display().to_string()),
+            (container::LABEL_SHA, sha.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        name: container::container_name(attempt, "local"),
+        caches,
+    }
+}

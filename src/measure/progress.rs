@@ -1,0 +1,74 @@
+//! What a person watching sees of an attempt: one typed event per step of
+//! one machine's attempt, rendered by the CLI (a spinner, one indicatif
+//! line per machine, or plain `m0: …` lines). Nothing in the pipeline
+//! prints.
+
+use crate::measure::Budget;
+use crate::report::Verdict;
+
+/// One step of one machine's attempt.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// Connecting to the machine.
+    Connect,
+    /// Shipping the commits its mirror lacks.
+    Ship,
+    /// Shipped: the bundle's size in bytes (0: the mirror had everything).
+    Shipped {
+        /// Bundle bytes.
+        bytes: u64,
+    },
+    /// The suite is about to run.
+    Run {
+        /// The SHA measured.
+        sha: &'a str,
+        /// What runs.
+        argv: &'a [String],
+        /// Under this budget.
+        budget: &'a Budget,
+    },
+    /// One step of a multi-step verb (verify-stream's `build`, `vet`,
+    /// `test`, `gofmt`) is about to run.
+    Step {
+        /// The step's name.
+        name: &'a str,
+        /// What runs.
+        argv: &'a [String],
+    },
+    /// Bringing the reports back.
+    Collect,
+    /// The attempt is over, with this verdict.
+    Done {
+        /// The attempt's verdict.
+        verdict: Verdict,
+    },
+}
+
+impl Event<'_> {
+    /// The words of a progress line: `connect`, `ship`, `shipped 12 KiB`,
+    /// `run`, `build: go build ./...`, `collect`, `done: green`.
+    pub fn words(&self) -> String {
+        match self {
+            Event::Connect => "connect".into(),
+            Event::Ship => "ship".into(),
+            Event::Shipped { bytes } => format!("shipped {} KiB", bytes.div_ceil(1024)),
+            Event::Run { .. } => "run".into(),
+            Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
+            Event::Collect => "collect".into(),
+            Event::Done { verdict } => format!("done: {}", verdict.as_str()),
+        }
+    }
+}
+
+/// An observer of attempts' progress.
+pub trait Progress: Send + Sync {
+    /// `machine` (`local` or a fleet id) reached `event`.
+    fn event(&self, machine: &str, event: &Event<'_>);
+}
+
+/// No progress output.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn event(&self, _: &str, _: &Event<'_>) {}
+}
