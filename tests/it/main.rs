@@ -21,6 +21,7 @@ mod reliability;
 mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
+mod requirements;
 mod scratch;
 mod signals;
 mod ssh_config;
