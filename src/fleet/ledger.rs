@@ -111,7 +111,7 @@ pub struct MachineFacts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolState {
-    /// It ran (`setsid true`, `flock -w 5` on /dev/null, the empty input's
+    /// It ran (`setsid true`, `flock -n` on /dev/null, the empty input's
     /// digest, `git --version`, /proc readable, `ps -o pid`).
     Ok,
     /// A file of that name is on PATH, but the use failed.

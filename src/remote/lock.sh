@@ -5,9 +5,10 @@
 #   held), $3 how long to wait for the lock, in whole seconds.
 # Stdin: the controller's pipe; the lock is held until it closes (the
 #   controller releases it, or the connection is lost).
-# The lock: `flock -w $3` on $1 where flock runs (util-linux). Where it
-#   does not (absent, not runnable, or a flock without `-w`, exit other
-#   than 0 or 1), a `mkdir` lock: the directory `$1.d`, holding `owner`
+# The lock: `flock -n` on $1, tried every 0.05 s for $3 seconds, where
+#   flock runs (util-linux's or busybox's: `-n` is common to both). Where it
+#   does not (absent or not runnable: an exit other than 0 or 1), a `mkdir`
+#   lock: the directory `$1.d`, holding `owner`
 #   (this shell's pid and start time, from /proc or `ps -o lstart=`). Its
 #   lifetime is flock's: removed when stdin closes, on HUP/INT/TERM (the
 #   watchdog's budget TERMs the group), and — when the holder was killed
@@ -23,13 +24,16 @@
 #   another code: the shell failed.
 mkdir -p "$(dirname "$1")" "$(dirname "$2")" || exit 4
 exec 9>"$1"
-flock -w "$3" 9 2>/dev/null
-case $? in
-  0) : > "$2"; exec cat >/dev/null ;;
-  1) exit 3 ;;
-esac
+i=0 max=$(($3 * 20))
+flock -n 9 2>/dev/null; rc=$?
+while [ "$rc" = 1 ]; do
+  i=$((i + 1)); [ "$i" -gt "$max" ] && exit 3
+  sleep 0.05
+  flock -n 9 2>/dev/null; rc=$?
+done
+if [ "$rc" = 0 ]; then : > "$2"; exec cat >/dev/null; fi
 exec 9>&-
-d=$1.d
+d=$1.d i=0
 # ident PID: "PID START" while PID runs (START its start time), else empty.
 ident() {
   if [ -d /proc/self ]; then
@@ -47,7 +51,7 @@ ident() {
 }
 me=$(ident $$)
 [ -n "$me" ] || me="$$ unknown"
-i=0 max=$(($3 * 20)) gone=0
+gone=0
 until mkdir "$d" 2>/dev/null; do
   o=
   [ -f "$d/owner" ] && { read -r o < "$d/owner"; } 2>/dev/null

@@ -8,7 +8,7 @@
 #   closed by `@@saphan-measure:end`. userns-unshare is `ok`, `fail` or
 #   `missing`. requirements holds one line per tool dispatch uses:
 #   `TOOL ok|not-runnable|absent` for flock, setsid, sha256sum, shasum, git,
-#   proc and ps — `ok` when a tiny real use of it ran (`flock -w 5` on
+#   proc and ps — `ok` when a tiny real use of it ran (`flock -n` on
 #   /dev/null, `setsid true`, the empty input's digest, `git --version`,
 #   /proc/$$/stat readable, `ps -o pid`), `not-runnable` when a file of that
 #   name is on PATH but the use failed, `absent` otherwise; git's line then
@@ -40,7 +40,7 @@ req() {
   else echo "$n absent"; fi
 }
 e0=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
-use_flock() { flock -w 5 9 9</dev/null; }
+use_flock() { flock -n 9 9</dev/null; [ "$?" -le 1 ]; }
 use_sha256sum() { r=$(sha256sum </dev/null) && [ "${r%% *}" = "$e0" ]; }
 use_shasum() { r=$(shasum -a 256 </dev/null) && [ "${r%% *}" = "$e0" ]; }
 use_git() { r=$(git --version) || return 1; r=${r#git version }; v=" ${r%% *}"; }

@@ -108,7 +108,11 @@ fn a_machine_whose_setsid_does_not_run_is_refused_by_name_before_shipping() {
         "the install command for the measured platform (debian): {msg}"
     );
     assert!(msg.contains("is on PATH but does not run"), "{msg}");
-    assert_eq!(v["refusals"][0]["remedy"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(
+        v["refusals"][0]["remedy"].as_array().unwrap().len(),
+        2,
+        "{v}"
+    );
     assert!(
         !f.workhome().join("saphan/mirrors").exists(),
         "a mirror was made on a refused machine"
