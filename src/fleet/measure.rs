@@ -215,6 +215,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn parses_the_requirements_and_reads_an_old_output_without_them() {
+        let head = "@@saphan-measure:uname\nLinux 6.1.0 x86_64\n";
+        let out = format!(
+            "{head}@@saphan-measure:requirements\nflock not-runnable\nsetsid ok\nsha256sum absent\nshasum ok\ngit ok 2.39.5\nproc ok\n@@saphan-measure:end\n"
+        );
+        let r = parse("m0", "x", &out).unwrap().requirements.unwrap();
+        assert_eq!(r.flock, ToolState::NotRunnable);
+        assert_eq!(r.setsid, ToolState::Ok);
+        assert_eq!((r.sha256sum, r.shasum), (ToolState::Absent, ToolState::Ok));
+        assert_eq!(r.git_version.as_deref(), Some("2.39.5"));
+        assert_eq!(r.ps, ToolState::Absent, "a tool without a line is absent");
+        let old = parse("m0", "x", &format!("{head}@@saphan-measure:end\n")).unwrap();
+        assert_eq!(old.requirements, None);
+        let row = serde_json::to_value(&old).unwrap();
+        assert!(
+            row.get("requirements").is_none(),
+            "an old row's bytes: {row}"
+        );
+        let back: MachineFacts = serde_json::from_value(row).unwrap();
+        assert_eq!(back.requirements, None);
+    }
+
     #[tokio::test]
     async fn measures_this_machine() {
         let f = measure(
@@ -227,5 +250,7 @@ mod tests {
         assert!(f.cpus.unwrap() > 0);
         assert!(f.memory_bytes.unwrap() > 0);
         assert!(!f.kernel.is_empty());
+        let r = f.requirements.unwrap();
+        assert_eq!(r.git, ToolState::Ok);
     }
 }
