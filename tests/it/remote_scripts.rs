@@ -955,15 +955,13 @@ fn measure_says_which_required_tools_run() {
         let req = |dir: &Path| {
             let o = sh.run_before(dir, remote::MEASURE, "saphan-measure", &[]);
             let out = s(&o.stdout);
-            let body = out
-                .split("@@saphan-measure:requirements\n")
+            out.split("@@saphan-measure:requirements\n")
                 .nth(1)
                 .unwrap_or_else(|| panic!("{n}: no requirements section: {out}"))
                 .split("\n@@saphan-measure:")
                 .next()
                 .unwrap()
-                .to_string();
-            body
+                .to_string()
         };
         let ok = req(none.path());
         for t in ["flock", "setsid", "sha256sum", "proc", "ps"] {
