@@ -276,9 +276,10 @@ fn unique_dests<'a>(entries: impl Iterator<Item = &'a Provision>) -> Result<(), 
 
 /// The sha256 (lowercase hex) of the file `path` on the machine `t`, of the
 /// bytes as they are there: locally hashed as a stream off the runtime
-/// (`spawn_blocking`); on an SSH machine by `sha256sum` there.
+/// (`spawn_blocking`); on an SSH machine by `sha256sum` there, or
+/// `shasum -a 256` where `sha256sum` does not run (`remote/sha256.sh`).
 ///
-/// Errors: the file cannot be read, `sha256sum` is missing or prints no
+/// Errors: the file cannot be read, neither tool runs or it prints no
 /// digest (as [`TransportError::RemoteCopy`]), the connection errors.
 pub async fn sha256_on(t: &Transport, path: &Path) -> Result<String, TransportError> {
     let what = || format!("hashing {} on {}", path.display(), t.describe());
@@ -297,9 +298,7 @@ pub async fn sha256_on(t: &Transport, path: &Path) -> Result<String, TransportEr
     }
     let out = t
         .run(
-            Cmd::new("sha256sum")
-                .arg("--")
-                .arg(path)
+            crate::remote::sh(crate::remote::SHA256, "saphan-sha256", [path])
                 .timeout(std::time::Duration::from_secs(600)),
         )
         .await?;

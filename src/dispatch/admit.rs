@@ -8,11 +8,17 @@
 //! [`NotAdmitted`], each machine with its own reason and remedy lines.
 //! `--machine @admitted` ([`ADMITTED`]) selects every machine of
 //! machines.toml that is admitted right now ([`select`]).
+//!
+//! A machine whose fresh facts row says a tool dispatch needs there does
+//! not run (`setsid`; a SHA-256 tool; `git` at least [`MIN_GIT`]; `/proc`
+//! or `ps`), or whose row was measured before those facts existed, is
+//! refused as [`REQUIREMENTS_ABSENT`] ([`requirements`]), with the install
+//! command of each missing tool for its measured platform ([`INSTALL`]).
 
 use super::DispatchError;
 use crate::catalog::Catalog;
 use crate::error::{Error, Exit, Refusal, Result};
-use crate::fleet::ledger::{self, Ledger, Outcome};
+use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, Requirements, ToolState};
 use crate::fleet::machines::{MachineRow, Machines};
 use crate::fleet::remedy;
 use crate::home::Home;
@@ -91,6 +97,9 @@ pub fn admit(
             humantime::format_duration(window)
         )),
         Some(_) => {}
+    }
+    if let Some(f) = fresh_facts {
+        requirements(home, catalog_path, row, f)?;
     }
     let ids = facts.as_ref().map(|f| f.platform_ids());
     let mut needs = remedy::Needs {
@@ -212,6 +221,234 @@ pub fn admit(
     .into())
 }
 
+/// The refusal name of a machine that lacks a tool dispatch needs there.
+pub const REQUIREMENTS_ABSENT: &str = "machine-requirements-absent";
+
+/// The oldest git dispatch works with (major, minor): heal.sh's
+/// `git rev-parse --path-format=absolute` came in git 2.31.
+pub const MIN_GIT: (u64, u64) = (2, 31);
+
+/// The install command of each tool dispatch needs, per platform id (as
+/// [`MachineFacts::platform_ids`] names it, most specific first) — the one
+/// table. A tool or platform without an entry gets a `NO INSTALL COMMAND`
+/// line. `flock` is not here: lock.sh falls back to a `mkdir` lock.
+pub const INSTALL: &[(&str, &[(&str, &str)])] = &[
+    (
+        "setsid",
+        &[
+            ("debian", "apt-get install -y util-linux"),
+            ("ubuntu", "apt-get install -y util-linux"),
+            ("fedora", "dnf install -y util-linux"),
+            ("alpine", "apk add util-linux"),
+        ],
+    ),
+    (
+        "sha256sum",
+        &[
+            ("debian", "apt-get install -y coreutils"),
+            ("ubuntu", "apt-get install -y coreutils"),
+            ("fedora", "dnf install -y coreutils"),
+            ("alpine", "apk add coreutils"),
+        ],
+    ),
+    (
+        "git",
+        &[
+            ("debian", "apt-get install -y git"),
+            ("ubuntu", "apt-get install -y git"),
+            ("fedora", "dnf install -y git"),
+            ("alpine", "apk add git"),
+            ("darwin", "xcode-select --install"),
+        ],
+    ),
+    (
+        "ps",
+        &[
+            ("debian", "apt-get install -y procps"),
+            ("ubuntu", "apt-get install -y procps"),
+            ("fedora", "dnf install -y procps-ng"),
+            ("alpine", "apk add procps"),
+        ],
+    ),
+];
+
+/// The install command of `tool` for the first of `platform_ids` that
+/// [`INSTALL`] has one for.
+pub fn install_for(tool: &str, platform_ids: &[String]) -> Option<&'static str> {
+    let (_, by) = INSTALL.iter().find(|(t, _)| *t == tool)?;
+    platform_ids
+        .iter()
+        .find_map(|id| by.iter().find(|(p, _)| p == id).map(|(_, c)| *c))
+}
+
+/// A machine lacks a tool dispatch needs there (or its facts row predates
+/// the requirement facts): refused before anything is shipped.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "machine {machine} lacks what dispatch needs there: {why} — nothing was shipped; remedy:\n  {}",
+    remedy.join("\n  ")
+)]
+pub struct RequirementsAbsent {
+    /// The machine id.
+    pub machine: String,
+    /// Every missing tool (`setsid`, `sha256sum`, `git`, `ps`); empty when
+    /// the facts row predates the requirement facts.
+    pub missing: Vec<String>,
+    /// Why, per tool, joined by `; `.
+    pub why: String,
+    /// The remedy lines in the order they are run: each missing tool's
+    /// install command (or `NO INSTALL COMMAND …`), then the measure line.
+    pub remedy: Vec<String>,
+}
+
+impl Refusal for RequirementsAbsent {
+    fn name(&self) -> &'static str {
+        REQUIREMENTS_ABSENT
+    }
+    fn details(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "missing": self.missing }))
+    }
+}
+
+fn state_words(s: ToolState) -> &'static str {
+    match s {
+        ToolState::Ok => "runs",
+        ToolState::NotRunnable => "is on PATH but does not run",
+        ToolState::Absent => "is not on PATH",
+    }
+}
+
+/// The tools `r` says are missing, each with why: `setsid` (no POSIX
+/// alternative gives the watchdog its own process group without a
+/// terminal), a SHA-256 tool (`sha256sum` or `shasum -a 256`), `git` (at
+/// least [`MIN_GIT`]), `/proc` or `ps`. `flock` is never missing: lock.sh
+/// holds a `mkdir` lock without it.
+pub fn missing(r: &Requirements) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if r.setsid != ToolState::Ok {
+        out.push((
+            "setsid",
+            format!(
+                "`setsid` {} (`setsid true` failed; the watchdog's process group needs it)",
+                state_words(r.setsid)
+            ),
+        ));
+    }
+    if r.sha256sum != ToolState::Ok && r.shasum != ToolState::Ok {
+        out.push((
+            "sha256sum",
+            format!(
+                "no SHA-256 tool runs (`sha256sum` {}; `shasum -a 256` {})",
+                state_words(r.sha256sum),
+                state_words(r.shasum)
+            ),
+        ));
+    }
+    if r.git != ToolState::Ok {
+        out.push(("git", format!("`git` {}", state_words(r.git))));
+    } else if let Some(v) = r.git_version.as_deref() {
+        let mut n = v.split('.').map(|x| {
+            x.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
+        let (major, minor) = (n.next().unwrap_or(0), n.next().unwrap_or(0));
+        if (major, minor) < MIN_GIT {
+            out.push((
+                "git",
+                format!(
+                    "`git` is {v}, older than {}.{} (dispatch uses `git rev-parse --path-format=absolute`)",
+                    MIN_GIT.0, MIN_GIT.1
+                ),
+            ));
+        }
+    }
+    if r.proc != ToolState::Ok && r.ps != ToolState::Ok {
+        out.push((
+            "ps",
+            format!(
+                "neither /proc nor `ps` is there (/proc {}; `ps` {})",
+                if r.proc == ToolState::Ok {
+                    "readable"
+                } else {
+                    "not readable"
+                },
+                state_words(r.ps)
+            ),
+        ));
+    }
+    out
+}
+
+/// Refuse `row` when its fresh facts row `f` says a tool dispatch needs
+/// does not run there, or predates the requirement facts.
+///
+/// Errors: [`RequirementsAbsent`] (`machine-requirements-absent`) naming
+/// every missing tool, with each one's install command for the measured
+/// platform (`ssh -F …` for an SSH machine; `NO INSTALL COMMAND …` where
+/// [`INSTALL`] has none), then the measure line.
+pub fn requirements(
+    home: &Home,
+    catalog: Option<&Path>,
+    row: &MachineRow,
+    f: &MachineFacts,
+) -> Result<()> {
+    let measure = remedy::measure_line(home, catalog, &row.id);
+    let Some(r) = &f.requirements else {
+        return Err(RequirementsAbsent {
+            machine: row.id.clone(),
+            missing: Vec::new(),
+            why: format!(
+                "its facts row ({}) was measured by an older saphan and says nothing of the tools dispatch needs (setsid, a SHA-256 tool, git, /proc or ps) — measure it again",
+                f.measured_at
+            ),
+            remedy: vec![measure],
+        }
+        .into());
+    };
+    let lacking = missing(r);
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let ids = f.platform_ids();
+    let mut lines: Vec<String> = Vec::new();
+    for (tool, _) in &lacking {
+        let line = match install_for(tool, &ids) {
+            Some(cmd) => remedy::install_line(home, row, cmd),
+            None => format!(
+                "{}: saphan knows no install command for `{tool}` on the measured platform ({}) — install it by hand",
+                remedy::NO_INSTALL_COMMAND,
+                if ids.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            ),
+        };
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines.push(measure);
+    Err(RequirementsAbsent {
+        machine: row.id.clone(),
+        missing: lacking.iter().map(|(t, _)| t.to_string()).collect(),
+        why: format!(
+            "{} (facts row {})",
+            lacking
+                .iter()
+                .map(|(_, w)| w.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            f.measured_at
+        ),
+        remedy: lines,
+    }
+    .into())
+}
+
 /// One machine's refusal, as a combined refusal lists it (and `--json`
 /// carries it under `refusals`).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -253,6 +490,9 @@ impl Refused {
 /// The remedy commands a refusal carries, as separate lines.
 fn remedy_of(e: &Error) -> Vec<String> {
     if let Some(DispatchError::ToolchainAbsent { remedy, .. }) = e.downcast_ref::<DispatchError>() {
+        return remedy.clone();
+    }
+    if let Some(RequirementsAbsent { remedy, .. }) = e.downcast_ref::<RequirementsAbsent>() {
         return remedy.clone();
     }
     if let Some(crate::docker::DockerError::ContainerCapabilityAbsent { commands, .. }) =

@@ -98,6 +98,60 @@ pub struct MachineFacts {
     pub memory_bytes: Option<u64>,
     /// User-namespace support.
     pub userns: Userns,
+    /// The tools dispatch uses on the machine, as the measure script found
+    /// them. `None` on a row measured by a saphan before this field existed
+    /// (the row still reads and verifies; admission tells the machine to be
+    /// re-measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirements: Option<Requirements>,
+}
+
+/// What a tiny real use of one tool on the machine showed (`machine
+/// measure`'s requirements section).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolState {
+    /// It ran (`setsid true`, `flock -n` on /dev/null, the empty input's
+    /// digest, `git --version`, /proc readable, `ps -o pid`).
+    Ok,
+    /// A file of that name is on PATH, but the use failed.
+    NotRunnable,
+    /// Not on PATH.
+    Absent,
+}
+
+impl ToolState {
+    /// `ok`, `not-runnable` or `absent`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ToolState::Ok => "ok",
+            ToolState::NotRunnable => "not-runnable",
+            ToolState::Absent => "absent",
+        }
+    }
+}
+
+/// The dispatch requirements measured on a machine, one [`ToolState`] per
+/// tool; what admission makes of them is `crate::dispatch::admit`'s
+/// (`machine-requirements-absent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requirements {
+    /// `flock` (the repository lock; lock.sh falls back to a `mkdir` lock).
+    pub flock: ToolState,
+    /// `setsid` (the watchdog's process group).
+    pub setsid: ToolState,
+    /// `sha256sum` (provision hashes).
+    pub sha256sum: ToolState,
+    /// `shasum -a 256` (the provision hash where `sha256sum` is not).
+    pub shasum: ToolState,
+    /// `git`.
+    pub git: ToolState,
+    /// `git --version`'s version (`2.39.5`), when it ran.
+    pub git_version: Option<String>,
+    /// `/proc` (`/proc/$$/stat` readable).
+    pub proc: ToolState,
+    /// `ps`.
+    pub ps: ToolState,
 }
 
 impl MachineFacts {
@@ -966,6 +1020,7 @@ mod tests {
                 max_user_namespaces: Some(100),
                 unprivileged_userns_clone: None,
             },
+            requirements: None,
         }
     }
 

@@ -9,9 +9,14 @@
 //! attempt, `unshare -U true`, as the connected user; when `unshare` is
 //! missing, by the sysctls (`max_user_namespaces` > 0 and, where the kernel
 //! has it, `unprivileged_userns_clone` = 1 — or the user is root).
+//!
+//! The same script measures the dispatch requirements (`flock`, `setsid`,
+//! `sha256sum`/`shasum`, `git` and its version, `/proc`, `ps`), each by a
+//! tiny real use of the tool, into [`MachineFacts::requirements`];
+//! admission judges them (`crate::dispatch::admit`).
 
 use super::FleetError;
-use super::ledger::{MachineFacts, Userns};
+use super::ledger::{MachineFacts, Requirements, ToolState, Userns};
 use crate::platform::OsRelease;
 use crate::transport::Transport;
 use std::collections::BTreeMap;
@@ -113,7 +118,40 @@ pub fn parse(machine: &str, measured_at: &str, out: &str) -> Result<MachineFacts
         cpus: first_num("cpus").filter(|n| *n > 0),
         memory_bytes: memory_bytes.filter(|n| *n > 0),
         userns,
+        requirements: s.get("requirements").map(String::as_str).map(requirements),
     })
+}
+
+/// The requirements section (`TOOL ok|not-runnable|absent`, git's line with
+/// its version) as [`Requirements`]; a tool without a line is absent.
+fn requirements(body: &str) -> Requirements {
+    let mut seen: BTreeMap<&str, (ToolState, Option<String>)> = BTreeMap::new();
+    for line in body.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(tool), Some(state)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let state = match state {
+            "ok" => ToolState::Ok,
+            "not-runnable" => ToolState::NotRunnable,
+            _ => ToolState::Absent,
+        };
+        seen.insert(tool, (state, w.next().map(str::to_string)));
+    }
+    let get = |t: &str| seen.get(t).map(|(s, _)| *s).unwrap_or(ToolState::Absent);
+    Requirements {
+        flock: get("flock"),
+        setsid: get("setsid"),
+        sha256sum: get("sha256sum"),
+        shasum: get("shasum"),
+        git: get("git"),
+        git_version: seen
+            .get("git")
+            .filter(|(s, _)| *s == ToolState::Ok)
+            .and_then(|(_, v)| v.clone()),
+        proc: get("proc"),
+        ps: get("ps"),
+    }
 }
 
 /// Run the measure script on `t` and read the facts.
@@ -177,6 +215,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn parses_the_requirements_and_reads_an_old_output_without_them() {
+        let head = "@@saphan-measure:uname\nLinux 6.1.0 x86_64\n";
+        let out = format!(
+            "{head}@@saphan-measure:requirements\nflock not-runnable\nsetsid ok\nsha256sum absent\nshasum ok\ngit ok 2.39.5\nproc ok\n@@saphan-measure:end\n"
+        );
+        let r = parse("m0", "x", &out).unwrap().requirements.unwrap();
+        assert_eq!(r.flock, ToolState::NotRunnable);
+        assert_eq!(r.setsid, ToolState::Ok);
+        assert_eq!((r.sha256sum, r.shasum), (ToolState::Absent, ToolState::Ok));
+        assert_eq!(r.git_version.as_deref(), Some("2.39.5"));
+        assert_eq!(r.ps, ToolState::Absent, "a tool without a line is absent");
+        let old = parse("m0", "x", &format!("{head}@@saphan-measure:end\n")).unwrap();
+        assert_eq!(old.requirements, None);
+        let row = serde_json::to_value(&old).unwrap();
+        assert!(
+            row.get("requirements").is_none(),
+            "an old row's bytes: {row}"
+        );
+        let back: MachineFacts = serde_json::from_value(row).unwrap();
+        assert_eq!(back.requirements, None);
+    }
+
     #[tokio::test]
     async fn measures_this_machine() {
         let f = measure(
@@ -189,5 +250,7 @@ mod tests {
         assert!(f.cpus.unwrap() > 0);
         assert!(f.memory_bytes.unwrap() > 0);
         assert!(!f.kernel.is_empty());
+        let r = f.requirements.unwrap();
+        assert_eq!(r.git, ToolState::Ok);
     }
 }

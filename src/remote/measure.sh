@@ -4,10 +4,17 @@
 # Arguments: none.
 # Prints, on stdout: sections, each introduced by a line
 #   `@@saphan-measure:<name>` (uname, os-release, cpus, memory, uid,
-#   userns-max, userns-clone, userns-unshare) and the whole closed by
-#   `@@saphan-measure:end`. userns-unshare is `ok`, `fail` or `missing`.
-#   Files are read with shell builtins; only uname, getconf, id and unshare
-#   are started.
+#   userns-max, userns-clone, userns-unshare, requirements) and the whole
+#   closed by `@@saphan-measure:end`. userns-unshare is `ok`, `fail` or
+#   `missing`. requirements holds one line per tool dispatch uses:
+#   `TOOL ok|not-runnable|absent` for flock, setsid, sha256sum, shasum, git,
+#   proc and ps — `ok` when a tiny real use of it ran (`flock -n` on
+#   /dev/null, `setsid true`, the empty input's digest, `git --version`,
+#   /proc/$$/stat readable, `ps -o pid`), `not-runnable` when a file of that
+#   name is on PATH but the use failed, `absent` otherwise; git's line then
+#   carries its version (`git ok 2.39.5`).
+#   Files are read with shell builtins; besides uname, getconf, id and
+#   unshare only the required tools themselves are started.
 # Exit: 0 (a missing end marker means the script did not run to its end).
 m() { printf '\n@@saphan-measure:%s\n' "$1"; }
 cat1() { [ -r "$1" ] && while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done < "$1"; }
@@ -19,4 +26,30 @@ m uid; id -u
 m userns-max; cat1 /proc/sys/user/max_user_namespaces
 m userns-clone; cat1 /proc/sys/kernel/unprivileged_userns_clone
 m userns-unshare; if command -v unshare >/dev/null 2>&1; then if unshare -U true >/dev/null 2>&1; then echo ok; else echo fail; fi; else echo missing; fi
+# found NAME: a file of that name in a PATH directory (runnable or not).
+found() {
+  o=$IFS; IFS=:
+  for d in $PATH; do [ -e "${d:-.}/$1" ] && { IFS=$o; return 0; }; done
+  IFS=$o; return 1
+}
+# req NAME CMD…: one requirements line for NAME from the exit of CMD….
+req() {
+  n=$1; shift
+  if "$@" >/dev/null 2>&1; then echo "$n ok$v"
+  elif [ "$n" != proc ] && found "$n"; then echo "$n not-runnable"
+  else echo "$n absent"; fi
+}
+e0=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+use_flock() { flock -n 9 9</dev/null; [ "$?" -le 1 ]; }
+use_sha256sum() { r=$(sha256sum </dev/null) && [ "${r%% *}" = "$e0" ]; }
+use_shasum() { r=$(shasum -a 256 </dev/null) && [ "${r%% *}" = "$e0" ]; }
+use_git() { r=$(git --version) || return 1; r=${r#git version }; v=" ${r%% *}"; }
+m requirements
+v=; req flock use_flock
+req setsid setsid true
+req sha256sum use_sha256sum
+req shasum use_shasum
+req git use_git; v=
+req proc test -r /proc/$$/stat
+req ps ps -o pid
 m end

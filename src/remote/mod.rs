@@ -72,6 +72,8 @@ pub const PROBE: &str = include_str!("probe.sh");
 pub const PUT: &str = include_str!("put.sh");
 /// `UID:GID` of the connection's user on the machine.
 pub const USER_IDS: &str = include_str!("user-ids.sh");
+/// The SHA-256 of a file on the machine (`sha256sum`, else `shasum -a 256`).
+pub const SHA256: &str = include_str!("sha256.sh");
 
 /// Every script, by file name, for the shell tests and the docs.
 pub const ALL: &[(&str, &str)] = &[
@@ -98,6 +100,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("probe.sh", PROBE),
     ("put.sh", PUT),
     ("user-ids.sh", USER_IDS),
+    ("sha256.sh", SHA256),
 ];
 
 /// `sh -c SCRIPT NAME ARGS…` as a [`Cmd`] (no budget: the caller sets one).

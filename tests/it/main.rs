@@ -23,6 +23,7 @@ mod remeasure;
 mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
+mod requirements;
 mod scratch;
 mod signals;
 mod snapshots;

@@ -50,6 +50,12 @@ impl Shell {
     }
 
     fn cmd(&self) -> Command {
+        self.cmd_before(None)
+    }
+
+    /// [`Shell::cmd`] with `before` (a [`broken`] directory) first on PATH,
+    /// before even the busybox applets.
+    fn cmd_before(&self, before: Option<&Path>) -> Command {
         let mut c = Command::new(&self.argv[0]);
         c.args(&self.argv[1..]);
         let path = std::env::var("PATH").unwrap_or_default();
@@ -57,8 +63,24 @@ impl Shell {
             Some(d) => format!("{}:{path}", d.display()),
             None => path,
         };
+        let path = match before {
+            Some(b) => format!("{}:{path}", b.display()),
+            None => path,
+        };
         c.env("PATH", path);
         c
+    }
+
+    /// `sh -c SCRIPT NAME ARGS…` with `before` first on PATH, no stdin.
+    fn run_before(&self, before: &Path, script: &str, name: &str, args: &[&str]) -> Output {
+        self.cmd_before(Some(before))
+            .arg("-c")
+            .arg(script)
+            .arg(name)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
     }
 }
 
@@ -773,5 +795,235 @@ fn an_orphaned_watchdog_signals_no_group_that_is_not_its_attempts() {
             alive,
             "{n}: the orphaned watchdog signalled the old group id"
         );
+    }
+}
+
+/// A directory of stand-ins for `tools` that are on PATH but do not run
+/// (each exits 126, as a shell does for a file it cannot execute), to put
+/// first on PATH.
+fn broken(tools: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for t in tools {
+        let f = d.path().join(t);
+        std::fs::write(&f, "#!/bin/sh\necho \"$0: cannot execute\" >&2\nexit 126\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    d
+}
+
+/// This process's identity as lock.sh writes a holder's: pid and start time.
+fn identity_of_self() -> String {
+    let st = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let rest = st.rsplit_once(") ").unwrap().1;
+    let start = rest.split_whitespace().nth(19).unwrap();
+    format!("{} {start}", std::process::id())
+}
+
+/// Issue 23: where `flock` does not run, lock.sh holds a `mkdir` lock with
+/// flock's lifetime: held until stdin closes, released on TERM, broken by
+/// the next waiter once its holder is gone (KILL) — and not broken while a
+/// process with the holder's pid *and start time* runs (pid reuse).
+#[test]
+fn the_mkdir_lock_holds_where_flock_does_not_run() {
+    use std::os::unix::process::CommandExt;
+    let no = broken(&["flock"]);
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let lock = d.path().join("locks/k.lock");
+        let dir = d.path().join("locks/k.lock.d");
+        let ready = |k: &str| d.path().join(format!("runs/{k}/locked"));
+        let holder = |k: &str| {
+            let mut c = sh.cmd_before(Some(no.path()));
+            c.args([
+                "-c",
+                remote::LOCK,
+                "saphan-lock",
+                p(&lock),
+                p(&ready(k)),
+                "5",
+            ])
+            .stdin(Stdio::piped())
+            .process_group(0);
+            c.spawn().unwrap()
+        };
+        let take = |k: &str, wait: &str| {
+            sh.run_before(
+                no.path(),
+                remote::LOCK,
+                "saphan-lock",
+                &[p(&lock), p(&ready(k)), wait],
+            )
+        };
+        // Held until stdin closes; busy meanwhile.
+        let mut h = holder("a");
+        let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready("a"))], b"");
+        assert_eq!(code(&w), Some(0), "{n}: {}", s(&w.stderr));
+        assert!(dir.join("owner").is_file(), "{n}: the mkdir lock");
+        let busy = take("b", "0");
+        assert_eq!(code(&busy), Some(remote::LOCK_EXIT_BUSY), "{n}");
+        assert!(!ready("b").exists(), "{n}");
+        drop(h.stdin.take());
+        assert!(h.wait().unwrap().success(), "{n}");
+        assert!(!dir.exists(), "{n}: released when stdin closed");
+        assert_eq!(code(&take("c", "0")), Some(0), "{n}");
+        assert!(!dir.exists(), "{n}");
+        // TERM to the holder's group (the watchdog's budget) releases it.
+        let mut h = holder("d");
+        until("the lock is held", || ready("d").exists());
+        // SAFETY: kill has no memory preconditions; the group is the holder's own.
+        unsafe { libc::kill(-(h.id() as i32), libc::SIGTERM) };
+        assert!(!h.wait().unwrap().success(), "{n}");
+        assert!(!dir.exists(), "{n}: released on TERM");
+        // KILL leaves the directory; the next waiter breaks it.
+        let mut h = holder("e");
+        until("the lock is held", || ready("e").exists());
+        h.kill().unwrap();
+        h.wait().unwrap();
+        assert!(dir.join("owner").exists(), "{n}: KILL leaves the lock");
+        let again = take("f", "5");
+        assert_eq!(code(&again), Some(0), "{n}: {}", s(&again.stderr));
+        assert!(!dir.exists(), "{n}");
+        // A live process with the owner's pid but another start time is
+        // another process: stale. The same pid and start time: held.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("owner"), format!("{} 1\n", std::process::id())).unwrap();
+        assert_eq!(code(&take("g", "5")), Some(0), "{n}: a reused pid");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("owner"), identity_of_self() + "\n").unwrap();
+        assert_eq!(
+            code(&take("h", "0")),
+            Some(remote::LOCK_EXIT_BUSY),
+            "{n}: a live holder"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Issue 23: sha256.sh hashes with `sha256sum`, or `shasum -a 256` where
+/// `sha256sum` does not run — the same digest; neither running fails.
+#[test]
+fn sha256_falls_back_to_shasum() {
+    if common::skip_unless(common::have("shasum"), "no shasum (Debian: perl)") {
+        return;
+    }
+    let no_sum = broken(&["sha256sum"]);
+    let neither = broken(&["sha256sum", "shasum"]);
+    let none = broken(&[]);
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("f");
+    std::fs::write(&f, "provisioned bytes\n").unwrap();
+    let want = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b"provisioned bytes\n"))
+    };
+    for sh in shells() {
+        let n = sh.name;
+        for dir in [none.path(), no_sum.path()] {
+            let o = sh.run_before(dir, remote::SHA256, "saphan-sha256", &[p(&f)]);
+            assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+            assert_eq!(
+                s(&o.stdout).split_whitespace().next(),
+                Some(want.as_str()),
+                "{n}"
+            );
+        }
+        // busybox sh runs its own applets whatever PATH says: its
+        // sha256sum cannot be broken from PATH.
+        if sh.path_first.is_none() {
+            let o = sh.run_before(neither.path(), remote::SHA256, "saphan-sha256", &[p(&f)]);
+            assert_ne!(code(&o), Some(0), "{n}");
+        }
+        let o = sh.run_before(
+            none.path(),
+            remote::SHA256,
+            "saphan-sha256",
+            &[p(&d.path().join("nope"))],
+        );
+        assert_ne!(code(&o), Some(0), "{n}: a missing file");
+    }
+}
+
+/// Issue 23: the measure script's requirements section says which tools
+/// run, by a real use (a file on PATH that does not run is `not-runnable`).
+#[test]
+fn measure_says_which_required_tools_run() {
+    let no = broken(&["flock", "sha256sum", "setsid"]);
+    let none = broken(&[]);
+    for sh in shells() {
+        let n = sh.name;
+        let req = |dir: &Path| {
+            let o = sh.run_before(dir, remote::MEASURE, "saphan-measure", &[]);
+            let out = s(&o.stdout);
+            out.split("@@saphan-measure:requirements\n")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{n}: no requirements section: {out}"))
+                .split("\n@@saphan-measure:")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let ok = req(none.path());
+        for t in ["flock", "setsid", "sha256sum", "proc", "ps"] {
+            assert!(ok.contains(&format!("{t} ok")), "{n}: {t}: {ok}");
+        }
+        assert!(ok.contains("git ok 2."), "{n}: {ok}");
+        let bad = req(no.path());
+        // busybox sh runs its own applets (setsid, sha256sum) whatever PATH
+        // says; flock is not one of them here.
+        let breakable: &[&str] = if sh.path_first.is_some() {
+            &["flock"]
+        } else {
+            &["flock", "setsid", "sha256sum"]
+        };
+        for t in breakable {
+            assert!(
+                bad.contains(&format!("{t} not-runnable")),
+                "{n}: {t}: {bad}"
+            );
+        }
+    }
+}
+
+/// The first dispatches of a repository at once all open one new mirror
+/// (no lock: one rename wins), leaving nothing beside or inside it.
+#[test]
+fn ship_probe_makes_one_mirror_without_a_lock() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let mirror = d.path().join("w/mirrors/k.git");
+        let kids: Vec<_> = (0..6)
+            .map(|_| {
+                sh.cmd()
+                    .args(["-c", remote::SHIP_PROBE, "saphan-ship", p(&mirror)])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for k in kids {
+            let o = k.wait_with_output().unwrap();
+            assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        }
+        assert_eq!(
+            git_out(&mirror, &["rev-parse", "--is-bare-repository"]),
+            "true",
+            "{n}"
+        );
+        let beside: Vec<_> = std::fs::read_dir(mirror.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(beside, vec!["k.git".to_string()], "{n}");
+        let inside: Vec<_> = std::fs::read_dir(&mirror)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.contains(".init."))
+            .collect();
+        assert!(inside.is_empty(), "{n}: {inside:?}");
     }
 }
