@@ -970,6 +970,16 @@ async fn admit_one(
         .as_ref()
         .map(|c| c.inputs.declared_path.clone())
         .unwrap_or_else(|| "docker".into());
+    // The ship, the lock and the tree run on the machine's host whatever the
+    // class: a fresh facts row that says a tool they need does not run
+    // there refuses the machine here too (`machine-requirements-absent`).
+    let window = crate::fleet::freshness_window(home)?;
+    if let Some(f) = facts
+        .as_ref()
+        .filter(|f| crate::fleet::ledger::facts_fresh(f, time::OffsetDateTime::now_utc(), window))
+    {
+        crate::dispatch::admit::requirements(home, None, row, f)?;
+    }
     let t = crate::fleet::machines::connect(home, row, crate::dispatch::CONNECT_TIMEOUT)
         .await
         .map_err(|e| ContainerError::EngineUnreachable {
