@@ -282,6 +282,12 @@ pub enum Ended {
     /// could not remove the container): a failed measurement of kind
     /// `engine`, with what happened.
     Engine(String),
+    /// The machine's SSH connection was declared dead mid-run (its
+    /// keep-alive limit, [`crate::transport::ssh::keepalive`]): a failed
+    /// measurement of kind `connection-lost`, with what happened (the
+    /// container may still run there: the next run to that engine removes
+    /// it, [`reap_over`]).
+    ConnectionLost(String),
 }
 
 /// The outcome of [`run`]: how it ended, and the wall time from start to end.
@@ -443,6 +449,15 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
         ),
     };
     let elapsed = t0.elapsed();
+    // A forwarded socket cannot tell a dead SSH connection from an engine
+    // that hung up: the transport can.
+    let ended = match ended {
+        Ended::Engine(n) => match target.transport.connection_gone().await {
+            Some(why) => Ended::ConnectionLost(format!("{why}; {n}")),
+            None => Ended::Engine(n),
+        },
+        e => e,
+    };
     // The container is removed on every path, by its name: over the run's
     // connection when the run ended with no request in flight on it (saves
     // a connect and version handshake per run, an SSH channel remotely),
@@ -465,6 +480,7 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
             match ended {
                 Ended::Interrupted(n) => Ended::Interrupted(format!("{n}; {note}")),
                 Ended::Engine(n) => Ended::Engine(format!("{n}; {note}")),
+                Ended::ConnectionLost(n) => Ended::ConnectionLost(format!("{n}; {note}")),
                 Ended::Finished {
                     status: Termination::TimedOut,
                     ..
@@ -801,6 +817,15 @@ impl LocalExecutor {
                 // Ctrl-C: the core's own interrupt branch records it.
                 Ended::Interrupted(_) => std::future::pending().await,
                 Ended::Engine(note) => Err(engine(note)),
+                Ended::ConnectionLost(detail) => {
+                    Err(crate::transport::TransportError::ConnectionLost {
+                        alias: match transport {
+                            Transport::Ssh(s) => s.settings().alias.clone(),
+                            Transport::Local(_) => "the local machine".into(),
+                        },
+                        detail,
+                    })
+                }
             }
         })
     }
