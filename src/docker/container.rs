@@ -37,6 +37,135 @@ pub const LABEL_SHA: &str = "saphan.sha";
 /// for — machines of one invocation may share one engine.
 pub const LABEL_MACHINE: &str = "saphan.machine";
 
+/// Label: the saphan process that made the container, as
+/// `<host id>/<boot id>/<pid>/<start time>` — the host id is this machine's
+/// `/etc/machine-id` (else its host name), the boot id
+/// `/proc/sys/kernel/random/boot_id`, the start time field 22 of
+/// `/proc/<pid>/stat` (so a reused pid is not mistaken for it). While that
+/// process lives the container's attempt is not over; [`reap_over`] removes
+/// the containers of attempts that are.
+pub const LABEL_CONTROLLER: &str = "saphan.controller";
+
+/// This saphan process, as [`LABEL_CONTROLLER`] names it (`None` where
+/// `/proc` does not say: its containers are then never reaped by another).
+pub fn controller_id() -> Option<&'static str> {
+    static ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let pid = std::process::id();
+        let start = start_time(pid)?;
+        Some(format!("{}/{}/{pid}/{start}", host_id()?, boot_id()?))
+    })
+    .as_deref()
+}
+
+fn host_id() -> Option<String> {
+    ["/etc/machine-id", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty() && !s.contains('/'))
+}
+
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Field 22 (start time, clock ticks since boot) of `/proc/<pid>/stat`;
+/// `None` when no such process lives (a zombie counts as ended).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    // After the comm: field 3 is the state, field 22 the start time.
+    if f.next()? == "Z" {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
+/// Whether the attempt whose container carries `controller` (a
+/// [`LABEL_CONTROLLER`] value) is over, judged on this machine: `Some(why)`
+/// when its saphan process is gone (or this machine rebooted since); `None`
+/// while it lives, or when the label names another machine's process (its
+/// liveness cannot be seen from here — that machine's next run reaps it).
+pub fn attempt_over(controller: &str) -> Option<String> {
+    let mut p = controller.splitn(4, '/');
+    let (host, boot, pid, start) = (p.next()?, p.next()?, p.next()?, p.next()?);
+    if Some(host) != host_id().as_deref() {
+        return None;
+    }
+    if Some(boot) != boot_id().as_deref() {
+        return Some("this machine has rebooted since its saphan ran".into());
+    }
+    let pid: u32 = pid.parse().ok()?;
+    let start: u64 = start.parse().ok()?;
+    match start_time(pid) {
+        Some(s) if s == start => None,
+        _ => Some(format!("its saphan process {pid} is gone")),
+    }
+}
+
+/// Remove, on the engine at `socket`, every saphan suite container whose
+/// attempt is over ([`attempt_over`] on its [`LABEL_CONTROLLER`]): what a
+/// saphan killed mid-run (kill -9, a crash, a reboot) left. Returns one
+/// record note per container: `reaped: container NAME (saphan.attempt=…,
+/// saphan.machine=…) …`, or why it could not be removed with the command
+/// that removes it. Containers of live saphan processes (this one's other
+/// machines, another invocation's) and of other machines' controllers are
+/// never touched. Bounded by [`CLEANUP_BUDGET`] per engine request; an
+/// engine that does not answer gives no note (the run then fails on its
+/// own terms).
+pub async fn reap_over(transport: &Transport, socket: &str) -> Vec<String> {
+    let Ok(docker) = connect(transport, socket, CLEANUP_BUDGET).await else {
+        return Vec::new();
+    };
+    let opts = bollard::query_parameters::ListContainersOptions {
+        all: true,
+        filters: Some([("label".to_string(), vec![LABEL_CONTROLLER.to_string()])].into()),
+        ..Default::default()
+    };
+    let found = match tokio::time::timeout(CLEANUP_BUDGET, docker.list_containers(Some(opts))).await
+    {
+        Ok(Ok(f)) => f,
+        _ => return Vec::new(),
+    };
+    let mut notes = Vec::new();
+    for c in found {
+        let labels = c.labels.clone().unwrap_or_default();
+        let Some(why) = labels.get(LABEL_CONTROLLER).and_then(|v| attempt_over(v)) else {
+            continue;
+        };
+        let Some(id) = c.id.clone() else { continue };
+        let name = c
+            .names
+            .as_ref()
+            .and_then(|n| n.first())
+            .map(|n| n.trim_start_matches('/').to_string())
+            .unwrap_or_else(|| id.clone());
+        let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+        let what = format!(
+            "container {name} ({LABEL_ATTEMPT}={}, {LABEL_MACHINE}={}, {})",
+            label(LABEL_ATTEMPT),
+            label(LABEL_MACHINE),
+            c.state
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "state unknown".into()),
+        );
+        match remove_container(transport, socket, Some(&docker), &id).await {
+            Ok(()) => notes.push(format!(
+                "reaped: {what}, left by an attempt that is over ({why})"
+            )),
+            Err(e) => notes.push(format!(
+                "{what} was left by an attempt that is over ({why}) and could not be removed ({e}); remove it on the machine: docker rm -f {name}"
+            )),
+        }
+    }
+    notes
+}
+
 /// The container name of `attempt` on `machine`: `saphan-suite-<attempt>-<machine>`
 /// (unique per engine, also when several machines of one invocation share it).
 pub fn container_name(attempt: &str, machine: &str) -> String {
@@ -614,6 +743,7 @@ pub struct LocalExecutor {
     target: Target,
     interrupt: Interrupt,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl LocalExecutor {
@@ -624,6 +754,7 @@ impl LocalExecutor {
             target,
             interrupt,
             tasks: Default::default(),
+            notes: Default::default(),
         }
     }
     /// Where the suite runs.
@@ -684,7 +815,12 @@ impl crate::measure::Executor for LocalExecutor {
         Some(target_container_run(&self.target))
     }
     fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
-        self.execute_on(self.target.clone(), transport, cmd)
+        self.execute_on(self.target.clone(), transport, cmd, &self.notes)
+    }
+    /// The containers of finished attempts this run removed first
+    /// ([`reap_over`]).
+    fn take_notes(&self) -> Vec<String> {
+        take(&self.notes)
     }
     fn settle<'s>(
         &'s self,
@@ -704,8 +840,19 @@ impl crate::measure::Executor for LocalExecutor {
         target
             .labels
             .insert(LABEL_MACHINE.to_string(), machine.to_string());
-        Box::new(OnMachine { base: self, target })
+        Box::new(OnMachine {
+            base: self,
+            target,
+            notes: Default::default(),
+        })
     }
+}
+
+fn take(notes: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+    notes
+        .lock()
+        .map(|mut n| std::mem::take(&mut *n))
+        .unwrap_or_default()
 }
 
 /// A [`LocalExecutor`] for one machine of the invocation
@@ -713,6 +860,7 @@ impl crate::measure::Executor for LocalExecutor {
 struct OnMachine<'a> {
     base: &'a LocalExecutor,
     target: Target,
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl crate::measure::Executor for OnMachine<'_> {
@@ -726,7 +874,13 @@ impl crate::measure::Executor for OnMachine<'_> {
         Some(target_container_run(&self.target))
     }
     fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
-        self.base.execute_on(self.target.clone(), transport, cmd)
+        self.base
+            .execute_on(self.target.clone(), transport, cmd, &self.notes)
+    }
+    /// The containers of finished attempts this run removed first
+    /// ([`reap_over`]).
+    fn take_notes(&self) -> Vec<String> {
+        take(&self.notes)
     }
     fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
         self.base.for_machine(machine)
@@ -734,12 +888,15 @@ impl crate::measure::Executor for OnMachine<'_> {
 }
 
 impl LocalExecutor {
-    /// Run `cmd` in a container of `target` on `transport`'s machine.
+    /// Run `cmd` in a container of `target` on `transport`'s machine, first
+    /// removing the containers of attempts that are over on its engine
+    /// ([`reap_over`], what it removed into `notes`).
     fn execute_on<'a>(
         &'a self,
         target: Target,
         transport: &'a Transport,
         cmd: crate::exec::Cmd,
+        notes: &'a std::sync::Mutex<Vec<String>>,
     ) -> ExecFuture<'a> {
         Box::pin(async move {
             let engine = |detail: String| crate::transport::TransportError::Engine { detail };
@@ -787,6 +944,15 @@ impl LocalExecutor {
                 // the owner of the shipped tree (the machine's SSH user).
                 target.caches.clear();
                 target.user = Some(remote_user(transport).await?);
+            }
+            if let Some(c) = controller_id() {
+                target
+                    .labels
+                    .insert(LABEL_CONTROLLER.to_string(), c.to_string());
+            }
+            let reaped = reap_over(transport, &target.socket).await;
+            if let Ok(mut n) = notes.lock() {
+                n.extend(reaped);
             }
             let interrupt = self.interrupt.clone();
             let (tx, rx) = tokio::sync::oneshot::channel();

@@ -879,3 +879,58 @@ fn a_partitioned_container_run_is_connection_lost_at_the_keepalive_limit() {
         ))
         .output();
 }
+
+/// Issue 20.4: saphan killed (-9) mid container-class run left its
+/// container on the engine for good (the next dispatch killed the suite's
+/// processes but never removed the container). Now the next run to that
+/// engine removes every container of an attempt that is over (its saphan
+/// process is gone), and its record says which.
+#[test]
+fn the_next_run_removes_the_container_of_a_killed_saphan() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
+    let mut child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
+    let old = running_attempt(&repo);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !labelled("saphan.attempt", &old).is_empty(),
+        "the killed run's container is there before the next run"
+    );
+    repo.commit(&[("suite.sh", "#!/bin/sh\necho fine\n")], "quick");
+    let o = output_within(
+        spawn_certify(&here, &repo, "m1", &[]),
+        Duration::from_secs(300),
+    );
+    assert_code(&o, 0);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(
+        labelled("saphan.attempt", &old),
+        "",
+        "the killed attempt's container is left"
+    );
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains(&format!("reaped: container saphan-suite-{old}-m1"))
+            && notes.contains("its saphan process"),
+        "{r}"
+    );
+    assert_no_container(&repo);
+}
