@@ -924,13 +924,17 @@ impl LocalExecutor {
                     })
                 })
                 .collect();
-            // The provisions' exclude file lives in the tree's git dir, not
-            // in the tree: mount it read-only at its own path.
-            let read_only: Vec<String> = env
-                .iter()
-                .filter(|(k, v)| k.starts_with("GIT_CONFIG_VALUE_") && Path::new(v).is_file())
-                .map(|(_, v)| v.clone())
-                .collect();
+            // git in the suite sees what it sees on the host class: the
+            // tree's git dir and the repository's common dir (objects,
+            // refs) are mounted read-only at their own paths, and so is the
+            // provisions' exclude file (`core.excludesFile` of the
+            // GIT_CONFIG_* variables, which reach the container's
+            // environment as they are) — a file on the tree's machine, so
+            // it is named by its key, never checked here.
+            let mut read_only = git_dirs(transport, &tree).await;
+            read_only.extend(excludes_files(&env));
+            read_only.sort();
+            read_only.dedup();
             let budget = cmd
                 .budget()
                 .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
@@ -1035,6 +1039,65 @@ pub async fn remove_labelled(
     } else {
         Err(left.join("; "))
     }
+}
+
+/// The values of the `GIT_CONFIG_VALUE_<n>` variables of `env` whose
+/// `GIT_CONFIG_KEY_<n>` is `core.excludesFile` (git's keys are
+/// case-insensitive): the provisions' exclude file.
+fn excludes_files(env: &[(String, String)]) -> Vec<String> {
+    env.iter()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("GIT_CONFIG_KEY_")?;
+            v.eq_ignore_ascii_case("core.excludesFile").then_some(n)
+        })
+        .filter_map(|n| {
+            let key = format!("GIT_CONFIG_VALUE_{n}");
+            env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())
+        })
+        .collect()
+}
+
+/// The git dir of the tree at `tree` on `transport`'s machine and its
+/// repository's common dir, absolute (`git rev-parse` there); empty when
+/// git there cannot say (the suite then runs without them).
+async fn git_dirs(transport: &Transport, tree: &str) -> Vec<String> {
+    let argv: Vec<String> = [
+        "git",
+        "-C",
+        tree,
+        "rev-parse",
+        "--absolute-git-dir",
+        "--git-common-dir",
+    ]
+    .map(String::from)
+    .into();
+    let Ok(o) = transport
+        .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
+        .await
+    else {
+        return Vec::new();
+    };
+    if !o.status.success() {
+        return Vec::new();
+    }
+    o.stdout_str()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            // Older gits print the common dir relative to the tree.
+            let mut p = std::path::PathBuf::new();
+            for c in Path::new(tree).join(l).components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        p.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    c => p.push(c),
+                }
+            }
+            p.display().to_string()
+        })
+        .collect()
 }
 
 /// `uid:gid` of the user `transport` runs as on its machine (who owns a

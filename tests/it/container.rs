@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use crate::common::suite_images::{self, engine_up, go_image, labelled, shell_image};
+use crate::common::suite_images::{self, engine_up, git_image, go_image, labelled, shell_image};
 use crate::common::{
     Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text,
 };
@@ -813,15 +813,28 @@ fn running_attempt(repo: &Repo) -> String {
     }
 }
 
-/// `certify --class container --machine <machines>` of `repo`, spawned.
+/// `certify --class container --machine <machines>` of `repo` in the shell
+/// image, spawned.
 fn spawn_certify(here: &Here, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Child {
+    spawn_certify_in(here, repo, shell_image(), machines, extra)
+}
+
+/// `certify --class container --image <image> --machine <machines>` of
+/// `repo`, spawned.
+fn spawn_certify_in(
+    here: &Here,
+    repo: &Repo,
+    image: &str,
+    machines: &str,
+    extra: &[&str],
+) -> std::process::Child {
     let p = repo.path_str();
     let mut args = vec![
         "certify",
         "--class",
         "container",
         "--image",
-        shell_image(),
+        image,
         "--json",
         "--repo",
         &p,
@@ -933,4 +946,101 @@ fn the_next_run_removes_the_container_of_a_killed_saphan() {
         "{r}"
     );
     assert_no_container(&repo);
+}
+
+/// Issue 20.8: a container run on a fleet machine keeps the host class's
+/// guarantees. With a provision placed, the provisions' exclude file and
+/// the GIT_CONFIG_* variables reach the container and git there sees the
+/// tree's repository, so a suite that asserts a clean tree sees one (before:
+/// the tree's git dir was not in the container, so git there found no
+/// repository — and on a machine not sharing this one's file system the
+/// exclude file was never mounted, since it was looked for here).
+#[test]
+fn a_container_run_on_a_fleet_machine_sees_a_clean_tree_with_a_provision() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m0", "ssh", "m0")], work.path());
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\n\
+         [ -f .provision/contract.yaml ] || { echo 'no provision' >&2; exit 4; }\n\
+         [ -n \"$GIT_CONFIG_COUNT\" ] || { echo 'no GIT_CONFIG_COUNT' >&2; exit 5; }\n\
+         s=$(git status --porcelain) || { echo 'git status failed' >&2; exit 6; }\n\
+         [ -z \"$s\" ] || { echo \"dirty: $s\" >&2; exit 7; }\n\
+         echo clean\n",
+    )]);
+    let source = here.env.home().join("contract.yaml");
+    std::fs::write(&source, "openapi: 3.0.0\n").unwrap();
+    here.env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n\n[verify.provision.contract]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \".provision/contract.yaml\"\n",
+        repo.path().display(),
+        source.display()
+    ));
+    let o = output_within(
+        spawn_certify_in(&here, &repo, git_image(), "m0", &[]),
+        Duration::from_secs(300),
+    );
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "green", "{r}\n{}", text(&o).1);
+    assert_code(&o, 0);
+    assert_no_container(&repo);
+}
+
+/// Issue 20.8: Ctrl-C (SIGINT to the real binary) during a container run on
+/// a fleet machine: the container and the machine's tree are gone, and the
+/// record says interrupted.
+#[test]
+fn ctrl_c_during_a_remote_container_run_removes_container_and_tree() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
+    let child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
+    let attempt = running_attempt(&repo);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = output_within(child, Duration::from_secs(120));
+    assert_code(&o, 3);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["failure"], "interrupted", "{r}");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(labelled("saphan.attempt", &attempt), "", "container left");
+    assert_no_container(&repo);
+    for d in ["scratch", "runs", "incoming"] {
+        let p = work.path().join("m1/saphan").join(d);
+        if p.exists() {
+            let left: Vec<_> = std::fs::read_dir(&p).unwrap().flatten().collect();
+            assert!(left.is_empty(), "{} still holds {left:?}", p.display());
+        }
+    }
+    assert!(repo.verified().is_none());
 }
