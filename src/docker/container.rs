@@ -1337,6 +1337,43 @@ mod tests {
     use crate::error::Refusal;
 
     #[test]
+    fn an_attempt_is_over_when_its_saphan_is_gone_on_this_host() {
+        let Some(me) = controller_id() else {
+            return; // no /proc here
+        };
+        assert_eq!(attempt_over(me), None, "this process lives");
+        let parts: Vec<&str> = me.split('/').collect();
+        let (host, boot) = (parts[0], parts[1]);
+        // A child that has ended and been waited for: its pid names no process.
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        let why = attempt_over(&format!("{host}/{boot}/{pid}/1")).unwrap();
+        assert!(why.contains(&format!("process {pid} is gone")), "{why}");
+        // The same pid with another start time is a reused pid: over.
+        let me_pid = std::process::id();
+        assert!(attempt_over(&format!("{host}/{boot}/{me_pid}/1")).is_some());
+        // Another boot of this host: over; another host: not ours to judge.
+        assert!(attempt_over(&format!("{host}/other-boot/{me_pid}/1")).is_some());
+        assert_eq!(attempt_over(&format!("other-host/{boot}/{pid}/1")), None);
+        assert_eq!(attempt_over("garbage"), None);
+    }
+
+    #[test]
+    fn the_exclude_file_is_found_by_its_key() {
+        let env: Vec<(String, String)> = [
+            ("GIT_CONFIG_COUNT", "2"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_VALUE_0", "/not/a/mount"),
+            ("GIT_CONFIG_KEY_1", "core.excludesfile"),
+            ("GIT_CONFIG_VALUE_1", "/m/worktrees/t/saphan-exclude"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        assert_eq!(excludes_files(&env), ["/m/worktrees/t/saphan-exclude"]);
+    }
+
+    #[test]
     fn console_frames_lose_crlf_across_frames() {
         let mut l = Logs::default();
         l.console(b"a\r");
