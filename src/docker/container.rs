@@ -37,6 +37,135 @@ pub const LABEL_SHA: &str = "saphan.sha";
 /// for — machines of one invocation may share one engine.
 pub const LABEL_MACHINE: &str = "saphan.machine";
 
+/// Label: the saphan process that made the container, as
+/// `<host id>/<boot id>/<pid>/<start time>` — the host id is this machine's
+/// `/etc/machine-id` (else its host name), the boot id
+/// `/proc/sys/kernel/random/boot_id`, the start time field 22 of
+/// `/proc/<pid>/stat` (so a reused pid is not mistaken for it). While that
+/// process lives the container's attempt is not over; [`reap_over`] removes
+/// the containers of attempts that are.
+pub const LABEL_CONTROLLER: &str = "saphan.controller";
+
+/// This saphan process, as [`LABEL_CONTROLLER`] names it (`None` where
+/// `/proc` does not say: its containers are then never reaped by another).
+pub fn controller_id() -> Option<&'static str> {
+    static ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let pid = std::process::id();
+        let start = start_time(pid)?;
+        Some(format!("{}/{}/{pid}/{start}", host_id()?, boot_id()?))
+    })
+    .as_deref()
+}
+
+fn host_id() -> Option<String> {
+    ["/etc/machine-id", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty() && !s.contains('/'))
+}
+
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Field 22 (start time, clock ticks since boot) of `/proc/<pid>/stat`;
+/// `None` when no such process lives (a zombie counts as ended).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    // After the comm: field 3 is the state, field 22 the start time.
+    if f.next()? == "Z" {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
+/// Whether the attempt whose container carries `controller` (a
+/// [`LABEL_CONTROLLER`] value) is over, judged on this machine: `Some(why)`
+/// when its saphan process is gone (or this machine rebooted since); `None`
+/// while it lives, or when the label names another machine's process (its
+/// liveness cannot be seen from here — that machine's next run reaps it).
+pub fn attempt_over(controller: &str) -> Option<String> {
+    let mut p = controller.splitn(4, '/');
+    let (host, boot, pid, start) = (p.next()?, p.next()?, p.next()?, p.next()?);
+    if Some(host) != host_id().as_deref() {
+        return None;
+    }
+    if Some(boot) != boot_id().as_deref() {
+        return Some("this machine has rebooted since its saphan ran".into());
+    }
+    let pid: u32 = pid.parse().ok()?;
+    let start: u64 = start.parse().ok()?;
+    match start_time(pid) {
+        Some(s) if s == start => None,
+        _ => Some(format!("its saphan process {pid} is gone")),
+    }
+}
+
+/// Remove, on the engine at `socket`, every saphan suite container whose
+/// attempt is over ([`attempt_over`] on its [`LABEL_CONTROLLER`]): what a
+/// saphan killed mid-run (kill -9, a crash, a reboot) left. Returns one
+/// record note per container: `reaped: container NAME (saphan.attempt=…,
+/// saphan.machine=…) …`, or why it could not be removed with the command
+/// that removes it. Containers of live saphan processes (this one's other
+/// machines, another invocation's) and of other machines' controllers are
+/// never touched. Bounded by [`CLEANUP_BUDGET`] per engine request; an
+/// engine that does not answer gives no note (the run then fails on its
+/// own terms).
+pub async fn reap_over(transport: &Transport, socket: &str) -> Vec<String> {
+    let Ok(docker) = connect(transport, socket, CLEANUP_BUDGET).await else {
+        return Vec::new();
+    };
+    let opts = bollard::query_parameters::ListContainersOptions {
+        all: true,
+        filters: Some([("label".to_string(), vec![LABEL_CONTROLLER.to_string()])].into()),
+        ..Default::default()
+    };
+    let found = match tokio::time::timeout(CLEANUP_BUDGET, docker.list_containers(Some(opts))).await
+    {
+        Ok(Ok(f)) => f,
+        _ => return Vec::new(),
+    };
+    let mut notes = Vec::new();
+    for c in found {
+        let labels = c.labels.clone().unwrap_or_default();
+        let Some(why) = labels.get(LABEL_CONTROLLER).and_then(|v| attempt_over(v)) else {
+            continue;
+        };
+        let Some(id) = c.id.clone() else { continue };
+        let name = c
+            .names
+            .as_ref()
+            .and_then(|n| n.first())
+            .map(|n| n.trim_start_matches('/').to_string())
+            .unwrap_or_else(|| id.clone());
+        let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+        let what = format!(
+            "container {name} ({LABEL_ATTEMPT}={}, {LABEL_MACHINE}={}, {})",
+            label(LABEL_ATTEMPT),
+            label(LABEL_MACHINE),
+            c.state
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "state unknown".into()),
+        );
+        match remove_container(transport, socket, Some(&docker), &id).await {
+            Ok(()) => notes.push(format!(
+                "reaped: {what}, left by an attempt that is over ({why})"
+            )),
+            Err(e) => notes.push(format!(
+                "{what} was left by an attempt that is over ({why}) and could not be removed ({e}); remove it on the machine: docker rm -f {name}"
+            )),
+        }
+    }
+    notes
+}
+
 /// The container name of `attempt` on `machine`: `saphan-suite-<attempt>-<machine>`
 /// (unique per engine, also when several machines of one invocation share it).
 pub fn container_name(attempt: &str, machine: &str) -> String {
@@ -282,6 +411,12 @@ pub enum Ended {
     /// could not remove the container): a failed measurement of kind
     /// `engine`, with what happened.
     Engine(String),
+    /// The machine's SSH connection was declared dead mid-run (its
+    /// keep-alive limit, [`crate::transport::ssh::keepalive`]): a failed
+    /// measurement of kind `connection-lost`, with what happened (the
+    /// container may still run there: the next run to that engine removes
+    /// it, [`reap_over`]).
+    ConnectionLost(String),
 }
 
 /// The outcome of [`run`]: how it ended, and the wall time from start to end.
@@ -443,6 +578,15 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
         ),
     };
     let elapsed = t0.elapsed();
+    // A forwarded socket cannot tell a dead SSH connection from an engine
+    // that hung up: the transport can.
+    let ended = match ended {
+        Ended::Engine(n) => match target.transport.connection_gone().await {
+            Some(why) => Ended::ConnectionLost(format!("{why}; {n}")),
+            None => Ended::Engine(n),
+        },
+        e => e,
+    };
     // The container is removed on every path, by its name: over the run's
     // connection when the run ended with no request in flight on it (saves
     // a connect and version handshake per run, an SSH channel remotely),
@@ -465,6 +609,7 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
             match ended {
                 Ended::Interrupted(n) => Ended::Interrupted(format!("{n}; {note}")),
                 Ended::Engine(n) => Ended::Engine(format!("{n}; {note}")),
+                Ended::ConnectionLost(n) => Ended::ConnectionLost(format!("{n}; {note}")),
                 Ended::Finished {
                     status: Termination::TimedOut,
                     ..
@@ -598,6 +743,7 @@ pub struct LocalExecutor {
     target: Target,
     interrupt: Interrupt,
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl LocalExecutor {
@@ -608,6 +754,7 @@ impl LocalExecutor {
             target,
             interrupt,
             tasks: Default::default(),
+            notes: Default::default(),
         }
     }
     /// Where the suite runs.
@@ -668,7 +815,12 @@ impl crate::measure::Executor for LocalExecutor {
         Some(target_container_run(&self.target))
     }
     fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
-        self.execute_on(self.target.clone(), transport, cmd)
+        self.execute_on(self.target.clone(), transport, cmd, &self.notes)
+    }
+    /// The containers of finished attempts this run removed first
+    /// ([`reap_over`]).
+    fn take_notes(&self) -> Vec<String> {
+        take(&self.notes)
     }
     fn settle<'s>(
         &'s self,
@@ -688,8 +840,19 @@ impl crate::measure::Executor for LocalExecutor {
         target
             .labels
             .insert(LABEL_MACHINE.to_string(), machine.to_string());
-        Box::new(OnMachine { base: self, target })
+        Box::new(OnMachine {
+            base: self,
+            target,
+            notes: Default::default(),
+        })
     }
+}
+
+fn take(notes: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+    notes
+        .lock()
+        .map(|mut n| std::mem::take(&mut *n))
+        .unwrap_or_default()
 }
 
 /// A [`LocalExecutor`] for one machine of the invocation
@@ -697,6 +860,7 @@ impl crate::measure::Executor for LocalExecutor {
 struct OnMachine<'a> {
     base: &'a LocalExecutor,
     target: Target,
+    notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl crate::measure::Executor for OnMachine<'_> {
@@ -710,7 +874,13 @@ impl crate::measure::Executor for OnMachine<'_> {
         Some(target_container_run(&self.target))
     }
     fn execute<'a>(&'a self, transport: &'a Transport, cmd: crate::exec::Cmd) -> ExecFuture<'a> {
-        self.base.execute_on(self.target.clone(), transport, cmd)
+        self.base
+            .execute_on(self.target.clone(), transport, cmd, &self.notes)
+    }
+    /// The containers of finished attempts this run removed first
+    /// ([`reap_over`]).
+    fn take_notes(&self) -> Vec<String> {
+        take(&self.notes)
     }
     fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
         self.base.for_machine(machine)
@@ -718,12 +888,15 @@ impl crate::measure::Executor for OnMachine<'_> {
 }
 
 impl LocalExecutor {
-    /// Run `cmd` in a container of `target` on `transport`'s machine.
+    /// Run `cmd` in a container of `target` on `transport`'s machine, first
+    /// removing the containers of attempts that are over on its engine
+    /// ([`reap_over`], what it removed into `notes`).
     fn execute_on<'a>(
         &'a self,
         target: Target,
         transport: &'a Transport,
         cmd: crate::exec::Cmd,
+        notes: &'a std::sync::Mutex<Vec<String>>,
     ) -> ExecFuture<'a> {
         Box::pin(async move {
             let engine = |detail: String| crate::transport::TransportError::Engine { detail };
@@ -751,13 +924,17 @@ impl LocalExecutor {
                     })
                 })
                 .collect();
-            // The provisions' exclude file lives in the tree's git dir, not
-            // in the tree: mount it read-only at its own path.
-            let read_only: Vec<String> = env
-                .iter()
-                .filter(|(k, v)| k.starts_with("GIT_CONFIG_VALUE_") && Path::new(v).is_file())
-                .map(|(_, v)| v.clone())
-                .collect();
+            // git in the suite sees what it sees on the host class: the
+            // tree's git dir and the repository's common dir (objects,
+            // refs) are mounted read-only at their own paths, and so is the
+            // provisions' exclude file (`core.excludesFile` of the
+            // GIT_CONFIG_* variables, which reach the container's
+            // environment as they are) — a file on the tree's machine, so
+            // it is named by its key, never checked here.
+            let mut read_only = git_dirs(transport, &tree).await;
+            read_only.extend(excludes_files(&env));
+            read_only.sort();
+            read_only.dedup();
             let budget = cmd
                 .budget()
                 .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
@@ -771,6 +948,15 @@ impl LocalExecutor {
                 // the owner of the shipped tree (the machine's SSH user).
                 target.caches.clear();
                 target.user = Some(remote_user(transport).await?);
+            }
+            if let Some(c) = controller_id() {
+                target
+                    .labels
+                    .insert(LABEL_CONTROLLER.to_string(), c.to_string());
+            }
+            let reaped = reap_over(transport, &target.socket).await;
+            if let Ok(mut n) = notes.lock() {
+                n.extend(reaped);
             }
             let interrupt = self.interrupt.clone();
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -801,6 +987,15 @@ impl LocalExecutor {
                 // Ctrl-C: the core's own interrupt branch records it.
                 Ended::Interrupted(_) => std::future::pending().await,
                 Ended::Engine(note) => Err(engine(note)),
+                Ended::ConnectionLost(detail) => {
+                    Err(crate::transport::TransportError::ConnectionLost {
+                        alias: match transport {
+                            Transport::Ssh(s) => s.settings().alias.clone(),
+                            Transport::Local(_) => "the local machine".into(),
+                        },
+                        detail,
+                    })
+                }
             }
         })
     }
@@ -844,6 +1039,65 @@ pub async fn remove_labelled(
     } else {
         Err(left.join("; "))
     }
+}
+
+/// The values of the `GIT_CONFIG_VALUE_<n>` variables of `env` whose
+/// `GIT_CONFIG_KEY_<n>` is `core.excludesFile` (git's keys are
+/// case-insensitive): the provisions' exclude file.
+fn excludes_files(env: &[(String, String)]) -> Vec<String> {
+    env.iter()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("GIT_CONFIG_KEY_")?;
+            v.eq_ignore_ascii_case("core.excludesFile").then_some(n)
+        })
+        .filter_map(|n| {
+            let key = format!("GIT_CONFIG_VALUE_{n}");
+            env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())
+        })
+        .collect()
+}
+
+/// The git dir of the tree at `tree` on `transport`'s machine and its
+/// repository's common dir, absolute (`git rev-parse` there); empty when
+/// git there cannot say (the suite then runs without them).
+async fn git_dirs(transport: &Transport, tree: &str) -> Vec<String> {
+    let argv: Vec<String> = [
+        "git",
+        "-C",
+        tree,
+        "rev-parse",
+        "--absolute-git-dir",
+        "--git-common-dir",
+    ]
+    .map(String::from)
+    .into();
+    let Ok(o) = transport
+        .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
+        .await
+    else {
+        return Vec::new();
+    };
+    if !o.status.success() {
+        return Vec::new();
+    }
+    o.stdout_str()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            // Older gits print the common dir relative to the tree.
+            let mut p = std::path::PathBuf::new();
+            for c in Path::new(tree).join(l).components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        p.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    c => p.push(c),
+                }
+            }
+            p.display().to_string()
+        })
+        .collect()
 }
 
 /// `uid:gid` of the user `transport` runs as on its machine (who owns a
@@ -1091,6 +1345,43 @@ impl Admitted {
 mod tests {
     use super::*;
     use crate::error::Refusal;
+
+    #[test]
+    fn an_attempt_is_over_when_its_saphan_is_gone_on_this_host() {
+        let Some(me) = controller_id() else {
+            return; // no /proc here
+        };
+        assert_eq!(attempt_over(me), None, "this process lives");
+        let parts: Vec<&str> = me.split('/').collect();
+        let (host, boot) = (parts[0], parts[1]);
+        // A child that has ended and been waited for: its pid names no process.
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        let why = attempt_over(&format!("{host}/{boot}/{pid}/1")).unwrap();
+        assert!(why.contains(&format!("process {pid} is gone")), "{why}");
+        // The same pid with another start time is a reused pid: over.
+        let me_pid = std::process::id();
+        assert!(attempt_over(&format!("{host}/{boot}/{me_pid}/1")).is_some());
+        // Another boot of this host: over; another host: not ours to judge.
+        assert!(attempt_over(&format!("{host}/other-boot/{me_pid}/1")).is_some());
+        assert_eq!(attempt_over(&format!("other-host/{boot}/{pid}/1")), None);
+        assert_eq!(attempt_over("garbage"), None);
+    }
+
+    #[test]
+    fn the_exclude_file_is_found_by_its_key() {
+        let env: Vec<(String, String)> = [
+            ("GIT_CONFIG_COUNT", "2"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_VALUE_0", "/not/a/mount"),
+            ("GIT_CONFIG_KEY_1", "core.excludesfile"),
+            ("GIT_CONFIG_VALUE_1", "/m/worktrees/t/saphan-exclude"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+        assert_eq!(excludes_files(&env), ["/m/worktrees/t/saphan-exclude"]);
+    }
 
     #[test]
     fn console_frames_lose_crlf_across_frames() {

@@ -171,6 +171,13 @@ pub trait Executor: Send + Sync {
     fn settle<'s>(&'s self) -> Pin<Box<dyn Future<Output = ()> + Send + 's>> {
         Box::pin(async {})
     }
+    /// Notes for the record from what the executor did besides the suite
+    /// (the container class: the containers of finished attempts it removed
+    /// from the engine first), taken once after the run. The host class:
+    /// none.
+    fn take_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The host executor: the suite is a process on the machine, in its own
@@ -590,7 +597,7 @@ pub async fn run_suite_with(
     };
     let elapsed = t0.elapsed();
     let mut stderr_all: Vec<u8> = Vec::new();
-    let (termination, measurement, stderr_tail) = match outcome {
+    let (termination, mut measurement, stderr_tail) = match outcome {
         None => (
             None,
             Measurement::failed(
@@ -671,6 +678,7 @@ pub async fn run_suite_with(
             (Some(out.status), m, tail)
         }
     };
+    measurement.notes.extend(executor.take_notes());
     let log = match plan.log_dir {
         Some(dir) => {
             write_log(

@@ -293,6 +293,17 @@ impl Transport {
         }
     }
 
+    /// `Some(why)` when this machine's SSH connection was declared dead (the
+    /// keep-alive limit, [`ssh::keepalive`]) — a run on it ended because the
+    /// connection did, not because of the machine; `None` locally or while
+    /// it is up.
+    pub async fn connection_gone(&self) -> Option<String> {
+        match self {
+            Transport::Local(_) => None,
+            Transport::Ssh(s) => s.connection_gone().await,
+        }
+    }
+
     /// A stream to the Unix socket `path` on the machine: a local
     /// `UnixStream`, or over SSH a `direct-streamlocal` channel (needs
     /// `AllowStreamLocalForwarding yes`, sshd's default). For bollard's custom

@@ -207,6 +207,30 @@ impl Ssh {
         Ok(c)
     }
 
+    /// Whether the connection this machine was last using is gone (its
+    /// server left unanswered `ServerAliveCountMax` keep-alives sent every
+    /// `ServerAliveInterval`, or the server closed it): `Some(why)` naming
+    /// the keep-alive limit, `None` while it is up or no connection was
+    /// opened. Used by runs whose own stream (a forwarded socket) cannot
+    /// tell a dead connection from a failing peer.
+    pub async fn connection_gone(&self) -> Option<String> {
+        let guard = self.inner.conn.lock().await;
+        let c = guard.as_ref()?;
+        c.handle
+            .is_closed()
+            .then(|| self.gone_detail("the connection closed"))
+    }
+
+    /// `the SSH connection is gone (<detail>; keep-alive every Ns, closed
+    /// after M unanswered)`.
+    fn gone_detail(&self, detail: &str) -> String {
+        let (interval, max) = keepalive(&self.inner.settings, &self.inner.opts);
+        format!(
+            "the SSH connection is gone ({detail}; keep-alive every {}s, closed after {max} unanswered)",
+            interval.as_secs_f64()
+        )
+    }
+
     /// Close the connection politely (the next call reconnects).
     pub async fn disconnect(&self) {
         if let Some(c) = self.inner.conn.lock().await.take() {
@@ -522,24 +546,29 @@ impl Ssh {
     }
 
     fn lost(&self, conn: &Conn, detail: &str) -> TransportError {
-        let s = &self.inner.settings;
-        let interval = s
-            .server_alive_interval
-            .unwrap_or(self.inner.opts.keepalive_interval);
         let detail = if conn.handle.is_closed() {
-            format!(
-                "the SSH connection is gone ({detail}; keep-alive every {}s, closed after {} unanswered)",
-                interval.as_secs(),
-                s.server_alive_count_max
-            )
+            self.gone_detail(detail)
         } else {
             detail.to_string()
         };
         TransportError::ConnectionLost {
-            alias: s.alias.clone(),
+            alias: self.inner.settings.alias.clone(),
             detail,
         }
     }
+}
+
+/// The keep-alive of a connection to `s`: (interval, unanswered count) —
+/// `ServerAliveInterval` (else [`SshOptions::keepalive_interval`]) and
+/// `ServerAliveCountMax` (OpenSSH's default 3; at least 1). A connection
+/// whose server answers nothing is declared dead when the keep-alive after
+/// the last unanswered one is due: at most (count + 1) × interval after the
+/// server's last packet, as OpenSSH's `ssh` does.
+pub fn keepalive(s: &HostSettings, opts: &SshOptions) -> (Duration, u32) {
+    (
+        s.server_alive_interval.unwrap_or(opts.keepalive_interval),
+        s.server_alive_count_max.max(1),
+    )
 }
 
 /// Where a remote command's stdout goes.
@@ -686,8 +715,8 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
         verdict: verdict.clone(),
     };
     let config = Arc::new(client::Config {
-        keepalive_interval: Some(s.server_alive_interval.unwrap_or(opts.keepalive_interval)),
-        keepalive_max: s.server_alive_count_max.max(1) as usize,
+        keepalive_interval: Some(keepalive(s, opts).0),
+        keepalive_max: keepalive(s, opts).1 as usize,
         nodelay: true,
         preferred: known_first(&handler),
         ..Default::default()

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use crate::common::suite_images::{self, engine_up, go_image, labelled, shell_image};
+use crate::common::suite_images::{self, engine_up, git_image, go_image, labelled, shell_image};
 use crate::common::{
     Env, Repo, assert_code, assert_only_main_worktree, assert_refused, json, text,
 };
@@ -527,7 +527,8 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
         let took = t0.elapsed();
         lab.heal("m3");
         match &o.ended {
-            Ended::Engine(note) => {
+            Ended::ConnectionLost(note) => {
+                assert!(note.contains("keep-alive every 1s"), "{note}");
                 assert!(note.contains(&format!("docker rm -f {name}")), "{note}");
             }
             other => panic!("a partition must fail the measurement: {other:?}"),
@@ -761,4 +762,288 @@ fn container_class_on_two_machines_sharing_one_engine_is_green_on_both() {
     assert_eq!(names.len(), 3, "{names:?}");
     assert_eq!(v["verified_pointer"], "moved", "{v}");
     assert_no_container(&repo);
+}
+
+/// Waits for `child` at most `bound`; past it the child is killed and the
+/// test fails.
+fn output_within(child: std::process::Child, bound: Duration) -> Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("saphan did not end within {bound:?}");
+        }
+    }
+}
+
+/// Until a container of `repo` runs on this machine's engine (each `docker
+/// ps` is a round trip to the engine; bounded): its attempt label.
+fn running_attempt(repo: &Repo) -> String {
+    let label = repo_label(repo);
+    let t0 = Instant::now();
+    loop {
+        let o = Command::new("docker")
+            .args([
+                "ps",
+                "--format",
+                "{{.Label \"saphan.attempt\"}}",
+                "--filter",
+                &format!("label=saphan.repo={label}"),
+                "--filter",
+                "status=running",
+            ])
+            .output()
+            .unwrap();
+        let a = text(&o).0.trim().to_string();
+        if !a.is_empty() {
+            return a;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the suite container never ran"
+        );
+    }
+}
+
+/// `certify --class container --machine <machines>` of `repo` in the shell
+/// image, spawned.
+fn spawn_certify(here: &Here, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Child {
+    spawn_certify_in(here, repo, shell_image(), machines, extra)
+}
+
+/// `certify --class container --image <image> --machine <machines>` of
+/// `repo`, spawned.
+fn spawn_certify_in(
+    here: &Here,
+    repo: &Repo,
+    image: &str,
+    machines: &str,
+    extra: &[&str],
+) -> std::process::Child {
+    let p = repo.path_str();
+    let mut args = vec![
+        "certify",
+        "--class",
+        "container",
+        "--image",
+        image,
+        "--json",
+        "--repo",
+        &p,
+        "--machine",
+        machines,
+    ];
+    args.extend(extra);
+    here.cmd(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Issue 19: a container-class run on a machine cut off mid-run is
+/// `connection-lost` at the SSH keep-alive limit (the lab: 1 s × 3), not
+/// at its budget (10 minutes) plus grace.
+#[test]
+fn a_partitioned_container_run_is_connection_lost_at_the_keepalive_limit() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::start(1) else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m0", "ssh", "m0")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
+    let child = spawn_certify(&here, &repo, "m0", &["--timeout", "10m"]);
+    running_attempt(&repo);
+    lab.partition("m0");
+    // Keep-alive limit 3 s plus a generous slack; far below 10 minutes.
+    let o = output_within(child, Duration::from_secs(90));
+    lab.heal("m0");
+    assert_code(&o, 3);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "connection-lost", "{r}");
+    // The engine is this machine's: the cut-off run's container is the
+    // next run's to remove; here the test removes it.
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "docker rm -f $(docker ps -aq --filter label=saphan.repo={})",
+            repo_label(&repo)
+        ))
+        .output();
+}
+
+/// Issue 20.4: saphan killed (-9) mid container-class run left its
+/// container on the engine for good (the next dispatch killed the suite's
+/// processes but never removed the container). Now the next run to that
+/// engine removes every container of an attempt that is over (its saphan
+/// process is gone), and its record says which.
+#[test]
+fn the_next_run_removes_the_container_of_a_killed_saphan() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
+    let mut child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
+    let old = running_attempt(&repo);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    repo.commit(&[("suite.sh", "#!/bin/sh\necho fine\n")], "quick");
+    let o = output_within(
+        spawn_certify(&here, &repo, "m1", &[]),
+        Duration::from_secs(300),
+    );
+    assert_code(&o, 0);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert_eq!(
+        labelled("saphan.attempt", &old),
+        "",
+        "the killed attempt's container is left"
+    );
+    // The note is this record's unless another test's container run on the
+    // shared engine reaped the container first (every run reaps every
+    // finished attempt's containers); the container is gone either way.
+    let notes = r["notes"].to_string();
+    if notes.contains("reaped: container") {
+        assert!(
+            notes.contains(&format!("reaped: container saphan-suite-{old}-m1"))
+                && notes.contains("left by an attempt that is over (its saphan process"),
+            "{r}"
+        );
+    } else {
+        eprintln!("the killed attempt's container was reaped by another test's run");
+    }
+    assert_no_container(&repo);
+}
+
+/// Issue 20.8: a container run on a fleet machine keeps the host class's
+/// guarantees. With a provision placed, the provisions' exclude file and
+/// the GIT_CONFIG_* variables reach the container and git there sees the
+/// tree's repository, so a suite that asserts a clean tree sees one (before:
+/// the tree's git dir was not in the container, so git there found no
+/// repository — and on a machine not sharing this one's file system the
+/// exclude file was never mounted, since it was looked for here).
+#[test]
+fn a_container_run_on_a_fleet_machine_sees_a_clean_tree_with_a_provision() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m0", "ssh", "m0")], work.path());
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\n\
+         [ -f .provision/contract.yaml ] || { echo 'no provision' >&2; exit 4; }\n\
+         [ -n \"$GIT_CONFIG_COUNT\" ] || { echo 'no GIT_CONFIG_COUNT' >&2; exit 5; }\n\
+         s=$(git status --porcelain) || { echo 'git status failed' >&2; exit 6; }\n\
+         [ -z \"$s\" ] || { echo \"dirty: $s\" >&2; exit 7; }\n\
+         echo clean\n",
+    )]);
+    let source = here.env.home().join("contract.yaml");
+    std::fs::write(&source, "openapi: 3.0.0\n").unwrap();
+    here.env.write_config(&format!(
+        "[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n\n[verify.provision.contract]\nrepo = \"{}\"\nsource = \"{}\"\ndest = \".provision/contract.yaml\"\n",
+        repo.path().display(),
+        source.display()
+    ));
+    let o = output_within(
+        spawn_certify_in(&here, &repo, git_image(), "m0", &[]),
+        Duration::from_secs(300),
+    );
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["verdict"], "green", "{r}\n{}", text(&o).1);
+    assert_code(&o, 0);
+    assert_no_container(&repo);
+}
+
+/// Issue 20.8: Ctrl-C (SIGINT to the real binary) during a container run on
+/// a fleet machine: the container and the machine's tree are gone, and the
+/// record says interrupted.
+#[test]
+fn ctrl_c_during_a_remote_container_run_removes_container_and_tree() {
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(lab) = common::lab::Lab::shared() else {
+        return;
+    };
+    let Some(here) = Here::setup(false, false) else {
+        return;
+    };
+    lab.install_ssh_config(here.env.home());
+    let work = tempfile::Builder::new()
+        .prefix("saphan-cwork-")
+        .tempdir()
+        .unwrap();
+    fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
+    let child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
+    let attempt = running_attempt(&repo);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = output_within(child, Duration::from_secs(120));
+    assert_code(&o, 3);
+    let r = json(&o)["records"][0].clone();
+    assert_eq!(r["failure"], "interrupted", "{r}");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(labelled("saphan.attempt", &attempt), "", "container left");
+    assert_no_container(&repo);
+    for d in ["scratch", "runs", "incoming"] {
+        let p = work.path().join("m1/saphan").join(d);
+        if p.exists() {
+            let left: Vec<_> = std::fs::read_dir(&p).unwrap().flatten().collect();
+            assert!(left.is_empty(), "{} still holds {left:?}", p.display());
+        }
+    }
+    assert!(repo.verified().is_none());
 }

@@ -1128,3 +1128,46 @@ fn a_report_listing_too_long_to_keep_is_never_green() {
     assert_ne!(repo.verified().as_deref(), Some(repo.head().as_str()));
     f.assert_clean("m2");
 }
+
+/// Waits for `child` at most `bound`; past it the child is killed and the
+/// test fails (a lost connection must not wait for the suite's budget).
+fn output_within(child: std::process::Child, bound: std::time::Duration) -> std::process::Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            // SAFETY: killing the child this test spawned, by its pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("saphan did not end within {bound:?}");
+        }
+    }
+}
+
+/// A machine partitioned mid-run is `connection-lost` at the SSH keep-alive
+/// limit (the lab: ServerAliveInterval 1 s × ServerAliveCountMax 3), not at
+/// the suite's budget (10 minutes here) plus grace.
+#[test]
+fn a_partitioned_machine_is_connection_lost_at_the_keepalive_limit() {
+    let Some(lab) = Lab::start(1) else { return };
+    let f = Fleet::new(&lab, &["m0"]);
+    f.measure("m0");
+    let token = format!("saphan-ka-{}", std::process::id());
+    let repo = waiting_repo(&token);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let child = started(&f, &lab, &repo, &token, &["m0"], &["--timeout", "10m"]);
+    lab.partition("m0");
+    // Keep-alive limit 3 s (declared at the 4th unanswered interval), plus
+    // a generous slack for the record and the lock; far below 10 minutes.
+    let o = output_within(child, std::time::Duration::from_secs(90));
+    lab.heal("m0");
+    assert_code(&o, 3);
+    let r = record_on(&json(&o), "m0").clone();
+    assert_eq!(r["verdict"], "measurement-failed", "{r}");
+    assert_eq!(r["failure"], "connection-lost", "{r}");
+    assert_eq!(repo.verified(), None);
+}

@@ -956,3 +956,55 @@ async fn a_partitioned_machine_still_kills_the_group_at_the_budget() {
     }
     lab.heal("m0");
 }
+
+/// A machine cut off while a large copy streams to it: the connection's
+/// writes stall (the TCP send buffer fills), and the session must still be
+/// declared dead near its keep-alive limit (the lab: 1 s × 3), not at the
+/// copy's budget (600 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_mid_copy_is_connection_lost_near_the_keepalive_limit() {
+    let Some(lab) = Lab::start(1) else { return };
+    let t = connect(&lab, "m0").await;
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big");
+    // Sparse: reading it costs nothing here, sending it takes a while.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let remote = dir.path().join("copy");
+    let remote_s = remote.to_str().unwrap().to_string();
+    let copy = tokio::spawn({
+        let t = t.clone();
+        let big = big.clone();
+        async move { t.put(&big, &remote_s).await }
+    });
+    // Lab hosts share this file system: wait until bytes arrive there (in
+    // the temp file the copy writes beside `copy`).
+    let arrived = |d: &Path| -> u64 {
+        std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "big")
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while arrived(dir.path()) < (64 << 20) {
+        assert!(Instant::now() < deadline, "the copy never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lab.partition("m0");
+    let res = tokio::time::timeout(Duration::from_secs(60), copy).await;
+    lab.heal("m0");
+    match res {
+        Err(_) => panic!("the copy to a cut-off machine still waits after 60 s"),
+        Ok(r) => {
+            let e = r
+                .unwrap()
+                .expect_err("a copy to a cut-off machine cannot succeed");
+            assert_eq!(e.name(), "connection-lost", "{e}");
+        }
+    }
+}

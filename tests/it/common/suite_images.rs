@@ -134,6 +134,52 @@ pub fn shell_image() -> &'static str {
     })
 }
 
+/// The busybox image plus this machine's `git` (its binary and the shared
+/// libraries `ldd` names), for suites that ask git about their tree: its
+/// image ID. Built once.
+pub fn git_image() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let s = stage(true);
+        let root = s.path();
+        let git = which_git();
+        std::fs::copy(&git, root.join("bin/git")).unwrap();
+        let ldd = Command::new("ldd").arg(&git).output().expect("run ldd");
+        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+            // `libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x…)`
+            if let Some((_, rest)) = line.split_once("=> ")
+                && let Some(lib) = rest.split_whitespace().next()
+                && lib.starts_with('/')
+            {
+                let dest = root.join(lib.trim_start_matches('/'));
+                std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+                std::fs::copy(lib, &dest).unwrap();
+            }
+        }
+        let mut parts = vec!["bin", "tmp", "lib64"];
+        for d in ["lib", "usr"] {
+            if root.join(d).exists() {
+                parts.push(d);
+            }
+        }
+        let mut args = vec!["-C", root.to_str().unwrap()];
+        args.extend(parts);
+        import(
+            &format!("saphan-test-git:p{}", std::process::id()),
+            &args,
+            &["ENV PATH=/bin", "ENV HOME=/tmp"],
+        )
+    })
+}
+
+fn which_git() -> std::path::PathBuf {
+    ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .expect("git is installed here")
+}
+
 /// The Go image (Debian's go-1.19 plus busybox): its image ID. Built once.
 pub fn go_image() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
