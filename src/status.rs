@@ -154,7 +154,8 @@ impl Freshness {
 }
 
 /// Read the status of the repository containing `dir`; `trunk` is
-/// `--trunk` (else found as certify finds it, [`record::trunk_ref`]).
+/// `--trunk` (else the trunk the pointer follows, else found as certify
+/// finds it, [`record::trunk_ref`]).
 ///
 /// Errors: only when `dir` is not in a git repository, `trunk` names no
 /// branch (`trunk-not-a-branch`), or the attempt records cannot be read at
@@ -167,7 +168,12 @@ pub async fn status(
     trunk: Option<&str>,
 ) -> Result<Status> {
     let repo = Repo::open(dir).await?;
-    let trunk = record::trunk_ref(&repo, trunk).await?;
+    // The trunk the pointer follows, unless --trunk names another one to
+    // look at (status only reads: no trunk-mismatch here).
+    let trunk = match (trunk, record::trunk::followed(&repo)?) {
+        (None, Some(follows)) => Some(follows),
+        (t, _) => record::trunk_ref(&repo, t).await?,
+    };
     let trunk_head = match &trunk {
         Some(t) => repo.read_ref(t).await?,
         None => None,

@@ -223,6 +223,9 @@ pub async fn certify(
         .await?;
     let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let provisions = setup.provisions()?;
+    // The pointer's trunk: `trunk-mismatch` is refused here, before any
+    // gate, lock or machine.
+    let trunk = record::trunk::for_certify(repo, settings.trunk.as_deref()).await?;
     let fleet = settings.fleet();
     let gate = gate(
         home,
@@ -234,7 +237,6 @@ pub async fn certify(
         &tree_files,
     )
     .await?;
-    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = if fleet.is_empty() {
         Vec::new()

@@ -7,6 +7,7 @@
 //! are `"unavailable"` rather than 0 or `[]` when the report kind gives none.
 
 pub mod fields;
+pub mod trunk;
 
 pub use fields::{
     ContainerRun, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead, SubmoduleAt,
@@ -506,6 +507,14 @@ pub enum Unmoved {
     },
     /// Ctrl-C while waiting for the repository lock to move it.
     Interrupted,
+    /// Under the lock, the pointer was found following another trunk
+    /// (another certification, racing this one, moved it first).
+    FollowsAnotherTrunk {
+        /// The trunk this certification judged along.
+        trunk: String,
+        /// The trunk the pointer follows.
+        follows: String,
+    },
 }
 
 impl PointerOutcome {
@@ -562,6 +571,10 @@ impl std::fmt::Display for Unmoved {
             }
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
+            ),
+            Unmoved::FollowsAnotherTrunk { trunk, follows } => write!(
+                f,
+                "the pointer follows {follows}, not {trunk} (another certification moved it first) — certify with --trunk {follows}"
             ),
         }
     }
