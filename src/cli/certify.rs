@@ -304,7 +304,13 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
-    if r.machine != "local" {
+    // A machine that never ran the suite (unreachable, ship or lock
+    // failed, the engine down) gets no `program:`/`shipped:` lines as if it
+    // had: the failure line says what happened.
+    let infra = r.failure.as_ref().filter(|f| f.is_infrastructure());
+    if let Some(f) = infra {
+        s.push_str(&format!("{indent}failure: {f}\n"));
+    } else if r.machine != "local" {
         if let Some(p) = &r.program_path {
             s.push_str(&format!(
                 "{indent}program: {p} ({})\n",
@@ -424,14 +430,18 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
             } else {
                 let mut s = String::new();
                 for r in &all {
+                    // A measurement-failed attempt names its failure
+                    // (`measurement-failed (host-unreachable)`).
+                    let failure = r
+                        .failure
+                        .as_ref()
+                        .map(|f| format!("  ({f})"))
+                        .unwrap_or_default();
                     s.push_str(&format!(
-                        "{}  {:<15} {:<19} {}  {}  {}\n",
+                        "{}  {:<15} {:<19} {}  {}  {}{failure}\n",
                         r.id,
                         r.verb,
-                        serde_json::to_value(r.verdict)
-                            .expect("json")
-                            .as_str()
-                            .unwrap_or(""),
+                        r.verdict.as_str(),
                         &r.sha[..12.min(r.sha.len())],
                         r.machine,
                         r.count_words()

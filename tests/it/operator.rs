@@ -401,6 +401,13 @@ fn a_repository_script_the_commit_lacks_is_named_for_what_it_is() {
 
 // ---------------------------------------------------------------- status
 
+/// `2026-12-01T04:02:11.123456789Z` → `2026-12-01T04:02:11Z`: what a
+/// human screen shows of a record's time.
+fn to_second(t: &str) -> String {
+    let (head, _) = t.split_once('.').unwrap_or((t.trim_end_matches('Z'), ""));
+    format!("{}Z", head.trim_end_matches('Z'))
+}
+
 fn certify(env: &Env, repo: &Repo, exit: i32) -> serde_json::Value {
     let o = env.run(&["--json", "certify", "--repo", &repo.path_str()]);
     assert_code(&o, exit);
@@ -456,16 +463,16 @@ fn status_shows_trunk_verified_last_attempts_and_last_red() {
         ),
         "last certify attempt per machine:".to_string(),
         format!(
-            "  local: {} measurement-failed (report-no-match) — count: unavailable, finished {}, {:.1}s (id {})",
+            "  local: {} host measurement-failed (report-no-match) — count: unavailable, finished {}, {:.1}s (id {})",
             &failed["sha"].as_str().unwrap()[..12],
-            failed["finished_at"].as_str().unwrap(),
+            to_second(failed["finished_at"].as_str().unwrap()),
             failed["suite_seconds"].as_f64().unwrap(),
             failed["id"].as_str().unwrap()
         ),
         format!(
-            "last red: on local: {} red — 2 tests, finished {}, {:.1}s (id {})",
+            "last red: on local: {} host red — 2 tests, finished {}, {:.1}s (id {})",
             &red["sha"].as_str().unwrap()[..12],
-            red["finished_at"].as_str().unwrap(),
+            to_second(red["finished_at"].as_str().unwrap()),
             red["suite_seconds"].as_f64().unwrap(),
             red["id"].as_str().unwrap()
         ),
@@ -583,8 +590,9 @@ fn status_names_fleet_machines_without_fresh_facts_or_toolchain_rows() {
     assert!(out.contains("fleet (suite program `"), "{out}");
     assert!(!line("m0").contains("needs:"), "{out}");
     assert!(
-        line("m1")
-            .ends_with("go none — needs: saphan machine probe --machine m1 --capability go …"),
+        line("m1").contains("; go none; answered ")
+            && line("m1")
+                .ends_with(" — needs: saphan machine probe --machine m1 --capability go …"),
         "{out}"
     );
     assert!(line("m2").contains("go absent not-present"), "{out}");
@@ -737,4 +745,176 @@ fn certify_verify_affected_and_verify_union_measure_at_one_stable_scratch_path()
         "one path for every verb: {dirs:?}"
     );
     common::assert_only_main_worktree(&repo);
+}
+
+/// Issue 21.7: an unreachable machine's record does not print `program:`
+/// and `shipped: 0 bytes` as if it ran; `records` names the failure of a
+/// measurement-failed attempt; `status` and `machine list` show each
+/// machine's last infrastructure failure and when it last answered, and
+/// `status` the class of each attempt, times to the second. On main
+/// 7d6d184 none of these words were printed.
+#[test]
+fn machine_health_shows_at_a_glance() {
+    let Some(lab) = Lab::start(2) else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    let mut rows = String::new();
+    for h in ["m0", "m1"] {
+        rows += &format!(
+            "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+            work.path().join(h).display()
+        );
+    }
+    std::fs::write(env.home().join("fleet/machines.toml"), rows).unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    env.write_config("[verify.full]\nargv = [\"sh\", \"ok.sh\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("ok.sh", "#!/bin/sh\necho fine\n")]);
+    lab.stop("m1");
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0,m1"]);
+    assert_code(&o, 3);
+    let out = text(&o).0;
+    let block = |m: &str| -> Vec<String> {
+        let mut lines = out
+            .lines()
+            .skip_while(|l| !l.contains(&format!(" on {m}: ")));
+        let mut b = vec![
+            lines
+                .next()
+                .unwrap_or_else(|| panic!("{m}: {out}"))
+                .to_string(),
+        ];
+        b.extend(
+            lines
+                .take_while(|l| l.starts_with("  "))
+                .map(str::to_string),
+        );
+        b
+    };
+    let m1 = block("m1");
+    assert!(m1[0].contains("measurement-failed"), "{out}");
+    assert!(
+        m1.iter()
+            .all(|l| !l.contains("program:") && !l.contains("shipped:")),
+        "{out}"
+    );
+    assert!(
+        m1.contains(&"  failure: host-unreachable".to_string()),
+        "{out}"
+    );
+    assert!(
+        block("m0").iter().any(|l| l.starts_with("  shipped: ")),
+        "{out}"
+    );
+
+    let o = env.run(&["records", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let listing = text(&o).0;
+    let line = listing
+        .lines()
+        .find(|l| l.contains("  m1  "))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        line.contains("measurement-failed") && line.ends_with("(host-unreachable)"),
+        "{listing}"
+    );
+    let recs = repo.records();
+    let failed = recs.iter().find(|r| r["machine"] == "m1").unwrap();
+
+    let o = env.run(&["--json", "status", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let by = |m: &str| {
+        v["fleet"]["machines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["machine"] == m)
+            .unwrap_or_else(|| panic!("{m}: {v}"))
+            .clone()
+    };
+    let (s0, s1) = (by("m0"), by("m1"));
+    assert_eq!(
+        s1["last_infrastructure_failure"]["failure"], "host-unreachable",
+        "{s1}"
+    );
+    assert_eq!(s1["last_infrastructure_failure"]["id"], failed["id"]);
+    assert_eq!(
+        s1["last_answered"], s1["facts_measured_at"],
+        "only its measure answered"
+    );
+    assert_eq!(s0["last_infrastructure_failure"], serde_json::Value::Null);
+    let m0_rec = recs.iter().find(|r| r["machine"] == "m0").unwrap();
+    assert_eq!(
+        s0["last_answered"], m0_rec["finished_at"],
+        "its certify answered last"
+    );
+    let o = env.run(&["status", "--repo", &repo.path_str()]);
+    let out = text(&o).0;
+    let fleet_line = |m: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  {m}: facts ")))
+            .unwrap_or_else(|| panic!("{m}: {out}"))
+            .to_string()
+    };
+    assert!(
+        fleet_line("m1").contains(&format!(
+            "; answered {}; last infrastructure failure: host-unreachable {} (id {})",
+            s1["facts_measured_at"].as_str().unwrap(),
+            to_second(failed["finished_at"].as_str().unwrap()),
+            failed["id"].as_str().unwrap()
+        )),
+        "{out}"
+    );
+    assert!(
+        fleet_line("m0").contains(&format!(
+            "; answered {}",
+            to_second(m0_rec["finished_at"].as_str().unwrap())
+        )) && !fleet_line("m0").contains("infrastructure"),
+        "{out}"
+    );
+    let attempt = out
+        .lines()
+        .find(|l| {
+            l.starts_with("  m1: ") && l.contains(" host measurement-failed (host-unreachable)")
+        })
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        attempt.contains(&format!(
+            "finished {},",
+            to_second(failed["finished_at"].as_str().unwrap())
+        )),
+        "{out}"
+    );
+
+    let o = env.run(&["machine", "list", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let list = text(&o).0;
+    let l1 = list
+        .lines()
+        .find(|l| l.starts_with("m1 "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        l1.contains(s1["facts_measured_at"].as_str().unwrap())
+            && l1.contains(&format!(
+                "host-unreachable {}",
+                to_second(failed["finished_at"].as_str().unwrap())
+            )),
+        "{list}"
+    );
+    let o = env.run(&["--json", "machine", "list", "--repo", &repo.path_str()]);
+    let v = json(&o);
+    let j1 = v["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "m1")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        j1["last_infrastructure_failure"]["failure"], "host-unreachable",
+        "{v}"
+    );
+    assert_eq!(j1["last_answered"], s1["facts_measured_at"]);
 }
