@@ -314,7 +314,11 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         if let Some(p) = &r.program_path {
             s.push_str(&format!(
                 "{indent}program: {p} ({})\n",
-                r.program_version.as_deref().unwrap_or("version unknown")
+                match &r.program_version {
+                    Some(Avail::Value(v)) => v.as_str(),
+                    Some(Avail::Unavailable) => "version unavailable",
+                    None => "version unknown",
+                }
             ));
         }
         if let Some(b) = r.bundle_bytes {

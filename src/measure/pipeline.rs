@@ -510,6 +510,10 @@ pub fn record_of(
         record.remote_tree = Some(f.remote_tree.clone());
         record.interrupted = f.interrupted;
     }
+    if let Some(c) = record.container.as_mut() {
+        container_program(job, machine, m, c, &mut record.program_path);
+        record.program_version = Some(crate::record::Avail::Unavailable);
+    }
     // Local and dispatched records carry the same keys: `trunk` always
     // (null when none is known).
     record.trunk = Some(trunk.map(str::to_string));
@@ -552,5 +556,35 @@ fn suite_target(
         .collect(),
         name: container::container_name(attempt, "local"),
         caches,
+    }
+}
+
+/// A container-class record names the image's program, not the engine's:
+/// `program_path` is argv[0] as the container's command names it, and the
+/// engine's client program and version (the machine's docker-oci row: a
+/// fleet bench's admitted program, or this machine's `local` row) go to
+/// `engine_path` / `engine_version`.
+fn container_program(
+    job: &Job<'_>,
+    machine: &str,
+    m: &Measured,
+    c: &mut crate::record::ContainerRun,
+    program_path: &mut Option<String>,
+) {
+    *program_path = m.argv.first().cloned();
+    match &m.fleet {
+        Some(f) => {
+            c.engine_path = Some(f.program_path.clone());
+            c.engine_version = f.program_version.clone();
+        }
+        None => {
+            let row = crate::fleet::ledger::Ledger::open(job.home)
+                .ok()
+                .and_then(|l| l.latest_capability(machine, crate::docker::DOCKER_OCI));
+            if let Some(row) = row {
+                c.engine_path = Some(row.inputs.declared_path);
+                c.engine_version = row.version_output;
+            }
+        }
     }
 }
