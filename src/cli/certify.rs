@@ -140,10 +140,14 @@ impl Lines {
             start: Instant::now(),
         }
     }
-    /// Finish every line.
+    /// Finish every line still running; a line that finished keeps the
+    /// time it took (a finish redraws the line, and `{elapsed}` would read
+    /// the whole invocation's time).
     pub fn finish(&self) {
         for (_, pb) in &self.bars {
-            pb.finish();
+            if !pb.is_finished() {
+                pb.finish();
+            }
         }
     }
 }
@@ -152,9 +156,21 @@ impl Progress for Lines {
     fn event(&self, machine: &str, event: &Event<'_>) {
         let what = event.words();
         match self.bars.iter().find(|(id, _)| id == machine) {
+            // A finished machine's line stays as it ended.
+            Some((_, pb)) if pb.is_finished() => {}
             Some((_, pb)) => {
                 if let Event::Done { .. } = event {
-                    pb.finish_with_message(what);
+                    // Its timer stops: the time it took, frozen into the
+                    // message, under a template without `{elapsed}`.
+                    let took = format!("{:#}", indicatif::HumanDuration(pb.elapsed()));
+                    if let Ok(style) =
+                        indicatif::ProgressStyle::with_template("{spinner} {prefix:.bold} {msg}")
+                    {
+                        pb.set_style(style);
+                        pb.finish_with_message(format!("{what} ({took})"));
+                    } else {
+                        pb.finish_with_message(what);
+                    }
                 } else {
                     pb.set_message(what);
                 }

@@ -918,3 +918,213 @@ fn machine_health_shows_at_a_glance() {
     );
     assert_eq!(j1["last_answered"], s1["facts_measured_at"]);
 }
+
+/// Issue 21.9: a container run on this machine without its `[machine.local]`
+/// row is told the row's form (`transport = "local"`, a workhome), not just
+/// "add a [machine.local] row" (main 7d6d184).
+#[test]
+fn the_missing_local_row_is_named_with_its_form() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let pin = format!("sha256:{}", "1".repeat(64));
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--class",
+        "container",
+        "--image",
+        &pin,
+    ]);
+    let err = assert_refused(&o, "machine-unknown");
+    assert!(
+        err.contains("add a [machine.local] row (transport = \"local\", workhome = \""),
+        "{err}"
+    );
+    assert!(repo.records().is_empty());
+}
+
+/// Every line of a terminal recording with its escape sequences removed,
+/// split at carriage returns and newlines.
+fn screen_lines(raw: &[u8]) -> Vec<String> {
+    let s = String::from_utf8_lossy(raw);
+    let mut plain = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // CSI: parameters, then one final byte in @..~; any but a
+                // colour (`m`) moves the cursor or clears: a line break.
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        if d != 'm' {
+                            plain.push('\n');
+                        }
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    // indicatif pads each bar to the terminal's width, so two bars can
+    // share one recorded line: runs of spaces separate them.
+    plain
+        .split(['\r', '\n'])
+        .flat_map(|l| l.split("   "))
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The seconds a progress line ends with (`… done: green (3s)`).
+fn line_seconds(l: &str) -> Option<u64> {
+    let inner = l.rsplit_once('(')?.1.strip_suffix(')')?;
+    let mut total = 0;
+    for part in inner.split_whitespace() {
+        let (n, unit) = part.split_at(part.find(|c: char| !c.is_ascii_digit())?);
+        let n: u64 = n.parse().ok()?;
+        total += match unit {
+            "s" => n,
+            "m" => n * 60,
+            "h" => n * 3600,
+            _ => return None,
+        };
+    }
+    Some(total)
+}
+
+/// Issue 21.9: on a terminal, a machine that finished keeps the time it
+/// took on its progress line, while another still runs; on main 7d6d184 the
+/// closing redraw gave every line the whole invocation's time. Recorded
+/// through a real pty (`script`), on two lab hosts; m1 waits for a file the
+/// test writes only once m1's own line shows it has run 2 s past m0's.
+#[test]
+fn a_finished_machines_timer_stops_counting() {
+    if common::skip_unless(common::have("script"), "no script(1) for a pty") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    let mut rows = String::new();
+    for h in ["m0", "m1"] {
+        rows += &format!(
+            "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+            work.path().join(h).display()
+        );
+    }
+    std::fs::write(env.home().join("fleet/machines.toml"), rows).unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    let token = format!("saphan-timer-{}", std::process::id());
+    env.write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\nif [ -e \"$HOME/{token}.slow\" ]; then\n  while [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\nfi\necho done\n"
+        ),
+    )]);
+    std::fs::write(lab.home_dir("m1").join(format!("{token}.slow")), "").unwrap();
+    let inner = env.cmd();
+    // A pty of no size stops indicatif drawing: give it one.
+    let mut line = format!(
+        "stty rows 40 cols 150; exec '{}'",
+        inner.get_program().to_string_lossy()
+    );
+    for a in ["certify", "--repo", &repo.path_str(), "--machine", "m0,m1"] {
+        line.push_str(&format!(" '{a}'"));
+    }
+    let mut c = Command::new("script");
+    c.args(["-qefc", &line, "/dev/null"]);
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = c
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recorded = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = {
+        let recorded = recorded.clone();
+        let mut out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                recorded.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let lines_of = |m: &str| -> Vec<String> {
+        screen_lines(&recorded.lock().unwrap())
+            .into_iter()
+            // `⠁ m0 run (1s)` while it runs, `m0 done: green (1s)` once
+            // finished (the spinner is blank then).
+            .filter(|l| l.split_whitespace().take(2).any(|w| w == m))
+            .collect()
+    };
+    // m0 finished: the seconds its line showed then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let m0_done = loop {
+        if let Some(l) = lines_of("m0")
+            .into_iter()
+            .find(|l| l.contains("done: green"))
+        {
+            break line_seconds(&l).unwrap_or_else(|| panic!("{l}"));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "m0 never finished: {:?}",
+            lines_of("m0")
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    };
+    // m1 still runs, and its line counts on past m0's time.
+    loop {
+        let far = lines_of("m1")
+            .iter()
+            .filter_map(|l| line_seconds(l))
+            .any(|s| s >= m0_done + 2);
+        if far {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "m1's line never counted on: {:?}",
+            lines_of("m1")
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    }
+    std::fs::write(lab.home_dir("m1").join(format!("{token}.go")), "").unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.slow")));
+    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.go")));
+    assert!(
+        status.success(),
+        "{status:?}: {:?}",
+        screen_lines(&recorded.lock().unwrap())
+    );
+    let m0 = lines_of("m0");
+    let last = m0.last().unwrap();
+    assert!(last.contains("done: green"), "{m0:?}");
+    assert_eq!(
+        line_seconds(last),
+        Some(m0_done),
+        "m0's finished line kept counting: {m0:?}"
+    );
+    let m1_last = lines_of("m1").last().cloned().unwrap();
+    assert!(line_seconds(&m1_last).unwrap() >= m0_done + 2, "{m1_last}");
+}
