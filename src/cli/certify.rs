@@ -41,9 +41,11 @@ pub struct CertifyArgs {
     /// Run directly on the machine (host) or in a container on its Docker engine.
     #[arg(long, value_enum, default_value = "host")]
     pub class: Class,
-    /// The trunk branch the verified pointer follows (default: origin/HEAD's branch,
-    /// else the branch checked out in the main worktree). A green SHA that is
-    /// not on trunk is recorded but never moves the pointer.
+    /// The trunk branch the verified pointer follows (default: the one it
+    /// already follows, .git/saphan/verified-trunk; else origin/HEAD's
+    /// branch, else the branch checked out in the main worktree). Another
+    /// branch than the followed one is refused (trunk-mismatch). A green SHA
+    /// that is not on trunk is recorded but never moves the pointer.
     #[arg(long, value_name = "REF")]
     pub trunk: Option<String>,
     /// --class container: the suite image, pinned — sha256:<image id> or

@@ -18,8 +18,9 @@ pub struct StatusArgs {
     /// The repository (any path inside it).
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
-    /// The trunk branch (default: as certify finds it — origin/HEAD's
-    /// branch, else the branch checked out in the main worktree).
+    /// The trunk branch (default: the one the verified pointer follows,
+    /// else as certify finds it — origin/HEAD's branch, else the branch
+    /// checked out in the main worktree).
     #[arg(long, value_name = "REF")]
     pub trunk: Option<String>,
 }
