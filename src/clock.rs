@@ -26,6 +26,15 @@ pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
+/// An RFC 3339 timestamp shown to the second (`2026-11-29T15:30:00Z`),
+/// for human screens; the text as given when it does not parse.
+pub fn to_seconds(s: &str) -> String {
+    parse_rfc3339(s)
+        .and_then(|t| t.replace_nanosecond(0).ok())
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_else(|| s.to_string())
+}
+
 /// Now, compact UTC (`20261129T153000Z`): record ids, archive directories.
 pub fn now_compact() -> String {
     let f = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");

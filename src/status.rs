@@ -65,6 +65,8 @@ pub struct Attempt {
     pub suite_seconds: f64,
     /// Failing test names, or `"unavailable"`.
     pub named_tests: record::Avail<Vec<String>>,
+    /// `host` or `container`.
+    pub class: String,
 }
 
 impl Attempt {
@@ -79,6 +81,7 @@ impl Attempt {
             finished_at: r.finished_at.clone(),
             suite_seconds: r.suite_seconds,
             named_tests: r.named_tests.clone(),
+            class: r.class.clone(),
         }
     }
     /// The count as a person reads it.
@@ -124,6 +127,86 @@ pub struct MachineStatus {
     /// True when the machine lacks a fresh facts row or a fresh `present`
     /// toolchain row: it needs `machine measure` / `machine probe`.
     pub needs_attention: bool,
+    /// When it last answered and its last infrastructure failure.
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// One machine's health, from the repository's records (every verb) and
+/// the ledger: nothing is contacted to know it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Health {
+    /// When the machine last answered (RFC 3339 UTC, as written): the
+    /// newest of its ledger rows' `measured_at` (a `machine measure` or
+    /// `machine probe` that reached it) and the `finished_at` of its
+    /// records that did not fail for infrastructure. `None`: never, as far
+    /// as these know.
+    pub last_answered: Option<String>,
+    /// Its newest record whose failure is infrastructure
+    /// ([`crate::report::FailureKind::is_infrastructure`]:
+    /// `host-unreachable`, `connection-lost`, `ship-failed`, `lock-timeout`,
+    /// `materialize-failed`, `engine`), `None` when none is.
+    pub last_infrastructure_failure: Option<InfraFailure>,
+}
+
+/// A record that failed for infrastructure.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfraFailure {
+    /// The failure's name.
+    pub failure: crate::report::FailureKind,
+    /// When the attempt finished (RFC 3339 UTC).
+    pub at: String,
+    /// The record id.
+    pub id: String,
+    /// The verb that wrote it.
+    pub verb: String,
+}
+
+/// `machine`'s [`Health`] from `records` (any verb, any order) and its rows
+/// in `ledger` (when there is one).
+pub fn health(machine: &str, records: &[Record], ledger: Option<&Ledger>) -> Health {
+    let t = |s: &str| crate::clock::parse_rfc3339(s);
+    let newer = |a: &Option<String>, b: &str| match a {
+        None => true,
+        Some(a) => t(b) > t(a),
+    };
+    let mut h = Health::default();
+    for r in records.iter().filter(|r| r.machine == machine) {
+        match &r.failure {
+            Some(f) if f.is_infrastructure() => {
+                let later = h
+                    .last_infrastructure_failure
+                    .as_ref()
+                    .is_none_or(|x| t(&r.finished_at) > t(&x.at));
+                if later {
+                    h.last_infrastructure_failure = Some(InfraFailure {
+                        failure: f.clone(),
+                        at: r.finished_at.clone(),
+                        id: r.id.clone(),
+                        verb: r.verb.clone(),
+                    });
+                }
+            }
+            _ => {
+                if newer(&h.last_answered, &r.finished_at) {
+                    h.last_answered = Some(r.finished_at.clone());
+                }
+            }
+        }
+    }
+    if let Some(l) = ledger {
+        for row in l.rows() {
+            let at = match &row {
+                ledger::Row::Machine(f) if f.machine == machine => &f.measured_at,
+                ledger::Row::Capability(c) if c.machine == machine => &c.measured_at,
+                _ => continue,
+            };
+            if newer(&h.last_answered, at) {
+                h.last_answered = Some(at.clone());
+            }
+        }
+    }
+    h
 }
 
 /// How current a ledger row is.
@@ -154,7 +237,8 @@ impl Freshness {
 }
 
 /// Read the status of the repository containing `dir`; `trunk` is
-/// `--trunk` (else found as certify finds it, [`record::trunk_ref`]).
+/// `--trunk` (else the trunk the pointer follows, else found as certify
+/// finds it, [`record::trunk_ref`]).
 ///
 /// Errors: only when `dir` is not in a git repository, `trunk` names no
 /// branch (`trunk-not-a-branch`), or the attempt records cannot be read at
@@ -167,7 +251,12 @@ pub async fn status(
     trunk: Option<&str>,
 ) -> Result<Status> {
     let repo = Repo::open(dir).await?;
-    let trunk = record::trunk_ref(&repo, trunk).await?;
+    // The trunk the pointer follows, unless --trunk names another one to
+    // look at (status only reads: no trunk-mismatch here).
+    let trunk = match (trunk, record::trunk::followed(&repo)?) {
+        (None, Some(follows)) => Some(follows),
+        (t, _) => record::trunk_ref(&repo, t).await?,
+    };
     let trunk_head = match &trunk {
         Some(t) => repo.read_ref(t).await?,
         None => None,
@@ -190,7 +279,7 @@ pub async fn status(
         .rev()
         .find(|r| r.verdict == Verdict::Red)
         .map(|r| Attempt::of(r));
-    let fleet = fleet(home, catalog, &repo, trunk_head.as_deref()).await;
+    let fleet = fleet(home, catalog, &repo, trunk_head.as_deref(), &all.records).await;
     Ok(Status {
         repo: repo.top.clone(),
         trunk,
@@ -214,7 +303,13 @@ async fn rev_count(repo: &Repo, range: &str) -> Option<u64> {
         .ok()
 }
 
-async fn fleet(home: &Home, catalog: &Catalog, repo: &Repo, head: Option<&str>) -> Fleet {
+async fn fleet(
+    home: &Home,
+    catalog: &Catalog,
+    repo: &Repo,
+    head: Option<&str>,
+    records: &[Record],
+) -> Fleet {
     let mut f = Fleet {
         program: None,
         capability: None,
@@ -222,7 +317,7 @@ async fn fleet(home: &Home, catalog: &Catalog, repo: &Repo, head: Option<&str>) 
         machines: Vec::new(),
         error: None,
     };
-    if let Err(e) = fill_fleet(&mut f, home, catalog, repo, head).await {
+    if let Err(e) = fill_fleet(&mut f, home, catalog, repo, head, records).await {
         f.error = Some(e.to_json());
     }
     f
@@ -234,6 +329,7 @@ async fn fill_fleet(
     catalog: &Catalog,
     repo: &Repo,
     head: Option<&str>,
+    records: &[Record],
 ) -> Result<()> {
     let cfg = Config::load(home)?;
     f.program = match (&cfg.full, head) {
@@ -286,6 +382,7 @@ async fn fill_fleet(
             toolchain,
             toolchain_outcome: cap_row.as_ref().map(|r| r.outcome.as_str().to_string()),
             toolchain_measured_at: cap_row.map(|r| r.measured_at),
+            health: health(id, records, Some(&ledger)),
         });
     }
     Ok(())

@@ -127,6 +127,9 @@ pub struct AffectedResult {
     pub reason: Option<String>,
     /// The repository's top directory.
     pub repository: String,
+    /// Where the adapter ran: `local` (this machine) or the fleet machine
+    /// `--machine` named.
+    pub machine: String,
     /// Base SHA.
     pub base: String,
     /// Head SHA (the tree the adapter ran in).
@@ -174,6 +177,7 @@ impl AffectedResult {
             result: Outcome::Unavailable,
             reason: None,
             repository: repo.top.to_string_lossy().into_owned(),
+            machine: "local".into(),
             base: base.into(),
             head: head.into(),
             changed_paths: changed,
@@ -307,6 +311,9 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
             .into());
         }
     };
+    if let Some(m) = &target {
+        res.machine = m.clone();
+    }
     let on = target.map(|m| Remote {
         home: &s.home,
         catalog: s.catalog.as_ref(),
@@ -705,6 +712,7 @@ pub fn render(r: &AffectedResult) -> String {
         "affected tier (advisory: never moves refs/saphan/verified)"
     );
     let _ = writeln!(o, "  repository        {}", r.repository);
+    let _ = writeln!(o, "  machine           {}", r.machine);
     let _ = writeln!(
         o,
         "  base..head        {}...{}",

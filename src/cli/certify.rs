@@ -41,9 +41,11 @@ pub struct CertifyArgs {
     /// Run directly on the machine (host) or in a container on its Docker engine.
     #[arg(long, value_enum, default_value = "host")]
     pub class: Class,
-    /// The trunk branch the verified pointer follows (default: origin/HEAD's branch,
-    /// else the branch checked out in the main worktree). A green SHA that is
-    /// not on trunk is recorded but never moves the pointer.
+    /// The trunk branch the verified pointer follows (default: the one it
+    /// already follows, .git/saphan/verified-trunk; else origin/HEAD's
+    /// branch, else the branch checked out in the main worktree). Another
+    /// branch than the followed one is refused (trunk-mismatch). A green SHA
+    /// that is not on trunk is recorded but never moves the pointer.
     #[arg(long, value_name = "REF")]
     pub trunk: Option<String>,
     /// --class container: the suite image, pinned — sha256:<image id> or
@@ -140,10 +142,14 @@ impl Lines {
             start: Instant::now(),
         }
     }
-    /// Finish every line.
+    /// Finish every line still running; a line that finished keeps the
+    /// time it took (a finish redraws the line, and `{elapsed}` would read
+    /// the whole invocation's time).
     pub fn finish(&self) {
         for (_, pb) in &self.bars {
-            pb.finish();
+            if !pb.is_finished() {
+                pb.finish();
+            }
         }
     }
 }
@@ -152,9 +158,21 @@ impl Progress for Lines {
     fn event(&self, machine: &str, event: &Event<'_>) {
         let what = event.words();
         match self.bars.iter().find(|(id, _)| id == machine) {
+            // A finished machine's line stays as it ended.
+            Some((_, pb)) if pb.is_finished() => {}
             Some((_, pb)) => {
                 if let Event::Done { .. } = event {
-                    pb.finish_with_message(what);
+                    // Its timer stops: the time it took, frozen into the
+                    // message, under a template without `{elapsed}`.
+                    let took = format!("{:#}", indicatif::HumanDuration(pb.elapsed()));
+                    if let Ok(style) =
+                        indicatif::ProgressStyle::with_template("{spinner} {prefix:.bold} {msg}")
+                    {
+                        pb.set_style(style);
+                        pb.finish_with_message(format!("{what} ({took})"));
+                    } else {
+                        pb.finish_with_message(what);
+                    }
                 } else {
                     pb.set_message(what);
                 }
@@ -304,11 +322,21 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
-    if r.machine != "local" {
+    // A machine that never ran the suite (unreachable, ship or lock
+    // failed, the engine down) gets no `program:`/`shipped:` lines as if it
+    // had: the failure line says what happened.
+    let infra = r.failure.as_ref().filter(|f| f.is_infrastructure());
+    if let Some(f) = infra {
+        s.push_str(&format!("{indent}failure: {f}\n"));
+    } else if r.machine != "local" {
         if let Some(p) = &r.program_path {
             s.push_str(&format!(
                 "{indent}program: {p} ({})\n",
-                r.program_version.as_deref().unwrap_or("version unknown")
+                match &r.program_version {
+                    Some(Avail::Value(v)) => v.as_str(),
+                    Some(Avail::Unavailable) => "version unavailable",
+                    None => "version unknown",
+                }
             ));
         }
         if let Some(b) = r.bundle_bytes {
@@ -424,14 +452,18 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
             } else {
                 let mut s = String::new();
                 for r in &all {
+                    // A measurement-failed attempt names its failure
+                    // (`measurement-failed (host-unreachable)`).
+                    let failure = r
+                        .failure
+                        .as_ref()
+                        .map(|f| format!("  ({f})"))
+                        .unwrap_or_default();
                     s.push_str(&format!(
-                        "{}  {:<15} {:<19} {}  {}  {}\n",
+                        "{}  {:<15} {:<19} {}  {}  {}{failure}\n",
                         r.id,
                         r.verb,
-                        serde_json::to_value(r.verdict)
-                            .expect("json")
-                            .as_str()
-                            .unwrap_or(""),
+                        r.verdict.as_str(),
                         &r.sha[..12.min(r.sha.len())],
                         r.machine,
                         r.count_words()

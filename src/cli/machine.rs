@@ -15,8 +15,15 @@ use std::time::Duration;
 /// `saphan machine …`
 #[derive(Debug, Subcommand)]
 pub enum MachineCmd {
-    /// List the machine rows of SAPHAN_HOME/fleet/machines.toml.
-    List,
+    /// List the machine rows of SAPHAN_HOME/fleet/machines.toml, with when
+    /// each last answered (its ledger rows) and, with --repo, its last
+    /// infrastructure failure in that repository's records.
+    List {
+        /// A repository whose attempt records to read for each machine's
+        /// last infrastructure failure (and last answer).
+        #[arg(long, value_name = "DIR")]
+        repo: Option<std::path::PathBuf>,
+    },
     /// Show one machine: its row, its measured facts and its capability rows,
     /// each marked fresh or stale.
     Show {
@@ -88,7 +95,7 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 /// Run `machine …`.
 pub async fn run(ctx: &Ctx, cmd: MachineCmd) -> Result<Exit> {
     match cmd {
-        MachineCmd::List => list(ctx),
+        MachineCmd::List { repo } => list(ctx, repo.as_deref()).await,
         MachineCmd::Show { id } => show(ctx, &id),
         MachineCmd::Measure { machines, timeout } => measure(ctx, &machines, timeout).await,
         MachineCmd::Probe(a) => probe(ctx, a).await,
@@ -96,10 +103,37 @@ pub async fn run(ctx: &Ctx, cmd: MachineCmd) -> Result<Exit> {
     }
 }
 
-fn list(ctx: &Ctx) -> Result<Exit> {
+async fn list(ctx: &Ctx, repo: Option<&std::path::Path>) -> Result<Exit> {
     let m = Machines::load(&ctx.home)?;
+    // Health reads what exists: the ledger (when there is one) and the
+    // named repository's records. Nothing is contacted.
+    let ledger = if m.rows.is_empty() {
+        None
+    } else {
+        Some(Ledger::open(&ctx.home)?)
+    };
+    let records = match repo {
+        Some(dir) => {
+            let repo = crate::git::Repo::open(dir).await?;
+            crate::record::read_all(&crate::record::attempts_path(&repo))?.records
+        }
+        None => Vec::new(),
+    };
+    let health = |id: &str| crate::status::health(id, &records, ledger.as_ref());
     if ctx.json {
-        let rows: Vec<&MachineRow> = m.rows.values().collect();
+        let rows: Vec<Value> = m
+            .rows
+            .values()
+            .map(|r| {
+                let mut v = serde_json::to_value(r).expect("rows serialize");
+                if let (Some(o), Ok(Value::Object(h))) =
+                    (v.as_object_mut(), serde_json::to_value(health(&r.id)))
+                {
+                    o.extend(h);
+                }
+                v
+            })
+            .collect();
         out_json(&json!({ "machines": rows, "path": ctx.home.machines() }));
         return Ok(Exit::Ok);
     }
@@ -111,14 +145,35 @@ fn list(ctx: &Ctx) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let w = m.rows.keys().map(String::len).max().unwrap_or(2).max(2);
-    let mut s = format!("{:w$}  {:9}  {:12}  workhome\n", "id", "transport", "host");
+    let mut s = format!(
+        "{:w$}  {:9}  {:12}  {:20}  {:20}  last infrastructure failure\n",
+        "id", "transport", "host", "workhome", "last answered"
+    );
     for r in m.rows.values() {
+        let h = health(&r.id);
+        let answered = h
+            .last_answered
+            .as_deref()
+            .map(crate::clock::to_seconds)
+            .unwrap_or_else(|| "never".into());
+        let failure = match &h.last_infrastructure_failure {
+            Some(f) => format!(
+                "{} {} (id {})",
+                f.failure,
+                crate::clock::to_seconds(&f.at),
+                f.id
+            ),
+            None if repo.is_some() => "none".into(),
+            None => "(--repo DIR reads a repository's records)".into(),
+        };
         s += &format!(
-            "{:w$}  {:9}  {:12}  {}\n",
+            "{:w$}  {:9}  {:12}  {:20}  {:20}  {}\n",
             r.id,
             r.transport.as_str(),
             r.host,
-            r.workhome
+            r.workhome,
+            answered,
+            failure
         );
     }
     out(&s);

@@ -18,8 +18,9 @@ pub struct StatusArgs {
     /// The repository (any path inside it).
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
-    /// The trunk branch (default: as certify finds it — origin/HEAD's
-    /// branch, else the branch checked out in the main worktree).
+    /// The trunk branch (default: the one the verified pointer follows,
+    /// else as certify finds it — origin/HEAD's branch, else the branch
+    /// checked out in the main worktree).
     #[arg(long, value_name = "REF")]
     pub trunk: Option<String>,
 }
@@ -46,11 +47,12 @@ fn attempt_line(a: &Attempt) -> String {
         None => a.verdict.as_str().to_string(),
     };
     format!(
-        "{} {} — {}, finished {}, {:.1}s (id {})",
+        "{} {} {} — {}, finished {}, {:.1}s (id {})",
         short(&a.sha),
+        a.class,
         verdict,
         a.count_words(),
-        a.finished_at,
+        crate::clock::to_seconds(&a.finished_at),
         a.suite_seconds,
         a.id
     )
@@ -139,7 +141,11 @@ fn render(st: &Status) -> String {
         return s;
     }
     s.push_str(&format!("fleet ({suite}; fresh = within {window}):\n"));
-    let when = |w: &Option<String>| w.as_deref().map(|w| format!(" ({w})")).unwrap_or_default();
+    let when = |w: &Option<String>| {
+        w.as_deref()
+            .map(|w| format!(" ({})", crate::clock::to_seconds(w)))
+            .unwrap_or_default()
+    };
     for m in &f.machines {
         let mut line = format!(
             "  {}: facts {}{}",
@@ -159,6 +165,7 @@ fn render(st: &Status) -> String {
                 when(&m.toolchain_measured_at)
             ));
         }
+        line.push_str(&health_words(&m.health));
         if m.needs_attention {
             let mut todo = Vec::new();
             if m.facts != Freshness::Fresh {
@@ -176,6 +183,25 @@ fn render(st: &Status) -> String {
         }
         line.push('\n');
         s.push_str(&line);
+    }
+    s
+}
+
+/// `; answered 2026-12-01T03:00:04Z; last infrastructure failure:
+/// host-unreachable 2026-12-01T04:10:00Z (id …)` — what the records and
+/// the ledger say of a machine's health, to the second.
+pub fn health_words(h: &crate::status::Health) -> String {
+    let mut s = match &h.last_answered {
+        Some(at) => format!("; answered {}", crate::clock::to_seconds(at)),
+        None => "; never answered".to_string(),
+    };
+    if let Some(f) = &h.last_infrastructure_failure {
+        s.push_str(&format!(
+            "; last infrastructure failure: {} {} (id {})",
+            f.failure,
+            crate::clock::to_seconds(&f.at),
+            f.id
+        ));
     }
     s
 }

@@ -791,6 +791,10 @@ fn target_container_run(t: &Target) -> crate::record::ContainerRun {
         image_pin: t.image.pin.reference(),
         image_pin_kind: t.image.pin.kind().to_string(),
         network: t.network,
+        // Filled from the machine's docker-oci row where the record is
+        // built (measure::pipeline::record_of).
+        engine_path: None,
+        engine_version: None,
     }
 }
 

@@ -24,6 +24,19 @@ use crate::error::{Exit, Refusal};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The row a `machine-unknown` refusal tells the operator to add: for
+/// `local` (this machine, the row a container-class run without `--machine`
+/// is gated on) `transport = "local"` and its workhome; else an ssh row.
+fn row_form(id: &str) -> String {
+    if id == "local" {
+        "transport = \"local\", workhome = \"/ABSOLUTE/DIR\": this machine as a fleet row".into()
+    } else {
+        format!(
+            "transport = \"ssh\", host = \"{id}\", workhome = \"/ABSOLUTE/DIR\" — or transport = \"local\" for this machine"
+        )
+    }
+}
+
 /// Errors of the fleet ceremonies.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
@@ -32,7 +45,8 @@ pub enum FleetError {
     MachinesMalformed { path: PathBuf, detail: String },
     /// A machine id that no row declares.
     #[error(
-        "no machine `{id}` in {path} (known: {known}) — add a [machine.{id}] row, or pick a known id"
+        "no machine `{id}` in {path} (known: {known}) — add a [machine.{id}] row ({}), or pick a known id",
+        row_form(id)
     )]
     MachineUnknown {
         id: String,
@@ -200,6 +214,16 @@ impl Refusal for FleetError {
     }
     fn exit(&self) -> Exit {
         match self {
+            // An exposed ssh config or known_hosts is the operator's to
+            // fix before anything runs: a refusal, as everywhere else.
+            FleetError::Transport { source, .. }
+                if matches!(
+                    **source,
+                    crate::transport::TransportError::ConfigExposed { .. }
+                ) =>
+            {
+                Exit::Refusal
+            }
             FleetError::Transport { .. }
             | FleetError::Timeout { .. }
             | FleetError::MeasureOutput { .. }

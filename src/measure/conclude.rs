@@ -69,9 +69,9 @@ pub async fn conclude(
         return Ok(PointerOutcome::Unchanged(why));
     }
     match lock {
-        LockHold::Held(_) => Ok(record::advance_verified(repo, sha, trunk).await?),
+        LockHold::Held(_) => advance(repo, sha, trunk).await,
         LockHold::Take(interrupt) => match record::Lock::acquire(repo, interrupt).await {
-            Ok(_held) => Ok(record::advance_verified(repo, sha, trunk).await?),
+            Ok(_held) => advance(repo, sha, trunk).await,
             Err(e)
                 if matches!(
                     e.downcast_ref::<record::RecordError>(),
@@ -83,6 +83,27 @@ pub async fn conclude(
             Err(e) => Err(e),
         },
     }
+}
+
+/// Under the repository lock: judge and move the pointer along `trunk`
+/// (compare-and-swap), and on its first move record `trunk` as the one it
+/// follows ([`record::trunk`]). A pointer found following another trunk
+/// (a certification with another `--trunk` that raced this one past the
+/// early `trunk-mismatch` check and moved it first) stays where it is.
+async fn advance(repo: &Repo, sha: &str, trunk: Option<&str>) -> Result<PointerOutcome> {
+    if let (Some(t), Some(follows)) = (trunk, record::trunk::followed(repo)?)
+        && t != follows
+    {
+        return Ok(PointerOutcome::Unchanged(Unmoved::FollowsAnotherTrunk {
+            trunk: t.to_string(),
+            follows,
+        }));
+    }
+    let outcome = record::advance_verified(repo, sha, trunk).await?;
+    if let (PointerOutcome::Moved, Some(t)) = (&outcome, trunk) {
+        record::trunk::follow_if_unset(repo, t).await?;
+    }
+    Ok(outcome)
 }
 
 /// Why the pointer must not move for this invocation, in `scope`'s words;

@@ -788,7 +788,7 @@ pub fn record(
         provisions: run.placed.clone(),
         notes: m.notes.clone(),
         program_path: run.program.path.clone(),
-        program_version: run.program.version.clone(),
+        program_version: run.program.version.clone().map(crate::record::Avail::Value),
         suite_log: run.log.as_ref().map(|l| l.path.display().to_string()),
         suite_log_sha256: run.log.as_ref().map(|l| l.sha256.clone()),
         verified_pointer: None,

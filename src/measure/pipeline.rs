@@ -223,6 +223,9 @@ pub async fn certify(
         .await?;
     let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let provisions = setup.provisions()?;
+    // The pointer's trunk: `trunk-mismatch` is refused here, before any
+    // gate, lock or machine.
+    let trunk = record::trunk::for_certify(repo, settings.trunk.as_deref()).await?;
     let fleet = settings.fleet();
     let gate = gate(
         home,
@@ -234,7 +237,6 @@ pub async fn certify(
         &tree_files,
     )
     .await?;
-    let trunk = record::trunk_ref(repo, settings.trunk.as_deref()).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = if fleet.is_empty() {
         Vec::new()
@@ -508,6 +510,10 @@ pub fn record_of(
         record.remote_tree = Some(f.remote_tree.clone());
         record.interrupted = f.interrupted;
     }
+    if let Some(c) = record.container.as_mut() {
+        container_program(job, machine, m, c, &mut record.program_path);
+        record.program_version = Some(crate::record::Avail::Unavailable);
+    }
     // Local and dispatched records carry the same keys: `trunk` always
     // (null when none is known).
     record.trunk = Some(trunk.map(str::to_string));
@@ -550,5 +556,35 @@ fn suite_target(
         .collect(),
         name: container::container_name(attempt, "local"),
         caches,
+    }
+}
+
+/// A container-class record names the image's program, not the engine's:
+/// `program_path` is argv[0] as the container's command names it, and the
+/// engine's client program and version (the machine's docker-oci row: a
+/// fleet bench's admitted program, or this machine's `local` row) go to
+/// `engine_path` / `engine_version`.
+fn container_program(
+    job: &Job<'_>,
+    machine: &str,
+    m: &Measured,
+    c: &mut crate::record::ContainerRun,
+    program_path: &mut Option<String>,
+) {
+    *program_path = m.argv.first().cloned();
+    match &m.fleet {
+        Some(f) => {
+            c.engine_path = Some(f.program_path.clone());
+            c.engine_version = f.program_version.clone();
+        }
+        None => {
+            let row = crate::fleet::ledger::Ledger::open(job.home)
+                .ok()
+                .and_then(|l| l.latest_capability(machine, crate::docker::DOCKER_OCI));
+            if let Some(row) = row {
+                c.engine_path = Some(row.inputs.declared_path);
+                c.engine_version = row.version_output;
+            }
+        }
     }
 }

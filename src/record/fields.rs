@@ -28,6 +28,15 @@ pub struct ContainerRun {
     /// Whether the container had a network.
     #[serde(default)]
     pub network: bool,
+    /// The engine's client program on the machine: the docker-oci row's
+    /// declared path (`/usr/bin/docker`); null when no row names it. The
+    /// suite's own program is the record's `program_path`, the image's.
+    #[serde(default)]
+    pub engine_path: Option<String>,
+    /// That program's version output as the docker-oci row recorded it
+    /// (`Docker version 26.1.5, …`); null when unknown.
+    #[serde(default)]
+    pub engine_version: Option<String>,
 }
 
 /// The program a dispatched run used on the machine (record field

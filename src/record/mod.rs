@@ -7,6 +7,7 @@
 //! are `"unavailable"` rather than 0 or `[]` when the report kind gives none.
 
 pub mod fields;
+pub mod trunk;
 
 pub use fields::{
     ContainerRun, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead, SubmoduleAt,
@@ -19,7 +20,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::{Path, PathBuf};
 
 /// The record format version (bumped on any incompatible change).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The verified pointer.
 pub const VERIFIED_REF: &str = "refs/saphan/verified";
@@ -134,14 +135,19 @@ pub struct Record {
     /// The resolved absolute path of the suite's program (argv[0]) on the
     /// machine that ran it; null when it could not be resolved. Local runs:
     /// resolved like `execvp` (a relative `./x` against the tree). Dispatched
-    /// runs: the capability row's declared path (set by dispatch).
+    /// runs: the capability row's declared path (set by dispatch). Container
+    /// class: argv[0] as the container's command names it (the image's PATH
+    /// resolves a bare name) — never the engine's program.
     #[serde(default)]
     pub program_path: Option<String>,
     /// That program's version output (stdout then stderr, trimmed, at most
     /// 4 KiB): default-go runs `go version`; otherwise the catalog row's
-    /// version command when argv[0] maps to a row; else null.
+    /// version command when argv[0] maps to a row; else null. Container
+    /// class: `"unavailable"` — the suite's program is the image's, and its
+    /// version is not measured (that would take a second container per
+    /// attempt); the engine's is `engine_version`.
     #[serde(default)]
-    pub program_version: Option<String>,
+    pub program_version: Option<Avail<String>>,
     /// Path of this attempt's suite log (`<git-common-dir>/saphan/logs/<id>.log`):
     /// the suite's stdout and stderr, bounded (see `measure::LOG_CAP`); null
     /// when none was kept.
@@ -506,6 +512,14 @@ pub enum Unmoved {
     },
     /// Ctrl-C while waiting for the repository lock to move it.
     Interrupted,
+    /// Under the lock, the pointer was found following another trunk
+    /// (another certification, racing this one, moved it first).
+    FollowsAnotherTrunk {
+        /// The trunk this certification judged along.
+        trunk: String,
+        /// The trunk the pointer follows.
+        follows: String,
+    },
 }
 
 impl PointerOutcome {
@@ -562,6 +576,10 @@ impl std::fmt::Display for Unmoved {
             }
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
+            ),
+            Unmoved::FollowsAnotherTrunk { trunk, follows } => write!(
+                f,
+                "the pointer follows {follows}, not {trunk} (another certification moved it first) — certify with --trunk {follows}"
             ),
         }
     }

@@ -600,7 +600,8 @@ fn the_pointer_follows_trunk_only() {
         text(&o).0
     );
     assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
-    // Naming another trunk is the operator's explicit choice.
+    // Naming another trunk than the one the pointer follows is refused
+    // (the_pointer_never_leaves_its_trunk): it never jumps sideways.
     let o = env.run(&[
         "certify",
         "--repo",
@@ -611,12 +612,89 @@ fn the_pointer_follows_trunk_only() {
         "feature",
         "--json",
     ]);
-    assert_code(&o, 0);
-    // The pointer sits on main's newer commit, which is not on feature:
-    // it never jumps sideways.
-    let why = json(&o)["verified_pointer"].as_str().unwrap().to_string();
-    assert!(why.contains("is not on trunk refs/heads/feature"), "{why}");
+    assert_code(&o, 2);
+    assert_eq!(json(&o)["error"], "trunk-mismatch");
     assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
+}
+
+/// Issue 21.8: after `certify --sha side --trunk side`, trunk's next green
+/// used to find the pointer on `side` ("not on trunk … move it by hand").
+/// The pointer follows one trunk per repository (recorded on its first
+/// move); another `--trunk` is refused by name before anything runs, with
+/// the commands that re-point it deliberately.
+#[test]
+fn the_pointer_never_leaves_its_trunk() {
+    let env = Env::new();
+    env.write_config(SUITE_CONFIG);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+    let state = repo.path().join(".git/saphan/verified-trunk");
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        "refs/heads/main\n",
+        "the first move records the trunk it follows"
+    );
+    // A side branch off trunk's tip: on main 7d6d184 this run moved the
+    // pointer onto it.
+    common::git(repo.path(), &["checkout", "-q", "-b", "side"]);
+    let side = repo.commit(&[("s.txt", "s")], "side work");
+    common::git(repo.path(), &["checkout", "-q", "main"]);
+    let records = repo.records().len();
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &side,
+        "--trunk",
+        "side",
+    ]);
+    assert_refused(&o, "trunk-mismatch");
+    let err = text(&o).1;
+    assert!(
+        err.contains("follows refs/heads/main")
+            && err.contains("git -C ")
+            && err.contains("update-ref -d refs/saphan/verified")
+            && err.contains(&format!("rm {}", state.display())),
+        "{err}"
+    );
+    assert_eq!(repo.records().len(), records, "nothing ran");
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+    // Trunk's next green moves it, as it always should.
+    let second = repo.commit(&[("m.txt", "m")], "trunk work");
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["verified_pointer"], "moved", "{}", text(&o).0);
+    assert_eq!(repo.verified().as_deref(), Some(second.as_str()));
+    // `--trunk main` (the followed one, by its short name) is accepted.
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--trunk", "main"]);
+    assert_code(&o, 0);
+    // Re-pointing is deliberate: the two printed commands, then --trunk side.
+    common::git(repo.path(), &["update-ref", "-d", "refs/saphan/verified"]);
+    std::fs::remove_file(&state).unwrap();
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--sha",
+        &side,
+        "--trunk",
+        "side",
+        "--json",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["verified_pointer"], "moved");
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        "refs/heads/side\n"
+    );
+    // Now certify without --trunk follows side, not the main worktree's branch.
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["trunk"], "refs/heads/side");
+    assert_eq!(repo.verified().as_deref(), Some(side.as_str()));
 }
 
 #[test]

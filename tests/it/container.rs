@@ -616,6 +616,18 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
             .starts_with("saphan-suite-"),
         "{r}"
     );
+    // Issue 21.6: the image's program, not Docker's; the engine is named
+    // under the container fields (on main 7d6d184 program_path was
+    // /usr/bin/docker and program_version Docker's).
+    assert_eq!(r["program_path"], "go", "{r}");
+    assert_eq!(r["program_version"], "unavailable", "{r}");
+    assert_eq!(r["engine_path"], "/usr/bin/docker", "{r}");
+    assert!(
+        r["engine_version"]
+            .as_str()
+            .is_some_and(|v| v.to_lowercase().contains("docker")),
+        "{r}"
+    );
     let stored = repo.records().last().cloned().unwrap();
     assert_eq!(stored["image_id"], go_image(), "{stored}");
     assert_eq!(stored["container"], r["container"], "{stored}");

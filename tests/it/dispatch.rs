@@ -989,6 +989,19 @@ fn verify_affected_on_a_machine_with_the_bundled_adapter() {
         Path::new(argv0).is_file(),
         "the binary was not shipped: {argv0}"
     );
+    // Issue 21.6: where it ran is named, in the JSON and in the text (on
+    // main 7d6d184 neither said m1).
+    assert_eq!(v["machine"], "m1", "{v}");
+    let mut c = f.env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args(["verify-affected", "--repo", repo.path().to_str().unwrap()])
+        .args(["--base", "base", "--machine", "m1"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let out = text(&o).0;
+    assert!(out.lines().any(|l| l == "  machine           m1"), "{out}");
     f.assert_clean("m1");
 }
 

@@ -401,6 +401,13 @@ fn a_repository_script_the_commit_lacks_is_named_for_what_it_is() {
 
 // ---------------------------------------------------------------- status
 
+/// `2026-12-01T04:02:11.123456789Z` → `2026-12-01T04:02:11Z`: what a
+/// human screen shows of a record's time.
+fn to_second(t: &str) -> String {
+    let (head, _) = t.split_once('.').unwrap_or((t.trim_end_matches('Z'), ""));
+    format!("{}Z", head.trim_end_matches('Z'))
+}
+
 fn certify(env: &Env, repo: &Repo, exit: i32) -> serde_json::Value {
     let o = env.run(&["--json", "certify", "--repo", &repo.path_str()]);
     assert_code(&o, exit);
@@ -456,16 +463,16 @@ fn status_shows_trunk_verified_last_attempts_and_last_red() {
         ),
         "last certify attempt per machine:".to_string(),
         format!(
-            "  local: {} measurement-failed (report-no-match) — count: unavailable, finished {}, {:.1}s (id {})",
+            "  local: {} host measurement-failed (report-no-match) — count: unavailable, finished {}, {:.1}s (id {})",
             &failed["sha"].as_str().unwrap()[..12],
-            failed["finished_at"].as_str().unwrap(),
+            to_second(failed["finished_at"].as_str().unwrap()),
             failed["suite_seconds"].as_f64().unwrap(),
             failed["id"].as_str().unwrap()
         ),
         format!(
-            "last red: on local: {} red — 2 tests, finished {}, {:.1}s (id {})",
+            "last red: on local: {} host red — 2 tests, finished {}, {:.1}s (id {})",
             &red["sha"].as_str().unwrap()[..12],
-            red["finished_at"].as_str().unwrap(),
+            to_second(red["finished_at"].as_str().unwrap()),
             red["suite_seconds"].as_f64().unwrap(),
             red["id"].as_str().unwrap()
         ),
@@ -583,8 +590,9 @@ fn status_names_fleet_machines_without_fresh_facts_or_toolchain_rows() {
     assert!(out.contains("fleet (suite program `"), "{out}");
     assert!(!line("m0").contains("needs:"), "{out}");
     assert!(
-        line("m1")
-            .ends_with("go none — needs: saphan machine probe --machine m1 --capability go …"),
+        line("m1").contains("; go none; answered ")
+            && line("m1")
+                .ends_with(" — needs: saphan machine probe --machine m1 --capability go …"),
         "{out}"
     );
     assert!(line("m2").contains("go absent not-present"), "{out}");
@@ -737,4 +745,386 @@ fn certify_verify_affected_and_verify_union_measure_at_one_stable_scratch_path()
         "one path for every verb: {dirs:?}"
     );
     common::assert_only_main_worktree(&repo);
+}
+
+/// Issue 21.7: an unreachable machine's record does not print `program:`
+/// and `shipped: 0 bytes` as if it ran; `records` names the failure of a
+/// measurement-failed attempt; `status` and `machine list` show each
+/// machine's last infrastructure failure and when it last answered, and
+/// `status` the class of each attempt, times to the second. On main
+/// 7d6d184 none of these words were printed.
+#[test]
+fn machine_health_shows_at_a_glance() {
+    let Some(lab) = Lab::start(2) else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    let mut rows = String::new();
+    for h in ["m0", "m1"] {
+        rows += &format!(
+            "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+            work.path().join(h).display()
+        );
+    }
+    std::fs::write(env.home().join("fleet/machines.toml"), rows).unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    env.write_config("[verify.full]\nargv = [\"sh\", \"ok.sh\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("ok.sh", "#!/bin/sh\necho fine\n")]);
+    lab.stop("m1");
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0,m1"]);
+    assert_code(&o, 3);
+    let out = text(&o).0;
+    let block = |m: &str| -> Vec<String> {
+        let mut lines = out
+            .lines()
+            .skip_while(|l| !l.contains(&format!(" on {m}: ")));
+        let mut b = vec![
+            lines
+                .next()
+                .unwrap_or_else(|| panic!("{m}: {out}"))
+                .to_string(),
+        ];
+        b.extend(
+            lines
+                .take_while(|l| l.starts_with("  "))
+                .map(str::to_string),
+        );
+        b
+    };
+    let m1 = block("m1");
+    assert!(m1[0].contains("measurement-failed"), "{out}");
+    assert!(
+        m1.iter()
+            .all(|l| !l.contains("program:") && !l.contains("shipped:")),
+        "{out}"
+    );
+    assert!(
+        m1.contains(&"  failure: host-unreachable".to_string()),
+        "{out}"
+    );
+    assert!(
+        block("m0").iter().any(|l| l.starts_with("  shipped: ")),
+        "{out}"
+    );
+
+    let o = env.run(&["records", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let listing = text(&o).0;
+    let line = listing
+        .lines()
+        .find(|l| l.contains("  m1  "))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        line.contains("measurement-failed") && line.ends_with("(host-unreachable)"),
+        "{listing}"
+    );
+    let recs = repo.records();
+    let failed = recs.iter().find(|r| r["machine"] == "m1").unwrap();
+
+    let o = env.run(&["--json", "status", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let by = |m: &str| {
+        v["fleet"]["machines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["machine"] == m)
+            .unwrap_or_else(|| panic!("{m}: {v}"))
+            .clone()
+    };
+    let (s0, s1) = (by("m0"), by("m1"));
+    assert_eq!(
+        s1["last_infrastructure_failure"]["failure"], "host-unreachable",
+        "{s1}"
+    );
+    assert_eq!(s1["last_infrastructure_failure"]["id"], failed["id"]);
+    assert_eq!(
+        s1["last_answered"], s1["facts_measured_at"],
+        "only its measure answered"
+    );
+    assert_eq!(s0["last_infrastructure_failure"], serde_json::Value::Null);
+    let m0_rec = recs.iter().find(|r| r["machine"] == "m0").unwrap();
+    assert_eq!(
+        s0["last_answered"], m0_rec["finished_at"],
+        "its certify answered last"
+    );
+    let o = env.run(&["status", "--repo", &repo.path_str()]);
+    let out = text(&o).0;
+    let fleet_line = |m: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  {m}: facts ")))
+            .unwrap_or_else(|| panic!("{m}: {out}"))
+            .to_string()
+    };
+    assert!(
+        fleet_line("m1").contains(&format!(
+            "; answered {}; last infrastructure failure: host-unreachable {} (id {})",
+            s1["facts_measured_at"].as_str().unwrap(),
+            to_second(failed["finished_at"].as_str().unwrap()),
+            failed["id"].as_str().unwrap()
+        )),
+        "{out}"
+    );
+    assert!(
+        fleet_line("m0").contains(&format!(
+            "; answered {}",
+            to_second(m0_rec["finished_at"].as_str().unwrap())
+        )) && !fleet_line("m0").contains("infrastructure"),
+        "{out}"
+    );
+    let attempt = out
+        .lines()
+        .find(|l| {
+            l.starts_with("  m1: ") && l.contains(" host measurement-failed (host-unreachable)")
+        })
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        attempt.contains(&format!(
+            "finished {},",
+            to_second(failed["finished_at"].as_str().unwrap())
+        )),
+        "{out}"
+    );
+
+    let o = env.run(&["machine", "list", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let list = text(&o).0;
+    let l1 = list
+        .lines()
+        .find(|l| l.starts_with("m1 "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        l1.contains(s1["facts_measured_at"].as_str().unwrap())
+            && l1.contains(&format!(
+                "host-unreachable {}",
+                to_second(failed["finished_at"].as_str().unwrap())
+            )),
+        "{list}"
+    );
+    let o = env.run(&["--json", "machine", "list", "--repo", &repo.path_str()]);
+    let v = json(&o);
+    let j1 = v["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "m1")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        j1["last_infrastructure_failure"]["failure"], "host-unreachable",
+        "{v}"
+    );
+    assert_eq!(j1["last_answered"], s1["facts_measured_at"]);
+}
+
+/// Issue 21.9: a container run on this machine without its `[machine.local]`
+/// row is told the row's form (`transport = "local"`, a workhome), not just
+/// "add a [machine.local] row" (main 7d6d184).
+#[test]
+fn the_missing_local_row_is_named_with_its_form() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let pin = format!("sha256:{}", "1".repeat(64));
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--class",
+        "container",
+        "--image",
+        &pin,
+    ]);
+    let err = assert_refused(&o, "machine-unknown");
+    assert!(
+        err.contains("add a [machine.local] row (transport = \"local\", workhome = \""),
+        "{err}"
+    );
+    assert!(repo.records().is_empty());
+}
+
+/// Every line of a terminal recording with its escape sequences removed,
+/// split at carriage returns and newlines.
+fn screen_lines(raw: &[u8]) -> Vec<String> {
+    let s = String::from_utf8_lossy(raw);
+    let mut plain = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // CSI: parameters, then one final byte in @..~; any but a
+                // colour (`m`) moves the cursor or clears: a line break.
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        if d != 'm' {
+                            plain.push('\n');
+                        }
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    // indicatif pads each bar to the terminal's width, so two bars can
+    // share one recorded line: runs of spaces separate them.
+    plain
+        .split(['\r', '\n'])
+        .flat_map(|l| l.split("   "))
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The seconds a progress line ends with (`… done: green (3s)`).
+fn line_seconds(l: &str) -> Option<u64> {
+    let inner = l.rsplit_once('(')?.1.strip_suffix(')')?;
+    let mut total = 0;
+    for part in inner.split_whitespace() {
+        let (n, unit) = part.split_at(part.find(|c: char| !c.is_ascii_digit())?);
+        let n: u64 = n.parse().ok()?;
+        total += match unit {
+            "s" => n,
+            "m" => n * 60,
+            "h" => n * 3600,
+            _ => return None,
+        };
+    }
+    Some(total)
+}
+
+/// Issue 21.9: on a terminal, a machine that finished keeps the time it
+/// took on its progress line, while another still runs; on main 7d6d184 the
+/// closing redraw gave every line the whole invocation's time. Recorded
+/// through a real pty (`script`), on two lab hosts; m1 waits for a file the
+/// test writes only once m1's own line shows it has run 2 s past m0's.
+#[test]
+fn a_finished_machines_timer_stops_counting() {
+    if common::skip_unless(common::have("script"), "no script(1) for a pty") {
+        return;
+    }
+    let Some(lab) = Lab::shared() else { return };
+    let env = Env::new();
+    lab.install_ssh_config(env.home());
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    let mut rows = String::new();
+    for h in ["m0", "m1"] {
+        rows += &format!(
+            "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
+            work.path().join(h).display()
+        );
+    }
+    std::fs::write(env.home().join("fleet/machines.toml"), rows).unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    let token = format!("saphan-timer-{}", std::process::id());
+    env.write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[(
+        "wait.sh",
+        &format!(
+            "#!/bin/sh\nif [ -e \"$HOME/{token}.slow\" ]; then\n  while [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\nfi\necho done\n"
+        ),
+    )]);
+    std::fs::write(lab.home_dir("m1").join(format!("{token}.slow")), "").unwrap();
+    let inner = env.cmd();
+    // A pty of no size stops indicatif drawing: give it one.
+    let mut line = format!(
+        "stty rows 40 cols 150; exec '{}'",
+        inner.get_program().to_string_lossy()
+    );
+    for a in ["certify", "--repo", &repo.path_str(), "--machine", "m0,m1"] {
+        line.push_str(&format!(" '{a}'"));
+    }
+    let mut c = Command::new("script");
+    c.args(["-qefc", &line, "/dev/null"]);
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = c
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let recorded = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = {
+        let recorded = recorded.clone();
+        let mut out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                recorded.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let lines_of = |m: &str| -> Vec<String> {
+        screen_lines(&recorded.lock().unwrap())
+            .into_iter()
+            // `⠁ m0 run (1s)` while it runs, `m0 done: green (1s)` once
+            // finished (the spinner is blank then).
+            .filter(|l| l.split_whitespace().take(2).any(|w| w == m))
+            .collect()
+    };
+    // m0 finished: the seconds its line showed then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let m0_done = loop {
+        if let Some(l) = lines_of("m0")
+            .into_iter()
+            .find(|l| l.contains("done: green"))
+        {
+            break line_seconds(&l).unwrap_or_else(|| panic!("{l}"));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "m0 never finished: {:?}",
+            lines_of("m0")
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    };
+    // m1 still runs, and its line counts on past m0's time.
+    loop {
+        let far = lines_of("m1")
+            .iter()
+            .filter_map(|l| line_seconds(l))
+            .any(|s| s >= m0_done + 2);
+        if far {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "m1's line never counted on: {:?}",
+            lines_of("m1")
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    }
+    std::fs::write(lab.home_dir("m1").join(format!("{token}.go")), "").unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.slow")));
+    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.go")));
+    assert!(
+        status.success(),
+        "{status:?}: {:?}",
+        screen_lines(&recorded.lock().unwrap())
+    );
+    let m0 = lines_of("m0");
+    let last = m0.last().unwrap();
+    assert!(last.contains("done: green"), "{m0:?}");
+    assert_eq!(
+        line_seconds(last),
+        Some(m0_done),
+        "m0's finished line kept counting: {m0:?}"
+    );
+    let m1_last = lines_of("m1").last().cloned().unwrap();
+    assert!(line_seconds(&m1_last).unwrap() >= m0_done + 2, "{m1_last}");
 }

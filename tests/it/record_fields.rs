@@ -135,7 +135,7 @@ fn a_red_suite_printing_failures_on_stdout_shows_them() {
 use serde_json::Value;
 
 /// The record format the tables below describe.
-const SCHEMA_FORMAT: u32 = 1;
+const SCHEMA_FORMAT: u32 = 2;
 
 /// A key and its JSON types (`|`-separated: `string`, `number`, `bool`,
 /// `array`, `object`, `null`).
@@ -205,6 +205,8 @@ const CONTAINER: &[Field] = &[
     ("image_pin", "string"),
     ("image_pin_kind", "string"),
     ("network", "bool"),
+    ("engine_path", "string|null"),
+    ("engine_version", "string|null"),
 ];
 
 /// verify-union.
@@ -321,7 +323,7 @@ fn every_record_field_is_pinned() {
         }],
         notes: vec!["interrupted: x".into()],
         program_path: Some("/usr/bin/go".into()),
-        program_version: Some("go version".into()),
+        program_version: Some(saphan::record::Avail::Value("go version".into())),
         suite_log: Some("/l.log".into()),
         suite_log_sha256: Some("0".repeat(64)),
         verified_pointer: Some("moved".into()),
@@ -335,6 +337,8 @@ fn every_record_field_is_pinned() {
             image_pin: "sha256:0".into(),
             image_pin_kind: "image-id".into(),
             network: false,
+            engine_path: Some("/usr/bin/docker".into()),
+            engine_version: Some("Docker version 26.1.5".into()),
         }),
         dispatch_machines: Some(vec!["m0".into()]),
         interrupted: true,
@@ -574,11 +578,24 @@ fn a_container_certify_record_carries_the_container_keys() {
         &repo.path_str(),
     ]);
     assert_code(&o, 0);
+    let r = only_record(&repo);
     assert_schema(
         "a container certify record",
-        &only_record(&repo),
+        &r,
         &[COMMON, CERTIFY, CONTAINER],
         &[ANY_OPTIONAL],
+    );
+    // Issue 21.6: the image's program, not Docker's (on main 7d6d184 the
+    // host's `sh` was resolved here and no engine field existed); the
+    // engine is named under the container fields, from the docker-oci row.
+    assert_eq!(r["program_path"], "sh", "{r}");
+    assert_eq!(r["program_version"], "unavailable", "{r}");
+    assert_eq!(r["engine_path"], "/usr/bin/docker", "{r}");
+    assert!(
+        r["engine_version"]
+            .as_str()
+            .is_some_and(|v| v.to_lowercase().contains("docker")),
+        "{r}"
     );
 }
 

@@ -1,0 +1,120 @@
+//! The one trunk the verified pointer follows, per repository.
+//!
+//! `refs/saphan/verified` only moves along a trunk. Which trunk is written,
+//! the first time the pointer moves, to `<git-common-dir>/saphan/verified-trunk`
+//! (one line, the full ref name, replaced atomically). From then on:
+//!
+//! - certify without `--trunk` follows that trunk (not `origin/HEAD` or the
+//!   main worktree's branch, which can change under it);
+//! - certify with another `--trunk` is refused as `trunk-mismatch` before
+//!   anything runs, with the deliberate commands that re-point it;
+//! - a pointer move judged under the repository lock checks the file again,
+//!   so two certifications with different trunks racing to be first cannot
+//!   both move it.
+
+use crate::error::{IoError, Refusal};
+use crate::git::Repo;
+use std::path::{Path, PathBuf};
+
+/// `<common>/saphan/verified-trunk`.
+pub fn path(repo: &Repo) -> PathBuf {
+    repo.state_dir().join("verified-trunk")
+}
+
+/// The trunk ref the pointer follows, `None` when it has never moved under
+/// a saphan that records it (or the file was removed to re-point it).
+///
+/// Errors: [`IoError::Io`] when the file exists and cannot be read.
+pub fn followed(repo: &Repo) -> Result<Option<String>, IoError> {
+    read(&path(repo))
+}
+
+fn read(p: &Path) -> Result<Option<String>, IoError> {
+    match std::fs::read_to_string(p) {
+        Ok(s) => {
+            let s = s.trim();
+            Ok((!s.is_empty()).then(|| s.to_string()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(IoError::Io {
+            action: "read the verified pointer's trunk",
+            path: p.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Record `trunk` as the one the pointer follows, when none is recorded
+/// yet (atomic replace, off the runtime). Called under the repository lock
+/// right after the pointer moved.
+///
+/// Errors: [`IoError::Io`] when the file cannot be written.
+pub async fn follow_if_unset(repo: &Repo, trunk: &str) -> Result<(), IoError> {
+    let p = path(repo);
+    let trunk = trunk.to_string();
+    tokio::task::spawn_blocking(move || {
+        if read(&p)?.is_none() {
+            crate::fsutil::atomic_write(&p, format!("{trunk}\n").as_bytes())?;
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Refusals of the trunk rule.
+#[derive(Debug, thiserror::Error)]
+pub enum TrunkError {
+    /// `--trunk` names another trunk than the one the pointer follows.
+    #[error(
+        "--trunk {named}: the verified pointer of {repo} follows {follows} (recorded in {file}) and never leaves its trunk; nothing was measured — certify with --trunk {follows} (or without --trunk), or re-point it deliberately: git -C {repo} update-ref -d refs/saphan/verified && rm {file}, then certify --trunk {named}"
+    )]
+    Mismatch {
+        /// The repository top.
+        repo: PathBuf,
+        /// The full ref `--trunk` resolved to.
+        named: String,
+        /// The full ref the pointer follows.
+        follows: String,
+        /// The file that records it.
+        file: PathBuf,
+    },
+}
+
+impl Refusal for TrunkError {
+    fn name(&self) -> &'static str {
+        match self {
+            TrunkError::Mismatch { .. } => "trunk-mismatch",
+        }
+    }
+}
+
+/// The trunk a certification of `repo` moves the pointer along: the
+/// followed trunk when one is recorded (and `explicit`, when given, must
+/// resolve to it), else [`super::trunk_ref`] of `explicit`.
+///
+/// Errors: `trunk-not-a-branch` ([`super::trunk_ref`]), `trunk-mismatch`,
+/// the followed file unreadable.
+pub async fn for_certify(
+    repo: &Repo,
+    explicit: Option<&str>,
+) -> Result<Option<String>, crate::error::Error> {
+    let follows = followed(repo)?;
+    match (explicit, follows) {
+        (Some(e), Some(follows)) => {
+            let named = super::trunk_ref(repo, Some(e)).await?;
+            match named {
+                Some(named) if named != follows => Err(TrunkError::Mismatch {
+                    repo: repo.top.clone(),
+                    named,
+                    follows,
+                    file: path(repo),
+                }
+                .into()),
+                _ => Ok(Some(follows)),
+            }
+        }
+        (None, Some(follows)) => Ok(Some(follows)),
+        (e, None) => Ok(super::trunk_ref(repo, e).await?),
+    }
+}
