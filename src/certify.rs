@@ -101,6 +101,11 @@ pub struct Outcome {
     /// The last lines of the kept suite log (stdout then stderr; shown on
     /// red / failure). Empty when no log was kept.
     pub log_tail: String,
+    /// What each failing test wrote, bounded ([`crate::report::TestOutput`];
+    /// shown on red / failure, and in `--json` as `test_output`).
+    pub test_output: Vec<crate::report::TestOutput>,
+    /// Failing tests whose output was not kept (past the cap).
+    pub test_output_omitted: u64,
 }
 
 /// Observer for a person watching (spinner); silent by default.
@@ -388,6 +393,8 @@ pub async fn certify(
         attempts,
         pointer,
         log_tail: run.log_tail(LOG_TAIL_LINES),
+        test_output: run.measurement.test_output,
+        test_output_omitted: run.measurement.test_output_omitted,
         stderr_tail: run.stderr_tail,
     })
 }

@@ -197,6 +197,10 @@ pub struct MachineRun {
     pub record: Record,
     /// The last lines of the suite's stderr on the machine.
     pub stderr_tail: String,
+    /// What each failing test wrote, bounded ([`crate::report::TestOutput`]).
+    pub test_output: Vec<crate::report::TestOutput>,
+    /// Failing tests whose output was not kept (past the cap).
+    pub test_output_omitted: u64,
 }
 
 /// The repository key on a machine: the same key local certify uses for
@@ -307,6 +311,8 @@ pub async fn run_on(
     Ok(MachineRun {
         record,
         stderr_tail: c.run.stderr_tail,
+        test_output: c.run.measurement.test_output,
+        test_output_omitted: c.run.measurement.test_output_omitted,
     })
 }
 

@@ -235,7 +235,11 @@ impl RawRing {
             if let Some(b) = memchr::memrchr(b'\\', &raw[cut - 6..cut]) {
                 cut = cut - 6 + b;
                 // `\\` is a whole escape: keep it.
-                let run = raw[..cut + 1].iter().rev().take_while(|c| **c == b'\\').count();
+                let run = raw[..cut + 1]
+                    .iter()
+                    .rev()
+                    .take_while(|c| **c == b'\\')
+                    .count();
                 if run % 2 == 0 {
                     cut += 1;
                 }
@@ -825,7 +829,11 @@ mod tests {
         s += &ev("run", "p", Some("TestBad"));
         s += &out("p", "TestBad", "=== RUN   TestBad\n");
         for i in 0..25 {
-            s += &out("p", "TestBad", &format!("    bad_test.go:9: line {i} \"q\" \\ \u{1b}]52;c;x\u{7}\n"));
+            s += &out(
+                "p",
+                "TestBad",
+                &format!("    bad_test.go:9: line {i} \"q\" \\ \u{1b}]52;c;x\u{7}\n"),
+            );
         }
         s += &ev("run", "p", Some("TestBad/sub"));
         s += &out("p", "TestBad/sub", "=== RUN   TestBad/sub\n");
@@ -846,8 +854,14 @@ mod tests {
         assert_eq!(bad.test, "p.TestBad");
         assert_eq!(bad.lines.len(), OUTPUT_LINES);
         assert_eq!(bad.dropped, 5);
-        assert_eq!(bad.lines[0], "    bad_test.go:9: line 5 \"q\" \\ \u{1b}]52;c;x\u{7}");
-        assert_eq!(bad.lines[19], "    bad_test.go:9: line 24 \"q\" \\ \u{1b}]52;c;x\u{7}");
+        assert_eq!(
+            bad.lines[0],
+            "    bad_test.go:9: line 5 \"q\" \\ \u{1b}]52;c;x\u{7}"
+        );
+        assert_eq!(
+            bad.lines[19],
+            "    bad_test.go:9: line 24 \"q\" \\ \u{1b}]52;c;x\u{7}"
+        );
         assert!(!format!("{:?}", p.output).contains("passing chatter"));
     }
 

@@ -1113,8 +1113,10 @@ mod tests {
 
     #[test]
     fn cdata_failure_text_and_suite_level_error_are_kept() {
-        let p = ok("<testsuites><testsuite name='boot' tests='0'><error message='could not start'>cannot load\nmodule x</error></testsuite>\
-            <testsuite name='t' tests='1'><testcase name='n'><failure><![CDATA[assert 1 == 2\nE  nope]]></failure></testcase></testsuite></testsuites>");
+        let p = ok(
+            "<testsuites><testsuite name='boot' tests='0'><error message='could not start'>cannot load\nmodule x</error></testsuite>\
+            <testsuite name='t' tests='1'><testcase name='n'><failure><![CDATA[assert 1 == 2\nE  nope]]></failure></testcase></testsuite></testsuites>",
+        );
         assert_eq!(p.names, ["boot", "n"]);
         assert_eq!(p.output[0].test, "boot");
         assert_eq!(p.output[0].message.as_deref(), Some("could not start"));

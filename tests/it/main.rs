@@ -19,6 +19,7 @@ mod record_fields;
 mod reliability;
 mod reports_corpus;
 mod reports_e2e;
+mod reports_e2e_why;
 mod scratch;
 mod signals;
 mod ssh_config;
