@@ -625,13 +625,14 @@ impl State {
                 let in_case = self.case.as_ref().map(|c| c.depth + 1 == depth);
                 match name {
                     "failure" | "error" if in_case == Some(true) => {
+                        let keep = self.parsed.output.len() < OUTPUT_TESTS;
                         if let Some(c) = self.case.as_mut() {
-                            if !c.failing {
+                            if !c.failing && keep {
                                 self.cap_message = message_attr(e, offset)?;
                             }
                             c.failing = true;
                         }
-                        if self.parsed.output.len() < OUTPUT_TESTS {
+                        if keep {
                             self.cap_depth = Some(depth);
                         }
                     }
