@@ -302,19 +302,32 @@ fn framing(raw: &[u8]) -> bool {
 }
 
 /// A package's own framing (`PASS`, `FAIL`, `ok  \tp\t0.1s`, `FAIL\tp …`).
+/// `raw` is the escaped value and whatever follows it on the line.
 fn package_framing(raw: &[u8]) -> bool {
-    raw == b"PASS\\n"
-        || raw == b"FAIL\\n"
+    raw.starts_with(b"PASS\\n\"")
+        || raw.starts_with(b"FAIL\\n\"")
         || raw.starts_with(b"ok  ")
         || raw.starts_with(b"FAIL\\t")
         || raw.starts_with(b"coverage: ")
 }
 
+/// Where a string field borrowed from `line` ends (0 when it is not
+/// borrowed from it, e.g. a name with escapes serde had to decode).
+fn after_field(line: &[u8], field: Option<&str>) -> usize {
+    let Some(f) = field else { return 0 };
+    let (base, p) = (line.as_ptr() as usize, f.as_ptr() as usize);
+    if p >= base && p + f.len() <= base + line.len() {
+        p + f.len() - base
+    } else {
+        0
+    }
+}
+
 /// The raw (escaped) value of the `"Output":"…"` member of an event line
-/// serde already accepted as JSON. The key cannot occur inside another
-/// string (its quotes would be escaped there).
-fn output_value<'a>(finder: &memchr::memmem::Finder<'_>, line: &'a [u8]) -> Option<&'a [u8]> {
-    let start = finder.find(line)? + finder.needle().len();
+/// serde already accepted as JSON, whose bytes begin at `start` (just after
+/// the key's `"Output":"`). The key cannot occur inside another string (its
+/// quotes would be escaped there).
+fn output_value(line: &[u8], start: usize) -> Option<&[u8]> {
     let mut i = start;
     loop {
         let j = i + memchr::memchr2(b'"', b'\\', &line[i..])?;
@@ -528,9 +541,14 @@ impl Stream {
                         self.package_failed(pkg.to_string());
                     }
                 }
-                self.output(pkg, test, trimmed);
+                self.output(pkg, test, trimmed, after_field(trimmed, ev.test.as_deref()));
             }
-            ("output", Some(pkg), test) => self.output(pkg, test, trimmed),
+            ("output", Some(pkg), test) => {
+                // test2json writes `Output` after `Test` (and `Package`):
+                // search for it from there when the name is borrowed.
+                let from = after_field(trimmed, ev.test.as_deref().or(ev.package.as_deref()));
+                self.output(pkg, test, trimmed, from)
+            }
             ("run", Some(pkg), Some(test)) => {
                 let run = self.pkgs.entry(pkg.to_string()).or_default();
                 let prev = run.tests.insert(
@@ -655,18 +673,26 @@ impl Stream {
     /// An `output` event: keep its line in the ring of the test (or the
     /// package) it belongs to, unless it is test2json's framing. Only the
     /// escaped bytes are copied; nothing is decoded here.
-    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8]) {
-        let Some(raw) = output_value(&self.cap.finder, line) else {
-            return;
+    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8], from: usize) {
+        let start = match self.cap.finder.find(&line[from..]) {
+            Some(i) => from + i + self.cap.finder.needle().len(),
+            None => match self.cap.finder.find(&line[..from]) {
+                Some(i) => i + self.cap.finder.needle().len(),
+                None => return,
+            },
         };
         let test = test.unwrap_or("");
+        // Framing is told by the value's first bytes: no need to find its end.
         if if test.is_empty() {
-            package_framing(raw)
+            package_framing(&line[start..])
         } else {
-            framing(raw)
+            framing(&line[start..])
         } {
             return;
         }
+        let Some(raw) = output_value(line, start) else {
+            return;
+        };
         let cap = &mut self.cap;
         if let Some(i) = cap.cur
             && cap.cur_pkg == pkg
