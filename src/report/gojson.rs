@@ -633,13 +633,12 @@ impl Stream {
                     }
                     self.cap.release(t.ring);
                 }
-                if failed {
-                    if let Some(r) = run.ring
-                        && self.cap.rings[r].total > 0
-                    {
-                        let o = self.cap.rings[r].decode(pkg.to_string());
-                        self.cap.pkg_output.insert(pkg.to_string(), o);
-                    }
+                if failed
+                    && let Some(r) = run.ring
+                    && self.cap.rings[r].total > 0
+                {
+                    let o = self.cap.rings[r].decode(pkg.to_string());
+                    self.cap.pkg_output.insert(pkg.to_string(), o);
                 }
                 self.cap.release(run.ring);
                 unfinished.sort();

@@ -262,7 +262,9 @@ fn red_on_a_machine_shows_the_failing_tests_output_and_its_log() {
     let repo = go_repo(
         "func TestGood(t *testing.T) { t.Log(\"passing chatter\") }\n\nfunc TestBroken(t *testing.T) {\n\tt.Log(\"remote step one\")\n\tt.Fatal(\"broken on purpose\")\n}\n",
     );
-    let o = f.env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m1"]);
+    let o = f
+        .env
+        .run(&["certify", "--repo", &repo.path_str(), "--machine", "m1"]);
     assert_code(&o, 1);
     let (out, err) = text(&o);
     assert!(
@@ -277,21 +279,33 @@ fn red_on_a_machine_shows_the_failing_tests_output_and_its_log() {
     assert_code(&o, 1);
     let v = json(&o);
     let r = record_on(&v, "m1");
-    assert_eq!(r["test_output"][0]["test"], "example.com/m/a.TestBroken", "{r}");
+    assert_eq!(
+        r["test_output"][0]["test"], "example.com/m/a.TestBroken",
+        "{r}"
+    );
     let lines = r["test_output"][0]["lines"].to_string();
-    assert!(lines.contains("remote step one") && lines.contains("broken on purpose"), "{lines}");
+    assert!(
+        lines.contains("remote step one") && lines.contains("broken on purpose"),
+        "{lines}"
+    );
     let stored = repo.records().pop().unwrap();
     assert!(stored.get("test_output").is_none(), "{stored}");
 
     let id = r["id"].as_str().unwrap();
-    let log = r["suite_log"].as_str().expect("a dispatched attempt keeps its log");
-    let o = f.env.run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
+    let log = r["suite_log"]
+        .as_str()
+        .expect("a dispatched attempt keeps its log");
+    let o = f
+        .env
+        .run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
     assert_code(&o, 0);
     assert!(text(&o).0.contains("remote step one"), "{}", text(&o).0);
     let mut bytes = std::fs::read(log).unwrap();
     bytes[0] ^= 1;
     std::fs::write(log, &bytes).unwrap();
-    let o = f.env.run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
+    let o = f
+        .env
+        .run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
     assert_refused(&o, "record-log-tampered");
 }
 
