@@ -311,18 +311,6 @@ fn package_framing(raw: &[u8]) -> bool {
         || raw.starts_with(b"coverage: ")
 }
 
-/// Where a string field borrowed from `line` ends (0 when it is not
-/// borrowed from it, e.g. a name with escapes serde had to decode).
-fn after_field(line: &[u8], field: Option<&str>) -> usize {
-    let Some(f) = field else { return 0 };
-    let (base, p) = (line.as_ptr() as usize, f.as_ptr() as usize);
-    if p >= base && p + f.len() <= base + line.len() {
-        p + f.len() - base
-    } else {
-        0
-    }
-}
-
 /// The raw (escaped) value of the `"Output":"…"` member of an event line
 /// serde already accepted as JSON, whose bytes begin at `start` (just after
 /// the key's `"Output":"`). The key cannot occur inside another string (its
@@ -345,7 +333,7 @@ fn output_value(line: &[u8], start: usize) -> Option<&[u8]> {
 /// list), the decoded output of failing tests, and a one-entry cache of the
 /// test the last output line went to (lines of one test come in runs).
 struct Capture {
-    finder: memchr::memmem::Finder<'static>,
+    finder: memchr::memmem::FinderRev<'static>,
     rings: Vec<RawRing>,
     free: Vec<usize>,
     cur_pkg: String,
@@ -360,7 +348,7 @@ struct Capture {
 impl Capture {
     fn new() -> Capture {
         Capture {
-            finder: memchr::memmem::Finder::new(b"\"Output\":\""),
+            finder: memchr::memmem::FinderRev::new(b"\"Output\":\""),
             rings: Vec::new(),
             free: Vec::new(),
             cur_pkg: String::new(),
@@ -541,14 +529,9 @@ impl Stream {
                         self.package_failed(pkg.to_string());
                     }
                 }
-                self.output(pkg, test, trimmed, after_field(trimmed, ev.test.as_deref()));
+                self.output(pkg, test, trimmed);
             }
-            ("output", Some(pkg), test) => {
-                // test2json writes `Output` after `Test` (and `Package`):
-                // search for it from there when the name is borrowed.
-                let from = after_field(trimmed, ev.test.as_deref().or(ev.package.as_deref()));
-                self.output(pkg, test, trimmed, from)
-            }
+            ("output", Some(pkg), test) => self.output(pkg, test, trimmed),
             ("run", Some(pkg), Some(test)) => {
                 let run = self.pkgs.entry(pkg.to_string()).or_default();
                 let prev = run.tests.insert(
@@ -672,14 +655,13 @@ impl Stream {
     /// An `output` event: keep its line in the ring of the test (or the
     /// package) it belongs to, unless it is test2json's framing. Only the
     /// escaped bytes are copied; nothing is decoded here.
-    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8], from: usize) {
-        let start = match self.cap.finder.find(&line[from..]) {
-            Some(i) => from + i + self.cap.finder.needle().len(),
-            None => match self.cap.finder.find(&line[..from]) {
-                Some(i) => i + self.cap.finder.needle().len(),
-                None => return,
-            },
+    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8]) {
+        // test2json writes `Output` last: searching from the line's end
+        // passes over the value only, not the Time, Package and Test before it.
+        let Some(at) = self.cap.finder.rfind(line) else {
+            return;
         };
+        let start = at + self.cap.finder.needle().len();
         let test = test.unwrap_or("");
         // Framing is told by the value's first bytes: no need to find its end.
         if if test.is_empty() {
