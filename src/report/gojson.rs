@@ -311,16 +311,35 @@ fn package_framing(raw: &[u8]) -> bool {
         || raw.starts_with(b"coverage: ")
 }
 
-/// The raw (escaped) value of the `"Output":"…"` member of an event line
-/// serde already accepted as JSON, whose bytes begin at `start` (just after
-/// the key's `"Output":"`). The key cannot occur inside another string (its
-/// quotes would be escaped there).
-fn output_value(line: &[u8], start: usize) -> Option<&[u8]> {
+/// Where the raw (escaped) value of the `"Output":"…"` member of an event
+/// line serde already accepted as JSON begins and ends. test2json writes
+/// `Output` last, so the value is found backwards from the line's end (its
+/// opening quote is the first unescaped `"` before the closing one) —
+/// passing over the value only. Any other layout is searched for forwards;
+/// the key cannot occur inside another string (its quotes would be escaped).
+fn output_span(finder: &memchr::memmem::Finder<'_>, line: &[u8]) -> Option<(usize, usize)> {
+    const KEY: &[u8] = b"\"Output\":";
+    let escaped = |q: usize| line[..q].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1;
+    if line.ends_with(b"\"}") {
+        let end = line.len() - 2;
+        let mut i = end;
+        while let Some(q) = memchr::memrchr(b'"', &line[..i]) {
+            if escaped(q) {
+                i = q;
+                continue;
+            }
+            if line[..q].ends_with(KEY) {
+                return Some((q + 1, end));
+            }
+            break;
+        }
+    }
+    let start = finder.find(line)? + finder.needle().len();
     let mut i = start;
     loop {
         let j = i + memchr::memchr2(b'"', b'\\', &line[i..])?;
         if line[j] == b'"' {
-            return Some(&line[start..j]);
+            return Some((start, j));
         }
         i = j + 2;
         if i > line.len() {
@@ -333,7 +352,7 @@ fn output_value(line: &[u8], start: usize) -> Option<&[u8]> {
 /// list), the decoded output of failing tests, and a one-entry cache of the
 /// test the last output line went to (lines of one test come in runs).
 struct Capture {
-    finder: memchr::memmem::FinderRev<'static>,
+    finder: memchr::memmem::Finder<'static>,
     rings: Vec<RawRing>,
     free: Vec<usize>,
     cur_pkg: String,
@@ -348,7 +367,7 @@ struct Capture {
 impl Capture {
     fn new() -> Capture {
         Capture {
-            finder: memchr::memmem::FinderRev::new(b"\"Output\":\""),
+            finder: memchr::memmem::Finder::new(b"\"Output\":\""),
             rings: Vec::new(),
             free: Vec::new(),
             cur_pkg: String::new(),
@@ -656,12 +675,9 @@ impl Stream {
     /// package) it belongs to, unless it is test2json's framing. Only the
     /// escaped bytes are copied; nothing is decoded here.
     fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8]) {
-        // test2json writes `Output` last: searching from the line's end
-        // passes over the value only, not the Time, Package and Test before it.
-        let Some(at) = self.cap.finder.rfind(line) else {
+        let Some((start, end)) = output_span(&self.cap.finder, line) else {
             return;
         };
-        let start = at + self.cap.finder.needle().len();
         let test = test.unwrap_or("");
         // Framing is told by the value's first bytes: no need to find its end.
         if if test.is_empty() {
@@ -671,9 +687,7 @@ impl Stream {
         } {
             return;
         }
-        let Some(raw) = output_value(line, start) else {
-            return;
-        };
+        let raw = &line[start..end];
         let cap = &mut self.cap;
         if let Some(i) = cap.cur
             && cap.cur_pkg == pkg
@@ -894,6 +908,22 @@ mod tests {
         let p = ok(&s);
         assert_eq!(p.names, ["p.TestExit"]);
         assert_eq!(p.output[0].lines, ["    exit_test.go:5: about to exit"]);
+    }
+
+    #[test]
+    fn output_span_finds_the_value_backwards_and_forwards() {
+        let f = memchr::memmem::Finder::new(b"\"Output\":\"");
+        let span = |l: &str| output_span(&f, l.as_bytes()).map(|(a, b)| l[a..b].to_string());
+        assert_eq!(
+            span(r#"{"Action":"output","Test":"T","Output":"say \"hi\" \\\"Output\":\"x\\\\"}"#)
+                .as_deref(),
+            Some(r#"say \"hi\" \\\"Output\":\"x\\\\"#)
+        );
+        assert_eq!(
+            span(r#"{"Output":"a\"b","Action":"output","Test":"T"}"#).as_deref(),
+            Some(r#"a\"b"#)
+        );
+        assert_eq!(span(r#"{"Action":"output","Test":"T"}"#), None);
     }
 
     #[test]
