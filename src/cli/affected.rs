@@ -1,7 +1,7 @@
 //! `saphan verify-affected` and `saphan adapter go-affected`: clap types and
 //! the step from arguments to [`crate::affected`] settings.
 
-use super::{Ctx, out, out_json};
+use super::{Ctx, out, out_json, visible};
 use crate::affected::{adapter, engine};
 use crate::error::{Exit, Result};
 use clap::{Args, Subcommand};
@@ -72,7 +72,7 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
     if ctx.json {
         out_json(&serde_json::to_value(&r).expect("a result serializes"));
     } else {
-        out(&engine::render(&r));
+        out(&visible(&engine::render(&r)));
     }
     Ok(r.result.exit())
 }

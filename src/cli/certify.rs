@@ -1,6 +1,6 @@
 //! `saphan certify` and `saphan records`.
 
-use super::{Ctx, out, out_json};
+use super::{Ctx, out, out_json, visible, why};
 use crate::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
 use crate::measure::progress::{Event, Progress};
@@ -75,6 +75,10 @@ pub enum RecordsCmd {
     Show {
         /// The record id (first column of `saphan records`).
         id: String,
+        /// Print the attempt's kept suite log instead (checked against the
+        /// record's `suite_log_sha256`; refused when it does not match).
+        #[arg(long)]
+        log: bool,
     },
 }
 
@@ -284,9 +288,15 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         if let Some((key, _, tail)) = failure_tail(&o) {
             v[key] = serde_json::json!(tail);
         }
+        why::add_test_output(&mut v, r.verdict, &o.test_output, o.test_output_omitted);
         out_json(&v);
     } else {
         let mut s = verdict_lines(r, "");
+        s.push_str(&why::test_output_lines(
+            &o.test_output,
+            o.test_output_omitted,
+            "",
+        ));
         s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
         s.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
         match &o.pointer {
@@ -300,9 +310,10 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
                 crate::record::VERIFIED_REF,
             )),
         }
-        out(&s);
+        // What the suite wrote (names, notes, its output) is escaped.
+        out(&visible(&s));
         if let Some((_, header, tail)) = failure_tail(&o) {
-            eprintln!("--- {header} ---\n{tail}");
+            eprintln!("{}", visible(&format!("--- {header} ---\n{tail}")));
         }
     }
     Ok(r.verdict.exit())
@@ -363,8 +374,14 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
 }
 
 /// One machine's record, then the tail of its suite's stderr on a non-green.
-fn record_lines(r: &crate::record::Record, stderr_tail: &str) -> String {
+fn record_lines(run: &crate::measure::pipeline::MachineRun) -> String {
+    let (r, stderr_tail) = (&run.record, run.stderr_tail.as_str());
     let mut s = verdict_lines(r, "  ");
+    s.push_str(&why::test_output_lines(
+        &run.test_output,
+        run.test_output_omitted,
+        "  ",
+    ));
     if r.verdict != Verdict::Green && !stderr_tail.trim().is_empty() {
         s.push_str("  --- last lines of the suite's stderr there ---\n");
         let lines: Vec<&str> = stderr_tail.trim_end().lines().collect();
@@ -385,7 +402,11 @@ fn dispatched(
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
-            "records": m.runs.iter().map(|r| serde_json::to_value(&r.record).expect("records serialize")).collect::<Vec<_>>(),
+            "records": m.runs.iter().map(|r| {
+                let mut v = serde_json::to_value(&r.record).expect("records serialize");
+                why::add_test_output(&mut v, r.record.verdict, &r.test_output, r.test_output_omitted);
+                v
+            }).collect::<Vec<_>>(),
             "verified_pointer": m.pointer,
             "disagreement": m.disagreement,
             "attempts": m.attempts,
@@ -395,7 +416,7 @@ fn dispatched(
     } else {
         let mut s = String::new();
         for r in &m.runs {
-            s.push_str(&record_lines(&r.record, &r.stderr_tail));
+            s.push_str(&record_lines(r));
         }
         if let Some(d) = &m.disagreement {
             s.push_str(&format!("machines disagree: {d}\n"));
@@ -412,7 +433,7 @@ fn dispatched(
                 crate::record::VERIFIED_REF,
             )),
         }
-        out(&s);
+        out(&visible(&s));
     }
     m.exit()
 }
@@ -422,17 +443,35 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
     let (path, attempts) = certify::records(&a.repo).await?;
     for (line, why) in &attempts.corrupt {
         eprintln!(
-            "saphan: record-corrupt: {}:{line} is not a record ({why}) — skipped; the file is append-only, so move that line aside by hand",
-            path.display()
+            "{}",
+            visible(&format!(
+                "saphan: record-corrupt: {}:{line} is not a record ({why}) — skipped; the file is append-only, so move that line aside by hand",
+                path.display()
+            ))
         );
     }
     let all = attempts.records;
     match a.cmd {
-        Some(RecordsCmd::Show { id }) => {
+        Some(RecordsCmd::Show { id, log }) => {
             let r = all
                 .iter()
                 .find(|r| r.id == id)
                 .ok_or(crate::record::RecordError::NotFound { id, path })?;
+            if log {
+                let bytes = why::suite_log(r).await?;
+                let text = String::from_utf8_lossy(&bytes);
+                if ctx.json {
+                    out_json(&serde_json::json!({
+                        "id": r.id,
+                        "suite_log": r.suite_log,
+                        "suite_log_sha256": r.suite_log_sha256,
+                        "log": text,
+                    }));
+                } else {
+                    out(&visible(&text));
+                }
+                return Ok(Exit::Ok);
+            }
             let v = serde_json::to_value(r).expect("records serialize");
             if ctx.json {
                 out_json(&v);
@@ -472,7 +511,7 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
                 if all.is_empty() {
                     s.push_str(&format!("no records yet in {}\n", path.display()));
                 }
-                out(&s);
+                out(&visible(&s));
             }
         }
     }

@@ -21,6 +21,7 @@ pub mod init;
 pub mod machine;
 pub mod shell;
 pub mod status;
+pub mod why;
 
 /// saphan — certify an exact trunk SHA by running the declared suite in a
 /// fresh detached worktree, locally or on an SSH fleet.

@@ -1,6 +1,6 @@
 //! `saphan status`.
 
-use super::{Ctx, out, out_json};
+use super::{Ctx, out, out_json, visible};
 use crate::error::{Exit, Result};
 use crate::status::{Attempt, Freshness, Status};
 use clap::Args;
@@ -32,7 +32,7 @@ pub async fn run(ctx: &Ctx, a: StatusArgs) -> Result<Exit> {
     if ctx.json {
         out_json(&serde_json::to_value(&st).expect("status serializes"));
     } else {
-        out(&render(&st));
+        out(&visible(&render(&st)));
     }
     Ok(Exit::Ok)
 }

@@ -1,7 +1,7 @@
 //! `saphan verify-union` and `saphan verify-stream`: clap types and the
 //! step from arguments to [`crate::union`] and [`crate::stepgo`].
 
-use super::{Ctx, out, out_json};
+use super::{Ctx, out, out_json, visible};
 use crate::error::{Exit, Result};
 use crate::record::Avail;
 use crate::stepgo::{self, StepOutcome};
@@ -91,12 +91,15 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     t.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     t.push_str(&pointer_line(r));
-    out(&t);
+    out(&visible(&t));
     if r.verdict != crate::report::Verdict::Green && !o.log_tail.trim().is_empty() {
         eprintln!(
-            "--- last lines of the suite's log ({}) ---\n{}",
-            r.suite_log.as_deref().unwrap_or("not kept"),
-            o.log_tail.trim_end()
+            "{}",
+            visible(&format!(
+                "--- last lines of the suite's log ({}) ---\n{}",
+                r.suite_log.as_deref().unwrap_or("not kept"),
+                o.log_tail.trim_end()
+            ))
         );
     }
     Ok(r.verdict.exit())
@@ -193,6 +196,6 @@ pub async fn verify_stream(ctx: &Ctx, a: VerifyStreamArgs) -> Result<Exit> {
     t.push_str(&format!("result: {}\n", r.verdict.as_str()));
     t.push_str(&format!("record: {} (id {})\n", o.attempts.display(), r.id));
     t.push_str(&pointer_line(r));
-    out(&t);
+    out(&visible(&t));
     Ok(r.verdict.exit())
 }

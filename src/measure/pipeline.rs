@@ -136,6 +136,11 @@ pub struct Outcome {
     /// The last lines of the kept suite log (stdout then stderr; shown on
     /// red / failure). Empty when no log was kept.
     pub log_tail: String,
+    /// What each failing test wrote, bounded ([`crate::report::TestOutput`];
+    /// shown on red / failure, and in `--json` as `test_output`).
+    pub test_output: Vec<crate::report::TestOutput>,
+    /// Failing tests whose output was not kept (past the cap).
+    pub test_output_omitted: u64,
 }
 
 /// One machine's attempt, recorded.
@@ -145,6 +150,10 @@ pub struct MachineRun {
     pub record: Record,
     /// The last lines of the suite's stderr on the machine.
     pub stderr_tail: String,
+    /// What each failing test wrote, bounded ([`crate::report::TestOutput`]).
+    pub test_output: Vec<crate::report::TestOutput>,
+    /// Failing tests whose output was not kept (past the cap).
+    pub test_output_omitted: u64,
 }
 
 /// Every machine's attempt of one invocation, and what the pointer did.
@@ -401,6 +410,8 @@ async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Re
         attempts: record::attempts_path(job.repo),
         pointer,
         log_tail: measured.run.log_tail(LOG_TAIL_LINES),
+        test_output: measured.run.measurement.test_output,
+        test_output_omitted: measured.run.measurement.test_output_omitted,
         stderr_tail: measured.run.stderr_tail,
     })))
 }
@@ -443,6 +454,8 @@ async fn machines(
                     &ids,
                 ),
                 stderr_tail: measured.run.stderr_tail,
+                test_output: measured.run.measurement.test_output,
+                test_output_omitted: measured.run.measurement.test_output_omitted,
             }),
             Err(e) => refused = refused.or(Some(e)),
         }

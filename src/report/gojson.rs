@@ -34,7 +34,9 @@
 //!    the first shape: a test whose output lacks a trailing newline has its
 //!    `--- PASS` line glued to that output and its `pass` event is lost.
 
-use super::{FailureKind, Parsed, ReportError};
+use super::{
+    FailureKind, OUTPUT_LINE_BYTES, OUTPUT_LINES, OUTPUT_TESTS, Parsed, ReportError, TestOutput,
+};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -74,6 +76,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, Repor
         open_pkgs: HashSet::new(),
         torn_tail: false,
         unfinished: Vec::new(),
+        cap: Capture::new(),
     };
     let mut line = Vec::with_capacity(4096);
     loop {
@@ -180,6 +183,8 @@ enum Term {
 struct TestRun {
     seq: u64,
     last: Option<Term>,
+    /// Its output ring in [`Capture::rings`], once it wrote a line.
+    ring: Option<usize>,
 }
 
 #[derive(Default)]
@@ -187,6 +192,228 @@ struct PkgRun {
     tests: HashMap<String, TestRun>,
     /// Earlier runs of a test that were re-run before they ended: (seq, name).
     lost: Vec<(u64, String)>,
+    /// The package's own output (events without a `Test`).
+    ring: Option<usize>,
+}
+
+/// The last [`OUTPUT_LINES`] `Output` values one test wrote, kept as the
+/// raw, still JSON-escaped bytes between the quotes: nothing is decoded
+/// unless the test fails. Slots are reused, so a test that writes a
+/// million lines costs 20 buffers.
+#[derive(Default)]
+struct RawRing {
+    slots: Vec<Vec<u8>>,
+    /// Slots in use (≤ OUTPUT_LINES).
+    len: usize,
+    /// The oldest slot once the ring is full.
+    head: usize,
+    /// Lines ever pushed.
+    total: u64,
+}
+
+/// The escaped bytes kept of one line: enough for [`OUTPUT_LINE_BYTES`]
+/// decoded bytes even when every character is a 6-byte `\uXXXX` escape.
+const RAW_LINE_BYTES: usize = OUTPUT_LINE_BYTES * 6;
+
+impl RawRing {
+    fn push(&mut self, raw: &[u8]) {
+        let slot = if self.len < OUTPUT_LINES {
+            if self.slots.len() == self.len {
+                self.slots.push(Vec::new());
+            }
+            self.len += 1;
+            &mut self.slots[self.len - 1]
+        } else {
+            let i = self.head;
+            self.head = (self.head + 1) % OUTPUT_LINES;
+            &mut self.slots[i]
+        };
+        slot.clear();
+        if raw.len() <= RAW_LINE_BYTES {
+            slot.extend_from_slice(raw);
+        } else {
+            // Cut, never inside an escape: back off past a trailing `\…`.
+            let mut cut = RAW_LINE_BYTES;
+            if let Some(b) = memchr::memrchr(b'\\', &raw[cut - 6..cut]) {
+                cut = cut - 6 + b;
+                // `\\` is a whole escape: keep it.
+                let run = raw[..cut + 1]
+                    .iter()
+                    .rev()
+                    .take_while(|c| **c == b'\\')
+                    .count();
+                if run % 2 == 0 {
+                    cut += 1;
+                }
+            }
+            slot.extend_from_slice(&raw[..cut]);
+            slot.extend_from_slice(b"\\u2026");
+        }
+        self.total += 1;
+    }
+
+    fn reset(&mut self) {
+        self.len = 0;
+        self.head = 0;
+        self.total = 0;
+        if self.slots.capacity() > OUTPUT_LINES {
+            self.slots.shrink_to(OUTPUT_LINES);
+        }
+        for s in &mut self.slots {
+            if s.capacity() > 64 * 1024 {
+                *s = Vec::new();
+            }
+        }
+    }
+
+    /// Decode the kept lines as `test`'s output.
+    fn decode(&self, test: String) -> TestOutput {
+        let order = if self.len < OUTPUT_LINES {
+            (0..self.len).chain(0..0)
+        } else {
+            (self.head..OUTPUT_LINES).chain(0..self.head)
+        };
+        let mut ring = super::LineRing::default();
+        let mut q = Vec::new();
+        for i in order {
+            let raw = &self.slots[i];
+            q.clear();
+            q.push(b'"');
+            q.extend_from_slice(raw);
+            q.push(b'"');
+            let text: String = serde_json::from_slice(&q)
+                .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned());
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            ring.push_text(text);
+            ring.push_text("\n");
+        }
+        let mut out = ring.finish(test, None);
+        out.dropped += self.total - self.len as u64;
+        out
+    }
+}
+
+/// Test2json's framing lines (`=== RUN`, `--- FAIL: …`): not the test's own
+/// output, so not kept. `raw` is the escaped `Output` value.
+fn framing(raw: &[u8]) -> bool {
+    if raw.starts_with(b"=== ") {
+        return true;
+    }
+    let t = raw.trim_ascii_start();
+    t.starts_with(b"--- FAIL: ") || t.starts_with(b"--- PASS: ") || t.starts_with(b"--- SKIP: ")
+}
+
+/// A package's own framing (`PASS`, `FAIL`, `ok  \tp\t0.1s`, `FAIL\tp …`).
+/// `raw` is the escaped value and whatever follows it on the line.
+fn package_framing(raw: &[u8]) -> bool {
+    raw.starts_with(b"PASS\\n\"")
+        || raw.starts_with(b"FAIL\\n\"")
+        || raw.starts_with(b"ok  ")
+        || raw.starts_with(b"FAIL\\t")
+        || raw.starts_with(b"coverage: ")
+}
+
+/// Where the raw (escaped) value of the `"Output":"…"` member of an event
+/// line serde already accepted as JSON begins and ends. test2json writes
+/// `Output` last, so the value is found backwards from the line's end (its
+/// opening quote is the first unescaped `"` before the closing one) —
+/// passing over the value only. Any other layout is searched for forwards;
+/// the key cannot occur inside another string (its quotes would be escaped).
+fn output_span(finder: &memchr::memmem::Finder<'_>, line: &[u8]) -> Option<(usize, usize)> {
+    const KEY: &[u8] = b"\"Output\":";
+    let escaped = |q: usize| line[..q].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1;
+    if line.ends_with(b"\"}") {
+        let end = line.len() - 2;
+        let mut i = end;
+        while let Some(q) = memchr::memrchr(b'"', &line[..i]) {
+            if escaped(q) {
+                i = q;
+                continue;
+            }
+            if line[..q].ends_with(KEY) {
+                return Some((q + 1, end));
+            }
+            break;
+        }
+    }
+    let start = finder.find(line)? + finder.needle().len();
+    let mut i = start;
+    loop {
+        let j = i + memchr::memchr2(b'"', b'\\', &line[i..])?;
+        if line[j] == b'"' {
+            return Some((start, j));
+        }
+        i = j + 2;
+        if i > line.len() {
+            return None;
+        }
+    }
+}
+
+/// The output capture: a ring per running test (reused through a free
+/// list), the decoded output of failing tests, and a one-entry cache of the
+/// test the last output line went to (lines of one test come in runs).
+struct Capture {
+    finder: memchr::memmem::Finder<'static>,
+    rings: Vec<RawRing>,
+    free: Vec<usize>,
+    cur_pkg: String,
+    cur_test: String,
+    cur: Option<usize>,
+    output: Vec<TestOutput>,
+    omitted: u64,
+    /// Failed packages' own output, emitted if the package is named.
+    pkg_output: HashMap<String, TestOutput>,
+}
+
+impl Capture {
+    fn new() -> Capture {
+        Capture {
+            finder: memchr::memmem::Finder::new(b"\"Output\":\""),
+            rings: Vec::new(),
+            free: Vec::new(),
+            cur_pkg: String::new(),
+            cur_test: String::new(),
+            cur: None,
+            output: Vec::new(),
+            omitted: 0,
+            pkg_output: HashMap::new(),
+        }
+    }
+
+    fn alloc(&mut self) -> usize {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.rings.push(RawRing::default());
+                self.rings.len() - 1
+            }
+        }
+    }
+
+    fn release(&mut self, ring: Option<usize>) {
+        if let Some(i) = ring {
+            self.rings[i].reset();
+            self.free.push(i);
+            if self.cur == Some(i) {
+                self.cur = None;
+            }
+        }
+    }
+
+    /// A failing test: keep its output (under the cap) and let its ring go.
+    fn failed(&mut self, ring: Option<usize>, name: impl FnOnce() -> String) {
+        let Some(i) = ring else { return };
+        if self.rings[i].total > 0 {
+            if self.output.len() < OUTPUT_TESTS {
+                let o = self.rings[i].decode(name());
+                self.output.push(o);
+            } else {
+                self.omitted += 1;
+            }
+        }
+        self.release(Some(i));
+    }
 }
 
 struct Stream {
@@ -217,6 +444,8 @@ struct Stream {
     /// package that passed or was skipped (or was re-run before it ended and
     /// its package did not fail), in start order per package.
     unfinished: Vec<String>,
+    /// What failing tests wrote.
+    cap: Capture,
 }
 
 fn top_level(test: &str) -> bool {
@@ -302,6 +531,10 @@ impl Stream {
                 // never reported its end is closed for counting.
                 if let Some(run) = self.pkgs.remove(pkg) {
                     self.count += finished_top_level(&run);
+                    self.cap.release(run.ring);
+                    for t in run.tests.into_values() {
+                        self.cap.release(t.ring);
+                    }
                 }
             }
             ("build-fail", _, _) => {
@@ -310,19 +543,28 @@ impl Stream {
                     self.pending_builds.push((ip.to_string(), p));
                 }
             }
-            ("output", Some(pkg), _) if mentions_build => {
+            ("output", Some(pkg), test) if mentions_build => {
                 if let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed) {
                     // The package is the event's own; the text confirms the failure.
                     if o.output.as_deref().and_then(build_failed_text).is_some() {
                         self.package_failed(pkg.to_string());
                     }
                 }
+                self.output(pkg, test, trimmed);
             }
+            ("output", Some(pkg), test) => self.output(pkg, test, trimmed),
             ("run", Some(pkg), Some(test)) => {
                 let run = self.pkgs.entry(pkg.to_string()).or_default();
-                let prev = run
-                    .tests
-                    .insert(test.to_string(), TestRun { seq, last: None });
+                let prev = run.tests.insert(
+                    test.to_string(),
+                    TestRun {
+                        seq,
+                        last: None,
+                        ring: None,
+                    },
+                );
+                // A re-run starts its output afresh.
+                self.cap.release(prev.as_ref().and_then(|p| p.ring));
                 match prev {
                     Some(p) if p.last.is_none() => run.lost.push((p.seq, test.to_string())),
                     Some(p)
@@ -343,17 +585,27 @@ impl Stream {
                     Some(r) => r,
                     None => self.pkgs.entry(pkg.to_string()).or_default(),
                 };
-                match run.tests.get_mut(test) {
-                    Some(t) => t.last = Some(term),
+                let ring = match run.tests.get_mut(test) {
+                    Some(t) => {
+                        t.last = Some(term);
+                        t.ring.take()
+                    }
                     None => {
                         run.tests.insert(
                             test.to_string(),
                             TestRun {
                                 seq,
                                 last: Some(term),
+                                ring: None,
                             },
                         );
+                        None
                     }
+                };
+                if term == Term::Fail {
+                    self.cap.failed(ring, || format!("{pkg}.{test}"));
+                } else {
+                    self.cap.release(ring);
                 }
                 if term == Term::Fail {
                     self.names.push(format!("{pkg}.{test}"));
@@ -366,13 +618,33 @@ impl Stream {
                 let run = self.pkgs.remove(pkg).unwrap_or_default();
                 let failed = a == "fail";
                 let mut unfinished: Vec<(u64, String)> = run.lost;
+                let mut rings: HashMap<u64, usize> = HashMap::new();
                 for (name, t) in run.tests {
                     match t.last {
                         Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
-                        None => unfinished.push((t.seq, name)),
+                        None => {
+                            if let Some(r) = t.ring
+                                && failed
+                            {
+                                rings.insert(t.seq, r);
+                            } else {
+                                self.cap.release(t.ring);
+                            }
+                            unfinished.push((t.seq, name));
+                            continue;
+                        }
                         _ => {}
                     }
+                    self.cap.release(t.ring);
                 }
+                if failed
+                    && let Some(r) = run.ring
+                    && self.cap.rings[r].total > 0
+                {
+                    let o = self.cap.rings[r].decode(pkg.to_string());
+                    self.cap.pkg_output.insert(pkg.to_string(), o);
+                }
+                self.cap.release(run.ring);
                 unfinished.sort();
                 if !failed {
                     // The package passed (or was skipped) but these tests
@@ -380,10 +652,12 @@ impl Stream {
                     self.unfinished
                         .extend(unfinished.into_iter().map(|(_, n)| format!("{pkg}.{n}")));
                 } else {
-                    for (_, name) in unfinished {
+                    for (seq, name) in unfinished {
                         if top_level(&name) {
                             self.count += 1;
                         }
+                        self.cap
+                            .failed(rings.remove(&seq), || format!("{pkg}.{name}"));
                         self.names.push(format!("{pkg}.{name}"));
                         if !self.named_pkgs.contains(pkg) {
                             self.named_pkgs.insert(pkg.to_string());
@@ -397,6 +671,60 @@ impl Stream {
             }
             _ => {}
         }
+    }
+
+    /// An `output` event: keep its line in the ring of the test (or the
+    /// package) it belongs to, unless it is test2json's framing. Only the
+    /// escaped bytes are copied; nothing is decoded here.
+    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8]) {
+        let Some((start, end)) = output_span(&self.cap.finder, line) else {
+            return;
+        };
+        let test = test.unwrap_or("");
+        // Framing is told by the value's first bytes: no need to find its end.
+        if if test.is_empty() {
+            package_framing(&line[start..])
+        } else {
+            framing(&line[start..])
+        } {
+            return;
+        }
+        let raw = &line[start..end];
+        let cap = &mut self.cap;
+        if let Some(i) = cap.cur
+            && cap.cur_pkg == pkg
+            && cap.cur_test == test
+        {
+            cap.rings[i].push(raw);
+            return;
+        }
+        let run = match self.pkgs.get_mut(pkg) {
+            Some(r) => r,
+            None => self.pkgs.entry(pkg.to_string()).or_default(),
+        };
+        let slot = if test.is_empty() {
+            &mut run.ring
+        } else {
+            match run.tests.get_mut(test) {
+                Some(t) => &mut t.ring,
+                // Output of a test never started: nothing to keep it under.
+                None => return,
+            }
+        };
+        let i = match *slot {
+            Some(i) => i,
+            None => {
+                let i = cap.alloc();
+                *slot = Some(i);
+                i
+            }
+        };
+        cap.rings[i].push(raw);
+        cap.cur = Some(i);
+        cap.cur_pkg.clear();
+        cap.cur_pkg.push_str(pkg);
+        cap.cur_test.clear();
+        cap.cur_test.push_str(test);
     }
 
     fn package_failed(&mut self, pkg: String) {
@@ -440,9 +768,17 @@ impl Stream {
             self.package_failed(p);
         }
         let mut names = self.names;
+        let mut cap = self.cap;
         for p in &self.failed_pkgs {
             if !self.named_pkgs.contains(p) {
                 names.push(p.clone());
+                if let Some(o) = cap.pkg_output.remove(p) {
+                    if cap.output.len() < OUTPUT_TESTS {
+                        cap.output.push(o);
+                    } else {
+                        cap.omitted += 1;
+                    }
+                }
             }
         }
         let mut notes = Vec::new();
@@ -491,6 +827,8 @@ impl Stream {
             names,
             cut_off: (!notes.is_empty()).then_some((0, first_cut)),
             notes,
+            output: cap.output,
+            output_omitted: cap.omitted,
             ..Parsed::default()
         })
     }
@@ -502,6 +840,111 @@ mod tests {
 
     fn ok(s: &str) -> Parsed {
         parse_bytes(s.as_bytes(), "stdout").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn out(p: &str, t: &str, text: &str) -> String {
+        let mut v = serde_json::json!({"Time":"2026-01-01T00:00:00Z","Action":"output","Package":p,"Output":text});
+        if !t.is_empty() {
+            v["Test"] = serde_json::json!(t);
+        }
+        v.to_string() + "\n"
+    }
+
+    #[test]
+    fn failing_tests_keep_their_own_last_lines_subtests_under_their_names() {
+        let mut s = String::new();
+        s += &ev("run", "p", Some("TestOk"));
+        s += &out("p", "TestOk", "=== RUN   TestOk\n");
+        s += &out("p", "TestOk", "    ok_test.go:3: passing chatter\n");
+        s += &ev("pass", "p", Some("TestOk"));
+        s += &ev("run", "p", Some("TestBad"));
+        s += &out("p", "TestBad", "=== RUN   TestBad\n");
+        for i in 0..25 {
+            s += &out(
+                "p",
+                "TestBad",
+                &format!("    bad_test.go:9: line {i} \"q\" \\ \u{1b}]52;c;x\u{7}\n"),
+            );
+        }
+        s += &ev("run", "p", Some("TestBad/sub"));
+        s += &out("p", "TestBad/sub", "=== RUN   TestBad/sub\n");
+        s += &out("p", "TestBad/sub", "    bad_test.go:12: sub says no\n");
+        s += &out("p", "TestBad/sub", "    --- FAIL: TestBad/sub (0.00s)\n");
+        s += &ev("fail", "p", Some("TestBad/sub"));
+        s += &out("p", "TestBad", "--- FAIL: TestBad (0.00s)\n");
+        s += &ev("fail", "p", Some("TestBad"));
+        s += &out("p", "", "FAIL\n");
+        s += &ev("fail", "p", None);
+        let p = ok(&s);
+        assert_eq!(p.names, ["p.TestBad/sub", "p.TestBad"]);
+        assert_eq!(p.output.len(), 2, "{:?}", p.output);
+        assert_eq!(p.output[0].test, "p.TestBad/sub");
+        assert_eq!(p.output[0].lines, ["    bad_test.go:12: sub says no"]);
+        assert_eq!(p.output[0].dropped, 0);
+        let bad = &p.output[1];
+        assert_eq!(bad.test, "p.TestBad");
+        assert_eq!(bad.lines.len(), OUTPUT_LINES);
+        assert_eq!(bad.dropped, 5);
+        assert_eq!(
+            bad.lines[0],
+            "    bad_test.go:9: line 5 \"q\" \\ \u{1b}]52;c;x\u{7}"
+        );
+        assert_eq!(
+            bad.lines[19],
+            "    bad_test.go:9: line 24 \"q\" \\ \u{1b}]52;c;x\u{7}"
+        );
+        assert!(!format!("{:?}", p.output).contains("passing chatter"));
+    }
+
+    #[test]
+    fn a_package_named_by_its_path_keeps_its_own_output() {
+        let mut s = String::new();
+        s += &out("p", "", "panic: init went wrong\n");
+        s += &out("p", "", "FAIL\tp\t0.01s\n");
+        s += &ev("fail", "p", None);
+        let p = ok(&s);
+        assert_eq!(p.names, ["p"]);
+        assert_eq!(p.output.len(), 1);
+        assert_eq!(p.output[0].test, "p");
+        assert_eq!(p.output[0].lines, ["panic: init went wrong"]);
+    }
+
+    #[test]
+    fn a_test_that_never_ended_in_a_failed_package_keeps_its_output() {
+        let mut s = String::new();
+        s += &ev("run", "p", Some("TestExit"));
+        s += &out("p", "TestExit", "    exit_test.go:5: about to exit\n");
+        s += &ev("fail", "p", None);
+        let p = ok(&s);
+        assert_eq!(p.names, ["p.TestExit"]);
+        assert_eq!(p.output[0].lines, ["    exit_test.go:5: about to exit"]);
+    }
+
+    #[test]
+    fn output_span_finds_the_value_backwards_and_forwards() {
+        let f = memchr::memmem::Finder::new(b"\"Output\":\"");
+        let span = |l: &str| output_span(&f, l.as_bytes()).map(|(a, b)| l[a..b].to_string());
+        assert_eq!(
+            span(r#"{"Action":"output","Test":"T","Output":"say \"hi\" \\\"Output\":\"x\\\\"}"#)
+                .as_deref(),
+            Some(r#"say \"hi\" \\\"Output\":\"x\\\\"#)
+        );
+        assert_eq!(
+            span(r#"{"Output":"a\"b","Action":"output","Test":"T"}"#).as_deref(),
+            Some(r#"a\"b"#)
+        );
+        assert_eq!(span(r#"{"Action":"output","Test":"T"}"#), None);
+    }
+
+    #[test]
+    fn raw_ring_cuts_long_lines_outside_escapes() {
+        let long = "\\\\".repeat(RAW_LINE_BYTES); // escaped backslashes
+        let mut r = RawRing::default();
+        r.push(long.as_bytes());
+        let o = r.decode("t".into());
+        assert!(o.lines[0].ends_with('…'));
+        assert!(o.lines[0].trim_end_matches('…').chars().all(|c| c == '\\'));
+        assert!(o.lines[0].len() <= OUTPUT_LINE_BYTES + 3);
     }
 
     #[test]

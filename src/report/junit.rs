@@ -22,7 +22,7 @@
 //!    `name`, at the position of that suite.
 //! 5. A UTF-8 BOM and an XML declaration are accepted.
 
-use super::{Parsed, ReportError, files};
+use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, files};
 use quick_xml::XmlVersion;
 use quick_xml::events::attributes::{Attribute, Attributes};
 use quick_xml::events::{BytesStart, Event};
@@ -49,6 +49,14 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
         total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
         total.names.extend(p.names);
         total.notes.extend(p.notes);
+        for o in p.output {
+            if total.output.len() < OUTPUT_TESTS {
+                total.output.push(o);
+            } else {
+                total.output_omitted += 1;
+            }
+        }
+        total.output_omitted += p.output_omitted;
     }
     total.files = selected.into_iter().map(|s| s.rel).collect();
     Ok(total)
@@ -165,6 +173,41 @@ struct State {
     saw_suite: bool,
     root_closed: bool,
     saw_doctype: bool,
+    /// The failure text being kept: the depth of the `<failure>`/`<error>`
+    /// whose text is read. Text anywhere else is never decoded or copied.
+    cap_depth: Option<usize>,
+    /// The kept text of the open failing testcase (or suite-level error).
+    cap_ring: LineRing,
+    /// The first failure's `message` attribute.
+    cap_message: Option<String>,
+    /// `Some(index of the suite's name in names)` while a suite-level
+    /// `<error>` is read.
+    cap_suite: Option<String>,
+}
+
+/// An attribute's value cut to [`OUTPUT_LINE_BYTES`] (a `message` kept for
+/// the operator).
+fn cut_message(m: &str) -> String {
+    if m.len() <= OUTPUT_LINE_BYTES {
+        return m.to_string();
+    }
+    let mut cut = OUTPUT_LINE_BYTES;
+    while !m.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &m[..cut])
+}
+
+/// The `message` attribute of a failure element, unescaped.
+fn message_attr(e: &BytesStart<'_>, offset: u64) -> Result<Option<String>, Fail> {
+    for a in e.attributes() {
+        let a = a.map_err(|x| attr_err(offset, x))?;
+        if a.key.as_ref() == "message" {
+            let v = value(&a, offset)?;
+            return Ok((!v.is_empty()).then(|| cut_message(&v)));
+        }
+    }
+    Ok(None)
 }
 
 /// An attribute value, unescaped and normalized (XML 1.0 §3.3.3).
@@ -533,6 +576,10 @@ impl State {
             saw_suite: false,
             root_closed: false,
             saw_doctype: false,
+            cap_depth: None,
+            cap_ring: LineRing::default(),
+            cap_message: None,
+            cap_suite: None,
         }
     }
 
@@ -578,8 +625,15 @@ impl State {
                 let in_case = self.case.as_ref().map(|c| c.depth + 1 == depth);
                 match name {
                     "failure" | "error" if in_case == Some(true) => {
+                        let keep = self.parsed.output.len() < OUTPUT_TESTS;
                         if let Some(c) = self.case.as_mut() {
+                            if !c.failing && keep {
+                                self.cap_message = message_attr(e, offset)?;
+                            }
                             c.failing = true;
+                        }
+                        if keep {
+                            self.cap_depth = Some(depth);
                         }
                     }
                     "skipped" if in_case == Some(true) => {
@@ -601,6 +655,13 @@ impl State {
                     } else {
                         s.name.clone()
                     };
+                    if self.parsed.output.len() < OUTPUT_TESTS {
+                        self.cap_depth = Some(depth);
+                        self.cap_suite = Some(n.clone());
+                        self.cap_message = message_attr(e, offset)?;
+                    } else {
+                        self.parsed.output_omitted += 1;
+                    }
                     self.parsed.names.insert(s.at, n);
                 }
             }
@@ -695,11 +756,30 @@ impl State {
     /// The innermost open element closed.
     fn close(&mut self) -> Result<(), Fail> {
         let depth = self.depth();
+        if self.cap_depth == Some(depth) {
+            self.cap_depth = None;
+            // The failure's text ends its line; a second failure starts anew.
+            self.cap_ring.break_line();
+            if let Some(suite) = self.cap_suite.take() {
+                let ring = std::mem::take(&mut self.cap_ring);
+                let o = ring.finish(suite, self.cap_message.take());
+                // Suite-level errors are named at their suite's position;
+                // their output comes in the order they closed.
+                self.parsed.output.push(o);
+            }
+        }
         if let Some(c) = &self.case
             && c.depth == depth
         {
             if c.failing {
                 let n = self.case_name()?;
+                let ring = std::mem::take(&mut self.cap_ring);
+                let message = self.cap_message.take();
+                if self.parsed.output.len() < OUTPUT_TESTS {
+                    self.parsed.output.push(ring.finish(n.clone(), message));
+                } else {
+                    self.parsed.output_omitted += 1;
+                }
                 self.parsed.names.push(n);
             }
             if !c.skipped
@@ -778,6 +858,11 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
             }
             Event::End(_) => st.close()?,
             Event::Text(t) => {
+                if let Some(d) = st.cap_depth
+                    && st.depth() >= d
+                {
+                    st.cap_ring.push_text(&t);
+                }
                 // Most text (the whitespace between elements) has no `]`:
                 // memchr first, the substring search only when one is there.
                 let tb = t.as_bytes();
@@ -798,7 +883,12 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                     }
                 }
             }
-            Event::CData(_) => {
+            Event::CData(c) => {
+                if let Some(d) = st.cap_depth
+                    && st.depth() >= d
+                {
+                    st.cap_ring.push_text(&c);
+                }
                 saw_content = true;
                 if st.depth() == 0 {
                     return Err(Fail::At {
@@ -819,6 +909,18 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                     offset: before,
                     why,
                 })?;
+                if let Some(d) = st.cap_depth
+                    && st.depth() >= d
+                {
+                    match r.resolve_char_ref() {
+                        Ok(Some(c)) => st.cap_ring.push_text(c.encode_utf8(&mut [0; 4])),
+                        _ => {
+                            if let Some(t) = quick_xml::escape::resolve_predefined_entity(&r) {
+                                st.cap_ring.push_text(t);
+                            }
+                        }
+                    }
+                }
             }
             Event::DocType(_) => {
                 saw_content = true;
@@ -981,6 +1083,46 @@ mod tests {
             err(b"<testsuite tests='1'><testcase name=x/></testsuite>"),
             ReportError::Malformed { .. }
         ));
+    }
+
+    #[test]
+    fn failure_message_and_text_are_kept_bounded_for_failing_cases_only() {
+        let mut trace = String::new();
+        for i in 0..30 {
+            trace.push_str(&format!("\tat a.B.c(B.java:{i})\n"));
+        }
+        let xml = format!(
+            "<testsuite name='s' tests='3'>\
+             <testcase classname='c' name='ok'><system-out>passing chatter</system-out></testcase>\
+             <testcase classname='c' name='bad'><failure message='expected: &lt;1&gt; but was: &lt;2&gt;' type='X'>X: boom &amp; more\n{trace}</failure></testcase>\
+             <testcase classname='c' name='err'><error message='npe'/></testcase>\
+             </testsuite>"
+        );
+        let p = ok(&xml);
+        assert_eq!(p.names, ["c.bad", "c.err"]);
+        assert_eq!(p.output.len(), 2);
+        let bad = &p.output[0];
+        assert_eq!(bad.test, "c.bad");
+        assert_eq!(bad.message.as_deref(), Some("expected: <1> but was: <2>"));
+        assert_eq!(bad.lines.len(), super::super::OUTPUT_LINES);
+        assert_eq!(bad.dropped, 11);
+        assert_eq!(bad.lines[19], "\tat a.B.c(B.java:29)");
+        assert_eq!(p.output[1].message.as_deref(), Some("npe"));
+        assert!(p.output[1].lines.is_empty());
+        assert!(!format!("{:?}", p.output).contains("passing chatter"));
+    }
+
+    #[test]
+    fn cdata_failure_text_and_suite_level_error_are_kept() {
+        let p = ok(
+            "<testsuites><testsuite name='boot' tests='0'><error message='could not start'>cannot load\nmodule x</error></testsuite>\
+            <testsuite name='t' tests='1'><testcase name='n'><failure><![CDATA[assert 1 == 2\nE  nope]]></failure></testcase></testsuite></testsuites>",
+        );
+        assert_eq!(p.names, ["boot", "n"]);
+        assert_eq!(p.output[0].test, "boot");
+        assert_eq!(p.output[0].message.as_deref(), Some("could not start"));
+        assert_eq!(p.output[0].lines, ["cannot load", "module x"]);
+        assert_eq!(p.output[1].lines, ["assert 1 == 2", "E  nope"]);
     }
 
     #[test]

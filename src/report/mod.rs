@@ -114,6 +114,14 @@ pub struct Measurement {
     /// measurement-failed (the record's `failure`).
     #[serde(default)]
     pub failure: Option<FailureKind>,
+    /// What each failing test wrote, in report order (see [`TestOutput`]):
+    /// for the operator's output and certify's `--json`, never the record
+    /// (`#[serde(skip)]`: the record schema does not carry it).
+    #[serde(skip)]
+    pub test_output: Vec<TestOutput>,
+    /// Failing tests past [`OUTPUT_TESTS`] whose output was not kept.
+    #[serde(skip)]
+    pub test_output_omitted: u64,
 }
 
 impl Measurement {
@@ -128,6 +136,8 @@ impl Measurement {
             report_files: Vec::new(),
             notes: vec![format!("{kind}: {detail}")],
             failure: Some(kind),
+            test_output: Vec::new(),
+            test_output_omitted: 0,
         }
     }
 
@@ -190,6 +200,125 @@ pub struct Parsed {
     /// (go test -json: `stream-ended-early`, `unfinished-tests`), and that
     /// kind: without a named failure it decides a measurement-failed.
     pub cut_off: Option<(usize, FailureKind)>,
+    /// What each failing test wrote (go: its `output` events; junit: its
+    /// `<failure>`/`<error>` message and text), in the order the failures
+    /// were named, for at most [`OUTPUT_TESTS`] tests.
+    pub output: Vec<TestOutput>,
+    /// Failing tests whose output was not kept because [`OUTPUT_TESTS`]
+    /// were already kept.
+    pub output_omitted: u64,
+}
+
+/// Lines kept per failing test: the last ones it wrote.
+pub const OUTPUT_LINES: usize = 20;
+/// Bytes kept of one output line; a longer line is cut and ends in `…`.
+pub const OUTPUT_LINE_BYTES: usize = 2048;
+/// Failing tests whose output is kept; past this the output of further
+/// failing tests is counted ([`Parsed::output_omitted`]), not kept, so a
+/// report with a million failures costs their names and no more.
+pub const OUTPUT_TESTS: usize = 200;
+
+/// What one failing test wrote, bounded: the last [`OUTPUT_LINES`] lines of
+/// its own output (go test -json: the `output` events under its own name,
+/// without the `=== RUN` / `--- FAIL` framing; junit-xml: the text of its
+/// `<failure>`/`<error>`), with the count of earlier lines dropped, and the
+/// failure's `message` attribute (junit-xml). The text is as the suite
+/// wrote it; whoever prints it for a person escapes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOutput {
+    /// The failing test, spelled as in `named_tests`.
+    pub test: String,
+    /// The `<failure>`/`<error>` `message` attribute (junit-xml only), at
+    /// most [`OUTPUT_LINE_BYTES`] bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The last lines, oldest first, without their newlines.
+    pub lines: Vec<String>,
+    /// How many earlier lines were dropped (0 when `lines` is all of it).
+    pub dropped: u64,
+}
+
+/// A bounded ring of text lines: keeps the last [`OUTPUT_LINES`] lines fed
+/// to it (each cut at [`OUTPUT_LINE_BYTES`]) and counts the ones it let go.
+/// Text may arrive in pieces ([`LineRing::push_text`]); a piece without a
+/// newline continues the current line.
+#[derive(Debug, Default, Clone)]
+pub struct LineRing {
+    lines: std::collections::VecDeque<String>,
+    partial: String,
+    partial_cut: bool,
+    dropped: u64,
+}
+
+impl LineRing {
+    /// Feed text; every `\n` ends a line (a `\r` before it is dropped).
+    pub fn push_text(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(i) = rest.find('\n') {
+            self.append(&rest[..i]);
+            self.end_line();
+            rest = &rest[i + 1..];
+        }
+        self.append(rest);
+    }
+
+    fn append(&mut self, piece: &str) {
+        if self.partial_cut {
+            return;
+        }
+        let room = OUTPUT_LINE_BYTES.saturating_sub(self.partial.len());
+        if piece.len() <= room {
+            self.partial.push_str(piece);
+        } else {
+            let mut cut = room;
+            while !piece.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.partial.push_str(&piece[..cut]);
+            self.partial.push('…');
+            self.partial_cut = true;
+        }
+    }
+
+    fn end_line(&mut self) {
+        let mut line = std::mem::take(&mut self.partial);
+        self.partial_cut = false;
+        if line.ends_with('\r') {
+            line.pop();
+        }
+        if self.lines.len() == OUTPUT_LINES {
+            self.lines.pop_front();
+            self.dropped += 1;
+        }
+        self.lines.push_back(line);
+    }
+
+    /// End the current line if it holds anything (a piece of text that
+    /// ends without a newline), so the next text starts a line of its own.
+    pub fn break_line(&mut self) {
+        if !self.partial.is_empty() {
+            self.end_line();
+        }
+    }
+
+    /// True when nothing was fed.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.partial.is_empty() && self.dropped == 0
+    }
+
+    /// The kept lines (an unterminated last piece counts as a line) as the
+    /// output of `test`.
+    pub fn finish(mut self, test: String, message: Option<String>) -> TestOutput {
+        if !self.partial.is_empty() {
+            self.end_line();
+        }
+        TestOutput {
+            test,
+            message,
+            lines: self.lines.into(),
+            dropped: self.dropped,
+        }
+    }
 }
 
 /// Why a report could not be read. Every variant names the file (relative to
@@ -377,6 +506,8 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
             report_files: Vec::new(),
             notes: Vec::new(),
             failure: None,
+            test_output: Vec::new(),
+            test_output_omitted: 0,
         },
         ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
             Ok(p) => judge(p, ev.termination),
@@ -469,5 +600,7 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         report_files: p.files,
         notes,
         failure,
+        test_output: p.output,
+        test_output_omitted: p.output_omitted,
     }
 }

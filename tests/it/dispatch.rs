@@ -250,6 +250,65 @@ fn red_names_the_failing_test_and_keeps_the_pointer() {
     f.assert_clean("m1");
 }
 
+/// Issue 21.5 on a machine: the failing test's own lines under its name
+/// (human and `--json`), and `records show ID --log` prints the dispatched
+/// attempt's kept log and refuses it once changed.
+#[test]
+fn red_on_a_machine_shows_the_failing_tests_output_and_its_log() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.measure("m1");
+    assert_code(&f.probe("m1", "go", "/usr/bin/go"), 0);
+    let repo = go_repo(
+        "func TestGood(t *testing.T) { t.Log(\"passing chatter\") }\n\nfunc TestBroken(t *testing.T) {\n\tt.Log(\"remote step one\")\n\tt.Fatal(\"broken on purpose\")\n}\n",
+    );
+    let o = f
+        .env
+        .run(&["certify", "--repo", &repo.path_str(), "--machine", "m1"]);
+    assert_code(&o, 1);
+    let (out, err) = text(&o);
+    assert!(
+        out.contains("  output of failing tests:\n    example.com/m/a.TestBroken:\n"),
+        "{out}\n{err}"
+    );
+    assert!(out.contains("remote step one"), "{out}");
+    assert!(out.contains("broken on purpose"), "{out}");
+    assert!(!out.contains("passing chatter"), "{out}");
+
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(
+        r["test_output"][0]["test"], "example.com/m/a.TestBroken",
+        "{r}"
+    );
+    let lines = r["test_output"][0]["lines"].to_string();
+    assert!(
+        lines.contains("remote step one") && lines.contains("broken on purpose"),
+        "{lines}"
+    );
+    let stored = repo.records().pop().unwrap();
+    assert!(stored.get("test_output").is_none(), "{stored}");
+
+    let id = r["id"].as_str().unwrap();
+    let log = r["suite_log"]
+        .as_str()
+        .expect("a dispatched attempt keeps its log");
+    let o = f
+        .env
+        .run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains("remote step one"), "{}", text(&o).0);
+    let mut bytes = std::fs::read(log).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(log, &bytes).unwrap();
+    let o = f
+        .env
+        .run(&["records", "--repo", &repo.path_str(), "show", id, "--log"]);
+    assert_refused(&o, "record-log-tampered");
+}
+
 #[test]
 fn unadmitted_machine_and_unprobed_toolchain_are_refused_before_shipping() {
     let Some(lab) = go_ready_lab() else { return };

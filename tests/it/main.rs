@@ -24,6 +24,7 @@ mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
 mod requirements;
+mod reports_e2e_why;
 mod scratch;
 mod signals;
 mod snapshots;

@@ -264,6 +264,32 @@ fn human_from_json(v: &serde_json::Value) -> Vec<String> {
     for n in v["notes"].as_array().unwrap() {
         lines.push(format!("note: {}", n.as_str().unwrap()));
     }
+    // Each failing test's own output (issue 21.5): `test_output` in the JSON.
+    let shown: Vec<&serde_json::Value> = v["test_output"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|o| o.get("message").is_some() || o["lines"] != serde_json::json!([]))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !shown.is_empty() {
+        lines.push("output of failing tests:".into());
+        for o in shown {
+            let dropped = match o["dropped"].as_u64().unwrap() {
+                0 => String::new(),
+                1 => " (1 earlier line dropped)".into(),
+                n => format!(" ({n} earlier lines dropped)"),
+            };
+            lines.push(format!("  {}{dropped}:", o["test"].as_str().unwrap()));
+            if let Some(m) = o.get("message") {
+                lines.push(format!("    message: {}", m.as_str().unwrap()));
+            }
+            for l in o["lines"].as_array().unwrap() {
+                lines.push(format!("    {}", l.as_str().unwrap()));
+            }
+        }
+    }
     lines.push(format!("budget: {} ({})", s("budget"), s("budget_source")));
     lines.push(format!("record: <path> (id {})", s("id")));
     let p = s("verified_pointer");

@@ -38,14 +38,20 @@ fn certify(env: &Env, repo: &Repo, code: i32) -> Value {
     );
     // The stored line is appended before the pointer is decided; the printed
     // record adds `verified_pointer` (and, off green, the suite's
-    // `stderr_tail` or `log_tail` the human output shows). Everything else
-    // is the same.
+    // `stderr_tail` or `log_tail` and each failing test's `test_output` the
+    // human output shows). Everything else is the same.
     let mut printed = r.clone();
     for v in [&mut printed, &mut stored] {
         v.as_object_mut().unwrap().remove("verified_pointer");
         v.as_object_mut().unwrap().remove("stderr_tail");
         v.as_object_mut().unwrap().remove("log_tail");
+        v.as_object_mut().unwrap().remove("test_output");
+        v.as_object_mut().unwrap().remove("test_output_omitted");
     }
+    assert!(
+        stored.get("test_output").is_none(),
+        "the record itself never carries test_output"
+    );
     assert_eq!(printed, stored);
     assert_eq!(r["sha"], repo.head());
     r
