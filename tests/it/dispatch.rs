@@ -1334,3 +1334,47 @@ fn what_dead_attempts_left_is_reaped_on_both_sides_with_a_note() {
     std::fs::remove_dir_all(&live).unwrap();
     std::fs::remove_file(&fresh).unwrap();
 }
+
+/// Issue 20.3 on a lab host: a suite's daemon that left its group and
+/// dropped the scratch marker is gone after the attempt (its own cgroup), and the record says `containment: cgroup`.
+#[test]
+fn a_dispatched_suites_escaping_daemon_is_gone_after_the_attempt() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m2"]);
+    let secs = format!("1002.{}", std::process::id());
+    f.env.write_config(&crate::containment::daemon_suite(&secs));
+    f.measure("m2");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m2", &[]);
+    // The lab hosts share this machine's process table.
+    let left = crate::containment::alive_with(&format!("sleep {secs}"));
+    for p in &left {
+        // SAFETY: killing the daemon this test's suite started, by pid.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m2");
+    assert_eq!(r["containment"], "cgroup", "{r}");
+    assert!(
+        left.is_empty(),
+        "the suite's daemon outlived the attempt: {left:?}"
+    );
+    f.assert_clean("m2");
+}
+
+/// Issue 20.3: a machine without a writable cgroup v2 hierarchy (lab host
+/// m3) keeps the process-group containment, and its record says so.
+#[test]
+fn a_machine_without_cgroups_says_its_attempts_had_only_a_process_group() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m3"]);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.measure("m3");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m3", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(record_on(&v, "m3")["containment"], "process-group", "{v}");
+}
