@@ -444,6 +444,32 @@ async fn collect(
 /// reported in [`Output::status`].
 pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     let mut c = tokio::process::Command::new(&cmd.program);
+    // An attempt's command gets its own cgroup where one can be made
+    // (docs/dispatch.md, "Containment"): the child joins it before exec.
+    let cgroup = if cmd
+        .env
+        .iter()
+        .any(|(k, v)| k == crate::git::SCRATCH_MARKER && v.is_some())
+    {
+        AttemptCgroup::new()
+    } else {
+        None
+    };
+    if let Some(g) = &cgroup {
+        let procs = g.procs.clone();
+        // SAFETY: between fork and exec only async-signal-safe calls: open,
+        // write, close on a path prepared before the fork.
+        unsafe {
+            c.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    let _ = libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+    }
     c.args(&cmd.args);
     if let Some(d) = &cmd.cwd {
         c.current_dir(d);
@@ -528,6 +554,9 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     // grandchild cannot keep our pipes open.
     guard.signal(nix::sys::signal::Signal::SIGKILL);
     guard.pgid = None;
+    if let Some(g) = cgroup {
+        g.finish().await;
+    }
 
     let (stdout, stderr) = collect(out_task, err_task, stop_tx).await;
     Ok(Output {
@@ -536,6 +565,91 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         stderr,
         elapsed,
     })
+}
+
+/// The cgroup v2 root saphan can make attempt cgroups under on this machine
+/// (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid layout),
+/// tried once per process: a probe cgroup is created (it must offer
+/// `cgroup.kill`) and removed. `None`: not Linux, no cgroup v2, or not
+/// writable for this user.
+fn cgroup_root() -> Option<&'static Path> {
+    static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        for r in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+            let r = Path::new(r);
+            if !r.join("cgroup.controllers").exists() {
+                continue;
+            }
+            let probe = r.join(format!("saphan-{}-probe", std::process::id()));
+            let ok = std::fs::create_dir(&probe).is_ok();
+            let kill = ok && probe.join("cgroup.kill").exists();
+            if ok {
+                let _ = std::fs::remove_dir(&probe);
+            }
+            return kill.then(|| r.to_path_buf());
+        }
+        None
+    })
+    .as_deref()
+}
+
+/// The containment an attempt's commands get on this machine
+/// ([`crate::record::Containment`]): their own cgroup where
+/// [`cgroup_root`] found a writable cgroup v2 hierarchy, their process
+/// group otherwise.
+pub fn local_containment() -> crate::record::Containment {
+    match cgroup_root() {
+        Some(_) => crate::record::Containment::Cgroup,
+        None => crate::record::Containment::ProcessGroup,
+    }
+}
+
+/// One attempt command's cgroup, `saphan-<this pid>-<n>` under
+/// [`cgroup_root`] (the owner pid lets `kill-leftovers.sh` reap it once
+/// this process is gone).
+struct AttemptCgroup {
+    dir: PathBuf,
+    procs: std::ffi::CString,
+}
+
+impl AttemptCgroup {
+    fn new() -> Option<AttemptCgroup> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let root = cgroup_root()?;
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = root.join(format!("saphan-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let procs = std::ffi::CString::new(std::os::unix::ffi::OsStringExt::into_vec(
+            dir.join("cgroup.procs").into_os_string(),
+        ))
+        .ok()?;
+        Some(AttemptCgroup { dir, procs })
+    }
+
+    /// Kill everything still in it and remove it: waits (at most 5 s) for
+    /// the kernel to say it is empty.
+    async fn finish(self) {
+        let _ = tokio::fs::write(self.dir.join("cgroup.kill"), "1").await;
+        for _ in 0..250 {
+            let ev = tokio::fs::read_to_string(self.dir.join("cgroup.events"))
+                .await
+                .unwrap_or_default();
+            if ev.lines().any(|l| l == "populated 0") || ev.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = tokio::fs::remove_dir(&self.dir).await;
+    }
+}
+
+impl Drop for AttemptCgroup {
+    fn drop(&mut self) {
+        // A run dropped before its end (Ctrl-C, a lost select!): kill it
+        // whole now; the directory goes when empty (or to the next reap).
+        let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 /// Resolve a program name the way `execvp` would: a name containing `/` is

@@ -464,6 +464,7 @@ async fn attempt(
         }
     };
     a.bundle_bytes = shipped.bundle_bytes;
+    a.notes.extend(shipped.notes);
     if let Some((local_bin, sha)) = job.self_binary
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
     {
@@ -531,7 +532,7 @@ async fn locked(
         .collect();
     crate::worktree::checkout_submodules(&mut scratch, &subs).await;
     let local = tempfile::Builder::new()
-        .prefix("saphan-collect-")
+        .prefix(&ship::temp_prefix("collect"))
         .tempdir()
         .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
     let mut env: Vec<(String, String)> = job.extra_env.to_vec();

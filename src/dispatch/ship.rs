@@ -4,6 +4,17 @@
 //! over the connection, verify it there and fetch it into
 //! `refs/saphan/shipped/<sha>` of the mirror. Nothing already there is
 //! re-sent.
+//!
+//! Hygiene (docs/dispatch.md, "What is reaped"): every ship first reaps what
+//! dead attempts left — locally ([`reap_local`]: the bundle and collect
+//! directories and the ship refs of a saphan process that is gone, and the
+//! `git bundle create` still writing into such a directory), and on the
+//! machine (`src/remote/ship-probe.sh`: half bundles in `incoming/`, a dead
+//! fetch's `tmp_*` files in the mirror, run directories of attempts that
+//! are over) — each with a `reaped: …` note. A mirror that fails its
+//! integrity check after a git command on it failed is moved aside,
+//! recreated and sent the full history once ([`ship`]), with a
+//! `mirror-renewed: …` note.
 
 use super::{CONTROL_TIMEOUT, DispatchFault};
 use crate::exec::{self, Cmd};
@@ -21,6 +32,27 @@ pub struct Shipped {
     pub bundle_bytes: u64,
     /// How many commits the mirror already had that the bundle excluded.
     pub prerequisites: usize,
+    /// Record notes: what was reaped (`reaped: …`, locally and on the
+    /// machine) and whether the mirror was renewed (`mirror-renewed: …`).
+    pub notes: Vec<String>,
+}
+
+/// Minutes after which nothing a live attempt writes on the machine
+/// (a bundle in `incoming/`, a fetch's `tmp_*` file, a run directory that
+/// never got its lock) can still be in use: every ship command is bounded
+/// by [`CONTROL_TIMEOUT`] plus the watchdog's grace and slack, and the lock
+/// wait by [`super::LOCK_WAIT`]. Older ones are reaped.
+pub const REAP_AGE_MINUTES: u64 = (CONTROL_TIMEOUT.as_secs()
+    + exec::GRACE.as_secs()
+    + crate::transport::watchdog::LINK_SLACK.as_secs())
+.div_ceil(60)
+    + 1;
+
+/// The prefix of one saphan process's temporary directories of `kind`
+/// (`bundle`, `collect`) in the temp dir: `saphan-<kind>-<pid>-`, so the
+/// next run can tell whose they are ([`reap_local`]).
+pub fn temp_prefix(kind: &str) -> String {
+    format!("saphan-{kind}-{}-", std::process::id())
 }
 
 /// Paths on the machine for one repository.
@@ -94,33 +126,126 @@ async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, Dispatc
 ///
 /// `sources` pairs each SHA with the local repository that holds it (the
 /// superproject, or a submodule's own object store). `tag` names this
-/// shipment's temporary local ref (`refs/saphan/ship/<tag>`), removed after.
+/// shipment's temporary local ref (`refs/saphan/ship/<tag>`), removed after;
+/// it starts with this process's id (`<pid>-…`), so [`reap_local`] can tell
+/// a dead process's refs.
+///
+/// When the ship fails as `ship-failed` and the mirror then fails its
+/// integrity check (`src/remote/mirror-check.sh`: a truncated pack, a
+/// missing object), the mirror is moved aside and recreated
+/// (`mirror-renew.sh`) and the full history is shipped once more; the
+/// result's notes say so (`mirror-renewed: …`). Errors: the fault of the
+/// ship (`ship-failed`, the transport's kinds), or of the second ship.
 pub async fn ship(
     t: &Transport,
     layout: &Layout,
     sources: &[(Repo, String)],
     tag: &str,
 ) -> Result<Shipped, DispatchFault> {
+    let repos: Vec<Repo> = sources.iter().map(|(r, _)| r.clone()).collect();
+    let mut notes = reap_local(&repos).await;
+    let first = ship_once(t, layout, sources, tag, &mut notes).await;
+    let fault = match first {
+        Ok(mut s) => {
+            notes.append(&mut s.notes);
+            s.notes = notes;
+            return Ok(s);
+        }
+        Err(f) if f.kind == FailureKind::ShipFailed => f,
+        Err(f) => return Err(f),
+    };
+    let mirror = layout.mirror();
+    let check = t
+        .run(
+            Cmd::new("sh")
+                .args([
+                    "-c",
+                    crate::remote::MIRROR_CHECK,
+                    "saphan-mirror-check",
+                    &mirror,
+                ])
+                .timeout(CONTROL_TIMEOUT),
+        )
+        .await;
+    let why = match check {
+        Ok(o) if o.status.code() == Some(crate::remote::MIRROR_CHECK_EXIT_CORRUPT) => {
+            o.stdout_str().trim().to_string()
+        }
+        _ => return Err(fault),
+    };
+    let renew = t
+        .run(
+            Cmd::new("sh")
+                .args([
+                    "-c",
+                    crate::remote::MIRROR_RENEW,
+                    "saphan-mirror-renew",
+                    &mirror,
+                ])
+                .timeout(CONTROL_TIMEOUT),
+        )
+        .await
+        .map_err(DispatchFault::transport)?;
+    if !renew.status.success() {
+        return Err(DispatchFault::new(
+            FailureKind::ShipFailed,
+            format!(
+                "{} — and the mirror {mirror} is corrupt ({why}) and could not be renewed: {}",
+                fault.detail,
+                renew.stderr_str()
+            ),
+        ));
+    }
+    let mut s = ship_once(t, layout, sources, tag, &mut notes).await?;
+    notes.push(format!(
+        "mirror-renewed: the mirror {mirror} failed its integrity check ({why}) after `{}`; it was moved aside and removed, a new one created, and the full history shipped ({} bytes)",
+        fault.detail.chars().take(200).collect::<String>(),
+        s.bundle_bytes
+    ));
+    notes.append(&mut s.notes);
+    s.notes = notes;
+    Ok(s)
+}
+
+/// One ship (see [`ship`]); `notes` gets what the machine reaped.
+async fn ship_once(
+    t: &Transport,
+    layout: &Layout,
+    sources: &[(Repo, String)],
+    tag: &str,
+    notes: &mut Vec<String>,
+) -> Result<Shipped, DispatchFault> {
     let mirror = layout.mirror();
     let mut shas: Vec<&str> = sources.iter().map(|(_, s)| s.as_str()).collect();
     shas.dedup();
+    let age = REAP_AGE_MINUTES.to_string();
     let mut probe_args = vec![
         "sh",
         "-c",
         crate::remote::SHIP_PROBE,
         "saphan-ship",
         &mirror,
+        &age,
     ];
     probe_args.extend(shas.iter().copied());
     let listing = remote(t, &probe_args, "reading the mirror").await?;
     let mut haves: Vec<String> = Vec::new();
     let mut present: Vec<String> = Vec::new();
+    let mut reaped: Vec<&str> = Vec::new();
     for l in listing.lines() {
-        if let Some(h) = l.strip_prefix("have ") {
+        if let Some(r) = l.strip_prefix("reaped ") {
+            reaped.push(r);
+        } else if let Some(h) = l.strip_prefix("have ") {
             haves.push(h.trim().to_string());
         } else if let Some(p) = l.strip_prefix("present ") {
             present.push(p.trim().to_string());
         }
+    }
+    if !reaped.is_empty() {
+        notes.push(format!(
+            "reaped: {} (left on the machine by attempts that are over)",
+            reaped.join(", ")
+        ));
     }
     let mut shipped = Shipped::default();
     for (repo, sha) in sources {
@@ -150,7 +275,7 @@ pub async fn ship(
         }
         let tmp_ref = format!("refs/saphan/ship/{tag}-{}", &sha[..12.min(sha.len())]);
         let dir = tempfile::Builder::new()
-            .prefix("saphan-bundle-")
+            .prefix(&temp_prefix("bundle"))
             .tempdir()
             .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("temp dir: {e}")))?;
         let file = dir.path().join("ship.bundle");
@@ -246,5 +371,158 @@ pub async fn forget(repo: &Repo, tag: &str) {
     };
     for r in out.stdout_str().lines().filter(|r| !r.is_empty()) {
         let _ = local_git(repo, &["update-ref".into(), "-d".into(), r.to_string()]).await;
+    }
+}
+
+/// Is process `pid` alive (or a zombie not yet reaped)? A pid that cannot be
+/// signalled for want of permission is alive.
+fn alive(pid: i32) -> bool {
+    use nix::errno::Errno;
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
+
+/// The pid in a name `<prefix><pid>-…`, when `name` has that shape.
+fn owner(name: &str, prefix: &str) -> Option<i32> {
+    let rest = name.strip_prefix(prefix)?;
+    let (pid, tail) = rest.split_once('-')?;
+    if tail.is_empty() {
+        return None;
+    }
+    pid.parse::<i32>().ok().filter(|p| *p > 0)
+}
+
+/// Reap, on this machine, what saphan processes that are no longer running
+/// left behind (a kill -9, a crash): their `saphan-bundle-<pid>-*` and
+/// `saphan-collect-<pid>-*` directories in the temp dir (after killing any
+/// process, such as a `git bundle create`, whose command line names one),
+/// and their `refs/saphan/ship/<pid>-…` refs in `repos`. Returns one
+/// `reaped: …` note per kind found, nothing when nothing was left. Names
+/// without a pid (older versions) are never touched; a live process's
+/// things are never touched. Best effort: what cannot be removed stays for
+/// the next run.
+pub async fn reap_local(repos: &[Repo]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let dirs = tokio::task::spawn_blocking(reap_temp_dirs)
+        .await
+        .unwrap_or_default();
+    if !dirs.is_empty() {
+        notes.push(format!(
+            "reaped: {} (left here by saphan processes that are gone)",
+            dirs.join(", ")
+        ));
+    }
+    let mut refs = Vec::new();
+    for repo in repos {
+        let Ok(out) = local_git(
+            repo,
+            &[
+                "for-each-ref".into(),
+                "--format=%(refname)".into(),
+                "refs/saphan/ship/".into(),
+            ],
+        )
+        .await
+        else {
+            continue;
+        };
+        for r in out.stdout_str().lines() {
+            let Some(name) = r.strip_prefix("refs/saphan/ship/") else {
+                continue;
+            };
+            let Some(pid) = owner(name, "") else { continue };
+            if alive(pid) {
+                continue;
+            }
+            let d = local_git(repo, &["update-ref".into(), "-d".into(), r.to_string()]).await;
+            if d.map(|o| o.status.success()).unwrap_or(false) && !refs.contains(&r.to_string()) {
+                refs.push(r.to_string());
+            }
+        }
+    }
+    if !refs.is_empty() {
+        notes.push(format!(
+            "reaped: {} (ship refs of saphan processes that are gone)",
+            refs.join(", ")
+        ));
+    }
+    notes
+}
+
+/// The temp-dir half of [`reap_local`] (blocking): the directories removed.
+fn reap_temp_dirs() -> Vec<String> {
+    let tmp = std::env::temp_dir();
+    let Ok(rd) = std::fs::read_dir(&tmp) else {
+        return Vec::new();
+    };
+    let mut dead = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = owner(&name, "saphan-bundle-").or_else(|| owner(&name, "saphan-collect-"));
+        if let Some(pid) = pid
+            && !alive(pid)
+            && e.file_type().map(|t| t.is_dir()).unwrap_or(false)
+        {
+            dead.push(e.path());
+        }
+    }
+    if dead.is_empty() {
+        return Vec::new();
+    }
+    kill_writers(&dead);
+    let mut gone = Vec::new();
+    for d in dead {
+        if std::fs::remove_dir_all(&d).is_ok() {
+            gone.push(d.display().to_string());
+        }
+    }
+    gone
+}
+
+/// SIGKILL every process (Linux `/proc`) whose command line names a path
+/// under one of `dirs` — an orphaned `git bundle create` still writing
+/// there. Elsewhere nothing is found.
+fn kill_writers(dirs: &[std::path::PathBuf]) {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let me = std::process::id() as i32;
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let hit = cmdline.split(|b| *b == 0).any(|w| {
+            let w = String::from_utf8_lossy(w);
+            dirs.iter().any(|d| w.starts_with(&*d.to_string_lossy()))
+        });
+        if hit {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_read_from_names() {
+        assert_eq!(owner("saphan-bundle-123-abc", "saphan-bundle-"), Some(123));
+        assert_eq!(owner("saphan-bundle-abc", "saphan-bundle-"), None);
+        assert_eq!(owner("saphan-bundle-123-", "saphan-bundle-"), None);
+        assert_eq!(owner("77-m0-0123456789ab", ""), Some(77));
+        assert!(alive(std::process::id() as i32));
     }
 }

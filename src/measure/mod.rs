@@ -229,6 +229,9 @@ pub struct SuiteRun {
     pub submodules: Vec<(String, String)>,
     /// What ran the suite when the executor says ([`Executor::container_run`]).
     pub container: Option<crate::record::ContainerRun>,
+    /// Host class: what kept the suite's processes from outliving it
+    /// ([`crate::transport::Transport::containment`]); `None` when it never ran.
+    pub containment: Option<crate::record::Containment>,
 }
 
 impl SuiteRun {
@@ -248,6 +251,7 @@ impl SuiteRun {
             log: None,
             submodules: Vec::new(),
             container: None,
+            containment: None,
         }
     }
 
@@ -691,6 +695,10 @@ pub async fn run_suite_with(
         }
         None => None,
     };
+    let containment = match (executor.container_run(), termination.is_some()) {
+        (None, true) => t.containment().await,
+        _ => None,
+    };
     Ok(SuiteRun {
         started_at,
         finished_at: crate::clock::now_rfc3339(),
@@ -704,6 +712,7 @@ pub async fn run_suite_with(
         log,
         submodules: scratch.submodules.clone(),
         container: executor.container_run(),
+        containment,
     })
 }
 
@@ -800,6 +809,7 @@ pub fn record(
         machine_program: None,
         phases: None,
         remote_tree: None,
+        containment: run.containment,
         step_budget: None,
         step_budget_seconds: None,
         step_budget_source: None,

@@ -10,7 +10,8 @@ pub mod fields;
 pub mod trunk;
 
 pub use fields::{
-    ContainerRun, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead, SubmoduleAt,
+    ContainerRun, Containment, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead,
+    SubmoduleAt,
 };
 
 use crate::error::{IoError, Refusal};
@@ -190,6 +191,11 @@ pub struct Record {
     /// Dispatched runs: the scratch tree's path on the machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_tree: Option<String>,
+    /// Host class: what kept the suite's processes from outliving the
+    /// attempt (`cgroup`, `process-group`); absent when the suite
+    /// never ran or ran in a container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<Containment>,
     /// verify-stream: the step budget, human form (`10m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_budget: Option<String>,

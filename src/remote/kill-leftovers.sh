@@ -10,6 +10,10 @@
 #   (`SAPHAN_WATCHDOG=$1`, see watchdog.sh) — it alone gets SIGKILL, which
 #   disarms its watchdog. Never this script's own group. Repeats until none
 #   is left, for at most 500 rounds of 0.02 s (10 s).
+# Also: every attempt cgroup (`saphan-<pid>-…` under the cgroup v2 root,
+#   see watchdog.sh and src/exec.rs) whose owner `<pid>` is no longer
+#   running is killed whole (`cgroup.kill`) and removed — the daemons that
+#   left the group and dropped the marker.
 # Prints, on stdout: nothing when none is left; otherwise one line, the
 #   pids still alive at the bound, separated by spaces.
 # Exit: 0.
@@ -25,6 +29,19 @@ marked() {
     done
   fi
 }
+for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+  [ -e "$r/cgroup.controllers" ] || continue
+  for g in "$r"/saphan-*; do
+    [ -e "$g/cgroup.kill" ] || continue
+    o=${g##*/saphan-}; o=${o%%-*}
+    [ -d "/proc/$o" ] && continue
+    echo 1 > "$g/cgroup.kill" 2>/dev/null
+    k=0
+    while ! grep -qx 'populated 0' "$g/cgroup.events" 2>/dev/null && [ "$k" -lt 250 ]; do sleep 0.02; k=$((k+1)); done
+    rmdir "$g" 2>/dev/null
+  done
+  break
+done
 z=0
 if printf 'a\0' | grep -qzxF a 2>/dev/null; then z=1; fi
 while :; do

@@ -2,7 +2,8 @@
 # (src/dispatch/mod.rs, MachineLock).
 #
 # Arguments: $1 the lock file, $2 the ready file (created once the lock is
-#   held), $3 how long to wait for the lock, in whole seconds.
+#   held, in the attempt's run directory), $3 how long to wait for the
+#   lock, in whole seconds.
 # Stdin: the controller's pipe; the lock is held until it closes (the
 #   controller releases it, or the connection is lost).
 # The lock: `flock -n` on $1, tried every 0.05 s for $3 seconds, where
@@ -17,6 +18,10 @@
 #   written is broken after 5 s. A waiter breaks a stale lock by first
 #   creating `$1.d/broken` (one breaker per stale lock) and checking that
 #   `owner` is still the stale one.
+# Holds, while it runs, where flock runs: a `flock` on $2 itself too, so the
+#   next attempt's reap (ship-probe.sh) can tell a run directory whose
+#   attempt is over (`flock -n` gets it) from a live one. Under the mkdir
+#   lock $2 is a plain file and the reap leaves run directories alone.
 # Prints: nothing.
 # Exit: 0 when stdin closed (the lock is then released);
 #   3 (LOCK_EXIT_BUSY) another run held the lock for $3 seconds;
@@ -31,7 +36,12 @@ while [ "$rc" = 1 ]; do
   sleep 0.05
   flock -n 9 2>/dev/null; rc=$?
 done
-if [ "$rc" = 0 ]; then : > "$2"; exec cat >/dev/null; fi
+if [ "$rc" = 0 ]; then
+  exec 8>"$2.new"
+  flock 8 || exit 3
+  mv -f -- "$2.new" "$2" || exit 3
+  exec cat >/dev/null
+fi
 exec 9>&-
 d=$1.d i=0
 # ident PID: "PID START" while PID runs (START its start time), else empty.

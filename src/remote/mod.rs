@@ -45,6 +45,13 @@ pub const EXISTS: &str = include_str!("exists.sh");
 pub const MKDIR: &str = include_str!("mkdir.sh");
 /// Opens (or creates) a machine's mirror and lists what it holds.
 pub const SHIP_PROBE: &str = include_str!("ship-probe.sh");
+/// Is a mirror whole (`git fsck --connectivity-only`), after a git command
+/// on it failed.
+pub const MIRROR_CHECK: &str = include_str!("mirror-check.sh");
+/// [`MIRROR_CHECK`]'s exit code when the mirror is corrupt.
+pub const MIRROR_CHECK_EXIT_CORRUPT: i32 = 1;
+/// Moves a corrupt mirror aside, removes it and creates an empty one.
+pub const MIRROR_RENEW: &str = include_str!("mirror-renew.sh");
 /// Receives, verifies and fetches one bundle into the mirror.
 pub const SHIP_FETCH: &str = include_str!("ship-fetch.sh");
 /// Heals one stable scratch path's registration and empties its parent.
@@ -88,6 +95,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("mkdir.sh", MKDIR),
     ("ship-probe.sh", SHIP_PROBE),
     ("ship-fetch.sh", SHIP_FETCH),
+    ("mirror-check.sh", MIRROR_CHECK),
+    ("mirror-renew.sh", MIRROR_RENEW),
     ("heal.sh", HEAL),
     ("kill-leftovers.sh", KILL_LEFTOVERS),
     ("submodule.sh", SUBMODULE),

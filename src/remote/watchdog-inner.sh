@@ -1,15 +1,18 @@
 # saphan-run's inner shell — the program's own shell, the leader of its new
 # process group (started by watchdog.sh under `setsid`).
 #
-# Arguments: $0 the run's nonce, then the environment changes (`+K=V`
-#   exports, `-K` unsets), `--`, the program and its arguments.
+# Arguments: $0 the run's nonce, $1 the attempt's cgroup directory (empty:
+#   none; this shell moves itself into it first, so everything the program
+#   starts is in it), then the environment changes (`+K=V` exports, `-K`
+#   unsets), `--`, the program and its arguments.
 # Environment: the supervisor's; the changes apply from here on, to the
 #   program alone.
 # Prints, on stderr: `NONCE pgid N` (N = this shell's pid = the group id)
 #   before exec'ing the program, or `\nNONCE noprogram` when the program is
 #   not on the resulting PATH.
 # Exit: the program's (it is exec'd); 127 when the program is missing.
-n=$0
+n=$0 c=$1; shift
+if [ -n "$c" ]; then echo 0 > "$c/cgroup.procs" 2>/dev/null || :; fi
 while [ "$#" -gt 0 ]; do
   case $1 in
     --) shift; break ;;

@@ -10,7 +10,16 @@
 #   The watchdog's `sleep` alone carries `SAPHAN_WATCHDOG=<scratch path>`
 #   when the changes hold `+SAPHAN_SCRATCH=<scratch path>`, so the reap of
 #   that scratch path (kill-leftovers.sh) finds and disarms it.
-# Prints, on stderr: `NONCE pgid N` (from the inner shell, N the program's
+# Containment: a command whose changes hold `+SAPHAN_SCRATCH=…` (an
+#   attempt's) also gets its own cgroup where a cgroup v2 hierarchy with
+#   `cgroup.kill` is writable here (/sys/fs/cgroup, or
+#   /sys/fs/cgroup/unified on a hybrid layout): `saphan-<this pid>-NONCE`
+#   under its root. The inner shell moves itself into it before anything
+#   runs; once the program's leader has ended, the whole cgroup is killed
+#   (`cgroup.kill`: daemons that left the group and the environment too)
+#   and removed. A cgroup whose supervisor died is kill-leftovers.sh's.
+# Prints, on stderr: `NONCE contain cgroup|process-group` for an attempt's
+#   command, then `NONCE pgid N` (from the inner shell, N the program's
 #   process group), then one final line after a newline: `NONCE exit CODE`,
 #   `NONCE timeout`, `NONCE nocwd`, `NONCE nosetsid` or `NONCE noprogram`.
 #   stdout is the program's.
@@ -40,8 +49,19 @@ pstat() {
   set -- $l
   ppid=$2 start=${20}
 }
+c=
+if [ -n "$m" ]; then
+  for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+    [ -e "$r/cgroup.controllers" ] || continue
+    if mkdir "$r/saphan-$$-$n" 2>/dev/null; then
+      if [ -e "$r/saphan-$$-$n/cgroup.kill" ]; then c="$r/saphan-$$-$n"; else rmdir "$r/saphan-$$-$n"; fi
+    fi
+    break
+  done
+  if [ -n "$c" ]; then printf '%s contain cgroup\n' "$n" >&2; else printf '%s contain process-group\n' "$n" >&2; fi
+fi
 exec 3<&0
-setsid sh -c "$i" "$n" "$@" <&3 3<&- &
+setsid sh -c "$i" "$n" "$c" "$@" <&3 3<&- &
 p=$!
 exec 3<&-
 s0=
@@ -68,5 +88,11 @@ wait "$p"; st=$?
 kill -TERM "$w" 2>/dev/null
 wait "$w"; ws=$?
 kill -KILL -"$p" 2>/dev/null
+if [ -n "$c" ]; then
+  echo 1 > "$c/cgroup.kill" 2>/dev/null
+  k=0
+  while ! grep -qx 'populated 0' "$c/cgroup.events" 2>/dev/null && [ "$k" -lt 250 ]; do sleep 0.02; k=$((k+1)); done
+  rmdir "$c" 2>/dev/null
+fi
 if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
 exit 0

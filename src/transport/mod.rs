@@ -364,6 +364,17 @@ impl Transport {
         }
     }
 
+    /// What an attempt's commands (those carrying the scratch marker) get to
+    /// keep their processes from outliving them: locally
+    /// [`exec::local_containment`]; on an SSH machine what its supervisor
+    /// reported for the last such command (`None` before one ran).
+    pub async fn containment(&self) -> Option<crate::record::Containment> {
+        match self {
+            Transport::Local(_) => Some(exec::local_containment()),
+            Transport::Ssh(s) => s.containment(),
+        }
+    }
+
     /// True for the local machine.
     pub fn is_local(&self) -> bool {
         matches!(self, Transport::Local(_))

@@ -70,11 +70,29 @@ pub struct Ssh {
     inner: Arc<Inner>,
 }
 
+impl Ssh {
+    /// What the supervisor reported for the last command that carried the
+    /// scratch marker (`None` before one ran).
+    pub fn containment(&self) -> Option<crate::record::Containment> {
+        self.inner.containment.lock().ok().and_then(|g| *g)
+    }
+
+    /// Note what the supervisor reported (watchdog).
+    pub(super) fn set_containment(&self, c: crate::record::Containment) {
+        if let Ok(mut g) = self.inner.containment.lock() {
+            *g = Some(c);
+        }
+    }
+}
+
 struct Inner {
     settings: HostSettings,
     opts: SshOptions,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     sessions: Arc<Semaphore>,
+    /// What the supervisor reported for the last command that carried the
+    /// scratch marker ([`super::watchdog`]).
+    containment: std::sync::Mutex<Option<crate::record::Containment>>,
 }
 
 struct Conn {
@@ -671,6 +689,7 @@ fn connect_depth(
                 conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
                 settings,
                 opts,
+                containment: std::sync::Mutex::new(None),
             }),
         })
     })

@@ -76,6 +76,10 @@ pub(super) struct GroupScan {
     needle: Vec<u8>,
     window: Vec<u8>,
     found: Arc<Mutex<Option<i32>>>,
+    contain: Vec<u8>,
+    /// The `NONCE contain …` line's word, when seen (it comes before the
+    /// group line).
+    containment: Option<crate::record::Containment>,
 }
 
 impl GroupScan {
@@ -84,6 +88,8 @@ impl GroupScan {
             needle: format!("{nonce} pgid ").into_bytes(),
             window: Vec::new(),
             found,
+            contain: format!("{nonce} contain ").into_bytes(),
+            containment: None,
         }
     }
 
@@ -94,6 +100,16 @@ impl GroupScan {
             return;
         }
         self.window.extend_from_slice(data);
+        if self.containment.is_none()
+            && let Some(i) = find(&self.window, &self.contain)
+        {
+            let rest = &self.window[i + self.contain.len()..];
+            if let Some(end) = rest.iter().position(|b| *b == b'\n') {
+                self.containment = std::str::from_utf8(&rest[..end])
+                    .ok()
+                    .and_then(crate::record::Containment::parse);
+            }
+        }
         if let Some(i) = find(&self.window, &self.needle) {
             let rest = &self.window[i + self.needle.len()..];
             if let Some(end) = rest.iter().position(|b| *b == b'\n') {
@@ -108,7 +124,7 @@ impl GroupScan {
             }
             return;
         }
-        let keep = self.needle.len() + 16;
+        let keep = self.needle.len() + 32;
         if self.window.len() > keep {
             self.window.drain(..self.window.len() - keep);
         }
@@ -215,6 +231,15 @@ enum End {
 /// Find and strip the final `\nNONCE …\n` marker and the `NONCE pgid N\n`
 /// line from `stderr`.
 fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
+    let ct = format!("{nonce} contain ").into_bytes();
+    if let Some(i) = find(stderr, &ct) {
+        let end = stderr[i..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|e| i + e + 1)
+            .unwrap_or(stderr.len());
+        stderr.drain(i..end);
+    }
     let pg = format!("{nonce} pgid ").into_bytes();
     if let Some(i) = find(stderr, &pg) {
         let end = stderr[i..]
@@ -305,6 +330,9 @@ impl Ssh {
                 Some(&mut scan),
             )
             .await?;
+        if let Some(c) = scan.containment {
+            self.set_containment(c);
+        }
         if out.status == Termination::TimedOut {
             // The machine did not report within budget + grace + slack: the
             // guard's drop asks it to kill the group (its own watchdog does

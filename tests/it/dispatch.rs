@@ -1243,3 +1243,253 @@ fn a_partitioned_machine_is_connection_lost_at_the_keepalive_limit() {
     assert_eq!(r["failure"], "connection-lost", "{r}");
     assert_eq!(repo.verified(), None);
 }
+
+/// The pack files of a machine's mirror for `repo` (the lab host shares
+/// this filesystem).
+fn mirror_packs(f: &Fleet, host: &str) -> Vec<PathBuf> {
+    let mirrors = f.workhome(host).join("saphan/mirrors");
+    let mut packs = Vec::new();
+    for m in std::fs::read_dir(&mirrors).unwrap().flatten() {
+        let p = m.path().join("objects/pack");
+        for e in std::fs::read_dir(&p).into_iter().flatten().flatten() {
+            if e.path().extension().is_some_and(|x| x == "pack") {
+                packs.push(e.path());
+            }
+        }
+    }
+    packs
+}
+
+/// Issue 20.6: a truncated pack in the machine's mirror used to make every
+/// later dispatch `ship-failed` until someone repaired the mirror by hand.
+/// Now the mirror fails its integrity check, is moved aside and recreated,
+/// the full history is shipped once, and the record says so.
+#[test]
+fn a_corrupt_mirror_is_renewed_and_the_next_dispatch_is_green() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.env.write_config(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"test -s big\"]\nreport = \"exitcode\"\n",
+    );
+    f.measure("m1");
+    let noise: String = (0..40_000).map(|i| format!("{i:x}\n")).collect();
+    let repo = Repo::new(&[("README", "x\n"), ("big", &noise)]);
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let packs = mirror_packs(&f, "m1");
+    assert!(!packs.is_empty(), "the mirror holds no pack");
+    for p in &packs {
+        let len = std::fs::metadata(p).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        file.set_len(len / 2).unwrap();
+    }
+    // The same SHA again (the mirror claims it, but cannot read it), then a
+    // new commit (its bundle needs the mirror's corrupt prerequisites).
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["verdict"], "green", "{r}");
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("mirror-renewed"), "{notes}");
+    assert!(notes.contains("full history"), "{notes}");
+    let packs = mirror_packs(&f, "m1");
+    assert!(!packs.is_empty(), "the renewed mirror holds no pack");
+    for p in &packs {
+        let len = std::fs::metadata(p).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        file.set_len(len / 2).unwrap();
+    }
+    repo.commit(&[("README", "y\n")], "two");
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert_eq!(r["verdict"], "green", "{r}");
+    assert!(r["notes"].to_string().contains("mirror-renewed"), "{r}");
+    // Healthy now: no renewal, nothing new to send.
+    let o = f.certify(&repo, "m1", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    assert!(!r["notes"].to_string().contains("mirror-renewed"), "{r}");
+    assert_eq!(r["bundle_bytes"], 0, "{r}");
+    let left: Vec<_> = std::fs::read_dir(f.workhome("m1").join("saphan/mirrors"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains("corrupt"))
+        .collect();
+    assert!(left.is_empty(), "the corrupt mirror was left: {left:?}");
+    f.assert_clean("m1");
+}
+
+/// Issue 20.5: what dead attempts leave is reaped by the next run, with a
+/// note naming it — on the machine (a half bundle in `incoming/`, a dead
+/// fetch's `tmp_pack_*` in the mirror, run directories whose attempt is
+/// over) and here (a killed saphan's bundle and collect directories in the
+/// temp dir, the `git bundle create` still writing into one, its ship
+/// refs). A live process's things are left alone.
+#[test]
+fn what_dead_attempts_left_is_reaped_on_both_sides_with_a_note() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m1"]);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.measure("m1");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let tmp = tempfile::tempdir().unwrap();
+    let certify = || {
+        f.env
+            .cmd()
+            .env("TMPDIR", tmp.path())
+            .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+            .args(["--machine", "m1"])
+            .output()
+            .unwrap()
+    };
+    assert_code(&certify(), 0);
+    // A pid that is gone.
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let base = f.workhome("m1").join("saphan");
+    let old = |p: &Path| {
+        let o = std::process::Command::new("touch")
+            .args(["-d", "30 minutes ago"])
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+    };
+    let half = base.join(format!("incoming/{dead}-m1-0123456789ab.bundle"));
+    std::fs::write(&half, "# v2 git bundle\n").unwrap();
+    old(&half);
+    let fresh = base.join("incoming/9-m1-fresh.bundle");
+    std::fs::write(&fresh, "being written").unwrap();
+    let mirror = std::fs::read_dir(base.join("mirrors"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().extension().is_some_and(|x| x == "git"))
+        .unwrap()
+        .path();
+    let tmp_pack = mirror.join("objects/pack/tmp_pack_AbCdEf");
+    std::fs::write(&tmp_pack, vec![0u8; 4096]).unwrap();
+    old(&tmp_pack);
+    let over = base.join("runs/over-m1");
+    std::fs::create_dir_all(&over).unwrap();
+    std::fs::write(over.join("locked"), "").unwrap();
+    std::fs::write(over.join("stdout"), "x").unwrap();
+    let waited = base.join("runs/waited-m1");
+    std::fs::create_dir_all(&waited).unwrap();
+    old(&waited);
+    // A live attempt's run dir: its lock file is held.
+    let live = base.join("runs/live-m1");
+    std::fs::create_dir_all(&live).unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .arg(live.join("locked"))
+        .args(["sleep", "600"])
+        .spawn()
+        .unwrap();
+    while !live.join("locked").exists() {
+        std::thread::yield_now();
+    }
+    // Here: a killed saphan's directories, a writer still in one, its ref.
+    let bundle_dir = tmp.path().join(format!("saphan-bundle-{dead}-Xy12"));
+    std::fs::create_dir_all(&bundle_dir).unwrap();
+    // Stands in for an orphaned `git bundle create <dir>/ship.bundle …`.
+    std::fs::write(bundle_dir.join("ship.bundle"), "x").unwrap();
+    let mut writer = std::process::Command::new("tail")
+        .arg("-f")
+        .arg(bundle_dir.join("ship.bundle"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let collect_dir = tmp.path().join(format!("saphan-collect-{dead}-Zz34"));
+    std::fs::create_dir_all(collect_dir.join("tree")).unwrap();
+    let mine = tmp
+        .path()
+        .join(format!("saphan-bundle-{}-Mine", std::process::id()));
+    std::fs::create_dir_all(&mine).unwrap();
+    let ship_ref = format!("refs/saphan/ship/{dead}-m1-0123456789ab");
+    common::git(repo.path(), &["update-ref", &ship_ref, "HEAD"]);
+
+    let o = certify();
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m1");
+    let notes = r["notes"].to_string();
+    for p in [&half, &tmp_pack, &over, &waited, &bundle_dir, &collect_dir] {
+        assert!(!p.exists(), "{} was left", p.display());
+        assert!(
+            notes.contains(&*p.display().to_string()),
+            "no note names {}: {notes}",
+            p.display()
+        );
+    }
+    assert!(notes.contains(&ship_ref), "{notes}");
+    assert!(notes.contains("reaped"), "{notes}");
+    let refs = common::git(repo.path(), &["for-each-ref", "refs/saphan/ship/"]);
+    assert_eq!(refs.trim(), "", "ship refs left");
+    // Killed before the ship began: by now it has exited.
+    let ended = writer.try_wait().unwrap();
+    if ended.is_none() {
+        let _ = writer.kill();
+        let _ = writer.wait();
+    }
+    assert!(
+        ended.is_some(),
+        "the writer into a dead bundle dir was not killed"
+    );
+    assert!(fresh.exists(), "a bundle being written was reaped");
+    assert!(live.exists(), "a live attempt's run dir was reaped");
+    assert!(mine.exists(), "a live process's bundle dir was reaped");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    std::fs::remove_dir_all(&live).unwrap();
+    std::fs::remove_file(&fresh).unwrap();
+}
+
+/// Issue 20.3 on a lab host: a suite's daemon that left its group and
+/// dropped the scratch marker is gone after the attempt (its own cgroup), and the record says `containment: cgroup`.
+#[test]
+fn a_dispatched_suites_escaping_daemon_is_gone_after_the_attempt() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m2"]);
+    let secs = format!("1002.{}", std::process::id());
+    f.env.write_config(&crate::containment::daemon_suite(&secs));
+    f.measure("m2");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m2", &[]);
+    // The lab hosts share this machine's process table.
+    let left = crate::containment::alive_with(&format!("sleep {secs}"));
+    for p in &left {
+        // SAFETY: killing the daemon this test's suite started, by pid.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    assert_code(&o, 0);
+    let v = json(&o);
+    let r = record_on(&v, "m2");
+    assert_eq!(r["containment"], "cgroup", "{r}");
+    assert!(
+        left.is_empty(),
+        "the suite's daemon outlived the attempt: {left:?}"
+    );
+    f.assert_clean("m2");
+}
+
+/// Issue 20.3: a machine without a writable cgroup v2 hierarchy (lab host
+/// m3) keeps the process-group containment, and its record says so.
+#[test]
+fn a_machine_without_cgroups_says_its_attempts_had_only_a_process_group() {
+    let Some(lab) = Lab::shared() else { return };
+    let f = Fleet::new(lab, &["m3"]);
+    f.env
+        .write_config("[verify.full]\nargv = [\"sh\", \"-c\", \"true\"]\nreport = \"exitcode\"\n");
+    f.measure("m3");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m3", &[]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(record_on(&v, "m3")["containment"], "process-group", "{v}");
+}

@@ -9,6 +9,7 @@ mod certify_edges;
 mod common;
 mod config;
 mod container;
+mod containment;
 mod core_remote;
 mod dispatch;
 mod docker;

@@ -179,6 +179,7 @@ const ANY_OPTIONAL: &[Field] = &[
     ("suite_log_sha256", "string"),
     ("verified_pointer", "string"),
     ("submodules", "array"),
+    ("containment", "string"),
 ];
 
 /// certify, local or dispatched.
@@ -349,6 +350,7 @@ fn every_record_field_is_pinned() {
         }),
         phases: Some([(Phase::Connect, 0.1), (Phase::Run, 1.0)].into()),
         remote_tree: Some("/w/saphan/scratch/k/tree".into()),
+        containment: Some(Containment::Cgroup),
         step_budget: Some("10m".into()),
         step_budget_seconds: Some(600.0),
         step_budget_source: Some("default".into()),

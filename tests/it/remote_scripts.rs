@@ -544,7 +544,12 @@ fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
         let repo = d.path().join("repo");
         let sha = repo_at(&repo);
         let mirror = d.path().join("w/mirrors/k.git");
-        let o = sh.run(remote::SHIP_PROBE, "saphan-ship", &[p(&mirror), &sha], b"");
+        let o = sh.run(
+            remote::SHIP_PROBE,
+            "saphan-ship",
+            &[p(&mirror), "4", &sha],
+            b"",
+        );
         assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
         assert_eq!(s(&o.stdout), "", "{n}: a new mirror holds nothing");
         git(&repo, &["update-ref", "refs/saphan/ship/t", &sha]);
@@ -562,7 +567,12 @@ fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
         );
         assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
         assert!(!incoming.exists(), "{n}: the incoming bundle stays");
-        let o = sh.run(remote::SHIP_PROBE, "saphan-ship", &[p(&mirror), &sha], b"");
+        let o = sh.run(
+            remote::SHIP_PROBE,
+            "saphan-ship",
+            &[p(&mirror), "4", &sha],
+            b"",
+        );
         assert_eq!(s(&o.stdout), format!("have {sha}\npresent {sha}\n"), "{n}");
         // A cut bundle is refused and removed (a fresh mirror: one that
         // holds the commit already needs nothing from it).
