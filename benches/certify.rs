@@ -2,13 +2,26 @@
 //! wraps — `git worktree add --detach`, the same suite argv, `git worktree
 //! remove` — on the same repository, interleaved, in one run.
 //!
-//! Run: `cargo bench --bench certify`. Prints medians and the ratio (goal ≤ 1.05).
+//! Run: `cargo bench --bench certify`. Prints, from one run:
+//!
+//! 1. on a generated 8-package Go module (a shell loop without go): medians
+//!    and the ratio certify ÷ raw (goal ≤ 1.05);
+//! 2. certify's own overhead in ms: the same pair with a suite that does
+//!    nothing (`true`), median certify − median raw (goal ≤ 15 ms, the
+//!    figure docs/certify.md quotes);
+//! 3. the child processes one certify starts (goal: what the work needs —
+//!    `git worktree add` and its checkout, the suite, `git worktree remove`
+//!    and few more), counted from `strace -f` of one untimed certify (with
+//!    the programs by name and the opens of `/proc` files); skipped with a
+//!    line where strace is not installed.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 7;
+/// Rounds of the do-nothing pair (cheap, and the difference is small).
+const QUICK_ROUNDS: usize = 21;
 
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new("git")
@@ -76,12 +89,74 @@ fn main() {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "bench"]);
     let saphan = env!("CARGO_BIN_EXE_saphan");
+    let (mr, mc) = pair(saphan, dir.path(), &repo, &home, &argv, ROUNDS);
+    println!(
+        "raw worktree add + suite + remove: median {:>8.1} ms over {ROUNDS}",
+        ms(mr)
+    );
+    println!(
+        "saphan certify:                    median {:>8.1} ms over {ROUNDS}",
+        ms(mc)
+    );
+    println!(
+        "ratio certify/raw: {:.3} (goal <= 1.05)",
+        mc.as_secs_f64() / mr.as_secs_f64()
+    );
 
+    // Overhead alone: a suite that does nothing, so the difference is
+    // saphan's own work and not the suite's noise.
+    let quick = dir.path().join("quick");
+    let qhome = dir.path().join("qhome");
+    std::fs::create_dir_all(&quick).unwrap();
+    std::fs::create_dir_all(&qhome).unwrap();
+    std::fs::write(quick.join("README"), "nothing to test\n").unwrap();
+    std::fs::write(
+        qhome.join("config"),
+        "[verify.full]\nargv = \"true\"\nreport = \"exitcode\"\n",
+    )
+    .unwrap();
+    git(&quick, &["init", "-q", "-b", "main"]);
+    git(&quick, &["add", "-A"]);
+    git(&quick, &["commit", "-q", "-m", "quick"]);
+    let (qr, qc) = pair(
+        saphan,
+        dir.path(),
+        &quick,
+        &qhome,
+        &["true".to_string()],
+        QUICK_ROUNDS,
+    );
+    println!(
+        "do-nothing suite: raw median {:.1} ms, certify median {:.1} ms over {QUICK_ROUNDS}",
+        ms(qr),
+        ms(qc)
+    );
+    println!(
+        "certify's own overhead: {:.1} ms (goal <= 15 ms)",
+        ms(qc) - ms(qr)
+    );
+    children(saphan, &quick, &qhome);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Interleaved medians of (raw sequence, `saphan certify`) over `rounds`,
+/// after one warm-up of each.
+fn pair(
+    saphan: &str,
+    scratch: &Path,
+    repo: &Path,
+    home: &Path,
+    argv: &[String],
+    rounds: usize,
+) -> (Duration, Duration) {
     let raw = || {
         let t0 = Instant::now();
-        let wt = dir.path().join("raw-wt");
+        let wt = scratch.join("raw-wt");
         git(
-            &repo,
+            repo,
             &[
                 "worktree",
                 "add",
@@ -98,7 +173,7 @@ fn main() {
             .unwrap();
         assert!(out.status.success());
         git(
-            &repo,
+            repo,
             &["worktree", "remove", "--force", wt.to_str().unwrap()],
         );
         t0.elapsed()
@@ -107,7 +182,7 @@ fn main() {
         let t0 = Instant::now();
         let out = Command::new(saphan)
             .args(["certify", "--repo", repo.to_str().unwrap()])
-            .env("SAPHAN_HOME", &home)
+            .env("SAPHAN_HOME", home)
             .output()
             .unwrap();
         assert!(
@@ -121,21 +196,69 @@ fn main() {
     raw();
     certify();
     let (mut r, mut c) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         r.push(raw());
         c.push(certify());
     }
-    let (mr, mc) = (median(r), median(c));
+    (median(r), median(c))
+}
+
+/// Count what one certify starts, from `strace -f` (untimed): processes
+/// (each ends with one `exit_group`; saphan's own is not counted), programs
+/// executed (by name), and opens of `/proc/<pid>` files.
+fn children(saphan: &str, repo: &Path, home: &Path) {
+    let log = home.join("strace.log");
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-e", "signal=none"])
+        .args(["-e", "trace=execve,exit_group,openat"])
+        .arg("-o")
+        .arg(&log)
+        .arg(saphan)
+        .args(["certify", "--repo", repo.to_str().unwrap()])
+        .env("SAPHAN_HOME", home)
+        .output();
+    let Ok(o) = traced else {
+        println!("child processes per certify: not counted (strace is not installed)");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut forks = 0;
+    let mut programs: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut proc_opens = 0;
+    for l in text.lines() {
+        let call = l.split_once(' ').map(|(_, c)| c.trim_start()).unwrap_or("");
+        // Every process ends with one exit_group (threads end with exit).
+        if call.starts_with("exit_group(") {
+            forks += 1;
+        }
+        if call.starts_with("execve(") && call.ends_with("= 0") {
+            let prog = call
+                .split('"')
+                .nth(1)
+                .and_then(|p| p.rsplit('/').next())
+                .unwrap_or("?")
+                .to_string();
+            *programs.entry(prog).or_default() += 1;
+        }
+        if call.starts_with("openat(") && call.contains("\"/proc/") && !call.contains("/proc/self/")
+        {
+            proc_opens += 1;
+        }
+    }
+    // saphan itself is the first exec and the last exit_group.
+    forks -= 1;
+    if let Some(n) = programs.get_mut("saphan") {
+        *n -= 1;
+    }
+    let execs: usize = programs.values().sum();
+    let shown: Vec<String> = programs
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(p, n)| format!("{p} x{n}"))
+        .collect();
     println!(
-        "raw worktree add + suite + remove: median {:>8.1} ms over {ROUNDS}",
-        mr.as_secs_f64() * 1e3
-    );
-    println!(
-        "saphan certify:                    median {:>8.1} ms over {ROUNDS}",
-        mc.as_secs_f64() * 1e3
-    );
-    println!(
-        "ratio certify/raw: {:.3} (goal <= 1.05)",
-        mc.as_secs_f64() / mr.as_secs_f64()
+        "child processes per certify: {forks} (goal: what the work needs — worktree add and its checkout, the suite, worktree remove, and few more); programs run: {execs} ({}); opens of /proc/<pid> files: {proc_opens}",
+        shown.join(", ")
     );
 }

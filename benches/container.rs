@@ -130,7 +130,62 @@ fn main() {
         mc.as_secs_f64() * 1e3
     );
     println!(
-        "ratio container/host: {:.3} (goal <= 1.3)",
-        mc.as_secs_f64() / mh.as_secs_f64()
+        "ratio container/host: {:.3} (goal <= 1.3); the container adds {:.0} ms",
+        mc.as_secs_f64() / mh.as_secs_f64(),
+        (mc.as_secs_f64() - mh.as_secs_f64()) * 1e3
     );
+    // Where a container run's time goes: one more (untimed) run with the
+    // engine phases (`saphan::container_phase`: connected, created,
+    // started, exited, logs-read, removed — ms since the run began) and
+    // every command saphan spawned, in ms since saphan started.
+    let t0 = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_saphan"))
+        .args(["--catalog", cat, "certify", "--repo", r])
+        .args(["--class", "container", "--image", image])
+        .env("SAPHAN_HOME", &home)
+        .env("NO_COLOR", "1")
+        .env(
+            "RUST_LOG",
+            "saphan::container_phase=debug,saphan::exec=debug",
+        )
+        .output()
+        .unwrap();
+    let total = t0.elapsed();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let mut phases = Vec::new();
+    for l in err.lines() {
+        let l: String = strip_ansi(l);
+        if let Some(i) = l.find("phase=") {
+            let rest = &l[i..];
+            phases.push(rest.replace("container phase", "").trim().to_string());
+        } else if let Some(i) = l.find("spawned cmd=") {
+            let cmd: String = l[i + 12..].chars().take(60).collect();
+            phases.push(format!("spawned {cmd}"));
+        }
+    }
+    println!(
+        "one container certify, {:.0} ms in all; engine phases (ms since the run began) and commands:",
+        total.as_secs_f64() * 1e3
+    );
+    for p in phases {
+        println!("  {p}");
+    }
+}
+
+fn strip_ansi(l: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for c in l.chars() {
+        if esc {
+            if c == 'm' {
+                esc = false;
+            }
+        } else if c == '\x1b' {
+            esc = true;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

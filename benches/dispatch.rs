@@ -199,10 +199,10 @@ fn main() {
     env.write_config("[verify.full]\nargv = [\"sleep\", \"3\"]\nreport = \"exitcode\"\n");
     let waiting = Repo::new(&[("README", "waits\n")]);
     let t0 = Instant::now();
-    certify(&env, &waiting, "m0");
+    let v1 = certify(&env, &waiting, "m0");
     let one = t0.elapsed();
     let t0 = Instant::now();
-    certify(&env, &waiting, "m0,m1,m2,m3,m4,m5,m6,m7");
+    let v8 = certify(&env, &waiting, "m0,m1,m2,m3,m4,m5,m6,m7");
     let eight = t0.elapsed();
     println!(
         "8 machines / 1 machine (suite sleeps 3s): {:.2}s / {:.2}s = {:.3} (goal <= 1.3)",
@@ -210,4 +210,27 @@ fn main() {
         one.as_secs_f64(),
         eight.as_secs_f64() / one.as_secs_f64()
     );
+    // Where the fan-out's time goes: each machine's phases (the records'
+    // `phases`, seconds), the one-machine run first.
+    println!("phases per machine (s): connect ship materialize run collect");
+    for (what, v) in [("1 machine", &v1), ("8 machines", &v8)] {
+        for r in v["records"].as_array().into_iter().flatten() {
+            let ph = &r["phases"];
+            let f = |k: &str| {
+                ph[k]
+                    .as_f64()
+                    .map(|x| format!("{x:>6.3}"))
+                    .unwrap_or_else(|| "     -".into())
+            };
+            println!(
+                "  {what:<10} {:<3} {} {} {} {} {}",
+                r["machine"].as_str().unwrap_or("?"),
+                f("connect"),
+                f("ship"),
+                f("materialize"),
+                f("run"),
+                f("collect")
+            );
+        }
+    }
 }

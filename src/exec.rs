@@ -400,9 +400,11 @@ async fn drain<R: AsyncRead + Unpin>(
             None => out.push(&buf[..n]),
         }
     }
+    // Flushed, not synced: the file is read back by this process (the page
+    // cache serves it), and the attempt's durable evidence is the kept log
+    // and the record, written later.
     if let Some(mut f) = file {
         let _ = f.flush().await;
-        let _ = f.sync_all().await;
     }
     out.finish()
 }
@@ -451,7 +453,11 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         .iter()
         .any(|(k, v)| k == crate::git::SCRATCH_MARKER && v.is_some())
     {
-        AttemptCgroup::new()
+        let g = AttemptCgroup::new();
+        if g.is_none() {
+            UNCONTAINED.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        g
     } else {
         None
     };
@@ -565,6 +571,19 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         stderr,
         elapsed,
     })
+}
+
+/// Set once a command carrying the scratch marker ran here without a
+/// cgroup of its own ([`uncontained_ran`]).
+static UNCONTAINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True once this process ran a command carrying the scratch marker
+/// ([`crate::git::SCRATCH_MARKER`]) without a cgroup of its own (none could
+/// be made): what it started may have left its process group and still
+/// run, so an attempt's end is not known to be clean
+/// ([`crate::worktree::Scratch::remove`] keeps the attempt marker).
+pub fn uncontained_ran() -> bool {
+    UNCONTAINED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The cgroup v2 root saphan can make attempt cgroups under on this machine

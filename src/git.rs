@@ -155,24 +155,36 @@ impl Repo {
         // One value per call, its one trailing newline cut: a path that
         // holds a newline (or bytes that are not UTF-8) is read whole, never
         // split into two paths.
-        let ask = |flag: &'static str| async move {
-            git(path, &["rev-parse", "--path-format=absolute", flag])
-                .await
-                .map_err(|e| match e {
-                    GitError::Failed { stderr, .. }
-                        if stderr.contains("must be run in a work tree") =>
-                    {
-                        GitError::Bare {
-                            path: path.to_path_buf(),
-                        }
+        let ask = |flags: &'static [&'static str]| async move {
+            let mut args = vec!["rev-parse", "--path-format=absolute"];
+            args.extend_from_slice(flags);
+            git(path, &args).await.map_err(|e| match e {
+                GitError::Failed { stderr, .. }
+                    if stderr.contains("must be run in a work tree") =>
+                {
+                    GitError::Bare {
+                        path: path.to_path_buf(),
                     }
-                    GitError::Failed { stderr, .. } => not(stderr),
-                    other => other,
-                })
-                .map(|o| one_path(&o.stdout))
+                }
+                GitError::Failed { stderr, .. } => not(stderr),
+                other => other,
+            })
         };
-        let top = ask("--show-toplevel").await?;
-        let common_dir = ask("--git-common-dir").await?;
+        // Both in one call when its output can only be read one way (two
+        // lines); a path holding a newline is asked for alone.
+        let both = ask(&["--show-toplevel", "--git-common-dir"]).await?.stdout;
+        let lines: Vec<&[u8]> = both
+            .strip_suffix(b"\n")
+            .unwrap_or(&both)
+            .split(|b| *b == b'\n')
+            .collect();
+        let (top, common_dir) = match lines[..] {
+            [t, c] => (one_path(t), one_path(c)),
+            _ => (
+                one_path(&ask(&["--show-toplevel"]).await?.stdout),
+                one_path(&ask(&["--git-common-dir"]).await?.stdout),
+            ),
+        };
         if top.as_os_str().is_empty() || common_dir.as_os_str().is_empty() {
             return Err(not("git printed no toplevel (a bare repository?)".into()));
         }
@@ -206,14 +218,27 @@ impl Repo {
     }
 
     /// Every file path (blobs and links) in the tree of commit `sha`.
+    ///
+    /// One `git ls-tree -r -z --full-tree` listing; its gitlinks are kept
+    /// for [`Repo::submodules`] of the same commit in this process, which
+    /// then lists nothing again.
     pub async fn tree_files(&self, sha: &str) -> Result<Vec<String>, GitError> {
-        let out = git(&self.top, &["ls-tree", "-r", "--name-only", "-z", sha]).await?;
-        Ok(out
-            .stdout
-            .split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect())
+        let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
+        let mut names = Vec::new();
+        for entry in out.stdout.split(|b| *b == 0) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            names.push(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
+        }
+        let links = gitlinks(&out.stdout);
+        if let Ok(mut c) = LISTED.lock() {
+            if c.len() >= 8 {
+                c.remove(0);
+            }
+            c.push(((self.top.clone(), sha.to_string()), links));
+        }
+        Ok(names)
     }
 
     /// `<common-dir>/saphan`: repository-scoped saphan state.
@@ -239,7 +264,7 @@ impl Repo {
     /// Create a detached worktree at `sha` under a fresh temp directory
     /// (see [`crate::worktree::add_temp`]).
     pub async fn scratch_worktree(&self, sha: &str) -> Result<Scratch, GitError> {
-        crate::worktree::add_temp(&self.top, sha).await
+        crate::worktree::add_temp_with(&self.top, sha, Some(self)).await
     }
 
     /// Create a detached worktree at `sha` at the fixed path `path`, first
@@ -248,11 +273,12 @@ impl Repo {
     /// repository lock: a stable path lets build caches keyed by directory
     /// (Go's) stay warm between attempts.
     pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        crate::worktree::add_at(
+        crate::worktree::add_at_with(
             &crate::transport::Transport::Local(Default::default()),
             &self.top,
             path,
             sha,
+            Some(self),
         )
         .await
     }
@@ -274,27 +300,52 @@ pub struct Submodule {
     pub store: Option<Repo>,
 }
 
+/// The gitlinks (path, commit) of the last few commits [`Repo::tree_files`]
+/// listed in this process, by (repository top, SHA): a commit's tree never
+/// changes, so the listing is never stale.
+#[allow(clippy::type_complexity)]
+static LISTED: std::sync::Mutex<Vec<((PathBuf, String), Vec<(String, String)>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The gitlinks (mode 160000) of a `git ls-tree -r -z --full-tree` listing:
+/// (path, commit).
+fn gitlinks(listing: &[u8]) -> Vec<(String, String)> {
+    let mut links = Vec::new();
+    for entry in listing.split(|b| *b == 0) {
+        let e = String::from_utf8_lossy(entry);
+        let Some((meta, path)) = e.split_once('\t') else {
+            continue;
+        };
+        let mut f = meta.split_whitespace();
+        if f.next() == Some("160000")
+            && f.next() == Some("commit")
+            && let Some(c) = f.next()
+        {
+            links.push((path.to_string(), c.to_string()));
+        }
+    }
+    links
+}
+
 impl Repo {
     /// The gitlinks of `sha` (recursively only one level: nested submodules
     /// are not followed), each with a local store that holds its commit.
     ///
     /// Errors: git failures reading the tree.
     pub async fn submodules(&self, sha: &str) -> Result<Vec<Submodule>, GitError> {
-        let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
-        let mut links = Vec::new();
-        for entry in out.stdout.split(|b| *b == 0) {
-            let e = String::from_utf8_lossy(entry);
-            let Some((meta, path)) = e.split_once('\t') else {
-                continue;
-            };
-            let mut f = meta.split_whitespace();
-            if f.next() == Some("160000")
-                && f.next() == Some("commit")
-                && let Some(c) = f.next()
-            {
-                links.push((path.to_string(), c.to_string()));
-            }
-        }
+        let key = (self.top.clone(), sha.to_string());
+        let listed = LISTED
+            .lock()
+            .ok()
+            .and_then(|c| c.iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone()));
+        let links = match listed {
+            Some(l) => l,
+            None => gitlinks(
+                &git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha])
+                    .await?
+                    .stdout,
+            ),
+        };
         if links.is_empty() {
             return Ok(Vec::new());
         }

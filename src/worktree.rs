@@ -73,12 +73,19 @@ const HEAL: &str = crate::remote::HEAL;
 const KILL_LEFTOVERS: &str = crate::remote::KILL_LEFTOVERS;
 
 /// Kill an earlier attempt's leftovers at the stable `path` on `t`, within
-/// [`crate::git::LEFTOVER_BOUND`].
+/// [`crate::git::LEFTOVER_BOUND`]. The search of the machine's processes
+/// runs only when the path's [`attempt_marker`] is there (an earlier
+/// attempt did not end cleanly); the reap of dead owners' cgroups always.
 ///
 /// Errors: [`GitError::LeftoverAlive`] naming the survivors.
 pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> {
-    let cmd = sh(KILL_LEFTOVERS, "saphan-leftovers", &[path])
-        .timeout(crate::git::LEFTOVER_BOUND + GIT_TIMEOUT);
+    let marker = attempt_marker(path);
+    let cmd = sh(
+        KILL_LEFTOVERS,
+        "saphan-leftovers",
+        &[path, marker.as_path()],
+    )
+    .timeout(crate::git::LEFTOVER_BOUND + GIT_TIMEOUT);
     let out = run_ok(t, cmd).await?;
     let pids: Vec<i32> = out
         .stdout_str()
@@ -111,12 +118,49 @@ fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
 /// Errors: [`GitError::Failed`] when the parent cannot be recreated or
 /// `repo` is not a repository.
 pub async fn heal(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
+    let marker = attempt_marker(path);
     run_ok(
         t,
-        sh(HEAL, "saphan-heal", &[repo, path]).env(crate::git::SCRATCH_MARKER, path),
+        sh(HEAL, "saphan-heal", &[repo, path, marker.as_path()])
+            .env(crate::git::SCRATCH_MARKER, path),
     )
     .await?;
     Ok(())
+}
+
+/// The attempt marker of the stable scratch `path`
+/// (`<base>/scratch/<key>/tree` → `<base>/scratch-live/<key>`, outside the
+/// scratch directories, which [`heal`] empties and a dispatch removes):
+/// created by `heal.sh` before an attempt's first process carrying the
+/// scratch marker starts, and removed by [`Scratch::remove`] when the
+/// attempt ended cleanly — its commands were contained by cgroups, so
+/// nothing of it can still run. While it is there, [`kill_leftovers`]
+/// searches the machine's processes; when it is not, nothing was left and
+/// the search is skipped.
+pub fn attempt_marker(path: &Path) -> PathBuf {
+    let parent = path.parent().unwrap_or(path);
+    let key = parent
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "scratch".into());
+    let scratch = parent.parent().unwrap_or(parent);
+    let mut live = scratch
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "scratch".into());
+    live.push("-live");
+    scratch.with_file_name(live).join(key)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_attempt_marker_lives_beside_the_scratch_directory() {
+        assert_eq!(
+            super::attempt_marker(std::path::Path::new("/w/saphan/scratch/k1/tree")),
+            std::path::Path::new("/w/saphan/scratch-live/k1")
+        );
+    }
 }
 
 /// Create a detached worktree of `sha` at the stable `path` on `t`, after
@@ -133,13 +177,36 @@ pub async fn add_at(
     path: &Path,
     sha: &str,
 ) -> Result<Scratch, GitError> {
+    add_at_with(t, repo, path, sha, None).await
+}
+
+/// [`add_at`], with the local repository `local` already open (its
+/// submodule stores are then read from it instead of opening it again).
+pub async fn add_at_with(
+    t: &Transport,
+    repo: &Path,
+    path: &Path,
+    sha: &str,
+    local: Option<&crate::git::Repo>,
+) -> Result<Scratch, GitError> {
     kill_leftovers(t, path).await?;
     heal(t, repo, path).await?;
-    add(t, repo, path.to_path_buf(), sha, None).await
+    let mut s = add(t, repo, path.to_path_buf(), sha, None, local).await?;
+    s.marker = Some(attempt_marker(path));
+    Ok(s)
 }
 
 /// Create a detached worktree of `sha` under a fresh local temp directory.
 pub async fn add_temp(repo: &Path, sha: &str) -> Result<Scratch, GitError> {
+    add_temp_with(repo, sha, None).await
+}
+
+/// [`add_temp`], with the repository `local` already open.
+pub async fn add_temp_with(
+    repo: &Path,
+    sha: &str,
+    local: Option<&crate::git::Repo>,
+) -> Result<Scratch, GitError> {
     let parent = tempfile::Builder::new()
         .prefix("saphan-scratch-")
         .tempdir()
@@ -154,6 +221,7 @@ pub async fn add_temp(repo: &Path, sha: &str) -> Result<Scratch, GitError> {
         path,
         sha,
         Some(parent),
+        local,
     )
     .await
 }
@@ -164,6 +232,7 @@ async fn add(
     path: PathBuf,
     sha: &str,
     parent: Option<tempfile::TempDir>,
+    local: Option<&crate::git::Repo>,
 ) -> Result<Scratch, GitError> {
     run_ok(
         t,
@@ -184,27 +253,38 @@ async fn add(
         submodules: Vec::new(),
         submodule_missing: None,
         _parent: parent,
+        marker: None,
         armed: true,
     };
-    scratch.git_dir = crate::git::one_path(
-        &run_ok(
-            t,
-            git_cmd(
-                &scratch.path,
-                ["rev-parse", "--path-format=absolute", "--git-dir"],
-            ),
-        )
-        .await?
-        .stdout,
-    );
+    scratch.git_dir = match t.is_local().then(|| local_git_dir(&scratch.path)).flatten() {
+        Some(d) => d,
+        None => crate::git::one_path(
+            &run_ok(
+                t,
+                git_cmd(
+                    &scratch.path,
+                    ["rev-parse", "--path-format=absolute", "--git-dir"],
+                ),
+            )
+            .await?
+            .stdout,
+        ),
+    };
     if t.is_local() {
         // Locally the stores are found here; a dispatched tree gets its
         // submodules from the machine's mirror (see dispatch) — also on
         // this machine, through a `transport = "local"` row: a bare mirror.
-        let local = match crate::git::Repo::open(repo).await {
-            Ok(r) => r,
-            Err(GitError::Bare { .. }) => return Ok(scratch),
-            Err(e) => return Err(e),
+        let opened;
+        let local = match local {
+            Some(r) => r,
+            None => match crate::git::Repo::open(repo).await {
+                Ok(r) => {
+                    opened = r;
+                    &opened
+                }
+                Err(GitError::Bare { .. }) => return Ok(scratch),
+                Err(e) => return Err(e),
+            },
         };
         let subs: Vec<(String, String, Option<PathBuf>)> = local
             .submodules(sha)
@@ -276,7 +356,29 @@ pub struct Scratch {
     /// measurement-failed, naming the path and commit).
     pub submodule_missing: Option<String>,
     _parent: Option<tempfile::TempDir>,
+    /// The stable path's [`attempt_marker`] (`None` for a temp tree).
+    marker: Option<PathBuf>,
     armed: bool,
+}
+
+/// A fresh linked worktree's git dir, read from its `.git` file
+/// (`gitdir: <path>`, git's own format; a relative path is taken from the
+/// tree). `None` when the file is not of that form (then `git rev-parse`
+/// answers).
+fn local_git_dir(tree: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = std::fs::read(tree.join(".git")).ok()?;
+    let rest = bytes.strip_prefix(b"gitdir: ")?;
+    let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
+    if rest.is_empty() || rest.contains(&b'\n') {
+        return None;
+    }
+    let p = Path::new(std::ffi::OsStr::from_bytes(rest));
+    Some(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        tree.join(p)
+    })
 }
 
 impl Scratch {
@@ -293,9 +395,37 @@ impl Scratch {
     /// Remove the worktree (forced: it is scratch) and its admin entry.
     /// Never fails: what `git worktree remove` cannot do is done by hand
     /// (the tree and exactly this worktree's admin entry, `rm-tree.sh`).
+    ///
+    /// The attempt ended cleanly here: when the machine contained the
+    /// attempt's commands in cgroups (each killed whole at its end), nothing
+    /// of it runs any more and the [`attempt_marker`] goes, so the next
+    /// attempt skips the search for leftovers. Under process groups alone a
+    /// daemon that left its group may still carry the scratch marker: the
+    /// file stays and the next attempt searches.
     pub async fn remove(mut self) -> Result<(), GitError> {
         self.armed = false;
         cleanup(&self.transport, &self.repo, &self.path, &self.git_dir).await;
+        if let Some(m) = self.marker.take()
+            && self.transport.containment().await == Some(crate::record::Containment::Cgroup)
+            && !crate::exec::uncontained_ran()
+        {
+            match &self.transport {
+                Transport::Local(_) => {
+                    let _ = tokio::fs::remove_file(&m).await;
+                }
+                t => {
+                    let _ = t
+                        .run(
+                            Cmd::new("rm")
+                                .arg("-f")
+                                .arg("--")
+                                .arg(&m)
+                                .timeout(GIT_TIMEOUT),
+                        )
+                        .await;
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -77,6 +77,24 @@ impl Layout {
     pub fn run(&self, id: &str) -> String {
         format!("{}/runs/{}", self.base, id)
     }
+    /// The machine's Go build cache for container-class suites
+    /// (`<base>/cache/go-build`), kept between runs as this machine's
+    /// `$SAPHAN_HOME/cache/go-build` is: content-addressed, it speeds
+    /// builds and never changes a verdict.
+    pub fn go_cache(&self) -> String {
+        format!("{}/cache/go-build", self.base)
+    }
+    /// The layout whose stable tree ([`Layout::tree`]) is `tree`, when it is
+    /// one (`<base>/scratch/<key>/tree`).
+    pub fn of_tree(tree: &str) -> Option<Layout> {
+        let rest = tree.strip_suffix("/tree")?;
+        let (scratch, key) = rest.rsplit_once('/')?;
+        let base = scratch.strip_suffix("/scratch")?;
+        (!base.is_empty() && !key.is_empty()).then(|| Layout {
+            base: base.to_string(),
+            key: key.to_string(),
+        })
+    }
 }
 
 /// Run `argv` on the machine and return its whole stdout (read from a file,

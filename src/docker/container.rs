@@ -599,7 +599,10 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
     )
     .await
     {
-        Ok(()) => ended,
+        Ok(()) => {
+            phase("removed", &t0);
+            ended
+        }
         Err(why) => {
             tracing::warn!(container = %target.name, error = %why, "suite container not removed");
             let note = format!(
@@ -621,6 +624,17 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
     Outcome { ended, elapsed }
 }
 
+/// A debug event `container phase` naming how far a container run got and
+/// the milliseconds since it began (`benches/container.rs` prints them).
+fn phase(name: &'static str, t0: &Instant) {
+    tracing::debug!(
+        target: "saphan::container_phase",
+        phase = name,
+        ms = t0.elapsed().as_secs_f64() * 1e3,
+        "container phase"
+    );
+}
+
 /// The run itself; `idle` gets the connection back when the run ended with
 /// no request in flight on it (so the removal may reuse it).
 async fn run_inner(
@@ -640,6 +654,7 @@ async fn run_inner(
         Ok(d) => d,
         Err(why) => return engine_fail(why),
     };
+    phase("connected", t0);
     let mut binds = vec![format!("{0}:{0}", run.tree)];
     binds.extend(run.read_only.iter().map(|p| format!("{p}:{p}:ro")));
     let mut env: Vec<String> = target
@@ -687,11 +702,13 @@ async fn run_inner(
             "the engine refused to create the suite container: {e}"
         ));
     }
+    phase("created", t0);
     if let Err(e) = docker.start_container(&target.name, None).await {
         return engine_fail(format!(
             "the engine refused to start the suite container: {e}"
         ));
     }
+    phase("started", t0);
     let left = run.budget.saturating_sub(t0.elapsed());
     let code = match tokio::time::timeout(left, wait_status(&docker, &target.name)).await {
         // The budget: the caller's removal (forced) kills the container; a
@@ -706,10 +723,12 @@ async fn run_inner(
         Ok(Err(why)) => return engine_fail(why),
         Ok(Ok(code)) => code,
     };
+    phase("exited", t0);
     let logs = match read_logs(&docker, &target.name, STDERR_TAIL).await {
         Ok(l) => l,
         Err(why) => return engine_fail(why),
     };
+    phase("logs-read", t0);
     if let Err(e) = tokio::fs::write(run.stdout, &logs.stdout).await {
         return engine_fail(format!(
             "could not keep the suite's stdout in {}: {e}",
@@ -947,11 +966,27 @@ impl LocalExecutor {
             // its socket forwarded through that transport).
             let mut target = target;
             target.transport = transport.clone();
+            // A fleet machine's suite keeps its Go build cache under the
+            // machine's workhome, as this machine's keeps one under
+            // SAPHAN_HOME (the local target names its own).
+            let cache = if target.caches.is_empty() {
+                crate::dispatch::ship::Layout::of_tree(&tree).map(|l| l.go_cache())
+            } else {
+                None
+            };
             if let Transport::Ssh(_) = transport {
                 // The caches are this host's directories; the suite runs as
-                // the owner of the shipped tree (the machine's SSH user).
+                // the owner of the shipped tree (the machine's SSH user),
+                // who creates the machine's cache directory first.
                 target.caches.clear();
-                target.user = Some(remote_user(transport).await?);
+                target.user = Some(remote_user(transport, cache.as_deref()).await?);
+            } else if let Some(c) = &cache {
+                tokio::fs::create_dir_all(c)
+                    .await
+                    .map_err(|e| engine(format!("could not create the Go build cache {c}: {e}")))?;
+            }
+            if let Some(c) = cache {
+                target.caches = vec![(c, GO_CACHE_IN_CONTAINER.to_string(), "GOCACHE".to_string())];
             }
             if let Some(c) = controller_id() {
                 target
@@ -1105,9 +1140,15 @@ async fn git_dirs(transport: &Transport, tree: &str) -> Vec<String> {
 }
 
 /// `uid:gid` of the user `transport` runs as on its machine (who owns a
-/// shipped tree there), so what the suite writes stays removable.
-async fn remote_user(transport: &Transport) -> Result<String, crate::transport::TransportError> {
-    let argv = crate::remote::sh_argv(crate::remote::USER_IDS, "saphan-user-ids", &[]);
+/// shipped tree there), so what the suite writes stays removable; in the
+/// same call that user creates `mkdir` there when given (the suite's build
+/// cache).
+async fn remote_user(
+    transport: &Transport,
+    mkdir: Option<&str>,
+) -> Result<String, crate::transport::TransportError> {
+    let args: Vec<&str> = mkdir.into_iter().collect();
+    let argv = crate::remote::sh_argv(crate::remote::USER_IDS, "saphan-user-ids", &args);
     let o = transport
         .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
         .await?;

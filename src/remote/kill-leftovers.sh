@@ -2,7 +2,11 @@
 # a stable scratch path (src/worktree.rs, kill_leftovers), on every machine
 # (this one included, through Transport::Local).
 #
-# Arguments: $1 the stable scratch path.
+# Arguments: $1 the stable scratch path; $2 (optional) the attempt marker
+#   file (src/worktree.rs, attempt_marker): heal.sh creates it before an
+#   attempt's first marked process starts, and an attempt that ended
+#   cleanly removes it — so when $2 is given and absent, no earlier
+#   attempt at $1 can have left anything, and the search below is skipped.
 # Finds (Linux /proc; elsewhere nothing is found): every process whose
 #   environment holds `SAPHAN_SCRATCH=$1` exactly (every process saphan
 #   starts for the path carries it) — its process group gets SIGKILL, then
@@ -10,15 +14,14 @@
 #   (`SAPHAN_WATCHDOG=$1`, see watchdog.sh) — it alone gets SIGKILL, which
 #   disarms its watchdog. Never this script's own group. Repeats until none
 #   is left, for at most 500 rounds of 0.02 s (10 s).
-# Also: every attempt cgroup (`saphan-<pid>-…` under the cgroup v2 root,
+# First: every attempt cgroup (`saphan-<pid>-…` under the cgroup v2 root,
 #   see watchdog.sh and src/exec.rs) whose owner `<pid>` is no longer
 #   running is killed whole (`cgroup.kill`) and removed — the daemons that
 #   left the group and dropped the marker.
 # Prints, on stdout: nothing when none is left; otherwise one line, the
 #   pids still alive at the bound, separated by spaces.
 # Exit: 0.
-want="SAPHAN_SCRATCH=$1" watch="SAPHAN_WATCHDOG=$1" n=0 me=
-me=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)
+want="SAPHAN_SCRATCH=$1" watch="SAPHAN_WATCHDOG=$1" n=0 me='' mark=${2-}
 # marked: the /proc/<pid>/environ files holding $want or $watch, one a line.
 marked() {
   if [ "$z" = 1 ]; then
@@ -42,6 +45,10 @@ for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
   done
   break
 done
+[ -n "$mark" ] && [ ! -e "$mark" ] && exit 0
+# This script's own process group (the 5th field of its stat; its comm,
+# `sh`, holds no space).
+read -r _ _ _ _ me _ 2>/dev/null < /proc/$$/stat
 z=0
 if printf 'a\0' | grep -qzxF a 2>/dev/null; then z=1; fi
 while :; do
