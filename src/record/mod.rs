@@ -9,7 +9,7 @@
 pub mod fields;
 
 pub use fields::{
-    ContainerRun, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead, SubmoduleAt,
+    ContainerRun, MachineProgram, Phase, Phases, Shard, Step, StepOutcome, StreamHead, SubmoduleAt,
 };
 
 use crate::error::{IoError, Refusal};
@@ -19,7 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::{Path, PathBuf};
 
 /// The record format version (bumped on any incompatible change).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The verified pointer.
 pub const VERIFIED_REF: &str = "refs/saphan/verified";
@@ -217,6 +217,18 @@ pub struct Record {
     /// verify-union: the union commit measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub union: Option<String>,
+    /// `certify --split`: which shard of the invocation this record is
+    /// (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Dispatched go-test-json runs: seconds per package, from the
+    /// package-level terminal events' `Elapsed` (what the next
+    /// `certify --split` balances by; format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_seconds: Option<std::collections::BTreeMap<String, f64>>,
+    /// Failover: the id of the attempt this one re-runs (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
 }
 
 impl Record {
@@ -506,6 +518,15 @@ pub enum Unmoved {
     },
     /// Ctrl-C while waiting for the repository lock to move it.
     Interrupted,
+    /// `certify --split`: some shard is not green (or coverage is not
+    /// proven).
+    NotGreenOnEveryShard {
+        /// The SHA certified.
+        sha: String,
+    },
+    /// `certify --split` of a suite saphan cannot split itself (the
+    /// suite's own splitter chose the tests, so no coverage is proven).
+    Advisory,
 }
 
 impl PointerOutcome {
@@ -560,6 +581,13 @@ impl std::fmt::Display for Unmoved {
             Unmoved::MachinesDisagree { disagreement } => {
                 write!(f, "the machines disagree ({disagreement})")
             }
+            Unmoved::NotGreenOnEveryShard { sha } => write!(
+                f,
+                "{sha} is not green on every shard, or the shards did not cover every package"
+            ),
+            Unmoved::Advisory => f.write_str(
+                "advisory: the suite split itself by SAPHAN_SHARD_INDEX/SAPHAN_SHARD_COUNT, so saphan cannot prove the shards ran the whole suite — certify without --split to move it",
+            ),
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
             ),

@@ -25,6 +25,7 @@ mod reports_corpus;
 mod reports_e2e;
 mod scratch;
 mod signals;
+mod split;
 mod ssh_config;
 mod streams;
 mod transport;

@@ -1,0 +1,409 @@
+//! `certify --split` on the one pipeline: the shards are fleet benches
+//! ([`crate::dispatch::FleetBench`]) whose admitted argv is the shard's,
+//! their records come from [`pipeline::record_of`], and the pointer moves
+//! through [`conclude::conclude`] — only when every shard is green and
+//! coverage is proven.
+
+use super::{Coverage, ShardCoverage};
+use crate::dispatch::{Admitted, FleetBench};
+use crate::error::Result;
+use crate::measure::Executor;
+use crate::measure::bench::{Bench, Measured};
+use crate::measure::conclude::{self, LockHold, Scope};
+use crate::measure::pipeline::{self, Certified, Job, MachineRun, Multi, SplitOutcome};
+use crate::measure::progress::Event;
+use crate::record::{self, Avail, Record};
+use crate::report::{FailureKind, ReportKind, Verdict};
+
+/// One shard's work: which machine runs it, its packages, its environment.
+#[derive(Clone)]
+struct Work {
+    index: usize,
+    count: usize,
+    packages: Vec<String>,
+    /// The machine's admission with the shard's argv.
+    admitted: Admitted,
+    /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT` (advisory shards) and
+    /// the job's own environment.
+    env: Vec<(String, String)>,
+}
+
+/// A shard's attempt, recorded.
+struct Done {
+    work: Work,
+    measured: Measured,
+    record: Record,
+}
+
+/// The same job with another environment (a shard's).
+fn with_env<'a>(job: &Job<'a>, env: &'a [(String, String)]) -> Job<'a> {
+    Job {
+        home: job.home,
+        repo: job.repo,
+        sha: job.sha,
+        suite: job.suite,
+        budget: job.budget,
+        provisions: job.provisions,
+        submodules: job.submodules,
+        verb: job.verb,
+        extra_env: env,
+        interrupt: job.interrupt,
+        affected: job.affected,
+        self_binary: job.self_binary,
+        catalog: job.catalog,
+        progress: job.progress,
+    }
+}
+
+/// Run `work` on its machine: connect, then the bench's one attempt.
+async fn run_one(
+    job: &Job<'_>,
+    work: &Work,
+    executor: &(dyn Executor + '_),
+    retry_of: Option<&str>,
+) -> Result<(Measured, String)> {
+    let job = with_env(job, &work.env);
+    job.progress.event(
+        &work.admitted.row.id,
+        &Event::Shard {
+            index: work.index,
+            count: work.count,
+            packages: &work.packages,
+            retry_of,
+        },
+    );
+    let one = std::slice::from_ref(&work.admitted);
+    let mut benches = FleetBench::connect_all(&job, one).await?;
+    let b = &mut benches[0];
+    let executor = executor.for_machine(b.machine());
+    let m = b.measure(&job, executor.as_ref()).await?;
+    Ok((m, executor.class().to_string()))
+}
+
+/// The record of a shard's attempt.
+fn record(
+    job: &Job<'_>,
+    w: &Work,
+    m: &Measured,
+    class: &str,
+    trunk: Option<&str>,
+    ids: &[String],
+) -> Record {
+    let mut r = pipeline::record_of(
+        job,
+        &w.admitted.row.id,
+        class,
+        m,
+        Scope::Machines,
+        trunk,
+        ids,
+    );
+    r.shard = Some(record::Shard {
+        index: w.index,
+        count: w.count,
+        packages: w.packages.clone(),
+    });
+    r
+}
+
+/// `certify --split` over the admitted machines: list and assign (go-test-json
+/// suites saphan can split), or give each shard `SAPHAN_SHARD_INDEX` /
+/// `SAPHAN_SHARD_COUNT` (advisory); run every shard on its machine at once;
+/// with `failover`, re-run each shard whose attempt ended in an
+/// infrastructure failure once on another machine of the invocation (the
+/// same one when every other failed too); prove coverage; append every
+/// record (superseded attempts first), then conclude over the shards'
+/// effective attempts.
+///
+/// Errors: `split-list-unavailable`, `split-list-failed` (before anything
+/// is shipped), the benches' refusals, a record that cannot be appended.
+pub async fn split(
+    job: &Job<'_>,
+    admitted: &[Admitted],
+    executor: &(dyn Executor + '_),
+    trunk: Option<&str>,
+    failover: bool,
+) -> Result<Certified> {
+    let at = if job.suite.report == ReportKind::GoTestJson {
+        admitted
+            .first()
+            .and_then(|a| super::go_split_at(&a.argv))
+            .filter(|at| {
+                admitted
+                    .iter()
+                    .all(|a| super::go_split_at(&a.argv) == Some(*at))
+            })
+    } else {
+        None
+    };
+    let (works, listed) = match at {
+        Some(at) => {
+            let versions: Vec<(String, Option<String>)> = admitted
+                .iter()
+                .map(|a| (a.row.id.clone(), a.program_version.clone()))
+                .collect();
+            let listed =
+                super::list_packages(job.home, job.repo, job.sha, &versions, job.interrupt).await?;
+            let shards = super::assign(&listed, admitted.len(), &super::history(job.repo));
+            let count = shards.len();
+            let works: Vec<Work> = shards
+                .into_iter()
+                .zip(admitted)
+                .enumerate()
+                .map(|(index, (packages, a))| {
+                    let mut adm = a.clone();
+                    adm.argv = super::shard_argv(&a.argv, at, &packages);
+                    Work {
+                        index,
+                        count,
+                        packages,
+                        admitted: adm,
+                        env: job.extra_env.to_vec(),
+                    }
+                })
+                .collect();
+            (works, Some(listed))
+        }
+        None => {
+            let count = admitted.len();
+            let works = admitted
+                .iter()
+                .enumerate()
+                .map(|(index, a)| {
+                    let mut env = job.extra_env.to_vec();
+                    env.push((super::SHARD_INDEX_ENV.into(), index.to_string()));
+                    env.push((super::SHARD_COUNT_ENV.into(), count.to_string()));
+                    Work {
+                        index,
+                        count,
+                        packages: Vec::new(),
+                        admitted: a.clone(),
+                        env,
+                    }
+                })
+                .collect();
+            (works, None)
+        }
+    };
+    let ids: Vec<String> = works.iter().map(|w| w.admitted.row.id.clone()).collect();
+
+    // Every shard at once, one per machine.
+    let first =
+        futures_util::future::join_all(works.iter().map(|w| run_one(job, w, executor, None))).await;
+    let mut done: Vec<Done> = Vec::new();
+    for (w, r) in works.iter().zip(first) {
+        let (m, class) = r?;
+        let rec = record(job, w, &m, &class, trunk, &ids);
+        done.push(Done {
+            work: w.clone(),
+            measured: m,
+            record: rec,
+        });
+    }
+
+    // Failover: an infrastructure failure re-runs once elsewhere.
+    let mut superseded: Vec<Record> = Vec::new();
+    if failover {
+        let failed: Vec<usize> = (0..done.len())
+            .filter(|&i| {
+                done[i]
+                    .record
+                    .failure
+                    .as_ref()
+                    .is_some_and(FailureKind::is_infrastructure)
+            })
+            .collect();
+        let healthy: Vec<usize> = (0..done.len()).filter(|i| !failed.contains(i)).collect();
+        // (target machine's index in `works`, the failed shard)
+        let mut plan: Vec<(usize, usize)> = Vec::new();
+        for (k, &i) in failed.iter().enumerate() {
+            let target = if healthy.is_empty() {
+                i
+            } else {
+                healthy[k % healthy.len()]
+            };
+            plan.push((target, i));
+        }
+        let mut targets: Vec<usize> = plan.iter().map(|(t, _)| *t).collect();
+        targets.sort();
+        targets.dedup();
+        // One machine runs its re-runs one after another (its lock is one);
+        // machines run theirs at once.
+        let rounds = futures_util::future::join_all(targets.iter().map(|&t| {
+            let mine: Vec<usize> = plan
+                .iter()
+                .filter(|(p, _)| *p == t)
+                .map(|(_, i)| *i)
+                .collect();
+            let done = &done;
+            let works = &works;
+            async move {
+                let mut out = Vec::new();
+                for i in mine {
+                    let mut w = done[i].work.clone();
+                    let mut adm = works[t].admitted.clone();
+                    adm.argv = match at {
+                        Some(at) => super::shard_argv(&admitted[t].argv, at, &w.packages),
+                        None => admitted[t].argv.clone(),
+                    };
+                    w.admitted = adm;
+                    let r = run_one(job, &w, executor, Some(&done[i].record.id)).await;
+                    out.push((i, w, r));
+                }
+                out
+            }
+        }))
+        .await;
+        for (i, w, r) in rounds.into_iter().flatten() {
+            let (m, class) = r?;
+            let mut rec = record(job, &w, &m, &class, trunk, &ids);
+            rec.retry_of = Some(done[i].record.id.clone());
+            let old = std::mem::replace(
+                &mut done[i],
+                Done {
+                    work: w,
+                    measured: m,
+                    record: rec,
+                },
+            );
+            superseded.push(old.record);
+        }
+    }
+    executor.settle().await;
+
+    // Coverage: the shards' package-level terminal events, against the list.
+    let coverage: Option<Coverage> = listed.as_ref().map(|listed| {
+        let assigned: Vec<Vec<String>> = done.iter().map(|d| d.work.packages.clone()).collect();
+        let ends: Vec<Vec<String>> = done
+            .iter()
+            .map(|d| {
+                pipeline::package_ends(&d.measured)
+                    .into_iter()
+                    .map(|e| e.package)
+                    .collect()
+            })
+            .collect();
+        let (c, per) = super::coverage(listed, &assigned, &ends);
+        for (d, sc) in done.iter_mut().zip(per) {
+            mark_incomplete(&mut d.record, &sc);
+        }
+        c
+    });
+
+    // Every record first (superseded attempts, then the shards'), then the
+    // pointer, over the shards' effective attempts.
+    let attempts = record::attempts_path(job.repo);
+    for r in &superseded {
+        record::append_off_runtime(&attempts, r).await?;
+    }
+    let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
+    let scope = if coverage.is_some() {
+        Scope::Split
+    } else {
+        Scope::Advisory
+    };
+    let pointer = conclude::conclude(
+        job.repo,
+        job.sha,
+        trunk,
+        &records,
+        scope,
+        LockHold::Take(job.interrupt),
+    )
+    .await?;
+    let outcome = outcome(&records, coverage, listed.is_none());
+    let mut runs: Vec<MachineRun> = superseded
+        .into_iter()
+        .map(|record| MachineRun {
+            record,
+            stderr_tail: String::new(),
+        })
+        .collect();
+    for d in done {
+        runs.push(MachineRun {
+            record: d.record,
+            stderr_tail: d.measured.run.stderr_tail,
+        });
+    }
+    runs.sort_by_key(|r| {
+        (
+            r.record.shard.as_ref().map(|s| s.index),
+            r.record.retry_of.is_some(),
+        )
+    });
+    Ok(Certified::Machines(Multi {
+        runs,
+        attempts,
+        pointer,
+        disagreement: None,
+        split: Some(Box::new(outcome)),
+    }))
+}
+
+/// A shard that did not end exactly its packages is never green: a green
+/// becomes measurement-failed `shard-coverage-incomplete`, and so does a
+/// red (the tests it never ran might have failed too); an attempt that
+/// already failed keeps its own kind (its stream is cut off by that).
+fn mark_incomplete(r: &mut Record, c: &ShardCoverage) {
+    if c.complete() {
+        return;
+    }
+    r.notes.push(super::coverage_note(c));
+    if r.verdict != Verdict::MeasurementFailed {
+        r.verdict = Verdict::MeasurementFailed;
+        r.failure = Some(FailureKind::ShardCoverageIncomplete);
+    }
+}
+
+/// The invocation's verdict over its shards' effective records.
+fn outcome(records: &[Record], coverage: Option<Coverage>, advisory: bool) -> SplitOutcome {
+    let rank = |v: Verdict| match v {
+        Verdict::Green => 0,
+        Verdict::Red => 1,
+        Verdict::MeasurementFailed => 2,
+    };
+    let mut verdict = records
+        .iter()
+        .map(|r| r.verdict)
+        .max_by_key(|v| rank(*v))
+        .unwrap_or(Verdict::MeasurementFailed);
+    let mut failure = records
+        .iter()
+        .find(|r| r.verdict == Verdict::MeasurementFailed)
+        .and_then(|r| r.failure.clone());
+    if let Some(c) = &coverage
+        && !c.complete
+    {
+        verdict = Verdict::MeasurementFailed;
+        if failure.is_none() {
+            failure = Some(FailureKind::ShardCoverageIncomplete);
+        }
+    }
+    let count = records.iter().map(|r| r.count.value()).sum::<Option<u64>>();
+    let mut named_tests: Vec<String> = Vec::new();
+    for r in records {
+        if let Avail::Value(ns) = &r.named_tests {
+            for n in ns {
+                if !named_tests.contains(n) {
+                    named_tests.push(n.clone());
+                }
+            }
+        }
+    }
+    let notes = records
+        .iter()
+        .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.machine)))
+        .collect();
+    SplitOutcome {
+        verdict,
+        failure,
+        count,
+        named_tests,
+        notes,
+        shards: records.len(),
+        coverage,
+        advisory: advisory.then(|| {
+            "the suite is not a go-test-json `go test -json ./...` suite, so saphan cannot list its units: each shard got SAPHAN_SHARD_INDEX and SAPHAN_SHARD_COUNT for the suite's own splitter, nothing proves the shards ran the whole suite, and the pointer does not move".to_string()
+        }),
+    }
+}
