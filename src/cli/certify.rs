@@ -238,6 +238,9 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             eprint!("{}", sel.lines());
             Settings {
                 machines: sel.chosen.clone(),
+                // The machines were chosen, not named: an infrastructure
+                // failure re-runs once on another chosen machine.
+                failover: true,
                 ..settings
             }
         }
@@ -313,6 +316,23 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
+    if let Some(sh) = &r.shard {
+        s.push_str(&format!(
+            "{indent}shard {}/{}: {}\n",
+            sh.index + 1,
+            sh.count,
+            if sh.packages.is_empty() {
+                "SAPHAN_SHARD_INDEX/SAPHAN_SHARD_COUNT".to_string()
+            } else {
+                format!("{} package(s)", sh.packages.len())
+            }
+        ));
+    }
+    if let Some(id) = &r.retry_of {
+        s.push_str(&format!(
+            "{indent}re-run of attempt {id} (its machine failed the attempt)\n"
+        ));
+    }
     if r.machine != "local" {
         if let Some(p) = &r.program_path {
             s.push_str(&format!(

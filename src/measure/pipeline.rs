@@ -191,7 +191,9 @@ pub struct SplitOutcome {
 }
 
 impl Multi {
-    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
+    /// The worst outcome: measurement-failed (3) > red (1) > green (0),
+    /// over the effective attempts (an attempt a failover re-ran is
+    /// superseded by its re-run); with `--split`, the split's verdict.
     pub fn exit(&self) -> Exit {
         if let Some(s) = &self.split {
             return s.verdict.exit();
@@ -201,8 +203,15 @@ impl Multi {
             Verdict::Red => 1,
             Verdict::MeasurementFailed => 2,
         };
+        // An attempt another one re-ran (failover) is superseded by it.
+        let superseded = |id: &str| {
+            self.runs
+                .iter()
+                .any(|r| r.record.retry_of.as_deref() == Some(id))
+        };
         self.runs
             .iter()
+            .filter(|r| !superseded(&r.record.id))
             .map(|r| r.record.verdict)
             .max_by_key(|v| rank(*v))
             .map(|v| v.exit())
@@ -344,6 +353,9 @@ pub async fn certify(
                 settings.failover,
             )
             .await
+        }
+        Gate::FleetHost(admitted) if settings.failover => {
+            crate::schedule::run::admitted(&job, &admitted, &measure::Host, trunk.as_deref()).await
         }
         Gate::FleetHost(admitted) => {
             machines(&job, &admitted, &measure::Host, trunk.as_deref()).await

@@ -18,6 +18,9 @@ use crate::report::{FailureKind, ReportKind, Verdict};
 /// One shard's work: which machine runs it, its packages, its environment.
 #[derive(Clone)]
 struct Work {
+    /// A shard of `--split` (its record carries `shard`); false for a
+    /// machine of `@admitted` running the whole suite.
+    sharded: bool,
     index: usize,
     count: usize,
     packages: Vec<String>,
@@ -55,6 +58,21 @@ fn with_env<'a>(job: &Job<'a>, env: &'a [(String, String)]) -> Job<'a> {
     }
 }
 
+/// The progress line of a shard: which shard this machine runs.
+fn announce(job: &Job<'_>, work: &Work, retry_of: Option<&str>) {
+    if work.sharded {
+        job.progress.event(
+            &work.admitted.row.id,
+            &Event::Shard {
+                index: work.index,
+                count: work.count,
+                packages: &work.packages,
+                retry_of,
+            },
+        );
+    }
+}
+
 /// Run `work` on its machine: connect, then the bench's one attempt.
 async fn run_one(
     job: &Job<'_>,
@@ -63,15 +81,7 @@ async fn run_one(
     retry_of: Option<&str>,
 ) -> Result<(Measured, String)> {
     let job = with_env(job, &work.env);
-    job.progress.event(
-        &work.admitted.row.id,
-        &Event::Shard {
-            index: work.index,
-            count: work.count,
-            packages: &work.packages,
-            retry_of,
-        },
-    );
+    announce(&job, work, retry_of);
     let one = std::slice::from_ref(&work.admitted);
     let mut benches = FleetBench::connect_all(&job, one).await?;
     let b = &mut benches[0];
@@ -98,11 +108,13 @@ fn record(
         trunk,
         ids,
     );
-    r.shard = Some(record::Shard {
-        index: w.index,
-        count: w.count,
-        packages: w.packages.clone(),
-    });
+    if w.sharded {
+        r.shard = Some(record::Shard {
+            index: w.index,
+            count: w.count,
+            packages: w.packages.clone(),
+        });
+    }
     r
 }
 
@@ -154,6 +166,7 @@ pub async fn split(
                     let mut adm = a.clone();
                     adm.argv = super::shard_argv(&a.argv, at, &packages);
                     Work {
+                        sharded: true,
                         index,
                         count,
                         packages,
@@ -174,6 +187,7 @@ pub async fn split(
                     env.push((super::SHARD_INDEX_ENV.into(), index.to_string()));
                     env.push((super::SHARD_COUNT_ENV.into(), count.to_string()));
                     Work {
+                        sharded: true,
                         index,
                         count,
                         packages: Vec::new(),
@@ -185,11 +199,68 @@ pub async fn split(
             (works, None)
         }
     };
+    run_works(job, admitted, works, executor, trunk, failover, at, listed).await
+}
+
+/// `--machine @admitted` without `--split`: every admitted machine runs the
+/// whole suite (every record must be green, as for a named list), and a
+/// machine whose attempt ended in an infrastructure failure has its run
+/// re-run once on another machine of the invocation (recorded with
+/// `retry_of`; the pointer is judged over the effective attempts).
+///
+/// Errors: the benches' refusals, a record that cannot be appended.
+pub async fn admitted(
+    job: &Job<'_>,
+    admitted: &[Admitted],
+    executor: &(dyn Executor + '_),
+    trunk: Option<&str>,
+) -> Result<Certified> {
+    let count = admitted.len();
+    let works = admitted
+        .iter()
+        .enumerate()
+        .map(|(index, a)| Work {
+            sharded: false,
+            index,
+            count,
+            packages: Vec::new(),
+            admitted: a.clone(),
+            env: job.extra_env.to_vec(),
+        })
+        .collect();
+    run_works(job, admitted, works, executor, trunk, true, None, None).await
+}
+
+/// Run every work at once, fail over, prove coverage (`listed`), append,
+/// conclude.
+#[allow(clippy::too_many_arguments)]
+async fn run_works(
+    job: &Job<'_>,
+    admitted: &[Admitted],
+    works: Vec<Work>,
+    executor: &(dyn Executor + '_),
+    trunk: Option<&str>,
+    failover: bool,
+    at: Option<usize>,
+    listed: Option<Vec<String>>,
+) -> Result<Certified> {
+    let sharded = works.first().is_some_and(|w| w.sharded);
     let ids: Vec<String> = works.iter().map(|w| w.admitted.row.id.clone()).collect();
 
-    // Every shard at once, one per machine.
+    // Connect everywhere first (a program resolved on a machine is refused
+    // before anything is shipped anywhere), then every work at once, one
+    // per machine.
+    let adm: Vec<Admitted> = works.iter().map(|w| w.admitted.clone()).collect();
+    let mut benches = FleetBench::connect_all(job, &adm).await?;
     let first =
-        futures_util::future::join_all(works.iter().map(|w| run_one(job, w, executor, None))).await;
+        futures_util::future::join_all(benches.iter_mut().zip(&works).map(|(b, w)| async move {
+            let job = with_env(job, &w.env);
+            announce(&job, w, None);
+            let executor = executor.for_machine(b.machine());
+            let m = b.measure(&job, executor.as_ref()).await?;
+            Ok::<_, crate::error::Error>((m, executor.class().to_string()))
+        }))
+        .await;
     let mut done: Vec<Done> = Vec::new();
     for (w, r) in works.iter().zip(first) {
         let (m, class) = r?;
@@ -297,10 +368,10 @@ pub async fn split(
         record::append_off_runtime(&attempts, r).await?;
     }
     let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
-    let scope = if coverage.is_some() {
-        Scope::Split
-    } else {
-        Scope::Advisory
+    let scope = match (sharded, coverage.is_some()) {
+        (false, _) => Scope::Machines,
+        (true, true) => Scope::Split,
+        (true, false) => Scope::Advisory,
     };
     let pointer = conclude::conclude(
         job.repo,
@@ -311,7 +382,12 @@ pub async fn split(
         LockHold::Take(job.interrupt),
     )
     .await?;
-    let outcome = outcome(&records, coverage, listed.is_none());
+    let outcome = sharded.then(|| Box::new(outcome(&records, coverage, listed.is_none())));
+    let disagreement = if sharded {
+        None
+    } else {
+        conclude::disagreement(&records)
+    };
     let mut runs: Vec<MachineRun> = superseded
         .into_iter()
         .map(|record| MachineRun {
@@ -325,18 +401,20 @@ pub async fn split(
             stderr_tail: d.measured.run.stderr_tail,
         });
     }
-    runs.sort_by_key(|r| {
-        (
-            r.record.shard.as_ref().map(|s| s.index),
-            r.record.retry_of.is_some(),
-        )
-    });
+    if sharded {
+        runs.sort_by_key(|r| {
+            (
+                r.record.shard.as_ref().map(|s| s.index),
+                r.record.retry_of.is_some(),
+            )
+        });
+    }
     Ok(Certified::Machines(Multi {
         runs,
         attempts,
         pointer,
-        disagreement: None,
-        split: Some(Box::new(outcome)),
+        disagreement,
+        split: outcome,
     }))
 }
 

@@ -440,3 +440,122 @@ fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
     // Both attempts are in the repository's records.
     assert_eq!(repo.records().len(), 4);
 }
+
+/// A suite saphan cannot split itself (an exitcode suite): each shard gets
+/// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`, the result is advisory, the
+/// pointer does not move, and the output says why.
+#[test]
+fn other_suites_get_the_shard_environment_and_an_advisory_result() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    assert_code(&f.env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    let token = format!("saphan-split-adv-{}", std::process::id());
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"echo $SAPHAN_SHARD_INDEX/$SAPHAN_SHARD_COUNT > $HOME/{token}\"]\nreport = \"exitcode\"\n"
+    ));
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m0,m1", &["--split"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert!(
+        v["split"]["advisory"]
+            .as_str()
+            .unwrap()
+            .contains("SAPHAN_SHARD_INDEX"),
+        "{v}"
+    );
+    assert_eq!(v["split"]["coverage"], Value::Null, "{v}");
+    assert!(
+        v["verified_pointer"].as_str().unwrap().contains("advisory"),
+        "{v}"
+    );
+    assert_eq!(repo.verified(), None);
+    for (i, h) in ["m0", "m1"].iter().enumerate() {
+        let got = std::fs::read_to_string(lab.home_dir(h).join(&token)).unwrap();
+        assert_eq!(got.trim(), format!("{i}/2"), "{h}");
+        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
+    }
+    let o = f.env.run(&[
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        "m0,m1",
+        "--split",
+    ]);
+    assert_code(&o, 0);
+    let (out, _) = text(&o);
+    assert!(out.contains("advisory: "), "{out}");
+    assert!(out.contains("not moved (advisory"), "{out}");
+    for h in ["m0", "m1"] {
+        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
+    }
+}
+
+/// `--machine @admitted` without `--split`: a partitioned machine's run is
+/// re-run once on another admitted machine (`retry_of`); an explicit list
+/// retries nothing (each named machine answers for itself).
+#[test]
+fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
+    let Some(lab) = Lab::start(2) else { return };
+    if common::skip_unless(Path::new("/usr/bin/go").exists(), "no /usr/bin/go") {
+        return;
+    }
+    let token = format!("saphan-adm-fo-{}", std::process::id());
+    let f = Fleet::new(&lab, &["m0", "m1"]);
+    assert_code(&f.admit("m0,m1", "/usr/bin/go"), 0);
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"touch $HOME/{token}.started; while [ ! -e $HOME/{token}.go ]; do sleep 0.1; done\"]\nreport = \"exitcode\"\n"
+    ));
+    let repo = Repo::new(&[("README", "x\n")]);
+    let run = |machines: &str| {
+        let child = f
+            .env
+            .cmd()
+            .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+            .args(["--machine", machines, "--timeout", "15s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        for h in ["m0", "m1"] {
+            assert!(
+                wait_for(
+                    &lab.home_dir(h).join(format!("{token}.started")),
+                    std::time::Duration::from_secs(120)
+                ),
+                "never started on {h}"
+            );
+        }
+        lab.partition("m1");
+        std::fs::write(lab.home_dir("m0").join(format!("{token}.go")), "").unwrap();
+        let o = child.wait_with_output().unwrap();
+        lab.heal("m1");
+        for h in ["m0", "m1"] {
+            let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
+        }
+        let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.go")));
+        o
+    };
+    let o = run("@admitted");
+    let v = json(&o);
+    assert_code(&o, 0);
+    let all = records(&v);
+    assert_eq!(all.len(), 3, "{v}");
+    let lost = all.iter().find(|r| r["machine"] == "m1").expect("m1");
+    assert_eq!(lost["failure"], "connection-lost", "{lost}");
+    let retry = all
+        .iter()
+        .find(|r| !r["retry_of"].is_null())
+        .expect("a retry");
+    assert_eq!(retry["retry_of"], lost["id"]);
+    assert_eq!(retry["machine"], "m0");
+    assert_eq!(retry["verdict"], "green");
+    assert_eq!(v["split"], Value::Null);
+    // A named list never retries: m1's connection-lost is its answer.
+    let o = run("m0,m1");
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(records(&v).len(), 2, "{v}");
+    assert!(records(&v).iter().all(|r| r["retry_of"].is_null()), "{v}");
+}
