@@ -177,7 +177,23 @@ pub fn assign(
         .collect()
 }
 
-/// List the packages of `./...` at `sha` with this machine's `go`, in the
+/// The suite's flags that change which packages `./...` matches, for
+/// `go list`: `-tags=…`, `-mod=…`, `-modfile=…` (the `-flag=value` form).
+pub fn list_flags(argv: &[String]) -> Vec<String> {
+    argv.iter()
+        .skip(2)
+        .filter(|a| {
+            let a = a.trim_start_matches('-');
+            ["tags=", "mod=", "modfile="]
+                .iter()
+                .any(|f| a.starts_with(f))
+        })
+        .cloned()
+        .collect()
+}
+
+/// List the packages of `./...` at `sha` with this machine's `go` (with
+/// the suite `argv`'s [`list_flags`]), in the
 /// repository's stable scratch tree (under the repository lock, released
 /// before anything is shipped): `go list -e ./...`, import paths sorted.
 /// Honest only when this `go` is the machines' go, so the `go version` line
@@ -191,6 +207,7 @@ pub async fn list_packages(
     home: &Home,
     repo: &Repo,
     sha: &str,
+    argv: &[String],
     versions: &[(String, Option<String>)],
     interrupt: &Interrupt,
 ) -> Result<Vec<String>> {
@@ -228,7 +245,9 @@ pub async fn list_packages(
     let scratch = bench.checkout(sha).await?;
     let listed = exec::run(
         Cmd::new(&go)
-            .args(["list", "-e", "./..."])
+            .args(["list", "-e"])
+            .args(list_flags(argv))
+            .arg("./...")
             .cwd(&scratch.path)
             .timeout(LIST_TIMEOUT),
     )
@@ -421,6 +440,20 @@ mod tests {
             shard_argv(&argv, 4, &s(&["m/a"])),
             s(&["go", "test", "-count=1", "-json", "m/a"])
         );
+    }
+
+    #[test]
+    fn go_list_gets_the_flags_that_choose_packages() {
+        let argv = s(&[
+            "go",
+            "test",
+            "-json",
+            "-tags=integration",
+            "-race",
+            "-mod=mod",
+            "./...",
+        ]);
+        assert_eq!(list_flags(&argv), s(&["-tags=integration", "-mod=mod"]));
     }
 
     #[test]

@@ -154,8 +154,15 @@ pub async fn split(
                 .iter()
                 .map(|a| (a.row.id.clone(), a.program_version.clone()))
                 .collect();
-            let listed =
-                super::list_packages(job.home, job.repo, job.sha, &versions, job.interrupt).await?;
+            let listed = super::list_packages(
+                job.home,
+                job.repo,
+                job.sha,
+                &admitted[0].argv,
+                &versions,
+                job.interrupt,
+            )
+            .await?;
             let shards = super::assign(&listed, admitted.len(), &super::history(job.repo));
             let count = shards.len();
             let works: Vec<Work> = shards
