@@ -14,6 +14,11 @@ use crate::measure::pipeline::{self, Certified, Job, MachineRun, Multi, SplitOut
 use crate::measure::progress::Event;
 use crate::record::{self, Avail, Record};
 use crate::report::{FailureKind, ReportKind, Verdict};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 
 /// One shard's work: which machine runs it, its packages, its environment.
 #[derive(Clone)]
@@ -36,6 +41,13 @@ struct Done {
     work: Work,
     measured: Measured,
     record: Record,
+}
+
+/// What finished: a first attempt (work index), or a re-run (work index,
+/// the machine that re-ran it, the work as re-run).
+enum Ev {
+    First(usize, Result<(Measured, String)>),
+    Retry(usize, usize, Box<Work>, Result<(Measured, String)>),
 }
 
 /// The same job with another environment (a shard's).
@@ -259,94 +271,108 @@ async fn run_works(
     // per machine.
     let adm: Vec<Admitted> = works.iter().map(|w| w.admitted.clone()).collect();
     let mut benches = FleetBench::connect_all(job, &adm).await?;
-    let first =
-        futures_util::future::join_all(benches.iter_mut().zip(&works).map(|(b, w)| async move {
+    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = Ev> + '_>>> =
+        FuturesUnordered::new();
+    for (i, (b, w)) in benches.iter_mut().zip(&works).enumerate() {
+        running.push(Box::pin(async move {
             let job = with_env(job, &w.env);
             announce(&job, w, None);
             let executor = executor.for_machine(b.machine());
-            let m = b.measure(&job, executor.as_ref()).await?;
-            Ok::<_, crate::error::Error>((m, executor.class().to_string()))
-        }))
-        .await;
-    let mut done: Vec<Done> = Vec::new();
-    for (w, r) in works.iter().zip(first) {
-        let (m, class) = r?;
-        let rec = record(job, w, &m, &class, trunk, &ids);
-        done.push(Done {
-            work: w.clone(),
-            measured: m,
-            record: rec,
-        });
+            let r = b
+                .measure(&job, executor.as_ref())
+                .await
+                .map(|m| (m, executor.class().to_string()));
+            Ev::First(i, r)
+        }));
     }
-
-    // Failover: an infrastructure failure re-runs once elsewhere.
+    let mut done: Vec<Option<Done>> = (0..works.len()).map(|_| None).collect();
     let mut superseded: Vec<Record> = Vec::new();
-    if failover {
-        let failed: Vec<usize> = (0..done.len())
-            .filter(|&i| {
-                done[i]
-                    .record
-                    .failure
-                    .as_ref()
-                    .is_some_and(FailureKind::is_infrastructure)
-            })
-            .collect();
-        let healthy: Vec<usize> = (0..done.len()).filter(|i| !failed.contains(i)).collect();
-        // (target machine's index in `works`, the failed shard)
-        let mut plan: Vec<(usize, usize)> = Vec::new();
-        for (k, &i) in failed.iter().enumerate() {
-            let target = if healthy.is_empty() {
-                i
-            } else {
-                healthy[k % healthy.len()]
-            };
-            plan.push((target, i));
-        }
-        let mut targets: Vec<usize> = plan.iter().map(|(t, _)| *t).collect();
-        targets.sort();
-        targets.dedup();
-        // One machine runs its re-runs one after another (its lock is one);
-        // machines run theirs at once.
-        let rounds = futures_util::future::join_all(targets.iter().map(|&t| {
-            let mine: Vec<usize> = plan
-                .iter()
-                .filter(|(p, _)| *p == t)
-                .map(|(_, i)| *i)
-                .collect();
-            let done = &done;
-            let works = &works;
-            async move {
-                let mut out = Vec::new();
-                for i in mine {
-                    let mut w = done[i].work.clone();
-                    let mut adm = works[t].admitted.clone();
-                    adm.argv = match at {
-                        Some(at) => super::shard_argv(&admitted[t].argv, at, &w.packages),
-                        None => admitted[t].argv.clone(),
-                    };
-                    w.admitted = adm;
-                    let r = run_one(job, &w, executor, Some(&done[i].record.id)).await;
-                    out.push((i, w, r));
+    // Failover: a machine whose attempt did not fail that way, once it is
+    // free, re-runs a failed work at once; when no machine can free up any
+    // more, the failed machine re-runs its own.
+    let mut free: VecDeque<usize> = VecDeque::new();
+    let mut pending: VecDeque<usize> = VecDeque::new();
+    let mut first_left = works.len();
+    let mut refused: Option<crate::error::Error> = None;
+    while let Some(ev) = running.next().await {
+        match ev {
+            Ev::First(i, r) => {
+                first_left -= 1;
+                match r {
+                    Err(e) => {
+                        refused.get_or_insert(e);
+                    }
+                    Ok((m, class)) => {
+                        let rec = record(job, &works[i], &m, &class, trunk, &ids);
+                        let infra = failover
+                            && rec
+                                .failure
+                                .as_ref()
+                                .is_some_and(FailureKind::is_infrastructure);
+                        done[i] = Some(Done {
+                            work: works[i].clone(),
+                            measured: m,
+                            record: rec,
+                        });
+                        if infra {
+                            pending.push_back(i);
+                        } else {
+                            free.push_back(i);
+                        }
+                    }
                 }
-                out
             }
-        }))
-        .await;
-        for (i, w, r) in rounds.into_iter().flatten() {
-            let (m, class) = r?;
-            let mut rec = record(job, &w, &m, &class, trunk, &ids);
-            rec.retry_of = Some(done[i].record.id.clone());
-            let old = std::mem::replace(
-                &mut done[i],
-                Done {
-                    work: w,
-                    measured: m,
-                    record: rec,
-                },
-            );
-            superseded.push(old.record);
+            Ev::Retry(i, t, w, r) => {
+                free.push_back(t);
+                match r {
+                    Err(e) => {
+                        refused.get_or_insert(e);
+                    }
+                    Ok((m, class)) => {
+                        let Some(old) = done[i].take() else { continue };
+                        let mut rec = record(job, &w, &m, &class, trunk, &ids);
+                        rec.retry_of = Some(old.record.id.clone());
+                        superseded.push(old.record);
+                        done[i] = Some(Done {
+                            work: *w,
+                            measured: m,
+                            record: rec,
+                        });
+                    }
+                }
+            }
+        }
+        if refused.is_some() {
+            continue;
+        }
+        while let Some(&i) = pending.front() {
+            let t = match free.pop_front() {
+                Some(t) => t,
+                None if first_left == 0 && running.is_empty() => i,
+                None => break,
+            };
+            pending.pop_front();
+            let Some(d) = done[i].as_ref() else { continue };
+            let mut w = d.work.clone();
+            let mut adm = works[t].admitted.clone();
+            adm.argv = match at {
+                Some(at) => super::shard_argv(&admitted[t].argv, at, &w.packages),
+                None => admitted[t].argv.clone(),
+            };
+            w.admitted = adm;
+            let id = d.record.id.clone();
+            running.push(Box::pin(async move {
+                let r = run_one(job, &w, executor, Some(&id)).await;
+                Ev::Retry(i, t, Box::new(w), r)
+            }));
         }
     }
+    drop(running);
+    if let Some(e) = refused {
+        executor.settle().await;
+        return Err(e);
+    }
+    let mut done: Vec<Done> = done.into_iter().flatten().collect();
     executor.settle().await;
 
     // Coverage: the shards' package-level terminal events, against the list.
