@@ -224,11 +224,15 @@ impl Ssh {
         if guard.take().is_some() {
             // Closed under a run that may not have noticed yet: remember
             // it until a new connection opens (see `connection_gone`).
-            self.inner.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.inner
+                .lost
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let c =
             Arc::new(open_boxed(self.inner.settings.clone(), self.inner.opts.clone(), 0).await?);
-        self.inner.lost.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.inner
+            .lost
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         *guard = Some(c.clone());
         Ok(c)
     }
