@@ -26,6 +26,7 @@ pub mod provision;
 pub mod record;
 pub mod remote;
 pub mod report;
+pub mod schedule;
 pub mod status;
 pub mod stepgo;
 pub mod stream;

@@ -264,7 +264,15 @@ pub async fn measure_on(
                 Err(Failure::Fault(f)) => fault = Some(f),
                 Err(Failure::Refused(e)) => return Err(e),
             }
-            if let Transport::Ssh(s) = &t {
+            // A lost connection is gone already; closing it politely would
+            // wait behind a reconnect to the dead machine.
+            let gone = fault
+                .as_ref()
+                .is_some_and(|f| f.kind == FailureKind::ConnectionLost)
+                || lost(a.run.as_ref());
+            if let Transport::Ssh(s) = &t
+                && !gone
+            {
                 s.disconnect().await;
             }
         }
@@ -398,6 +406,13 @@ impl MachineLock {
         }
     }
 
+    /// The connection is lost: the machine's sshd ends the holder with
+    /// the session (and the watchdog's budget bounds it); do not wait for it.
+    fn abandon(mut self) {
+        drop(self.writer.take());
+        self.holder.abort();
+    }
+
     async fn release(mut self) {
         drop(self.writer.take());
         let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.holder).await;
@@ -489,11 +504,27 @@ async fn attempt(
     let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
     let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
     let r = locked(on, a, phases, &run_dir, t_mat).await;
-    // The run dir goes; so does the (now empty) parent of the stable tree.
-    let parent = format!("{}/scratch/{}", layout.base, layout.key);
-    let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
-    lock.release().await;
+    // The run dir goes; so does the (now empty) parent of the stable tree —
+    // unless the connection is lost: every call would first reconnect to a
+    // dead machine and wait out its connect timeout, delaying the record
+    // (and failover); the next dispatch there reaps what is left.
+    let lost = match &r {
+        Err(Failure::Fault(f)) => f.kind == FailureKind::ConnectionLost,
+        _ => lost(a.run.as_ref()),
+    };
+    if lost {
+        lock.abandon();
+    } else {
+        let parent = format!("{}/scratch/{}", layout.base, layout.key);
+        let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
+        lock.release().await;
+    }
     r
+}
+
+/// The run ended because the connection to the machine was lost.
+fn lost(run: Option<&SuiteRun>) -> bool {
+    run.is_some_and(|r| r.measurement.failure == Some(FailureKind::ConnectionLost))
 }
 
 async fn locked(
@@ -592,7 +623,12 @@ async fn locked(
             )
             .await;
     }
-    let _ = scratch.remove().await;
+    if lost(run.as_ref().ok()) {
+        // Removed in the background, best effort (see `attempt`).
+        drop(scratch);
+    } else {
+        let _ = scratch.remove().await;
+    }
     let run = match run {
         Ok(r) => r,
         Err(e) if matches!(e.downcast_ref(), Some(ProvisionError::DestConflict { .. })) => {

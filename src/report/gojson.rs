@@ -1046,6 +1046,84 @@ impl Stream {
     }
 }
 
+/// One package-level terminal event of a stream (`pass`, `fail` or `skip`
+/// with a `Package` and no `Test`): what `certify --split` proves coverage
+/// with, and the per-package seconds the next split balances by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageEnd {
+    /// The package's import path (`Package`).
+    pub package: String,
+    /// `pass`, `fail` or `skip`.
+    pub action: String,
+    /// The event's `Elapsed` in seconds, when it carries one.
+    pub elapsed: Option<f64>,
+}
+
+/// The fields of a package-level terminal event.
+#[derive(Deserialize)]
+struct EndEvent<'a> {
+    #[serde(rename = "Action", borrow)]
+    action: Option<Cow<'a, str>>,
+    #[serde(rename = "Package", borrow, default)]
+    package: Option<Cow<'a, str>>,
+    #[serde(rename = "Test", borrow, default)]
+    test: Option<Cow<'a, str>>,
+    #[serde(rename = "Elapsed", default)]
+    elapsed: Option<f64>,
+}
+
+/// Every package-level terminal event in the stream at `path`, in stream
+/// order, duplicates kept (a package that ended twice appears twice). One
+/// streaming pass through the same capped line reader as [`parse_file`]:
+/// only lines that mention `"Elapsed"` or `"skip"` are decoded, and only
+/// the four fields above. Lines that are not events are skipped.
+///
+/// Errors: the file cannot be read (`report-unreadable`).
+pub fn package_ends(path: &Path, display: &str) -> Result<Vec<PackageEnd>, ReportError> {
+    let unreadable = |source| ReportError::Unreadable {
+        file: display.to_string(),
+        source,
+    };
+    let f = File::open(path).map_err(unreadable)?;
+    let mut r = BufReader::with_capacity(READ_BUF, f);
+    // Every package-level terminal event test2json writes carries
+    // `Elapsed`, except a `skip` of some older versions.
+    let elapsed = memchr::memmem::Finder::new(b"\"Elapsed\"");
+    let skip = memchr::memmem::Finder::new(b"\"skip\"");
+    let mut out = Vec::new();
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let (more, complete, _) =
+            read_line_capped(&mut r, &mut line, MAX_LINE).map_err(unreadable)?;
+        if !more {
+            break;
+        }
+        let t = line.trim_ascii();
+        if !complete || t.first() != Some(&b'{') {
+            continue;
+        }
+        if elapsed.find(t).is_none() && skip.find(t).is_none() {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_slice::<EndEvent<'_>>(t) else {
+            continue;
+        };
+        if let (Some(a @ ("pass" | "fail" | "skip")), Some(p), None) = (
+            ev.action.as_deref(),
+            ev.package.as_deref(),
+            ev.test.as_deref(),
+        ) {
+            out.push(PackageEnd {
+                package: p.to_string(),
+                action: a.to_string(),
+                elapsed: ev.elapsed,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1402,6 +1480,36 @@ mod tests {
             parse_bytes(b"", "stdout").unwrap_err(),
             ReportError::NoEvents { .. }
         ));
+    }
+
+    #[test]
+    fn package_ends_lists_every_package_terminal_event_with_its_seconds() {
+        let stream = concat!(
+            "{\"Action\":\"run\",\"Package\":\"p/a\",\"Test\":\"TestX\"}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Test\":\"TestX\",\"Elapsed\":2}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Elapsed\":2.5}\n",
+            "not json\n",
+            "{\"Action\":\"skip\",\"Package\":\"p/b\"}\n",
+            "{\"Action\":\"fail\",\"Package\":\"p/c\",\"Elapsed\":0.1}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Elapsed\":1}\n",
+        );
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("stdout");
+        std::fs::write(&f, stream).unwrap();
+        let ends = package_ends(&f, "stdout").unwrap();
+        let got: Vec<(&str, &str, Option<f64>)> = ends
+            .iter()
+            .map(|e| (e.package.as_str(), e.action.as_str(), e.elapsed))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("p/a", "pass", Some(2.5)),
+                ("p/b", "skip", None),
+                ("p/c", "fail", Some(0.1)),
+                ("p/a", "pass", Some(1.0)),
+            ]
+        );
     }
 
     #[test]
