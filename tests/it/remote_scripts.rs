@@ -1074,7 +1074,7 @@ fn ship_probe_makes_one_mirror_without_a_lock() {
         let kids: Vec<_> = (0..6)
             .map(|_| {
                 sh.cmd()
-                    .args(["-c", remote::SHIP_PROBE, "saphan-ship", p(&mirror), "4"])
+                    .args(["-c", remote::SHIP_PROBE, "saphan-ship", p(&mirror), "60"])
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()

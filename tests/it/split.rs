@@ -10,9 +10,6 @@ use crate::common::gomod::{self, MODULE};
 use crate::common::{Env, Repo, assert_code, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static N: AtomicUsize = AtomicUsize::new(0);
 
 /// A saphan home wired to a lab, each machine row with its own workhome.
 struct Fleet {
@@ -22,25 +19,7 @@ struct Fleet {
 
 impl Fleet {
     fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
-        let env = Env::new();
-        lab.install_ssh_config(env.home());
-        let work = tempfile::Builder::new()
-            .prefix(&format!(
-                "saphan-split-{}-{}-",
-                std::process::id(),
-                N.fetch_add(1, Ordering::SeqCst)
-            ))
-            .tempdir()
-            .unwrap();
-        let mut s = String::new();
-        for h in hosts {
-            s += &format!(
-                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
-                work.path().join(h).display()
-            );
-        }
-        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
-        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        let (env, work) = crate::common::fleet::home(lab, hosts, "split");
         Fleet { env, _work: work }
     }
     /// Measure `hosts` and probe `go` at `path` there.
@@ -558,4 +537,90 @@ fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
     let v = json(&o);
     assert_eq!(records(&v).len(), 2, "{v}");
     assert!(records(&v).iter().all(|r| r["retry_of"].is_null()), "{v}");
+}
+
+/// github.com/google/go-cmp as Debian's golang-github-google-go-cmp-dev
+/// ships it: a real module of 10 packages (4 without tests, internal
+/// packages, test-only helpers), no network needed.
+const GO_CMP: &str = "/usr/share/gocode/src/github.com/google/go-cmp";
+
+/// The verdict-bearing part of a split's or an unsplit record's JSON.
+fn verdict_of(v: &Value) -> (Value, Value, Value, Vec<String>) {
+    let notes = |n: &Value| -> Vec<String> {
+        let mut n: Vec<String> = n
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str())
+            // Notes naming a machine or a shard differ by design.
+            .filter(|x| x.starts_with("unfinished-tests") || x.starts_with("build-failed"))
+            .map(str::to_string)
+            .collect();
+        n.sort();
+        n
+    };
+    (
+        v["verdict"].clone(),
+        v["count"].clone(),
+        v["named_tests"].clone(),
+        notes(&v["notes"]),
+    )
+}
+
+/// Split and unsplit verdicts are the same on a real multi-package module:
+/// green (same count), then red after a commit that breaks one test (the
+/// same named test, the same count).
+#[test]
+fn split_and_unsplit_agree_on_a_real_module() {
+    if common::skip_unless(
+        Path::new(GO_CMP).join("go.mod").exists(),
+        "no go-cmp source (apt-get install golang-github-google-go-cmp-dev)",
+    ) {
+        return;
+    }
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let repo = Repo::new(&[("README.saphan", "github.com/google/go-cmp\n")]);
+    let cp = std::process::Command::new("cp")
+        .args(["-r", &format!("{GO_CMP}/."), &repo.path_str()])
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    common::git(repo.path(), &["add", "-A"]);
+    common::git(repo.path(), &["commit", "-q", "-m", "go-cmp"]);
+
+    let compare = |want: i32| {
+        let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+        assert_code(&o, want);
+        let v = json(&o);
+        assert_eq!(v["split"]["coverage"]["complete"], true, "{v}");
+        assert_eq!(v["split"]["coverage"]["listed"], 10, "{v}");
+        let split = verdict_of(&v["split"]);
+        let o = f.certify(&repo, "m0", &[]);
+        assert_code(&o, want);
+        let u = json(&o);
+        let unsplit = verdict_of(&u["records"][0]);
+        assert_eq!(split, unsplit, "split {v}\nunsplit {u}");
+        split
+    };
+    let (verdict, count, _, _) = compare(0);
+    assert_eq!(verdict, "green");
+    // 20 top-level tests (and ~700 subtests, which the count leaves out)
+    // in Debian 12's go-cmp 0.5.9.
+    assert!(count.as_u64().unwrap() >= 10, "go-cmp's tests: {count}");
+
+    repo.commit(
+        &[(
+            "cmp/cmpopts/zz_broken_test.go",
+            "package cmpopts\n\nimport \"testing\"\n\nfunc TestBrokenOnPurpose(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+        )],
+        "break one test",
+    );
+    let (verdict, _, named, _) = compare(1);
+    assert_eq!(verdict, "red");
+    assert_eq!(
+        named,
+        serde_json::json!(["github.com/google/go-cmp/cmp/cmpopts.TestBrokenOnPurpose"])
+    );
 }
