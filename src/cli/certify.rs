@@ -1,7 +1,7 @@
 //! `saphan certify` and `saphan records`.
 
 use super::{Ctx, out, out_json, visible, why};
-use crate::certify::{self, Certified, Class, Settings};
+use crate::commands::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
 use crate::measure::progress::{Event, Progress};
 use crate::record::{Avail, PointerOutcome};

@@ -119,7 +119,7 @@ async fn list(ctx: &Ctx, repo: Option<&std::path::Path>) -> Result<Exit> {
         }
         None => Vec::new(),
     };
-    let health = |id: &str| crate::status::health(id, &records, ledger.as_ref());
+    let health = |id: &str| crate::commands::status::health(id, &records, ledger.as_ref());
     if ctx.json {
         let rows: Vec<Value> = m
             .rows
