@@ -347,3 +347,36 @@ fn container_gate_names_every_machine_without_a_fresh_docker_oci_row() {
     }
     assert!(repo.records().is_empty());
 }
+
+/// A fleet whose ssh config was never written is told to write it first,
+/// before the measure line that would fail on its absence (the walk of
+/// issue 21 lost a round there). No lab: nothing is reached.
+#[test]
+fn a_missing_ssh_config_is_the_first_remedy() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"/tmp/w\"\n",
+    )
+    .unwrap();
+    let (m, text) = crate::common::gomod::go_mod();
+    let repo = Repo::new(&[(m, text.as_str())]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0"]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    let write = err.find("ssh/config first").expect(&err);
+    let measure = err.find("machine measure").expect(&err);
+    assert!(write < measure, "the ssh config line comes first: {err}");
+    assert!(err.contains("`Host m0`"), "{err}");
+
+    // Once it exists, the line is gone.
+    std::fs::create_dir_all(env.home().join("ssh")).unwrap();
+    std::fs::write(
+        env.home().join("ssh/config"),
+        "Host m0\n  HostName 127.0.0.1\n",
+    )
+    .unwrap();
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0"]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(!err.contains("ssh/config first"), "{err}");
+}
