@@ -55,7 +55,7 @@ impl Home {
         self.root.join("keys").join("row-signing")
     }
     /// `scratch/<key>/tree`: certify's scratch worktree for one repository
-    /// (`key` identifies the repository; see [`crate::certify`]).
+    /// (`key` identifies the repository; see [`crate::commands::certify`]).
     pub fn scratch(&self, key: &str) -> PathBuf {
         self.root.join("scratch").join(key).join("tree")
     }

@@ -8,9 +8,9 @@ pub mod affected;
 pub mod cancel;
 pub mod canonical;
 pub mod catalog;
-pub mod certify;
 pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod dispatch;
 pub mod docker;
@@ -26,12 +26,10 @@ pub mod provision;
 pub mod record;
 pub mod remote;
 pub mod report;
-pub mod status;
-pub mod stepgo;
+pub mod schedule;
 pub mod stream;
 pub mod suite;
 pub mod transport;
-pub mod union;
 pub mod worktree;
 
 /// The unit tests' side of `tests/it/common::skip_unless`: true (after printing

@@ -1,7 +1,7 @@
 //! `saphan certify` and `saphan records`.
 
 use super::{Ctx, out, out_json, visible, why};
-use crate::certify::{self, Certified, Class, Settings};
+use crate::commands::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
 use crate::measure::progress::{Event, Progress};
 use crate::record::{Avail, PointerOutcome};
@@ -56,6 +56,13 @@ pub struct CertifyArgs {
     /// (without it the container has no network).
     #[arg(long)]
     pub network: bool,
+    /// Split the suite over the --machine machines, one shard each; the
+    /// verdict is taken over their union (docs/dispatch.md "Splitting").
+    /// go-test-json suites are split by package and coverage is proven;
+    /// other suites get SAPHAN_SHARD_INDEX/SAPHAN_SHARD_COUNT and an
+    /// advisory result. An infrastructure failure re-runs once elsewhere.
+    #[arg(long)]
+    pub split: bool,
 }
 
 /// List the attempt records of a repository, or show one.
@@ -237,6 +244,8 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         trunk: a.trunk,
         image: a.image,
         network: a.network,
+        split: a.split,
+        failover: a.split,
     };
     // `--machine @admitted`: choose the admitted machines first, and say
     // which were chosen and which were left out, and why.
@@ -251,6 +260,9 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
             eprint!("{}", sel.lines());
             Settings {
                 machines: sel.chosen.clone(),
+                // The machines were chosen, not named: an infrastructure
+                // failure re-runs once on another chosen machine.
+                failover: true,
                 ..settings
             }
         }
@@ -333,6 +345,23 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
+    if let Some(sh) = &r.shard {
+        s.push_str(&format!(
+            "{indent}shard {}/{}: {}\n",
+            sh.index + 1,
+            sh.count,
+            if sh.packages.is_empty() {
+                "SAPHAN_SHARD_INDEX/SAPHAN_SHARD_COUNT".to_string()
+            } else {
+                format!("{} package(s)", sh.packages.len())
+            }
+        ));
+    }
+    if let Some(id) = &r.retry_of {
+        s.push_str(&format!(
+            "{indent}re-run of attempt {id} (its machine failed the attempt)\n"
+        ));
+    }
     // A machine that never ran the suite (unreachable, ship or lock
     // failed, the engine down) gets no `program:`/`shipped:` lines as if it
     // had: the failure line says what happened.
@@ -412,6 +441,7 @@ fn dispatched(
             "attempts": m.attempts,
             "exit_code": m.exit() as u8,
             "selection": selection,
+            "split": m.split,
         }));
     } else {
         let mut s = String::new();
@@ -421,8 +451,16 @@ fn dispatched(
         if let Some(d) = &m.disagreement {
             s.push_str(&format!("machines disagree: {d}\n"));
         }
+        if let Some(sp) = &m.split {
+            s.push_str(&split_lines(sp));
+        }
         s.push_str(&format!("records: {}\n", m.attempts.display()));
         match &m.pointer {
+            PointerOutcome::Moved if m.split.is_some() => s.push_str(&format!(
+                "verified: {} -> {} (moved: green on every shard, coverage complete)\n",
+                crate::record::VERIFIED_REF,
+                m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
+            )),
             PointerOutcome::Moved => s.push_str(&format!(
                 "verified: {} -> {} (moved: green on every named machine)\n",
                 crate::record::VERIFIED_REF,
@@ -436,6 +474,47 @@ fn dispatched(
         out(&visible(&s));
     }
     m.exit()
+}
+
+/// `certify --split`: the verdict over the shards, their coverage, and
+/// why an advisory result moves nothing.
+fn split_lines(sp: &crate::measure::pipeline::SplitOutcome) -> String {
+    let mut s = format!(
+        "split over {} shard(s): {} — {}",
+        sp.shards,
+        sp.verdict.as_str(),
+        crate::report::count_words(sp.count)
+    );
+    if let Some(f) = &sp.failure {
+        s.push_str(&format!(" ({f})"));
+    }
+    s.push('\n');
+    match &sp.coverage {
+        Some(c) if c.complete => s.push_str(&format!(
+            "coverage: complete — every one of the {} listed packages ended exactly once\n",
+            c.listed
+        )),
+        Some(c) => {
+            s.push_str(&format!("coverage: incomplete ({} listed)\n", c.listed));
+            if !c.missing.is_empty() {
+                s.push_str(&format!("  missing: {}\n", c.missing.join(", ")));
+            }
+            if !c.doubled.is_empty() {
+                s.push_str(&format!("  doubled: {}\n", c.doubled.join(", ")));
+            }
+        }
+        None => {}
+    }
+    if !sp.named_tests.is_empty() {
+        s.push_str(&format!("failing ({}):\n", sp.named_tests.len()));
+        for n in &sp.named_tests {
+            s.push_str(&format!("  {n}\n"));
+        }
+    }
+    if let Some(a) = &sp.advisory {
+        s.push_str(&format!("advisory: {a}\n"));
+    }
+    s
 }
 
 /// Run `records`.

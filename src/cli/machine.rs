@@ -119,7 +119,7 @@ async fn list(ctx: &Ctx, repo: Option<&std::path::Path>) -> Result<Exit> {
         }
         None => Vec::new(),
     };
-    let health = |id: &str| crate::status::health(id, &records, ledger.as_ref());
+    let health = |id: &str| crate::commands::status::health(id, &records, ledger.as_ref());
     if ctx.json {
         let rows: Vec<Value> = m
             .rows
@@ -180,22 +180,9 @@ async fn list(ctx: &Ctx, repo: Option<&std::path::Path>) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
 fn facts_line(f: &MachineFacts) -> String {
-    let distro = f
-        .distro
-        .as_ref()
-        .map(|d| {
-            format!(
-                "{} {}",
-                d.id.as_deref().unwrap_or("unknown-distro"),
-                d.version_id.as_deref().unwrap_or("(no VERSION_ID)")
-            )
-        })
-        .unwrap_or_else(|| "no os-release".into());
+    use crate::fleet::remeasure::{distro_words, gib};
+    let distro = distro_words(f);
     let userns = match f.userns.supported {
         Some(true) => format!("userns yes ({})", f.userns.method),
         Some(false) => format!("userns no ({})", f.userns.method),

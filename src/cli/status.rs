@@ -1,8 +1,8 @@
 //! `saphan status`.
 
 use super::{Ctx, out, out_json, visible};
+use crate::commands::status::{Attempt, Freshness, Status};
 use crate::error::{Exit, Result};
-use crate::status::{Attempt, Freshness, Status};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -28,7 +28,8 @@ pub struct StatusArgs {
 /// Run `status`.
 pub async fn run(ctx: &Ctx, a: StatusArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
-    let st = crate::status::status(&ctx.home, &catalog, &a.repo, a.trunk.as_deref()).await?;
+    let st =
+        crate::commands::status::status(&ctx.home, &catalog, &a.repo, a.trunk.as_deref()).await?;
     if ctx.json {
         out_json(&serde_json::to_value(&st).expect("status serializes"));
     } else {
@@ -190,7 +191,7 @@ fn render(st: &Status) -> String {
 /// `; answered 2026-12-01T03:00:04Z; last infrastructure failure:
 /// host-unreachable 2026-12-01T04:10:00Z (id …)` — what the records and
 /// the ledger say of a machine's health, to the second.
-pub fn health_words(h: &crate::status::Health) -> String {
+pub fn health_words(h: &crate::commands::status::Health) -> String {
     let mut s = match &h.last_answered {
         Some(at) => format!("; answered {}", crate::clock::to_seconds(at)),
         None => "; never answered".to_string(),

@@ -1,11 +1,11 @@
 //! `saphan verify-union` and `saphan verify-stream`: clap types and the
-//! step from arguments to [`crate::union`] and [`crate::stepgo`].
+//! step from arguments to [`crate::commands::union`] and [`crate::commands::stepgo`].
 
 use super::{Ctx, out, out_json, visible};
+use crate::commands::stepgo::{self, StepOutcome};
+use crate::commands::union;
 use crate::error::{Exit, Result};
 use crate::record::Avail;
-use crate::stepgo::{self, StepOutcome};
-use crate::union;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -747,7 +747,7 @@ impl Selection {
 pub async fn select(
     home: &Home,
     catalog: &Catalog,
-    settings: &crate::certify::Settings,
+    settings: &crate::commands::certify::Settings,
 ) -> Result<Selection> {
     let setup = crate::measure::Setup::open(home, &settings.repo).await?;
     let sha = setup
@@ -756,7 +756,7 @@ pub async fn select(
         .await?;
     let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
-    let (chosen, left_out) = if settings.class == crate::certify::Class::Container {
+    let (chosen, left_out) = if settings.class == crate::commands::certify::Class::Container {
         let pin = match settings.image.as_deref() {
             None => return Err(crate::docker::container::ContainerError::ImageMissing.into()),
             Some(i) => crate::docker::container::parse_image(i)?,

@@ -26,9 +26,11 @@
 //! suite's command in the shipped tree on the machine.
 
 pub mod admit;
+pub mod fault;
+mod lock;
 pub mod ship;
 
-use crate::error::{Refusal, Result};
+use crate::error::Result;
 use crate::exec::{self, Cmd};
 use crate::git::Repo;
 use crate::home::Home;
@@ -38,8 +40,10 @@ use crate::measure::{self, SuiteRun};
 use crate::provision::ProvisionError;
 use crate::record::{Phase, Phases};
 use crate::report::FailureKind;
-use crate::transport::{Transport, TransportError};
+use crate::transport::Transport;
 pub use admit::{Admitted, admit_all, machine_ids};
+pub use fault::{DispatchError, DispatchFault};
+use lock::MachineLock;
 use std::time::{Duration, Instant};
 
 /// Budget for one control command on a machine (mirror listing, fetch,
@@ -51,102 +55,6 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 pub const GRACE: Duration = Duration::from_secs(2);
 /// How long an attempt may wait for the repository's lock on the machine.
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
-
-/// Refusals of a dispatched run (nothing was shipped).
-#[derive(Debug, thiserror::Error)]
-pub enum DispatchError {
-    /// The machine is not admitted for the suite's program.
-    #[error(
-        "the suite's program `{program}` is not admitted on machine {machine} ({catalog_row}): {why} — nothing was shipped; remedy:\n  {}",
-        remedy.join("\n  ")
-    )]
-    ToolchainAbsent {
-        machine: String,
-        program: String,
-        catalog_row: String,
-        why: String,
-        remedy: Vec<String>,
-    },
-    /// A program no catalog row maps is not on the machine.
-    #[error(
-        "the suite's program `{program}` is not on machine {machine} (no catalog row maps this program; resolved there: {detail}) — nothing was shipped; install it there, or declare the suite with a program the machine has"
-    )]
-    ProgramAbsent {
-        machine: String,
-        program: String,
-        detail: String,
-    },
-    /// A provision could not be placed in the shipped tree.
-    #[error(
-        "on machine {machine}: provision {detail} — nothing was measured; change the provision's dest"
-    )]
-    ProvisionConflict { machine: String, detail: String },
-    /// The verify-affected adapter needs a saphan binary the machine can run.
-    #[error(
-        "machine {machine} measured {os}/{arch}, but this saphan is built for {local_os}/{local_arch}, so it cannot be shipped there — install saphan {version} for {os}/{arch} on the machine and declare its path as verify.affected's adapter, or dispatch to a machine of this platform"
-    )]
-    PlatformMismatch {
-        machine: String,
-        os: String,
-        arch: String,
-        local_os: String,
-        local_arch: String,
-        version: String,
-    },
-    /// `--machine` names no machine, or mixes `local` with fleet machines.
-    #[error("--machine `{given}` {why} — {fix}")]
-    MachineList {
-        given: String,
-        why: &'static str,
-        fix: String,
-    },
-}
-
-impl Refusal for DispatchError {
-    fn name(&self) -> &'static str {
-        match self {
-            DispatchError::ToolchainAbsent { .. } | DispatchError::ProgramAbsent { .. } => {
-                "verification-toolchain-absent"
-            }
-            DispatchError::ProvisionConflict { .. } => "provision-dest-conflict",
-            DispatchError::PlatformMismatch { .. } => "saphan-binary-unavailable",
-            DispatchError::MachineList { .. } => "machine-list-invalid",
-        }
-    }
-}
-
-/// Why a machine's attempt failed after admission: its kind
-/// (`host-unreachable`, `connection-lost`, `ship-failed` …) and a sentence.
-#[derive(Debug, Clone)]
-pub struct DispatchFault {
-    /// Why (the record's `failure`).
-    pub kind: FailureKind,
-    /// What happened.
-    pub detail: String,
-}
-
-impl DispatchFault {
-    /// A fault of `kind`. The detail becomes one line (a quoted remote
-    /// stderr's newlines and runs of blanks fold to single spaces), so the
-    /// record's note and the summary line stay one line each.
-    pub fn new(kind: FailureKind, detail: impl Into<String>) -> DispatchFault {
-        DispatchFault {
-            kind,
-            detail: detail
-                .into()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-        }
-    }
-    /// A transport error as a fault (its own kind).
-    pub fn transport(e: TransportError) -> DispatchFault {
-        DispatchFault {
-            kind: FailureKind::from(&e),
-            detail: e.to_string(),
-        }
-    }
-}
 
 pub use crate::measure::pipeline::{Job, MachineRun, Multi};
 pub use crate::measure::progress::{Progress, Silent};
@@ -264,7 +172,15 @@ pub async fn measure_on(
                 Err(Failure::Fault(f)) => fault = Some(f),
                 Err(Failure::Refused(e)) => return Err(e),
             }
-            if let Transport::Ssh(s) = &t {
+            // A lost connection is gone already; closing it politely would
+            // wait behind a reconnect to the dead machine.
+            let gone = fault
+                .as_ref()
+                .is_some_and(|f| f.kind == FailureKind::ConnectionLost)
+                || lost(a.run.as_ref());
+            if let Transport::Ssh(s) = &t
+                && !gone
+            {
                 s.disconnect().await;
             }
         }
@@ -341,68 +257,6 @@ async fn control(
     )
     .await
     .map_err(DispatchFault::transport)
-}
-
-/// The repository's lock on the machine: `flock` held by a process whose
-/// stdin is this side's pipe. Dropping [`MachineLock::release`]'s writer
-/// ends it; a lost connection ends it too (sshd closes the channel), and the
-/// watchdog's budget bounds it in any case.
-struct MachineLock {
-    writer: Option<tokio::io::DuplexStream>,
-    holder: tokio::task::JoinHandle<std::result::Result<exec::Output, TransportError>>,
-}
-
-impl MachineLock {
-    async fn acquire(
-        t: &Transport,
-        layout: &ship::Layout,
-        ready: &str,
-        budget: Duration,
-    ) -> Result<MachineLock, DispatchFault> {
-        let (writer, reader) = tokio::io::duplex(64);
-        let lock = format!("{}/locks/{}.lock", layout.base, layout.key);
-        let cmd = Cmd::new("sh")
-            .args([
-                "-c",
-                crate::remote::LOCK,
-                "saphan-lock",
-                &lock,
-                ready,
-                &LOCK_WAIT.as_secs().to_string(),
-            ])
-            .input(exec::Input::Stream(exec::SharedReader::new(reader)))
-            .timeout(budget);
-        let t2 = t.clone();
-        let mut holder = tokio::spawn(async move { t2.run(cmd).await });
-        let ready_arg = [ready];
-        let wait = control(t, crate::remote::LOCK_WAIT, &ready_arg);
-        tokio::select! {
-            r = wait => match r {
-                Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
-                Ok(_) => {
-                    holder.abort();
-                    Err(DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
-                }
-                Err(f) => {
-                    holder.abort();
-                    Err(f)
-                }
-            },
-            r = &mut holder => Err(match r {
-                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_BUSY) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
-                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_MKDIR) => DispatchFault::new(FailureKind::LockFailed, format!("cannot create the directory of {lock} there: {} — the machine row's workhome must be writable", o.stderr_str())),
-                Ok(Ok(o)) => DispatchFault::new(FailureKind::LockFailed, format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
-                Ok(Err(e)) => DispatchFault::transport(e),
-                Err(e) => DispatchFault::new(FailureKind::LockFailed, e.to_string()),
-            }),
-        }
-    }
-
-    async fn release(mut self) {
-        drop(self.writer.take());
-        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.holder).await;
-        self.holder.abort();
-    }
 }
 
 /// One machine's attempt in progress: what every step needs.
@@ -489,11 +343,27 @@ async fn attempt(
     let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
     let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
     let r = locked(on, a, phases, &run_dir, t_mat).await;
-    // The run dir goes; so does the (now empty) parent of the stable tree.
-    let parent = format!("{}/scratch/{}", layout.base, layout.key);
-    let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
-    lock.release().await;
+    // The run dir goes; so does the (now empty) parent of the stable tree —
+    // unless the connection is lost: every call would first reconnect to a
+    // dead machine and wait out its connect timeout, delaying the record
+    // (and failover); the next dispatch there reaps what is left.
+    let lost = match &r {
+        Err(Failure::Fault(f)) => f.kind == FailureKind::ConnectionLost,
+        _ => lost(a.run.as_ref()),
+    };
+    if lost {
+        lock.abandon();
+    } else {
+        let parent = format!("{}/scratch/{}", layout.base, layout.key);
+        let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
+        lock.release().await;
+    }
     r
+}
+
+/// The run ended because the connection to the machine was lost.
+fn lost(run: Option<&SuiteRun>) -> bool {
+    run.is_some_and(|r| r.measurement.failure == Some(FailureKind::ConnectionLost))
 }
 
 async fn locked(
@@ -592,7 +462,12 @@ async fn locked(
             )
             .await;
     }
-    let _ = scratch.remove().await;
+    if lost(run.as_ref().ok()) {
+        // Removed in the background, best effort (see `attempt`).
+        drop(scratch);
+    } else {
+        let _ = scratch.remove().await;
+    }
     let run = match run {
         Ok(r) => r,
         Err(e) if matches!(e.downcast_ref(), Some(ProvisionError::DestConflict { .. })) => {

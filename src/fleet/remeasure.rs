@@ -367,15 +367,15 @@ pub fn capability_change(
     (b != a).then_some((b, a))
 }
 
-fn gib(bytes: u64) -> String {
+/// Bytes as GiB with one decimal: `31.3 GiB`.
+pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-/// The compared aspects of a facts row, in words: `Linux x86_64`,
-/// `kernel 6.1.0-18-amd64`, `debian 12`, `8 cpus`, `31.3 GiB`, `userns yes`.
-pub fn facts_aspects(f: &MachineFacts) -> Vec<String> {
-    let distro = f
-        .distro
+/// A facts row's distro in words: `debian 12`, `unknown-distro 12`,
+/// `debian (no VERSION_ID)`, or `no os-release` when the row has none.
+pub fn distro_words(f: &MachineFacts) -> String {
+    f.distro
         .as_ref()
         .map(|d| {
             format!(
@@ -384,11 +384,16 @@ pub fn facts_aspects(f: &MachineFacts) -> Vec<String> {
                 d.version_id.as_deref().unwrap_or("(no VERSION_ID)")
             )
         })
-        .unwrap_or_else(|| "no os-release".into());
+        .unwrap_or_else(|| "no os-release".into())
+}
+
+/// The compared aspects of a facts row, in words: `Linux x86_64`,
+/// `kernel 6.1.0-18-amd64`, `debian 12`, `8 cpus`, `31.3 GiB`, `userns yes`.
+pub fn facts_aspects(f: &MachineFacts) -> Vec<String> {
     vec![
         format!("{} {}", f.os, f.arch),
         format!("kernel {}", f.kernel),
-        distro,
+        distro_words(f),
         f.cpus
             .map(|c| format!("{c} cpus"))
             .unwrap_or_else(|| "? cpus".into()),

@@ -53,6 +53,17 @@ pub fn ssh_config_display(home: &Home) -> String {
     }
 }
 
+/// The line that says to write the fleet's ssh config first: saphan
+/// reaches an SSH machine only through `SAPHAN_HOME/ssh/config` (OpenSSH
+/// ssh_config(5)), never `~/.ssh/config`.
+pub fn ssh_config_line(home: &Home, row: &MachineRow) -> String {
+    format!(
+        "write {} first: a `Host {}` block (HostName, User, IdentityFile, UserKnownHostsFile — OpenSSH ssh_config(5); docs/fleet.md), then measure",
+        ssh_config_display(home),
+        row.host
+    )
+}
+
 /// What a `machine-timeout` tells the operator to check: that an SSH
 /// machine answers (`ssh -F <config> <host> true`); for the local machine,
 /// which no ssh reaches, what is keeping it busy.
@@ -208,6 +219,13 @@ pub fn admission(
 ) -> Vec<String> {
     let mut lines = Vec::new();
     if needs.measure {
+        // Measuring an SSH machine reads the fleet's ssh config: say so
+        // before the measure line fails on its absence.
+        if matches!(row.transport, crate::fleet::machines::TransportKind::Ssh)
+            && !home.ssh_config().exists()
+        {
+            lines.push(ssh_config_line(home, row));
+        }
         lines.push(measure_line(home, catalog, &row.id));
     }
     let cap = needs

@@ -31,6 +31,13 @@ pub enum Scope {
     Local,
     /// `certify --machine …`: one record per named machine.
     Machines,
+    /// `certify --split`: one record per shard; the invocation is green
+    /// when every shard is green (coverage proven: a shard that did not end
+    /// exactly its packages is not green) and the shards ran tests.
+    Split,
+    /// `certify --split` of a suite saphan cannot split itself: advisory,
+    /// the pointer never moves.
+    Advisory,
 }
 
 /// The repository lock the pointer move happens under.
@@ -123,6 +130,16 @@ fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<Unmoved> {
             Some(disagreement) => Unmoved::MachinesDisagree { disagreement },
             None => Unmoved::NotGreenOnEveryMachine { sha },
         }),
+        Scope::Split => {
+            // A shard of only test-less packages runs 0 tests: the sum counts.
+            let total: u64 = records.iter().filter_map(|r| r.count.value()).sum();
+            match (all_green, total) {
+                (true, 0) => Some(Unmoved::ZeroTests),
+                (true, _) => None,
+                (false, _) => Some(Unmoved::NotGreenOnEveryShard { sha }),
+            }
+        }
+        Scope::Advisory => Some(Unmoved::Advisory),
     }
 }
 

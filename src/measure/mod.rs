@@ -826,5 +826,8 @@ pub fn record(
             .collect(),
         trunk: None,
         union: None,
+        shard: None,
+        package_seconds: None,
+        retry_of: None,
     }
 }

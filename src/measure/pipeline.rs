@@ -67,6 +67,12 @@ pub struct Settings {
     /// `--network`: give a container-class suite the engine's default
     /// network (off otherwise).
     pub network: bool,
+    /// `--split`: one shard per machine, the verdict over their union
+    /// ([`crate::schedule`]).
+    pub split: bool,
+    /// Failover: re-run an infrastructure failure once on another machine
+    /// of the invocation (`--split` or `--machine @admitted`).
+    pub failover: bool,
 }
 
 impl Settings {
@@ -167,18 +173,54 @@ pub struct Multi {
     pub pointer: record::PointerOutcome,
     /// `green on m0, red on m1` when the machines disagree.
     pub disagreement: Option<String>,
+    /// `certify --split`: the verdict over the shards' union.
+    pub split: Option<Box<SplitOutcome>>,
+}
+
+/// The verdict of a `certify --split` invocation over its shards.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SplitOutcome {
+    /// Green only when every shard is green and coverage is complete.
+    pub verdict: Verdict,
+    /// Why it failed, when it is measurement-failed (the first failing
+    /// shard's kind).
+    pub failure: Option<crate::report::FailureKind>,
+    /// The sum of the shards' counts (`None` when some shard's is unavailable).
+    pub count: Option<u64>,
+    /// The union of the shards' failing tests, in shard order.
+    pub named_tests: Vec<String>,
+    /// Every shard's notes, each prefixed with its machine.
+    pub notes: Vec<String>,
+    /// How many shards ran.
+    pub shards: usize,
+    /// The coverage proof (go-test-json suites); `None` when advisory.
+    pub coverage: Option<crate::schedule::Coverage>,
+    /// Why the result is advisory (a suite saphan cannot split itself).
+    pub advisory: Option<String>,
 }
 
 impl Multi {
-    /// The worst outcome: measurement-failed (3) > red (1) > green (0).
+    /// The worst outcome: measurement-failed (3) > red (1) > green (0),
+    /// over the effective attempts (an attempt a failover re-ran is
+    /// superseded by its re-run); with `--split`, the split's verdict.
     pub fn exit(&self) -> Exit {
+        if let Some(s) = &self.split {
+            return s.verdict.exit();
+        }
         let rank = |v: Verdict| match v {
             Verdict::Green => 0,
             Verdict::Red => 1,
             Verdict::MeasurementFailed => 2,
         };
+        // An attempt another one re-ran (failover) is superseded by it.
+        let superseded = |id: &str| {
+            self.runs
+                .iter()
+                .any(|r| r.record.retry_of.as_deref() == Some(id))
+        };
         self.runs
             .iter()
+            .filter(|r| !superseded(&r.record.id))
             .map(|r| r.record.verdict)
             .max_by_key(|v| rank(*v))
             .map(|v| v.exit())
@@ -236,6 +278,12 @@ pub async fn certify(
     // gate, lock or machine.
     let trunk = record::trunk::for_certify(repo, settings.trunk.as_deref()).await?;
     let fleet = settings.fleet();
+    if settings.split && fleet.is_empty() {
+        return Err(crate::schedule::ScheduleError::NoMachines.into());
+    }
+    if settings.split && settings.class == Class::Container {
+        return Err(crate::schedule::ScheduleError::ContainerClass.into());
+    }
     let gate = gate(
         home,
         catalog,
@@ -306,6 +354,19 @@ pub async fn certify(
                 interrupt.clone(),
             );
             here(&job, &executor, trunk.as_deref()).await
+        }
+        Gate::FleetHost(admitted) if settings.split => {
+            crate::schedule::run::split(
+                &job,
+                &admitted,
+                &measure::Host,
+                trunk.as_deref(),
+                settings.failover,
+            )
+            .await
+        }
+        Gate::FleetHost(admitted) if settings.failover => {
+            crate::schedule::run::admitted(&job, &admitted, &measure::Host, trunk.as_deref()).await
         }
         Gate::FleetHost(admitted) => {
             machines(&job, &admitted, &measure::Host, trunk.as_deref()).await
@@ -480,6 +541,7 @@ async fn machines(
         runs,
         attempts: record::attempts_path(job.repo),
         pointer,
+        split: None,
     }))
 }
 
@@ -522,6 +584,15 @@ pub fn record_of(
         record.phases = Some(f.phases.clone());
         record.remote_tree = Some(f.remote_tree.clone());
         record.interrupted = f.interrupted;
+        if job.suite.report == crate::report::ReportKind::GoTestJson {
+            let seconds: std::collections::BTreeMap<String, f64> = package_ends(m)
+                .into_iter()
+                .filter_map(|e| e.elapsed.map(|s| (e.package, s)))
+                .collect();
+            if !seconds.is_empty() {
+                record.package_seconds = Some(seconds);
+            }
+        }
     }
     if let Some(c) = record.container.as_mut() {
         container_program(job, machine, m, c, &mut record.program_path);
@@ -534,6 +605,18 @@ pub fn record_of(
         record.dispatch_machines = Some(machines.to_vec());
     }
     record
+}
+
+/// The package-level terminal events of a fleet bench's go-test-json
+/// stream (brought back as `stdout`); empty when nothing was brought back.
+pub fn package_ends(m: &Measured) -> Vec<crate::report::gojson::PackageEnd> {
+    match &m.local {
+        Some(d) if d.path().join("stdout").is_file() => {
+            crate::report::gojson::package_ends(&d.path().join("stdout"), "the suite's stdout")
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Where one container-class attempt runs: the attempt's labels

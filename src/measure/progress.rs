@@ -35,6 +35,18 @@ pub enum Event<'a> {
         /// What runs.
         argv: &'a [String],
     },
+    /// `certify --split`: the shard this machine runs.
+    Shard {
+        /// Its index, from 0.
+        index: usize,
+        /// How many shards.
+        count: usize,
+        /// Its packages (empty: the suite splits itself by
+        /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`).
+        packages: &'a [String],
+        /// The attempt id this run re-runs (failover), if any.
+        retry_of: Option<&'a str>,
+    },
     /// Bringing the reports back.
     Collect,
     /// The attempt is over, with this verdict.
@@ -54,6 +66,23 @@ impl Event<'_> {
             Event::Shipped { bytes } => format!("shipped {} KiB", bytes.div_ceil(1024)),
             Event::Run { .. } => "run".into(),
             Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
+            Event::Shard {
+                index,
+                count,
+                packages,
+                retry_of,
+            } => {
+                let what = match packages.len() {
+                    0 => "the suite's own splitter".to_string(),
+                    1 => format!("1 package ({})", packages[0]),
+                    n if n <= 3 => format!("{n} packages ({})", packages.join(", ")),
+                    n => format!("{n} packages ({}, …)", packages[..3].join(", ")),
+                };
+                let retry = retry_of
+                    .map(|r| format!(", re-running attempt {r}"))
+                    .unwrap_or_default();
+                format!("shard {}/{count}: {what}{retry}", index + 1)
+            }
             Event::Collect => "collect".into(),
             Event::Done { verdict } => format!("done: {}", verdict.as_str()),
         }

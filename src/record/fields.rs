@@ -176,3 +176,16 @@ where
 {
     T::deserialize(d).map(Some)
 }
+
+/// One shard of a `certify --split` invocation (record field `shard`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard's index, from 0.
+    pub index: usize,
+    /// How many shards the invocation ran.
+    pub count: usize,
+    /// The packages assigned to it (go-test-json suites; empty for other
+    /// report kinds, whose suite splits itself by `SAPHAN_SHARD_INDEX` /
+    /// `SAPHAN_SHARD_COUNT`).
+    pub packages: Vec<String>,
+}

@@ -10,7 +10,7 @@ pub mod fields;
 pub mod trunk;
 
 pub use fields::{
-    ContainerRun, Containment, MachineProgram, Phase, Phases, Step, StepOutcome, StreamHead,
+    ContainerRun, Containment, MachineProgram, Phase, Phases, Shard, Step, StepOutcome, StreamHead,
     SubmoduleAt,
 };
 
@@ -229,6 +229,18 @@ pub struct Record {
     /// verify-union: the union commit measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub union: Option<String>,
+    /// `certify --split`: which shard of the invocation this record is
+    /// (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Dispatched go-test-json runs: seconds per package, from the
+    /// package-level terminal events' `Elapsed` (what the next
+    /// `certify --split` balances by; format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_seconds: Option<std::collections::BTreeMap<String, f64>>,
+    /// Failover: the id of the attempt this one re-runs (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
 }
 
 impl Record {
@@ -526,6 +538,15 @@ pub enum Unmoved {
         /// The trunk the pointer follows.
         follows: String,
     },
+    /// `certify --split`: some shard is not green (or coverage is not
+    /// proven).
+    NotGreenOnEveryShard {
+        /// The SHA certified.
+        sha: String,
+    },
+    /// `certify --split` of a suite saphan cannot split itself (the
+    /// suite's own splitter chose the tests, so no coverage is proven).
+    Advisory,
 }
 
 impl PointerOutcome {
@@ -580,6 +601,13 @@ impl std::fmt::Display for Unmoved {
             Unmoved::MachinesDisagree { disagreement } => {
                 write!(f, "the machines disagree ({disagreement})")
             }
+            Unmoved::NotGreenOnEveryShard { sha } => write!(
+                f,
+                "{sha} is not green on every shard, or the shards did not cover every package"
+            ),
+            Unmoved::Advisory => f.write_str(
+                "advisory: the suite split itself by SAPHAN_SHARD_INDEX/SAPHAN_SHARD_COUNT, so saphan cannot prove the shards ran the whole suite — certify without --split to move it",
+            ),
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
             ),

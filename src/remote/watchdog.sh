@@ -74,12 +74,25 @@ if pstat "/proc/$p/stat"; then s0=$start; fi
     if pstat "/proc/$p/stat"; then [ "$start" = "$s0" ]; return; fi
     pstat /proc/self/stat && [ "$ppid" = "$sup" ]
   }
-  trap 'kill "$s" 2>/dev/null; exit 0' TERM
-  SAPHAN_WATCHDOG=$m sleep "$b" & s=$!; wait "$s" || exit 0
+  # The supervisor's TERM only notes itself (x) and stops the current
+  # `sleep` once its pid is known: a TERM that lands between the fork of
+  # `sleep` and `s=$!` is seen by the check after it. The `sleep` gets
+  # KILL, not TERM: until it execs, the forked child still runs this
+  # trap, and a TERM there would leave it running. Either way no `sleep`
+  # outlives its watchdog (a fast command used to leave one for its whole
+  # budget, about 1 run in 20).
+  x= s=
+  trap 'x=1; [ -z "$s" ] || kill -KILL "$s" 2>/dev/null' TERM
+  SAPHAN_WATCHDOG=$m sleep "$b" & s=$!
+  [ -z "$x" ] || { kill -KILL "$s" 2>/dev/null; exit 0; }
+  wait "$s" || exit 0
+  s=
+  [ -z "$x" ] || exit 0
   ours || exit 0
-  trap 'kill "$s" 2>/dev/null; ours && kill -KILL -"$p" 2>/dev/null; exit 3' TERM
   kill -TERM -"$p" 2>/dev/null
-  SAPHAN_WATCHDOG=$m sleep "$g" & s=$!; wait "$s" || exit 3
+  SAPHAN_WATCHDOG=$m sleep "$g" & s=$!
+  [ -z "$x" ] || kill -KILL "$s" 2>/dev/null
+  wait "$s"
   ours && kill -KILL -"$p" 2>/dev/null
   exit 3
 ) </dev/null >/dev/null 2>&1 &

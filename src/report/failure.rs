@@ -70,6 +70,9 @@ kinds! {
     UnfinishedTests => "unfinished-tests",
     /// verify-affected: a selected package the stream never ended.
     UnmeasuredPackages => "unmeasured-packages",
+    /// `certify --split`: the shards' package-level terminal events do not
+    /// equal the listed package set, each package once.
+    ShardCoverageIncomplete => "shard-coverage-incomplete",
     /// [`super::ReportError::NoMatch`].
     ReportNoMatch => "report-no-match",
     /// [`super::ReportError::BadPattern`] and [`super::ReportError::NoPattern`].

@@ -74,12 +74,30 @@ pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, Repor
         pending_builds: Vec::new(),
         text_build_failed: Vec::new(),
         open_pkgs: HashSet::new(),
+        last_open: None,
         torn_tail: false,
         unfinished: Vec::new(),
         cap: Capture::new(),
     };
     let mut line = Vec::with_capacity(4096);
     loop {
+        // A whole line in the reader's buffer is read where it lies.
+        match r.fill_buf() {
+            Ok(buf) => {
+                if let Some(i) = memchr::memchr(b'\n', buf) {
+                    st.line(&buf[..i]);
+                    r.consume(i + 1);
+                    continue;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(ReportError::Unreadable {
+                    file: display.to_string(),
+                    source,
+                });
+            }
+        }
         line.clear();
         let (more, complete, terminated) =
             read_line_capped(&mut r, &mut line, MAX_LINE).map_err(|source| {
@@ -171,6 +189,162 @@ struct Event<'a> {
 struct OutputOnly<'a> {
     #[serde(rename = "Output", borrow, default)]
     output: Option<Cow<'a, str>>,
+}
+
+/// An event line in test2json's own layout, read without serde: a compact
+/// object (no whitespace) whose keys are among `Time`, `Action`, `Package`,
+/// `Test`, `Output`, `Elapsed`, each at most once, strings of printable
+/// ASCII (escapes allowed only in `Time` and `Output`, which are not
+/// decoded), `Elapsed` a JSON number. `None` means "not this layout": the
+/// line goes to serde, which decides. So the fast path never accepts what
+/// serde would refuse, and gives what serde would give when it accepts.
+struct Fast<'a> {
+    action: &'a str,
+    package: Option<&'a str>,
+    test: Option<&'a str>,
+    /// The raw value of `Output`, between its quotes.
+    output: Option<(usize, usize)>,
+}
+
+const HI: u64 = 0x8080_8080_8080_8080;
+const LO: u64 = 0x0101_0101_0101_0101;
+
+/// The first byte at or after `i` that is `"`, `\`, a control or not ASCII.
+#[inline]
+fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
+    while i + 8 <= b.len() {
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().ok()?);
+        let q = w ^ (LO * b'"' as u64);
+        let s = w ^ (LO * b'\\' as u64);
+        let m = (w
+            | q.wrapping_sub(LO) & !q
+            | s.wrapping_sub(LO) & !s
+            | w.wrapping_sub(LO * 0x20) & !w)
+            & HI;
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+        .map(|k| i + k)
+}
+
+/// A string value opening at `b[i] == '"'`: the index of its closing quote.
+/// `escapes_ok`: `\` escapes are checked as serde checks ignored strings.
+#[inline]
+fn fast_string(b: &[u8], i: usize, escapes_ok: bool) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j = string_stop(b, j)?;
+        match b[j] {
+            b'"' => return Some(j),
+            b'\\' if escapes_ok => match *b.get(j + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                b'u' => {
+                    let h = b.get(j + 2..j + 6)?;
+                    if !h.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    j += 6;
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+}
+
+/// A JSON number starting at `i`: the index just past it.
+fn fast_number(b: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |b: &[u8], i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i += digits(b, i),
+        _ => return None,
+    }
+    if b.get(i) == Some(&b'.') {
+        let n = digits(b, i + 1);
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(b, i);
+        if n == 0 {
+            return None;
+        }
+        i += n;
+    }
+    Some(i)
+}
+
+fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let (mut action, mut package, mut test, mut output) = (None, None, None, None);
+    let mut seen = 0u8;
+    let mut i = 1;
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let k = i + 1 + memchr::memchr(b'"', b.get(i + 1..)?)?;
+        let (bit, kind) = match &b[i + 1..k] {
+            b"Time" => (1, 0),
+            b"Action" => (2, 1),
+            b"Package" => (4, 2),
+            b"Test" => (8, 3),
+            b"Output" => (16, 4),
+            b"Elapsed" => (32, 5),
+            _ => return None,
+        };
+        if seen & bit != 0 || b.get(k + 1) != Some(&b':') {
+            return None;
+        }
+        seen |= bit;
+        let v = k + 2;
+        if kind == 5 {
+            i = fast_number(b, v)?;
+        } else {
+            if b.get(v) != Some(&b'"') {
+                return None;
+            }
+            let end = fast_string(b, v, kind == 0 || kind == 4)?;
+            // No escapes and ASCII only: the bytes are the string.
+            let s = || std::str::from_utf8(&b[v + 1..end]).ok();
+            match kind {
+                1 => action = Some(s()?),
+                2 => package = Some(s()?),
+                3 => test = Some(s()?),
+                4 => output = Some((v + 1, end)),
+                _ => {}
+            }
+            i = end + 1;
+        }
+        match b.get(i)? {
+            b',' => i += 1,
+            b'}' if i + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(Fast {
+        action: action?,
+        package,
+        test,
+        output,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -437,6 +611,8 @@ struct Stream {
     text_build_failed: Vec<String>,
     /// Packages with events but no package-level pass/fail/skip yet.
     open_pkgs: HashSet<String>,
+    /// The package of the last event, known to be in `open_pkgs`.
+    last_open: Option<String>,
     /// The stream's last line ends without a newline and is not JSON: the
     /// writer was cut off mid-event.
     torn_tail: bool,
@@ -488,10 +664,10 @@ fn build_failed_text(line: &str) -> Option<&str> {
 impl Stream {
     fn line(&mut self, raw: &[u8]) {
         let trimmed = raw.trim_ascii();
-        let mentions_build = self.marker.find(trimmed).is_some();
         if trimmed.first() != Some(&b'{') {
             self.nonjson += 1;
-            if mentions_build && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
+            if self.marker.find(trimmed).is_some()
+                && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
             {
                 let p = p.to_string();
                 self.text_build_failed.push(p.clone());
@@ -499,12 +675,25 @@ impl Stream {
             }
             return;
         }
-        let ev: Event<'_> = match serde_json::from_slice(trimmed) {
-            Ok(ev) => ev,
-            Err(_) => {
-                self.nonjson += 1;
-                return;
-            }
+        // test2json's own layout is read directly; anything else is serde's.
+        let (ev, span) = match fast_event(trimmed) {
+            Some(f) => (
+                Event {
+                    action: Some(Cow::Borrowed(f.action)),
+                    package: f.package.map(Cow::Borrowed),
+                    test: f.test.map(Cow::Borrowed),
+                    import_path: None,
+                    failed_build: None,
+                },
+                Some(f.output),
+            ),
+            None => match serde_json::from_slice::<Event<'_>>(trimmed) {
+                Ok(ev) => (ev, None),
+                Err(_) => {
+                    self.nonjson += 1;
+                    return;
+                }
+            },
         };
         let Some(action) = ev.action else {
             self.nonjson += 1;
@@ -517,11 +706,18 @@ impl Stream {
             match (&*action, ev.test.as_deref()) {
                 ("pass" | "skip" | "fail", None) => {
                     self.open_pkgs.remove(pkg);
+                    if self.last_open.as_deref() == Some(pkg) {
+                        self.last_open = None;
+                    }
                 }
+                // Events of one package come in runs: the set is asked
+                // only when the package changes.
+                _ if self.last_open.as_deref() == Some(pkg) => {}
                 _ => {
                     if !self.open_pkgs.contains(pkg) {
                         self.open_pkgs.insert(pkg.to_string());
                     }
+                    self.last_open = Some(pkg.to_string());
                 }
             }
         }
@@ -543,18 +739,22 @@ impl Stream {
                     self.pending_builds.push((ip.to_string(), p));
                 }
             }
-            ("output", Some(pkg), test) if mentions_build => {
-                if let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed) {
+            ("output", Some(pkg), test) => {
+                if self.marker.find(trimmed).is_some()
+                    && let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed)
+                {
                     // The package is the event's own; the text confirms the failure.
                     if o.output.as_deref().and_then(build_failed_text).is_some() {
                         self.package_failed(pkg.to_string());
                     }
                 }
-                self.output(pkg, test, trimmed);
+                self.output(pkg, test, trimmed, span);
             }
-            ("output", Some(pkg), test) => self.output(pkg, test, trimmed),
             ("run", Some(pkg), Some(test)) => {
-                let run = self.pkgs.entry(pkg.to_string()).or_default();
+                let run = match self.pkgs.get_mut(pkg) {
+                    Some(r) => r,
+                    None => self.pkgs.entry(pkg.to_string()).or_default(),
+                };
                 let prev = run.tests.insert(
                     test.to_string(),
                     TestRun {
@@ -676,8 +876,20 @@ impl Stream {
     /// An `output` event: keep its line in the ring of the test (or the
     /// package) it belongs to, unless it is test2json's framing. Only the
     /// escaped bytes are copied; nothing is decoded here.
-    fn output(&mut self, pkg: &str, test: Option<&str>, line: &[u8]) {
-        let Some((start, end)) = output_span(&self.cap.finder, line) else {
+    /// `span`: where the fast path found the value (`Some(None)`: no
+    /// `Output`); `None`: not read by the fast path, so searched for here.
+    fn output(
+        &mut self,
+        pkg: &str,
+        test: Option<&str>,
+        line: &[u8],
+        span: Option<Option<(usize, usize)>>,
+    ) {
+        let span = match span {
+            Some(s) => s,
+            None => output_span(&self.cap.finder, line),
+        };
+        let Some((start, end)) = span else {
             return;
         };
         let test = test.unwrap_or("");
@@ -834,6 +1046,84 @@ impl Stream {
     }
 }
 
+/// One package-level terminal event of a stream (`pass`, `fail` or `skip`
+/// with a `Package` and no `Test`): what `certify --split` proves coverage
+/// with, and the per-package seconds the next split balances by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageEnd {
+    /// The package's import path (`Package`).
+    pub package: String,
+    /// `pass`, `fail` or `skip`.
+    pub action: String,
+    /// The event's `Elapsed` in seconds, when it carries one.
+    pub elapsed: Option<f64>,
+}
+
+/// The fields of a package-level terminal event.
+#[derive(Deserialize)]
+struct EndEvent<'a> {
+    #[serde(rename = "Action", borrow)]
+    action: Option<Cow<'a, str>>,
+    #[serde(rename = "Package", borrow, default)]
+    package: Option<Cow<'a, str>>,
+    #[serde(rename = "Test", borrow, default)]
+    test: Option<Cow<'a, str>>,
+    #[serde(rename = "Elapsed", default)]
+    elapsed: Option<f64>,
+}
+
+/// Every package-level terminal event in the stream at `path`, in stream
+/// order, duplicates kept (a package that ended twice appears twice). One
+/// streaming pass through the same capped line reader as [`parse_file`]:
+/// only lines that mention `"Elapsed"` or `"skip"` are decoded, and only
+/// the four fields above. Lines that are not events are skipped.
+///
+/// Errors: the file cannot be read (`report-unreadable`).
+pub fn package_ends(path: &Path, display: &str) -> Result<Vec<PackageEnd>, ReportError> {
+    let unreadable = |source| ReportError::Unreadable {
+        file: display.to_string(),
+        source,
+    };
+    let f = File::open(path).map_err(unreadable)?;
+    let mut r = BufReader::with_capacity(READ_BUF, f);
+    // Every package-level terminal event test2json writes carries
+    // `Elapsed`, except a `skip` of some older versions.
+    let elapsed = memchr::memmem::Finder::new(b"\"Elapsed\"");
+    let skip = memchr::memmem::Finder::new(b"\"skip\"");
+    let mut out = Vec::new();
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let (more, complete, _) =
+            read_line_capped(&mut r, &mut line, MAX_LINE).map_err(unreadable)?;
+        if !more {
+            break;
+        }
+        let t = line.trim_ascii();
+        if !complete || t.first() != Some(&b'{') {
+            continue;
+        }
+        if elapsed.find(t).is_none() && skip.find(t).is_none() {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_slice::<EndEvent<'_>>(t) else {
+            continue;
+        };
+        if let (Some(a @ ("pass" | "fail" | "skip")), Some(p), None) = (
+            ev.action.as_deref(),
+            ev.package.as_deref(),
+            ev.test.as_deref(),
+        ) {
+            out.push(PackageEnd {
+                package: p.to_string(),
+                action: a.to_string(),
+                elapsed: ev.elapsed,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -918,6 +1208,39 @@ mod tests {
         let p = ok(&s);
         assert_eq!(p.names, ["p.TestExit"]);
         assert_eq!(p.output[0].lines, ["    exit_test.go:5: about to exit"]);
+    }
+
+    #[test]
+    fn fast_path_reads_test2json_lines_and_leaves_the_rest_to_serde() {
+        let l = br#"{"Time":"2026-11-29T12:00:00.1Z","Action":"output","Package":"p","Test":"T/a","Output":"x \"y\" \u00e9\n"}"#;
+        let f = fast_event(l).expect("test2json layout");
+        assert_eq!(
+            (f.action, f.package, f.test),
+            ("output", Some("p"), Some("T/a"))
+        );
+        let (a, b) = f.output.unwrap();
+        assert_eq!(&l[a..b], br#"x \"y\" \u00e9\n"#);
+        let f = fast_event(br#"{"Action":"pass","Package":"p","Elapsed":0.12}"#).unwrap();
+        assert_eq!((f.action, f.test, f.output.is_none()), ("pass", None, true));
+        for other in [
+            &br#"{"Action": "pass"}"#[..],
+            br#"{"Action":"pass","Action":"fail"}"#,
+            br#"{"Action":"pass","ImportPath":"p"}"#,
+            br#"{"Action":"pa\u0073s"}"#,
+            br#"{"Action":"pass","Elapsed":01}"#,
+            br#"{"Action":"pass"} x"#,
+            br#"{"Package":"p"}"#,
+            "{\"Action\":\"é\"}".as_bytes(),
+            br#"{"Action":"pass","Output":"\x"}"#,
+            br#"{"Action":"pass","Output":"a"#,
+            br#"{"Action":null}"#,
+        ] {
+            assert!(
+                fast_event(other).is_none(),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
     }
 
     #[test]
@@ -1160,6 +1483,36 @@ mod tests {
     }
 
     #[test]
+    fn package_ends_lists_every_package_terminal_event_with_its_seconds() {
+        let stream = concat!(
+            "{\"Action\":\"run\",\"Package\":\"p/a\",\"Test\":\"TestX\"}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Test\":\"TestX\",\"Elapsed\":2}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Elapsed\":2.5}\n",
+            "not json\n",
+            "{\"Action\":\"skip\",\"Package\":\"p/b\"}\n",
+            "{\"Action\":\"fail\",\"Package\":\"p/c\",\"Elapsed\":0.1}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Elapsed\":1}\n",
+        );
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("stdout");
+        std::fs::write(&f, stream).unwrap();
+        let ends = package_ends(&f, "stdout").unwrap();
+        let got: Vec<(&str, &str, Option<f64>)> = ends
+            .iter()
+            .map(|e| (e.package.as_str(), e.action.as_str(), e.elapsed))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("p/a", "pass", Some(2.5)),
+                ("p/b", "skip", None),
+                ("p/c", "fail", Some(0.1)),
+                ("p/a", "pass", Some(1.0)),
+            ]
+        );
+    }
+
+    #[test]
     fn overlong_line_is_skipped_without_buffering_it() {
         let mut s = Vec::new();
         s.extend_from_slice(b"{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"T\"}\n");
@@ -1174,6 +1527,36 @@ mod tests {
         #[test]
         fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = parse_bytes(&bytes, "fuzz");
+        }
+
+        /// The fast path accepts only what serde accepts, and reads it as
+        /// serde does (lines of test2json's layout, mutated byte by byte).
+        #[test]
+        fn fast_path_agrees_with_serde(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", ",", ":", "\"", "\"Time\":", "\"Action\":", "\"Package\":", "\"Test\":",
+                "\"Output\":", "\"Elapsed\":", "\"ImportPath\":", "\"run\"", "\"p\"", "\"T/a\"",
+                "\"a\\nb\\u00e9\\\"c\"", "\"x\\q\"", "\"\\u12\"", "\"é\"", "\"\t\"", "0", "-0.5e+3", "01",
+                "1.", "1e", "null", " ", "\\", "\"\u{7f}\"", "\"Action\":\"pass\"",
+            ]), 0..14),
+            cut in 0usize..200,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let mut line = parts.concat().into_bytes();
+            for l in [line.clone(), {
+                if !line.is_empty() { let n = line.len(); line[cut % n] = byte; }
+                line.clone()
+            }] {
+                let serde = serde_json::from_slice::<Event<'_>>(&l);
+                if let Some(f) = fast_event(&l) {
+                    let e = serde.expect("the fast path accepted what serde refuses");
+                    proptest::prop_assert_eq!(e.action.as_deref(), Some(f.action));
+                    proptest::prop_assert_eq!(e.package.as_deref(), f.package);
+                    proptest::prop_assert_eq!(e.test.as_deref(), f.test);
+                    proptest::prop_assert!(e.import_path.is_none() && e.failed_build.is_none());
+                    proptest::prop_assert_eq!(output_span(&memchr::memmem::Finder::new(b"\"Output\":\""), &l), f.output);
+                }
+            }
         }
 
         #[test]

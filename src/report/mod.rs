@@ -16,6 +16,7 @@ pub mod failure;
 pub mod files;
 pub mod gojson;
 pub mod junit;
+mod xml;
 
 pub use failure::FailureKind;
 

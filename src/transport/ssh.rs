@@ -93,6 +93,9 @@ struct Inner {
     /// What the supervisor reported for the last command that carried the
     /// scratch marker ([`super::watchdog`]).
     containment: std::sync::Mutex<Option<crate::record::Containment>>,
+    /// The last connection closed and was discarded, and no new one has
+    /// opened since ([`Ssh::connection_gone`]).
+    lost: std::sync::atomic::AtomicBool,
 }
 
 struct Conn {
@@ -218,9 +221,18 @@ impl Ssh {
         {
             return Ok(c.clone());
         }
-        *guard = None;
+        if guard.take().is_some() {
+            // Closed under a run that may not have noticed yet: remember
+            // it until a new connection opens (see `connection_gone`).
+            self.inner
+                .lost
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let c =
             Arc::new(open_boxed(self.inner.settings.clone(), self.inner.opts.clone(), 0).await?);
+        self.inner
+            .lost
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         *guard = Some(c.clone());
         Ok(c)
     }
@@ -231,12 +243,17 @@ impl Ssh {
     /// the keep-alive limit, `None` while it is up or no connection was
     /// opened. Used by runs whose own stream (a forwarded socket) cannot
     /// tell a dead connection from a failing peer.
+    ///
+    /// A closed connection that another call already discarded (and could
+    /// not replace: the machine is still cut off) counts as gone too, so a
+    /// run racing a reconnect attempt is not told `engine`.
     pub async fn connection_gone(&self) -> Option<String> {
         let guard = self.inner.conn.lock().await;
-        let c = guard.as_ref()?;
-        c.handle
-            .is_closed()
-            .then(|| self.gone_detail("the connection closed"))
+        let closed = match guard.as_ref() {
+            Some(c) => c.handle.is_closed(),
+            None => self.inner.lost.load(std::sync::atomic::Ordering::Relaxed),
+        };
+        closed.then(|| self.gone_detail("the connection closed"))
     }
 
     /// `the SSH connection is gone (<detail>; keep-alive every Ns, closed
@@ -690,6 +707,7 @@ fn connect_depth(
                 settings,
                 opts,
                 containment: std::sync::Mutex::new(None),
+                lost: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     })

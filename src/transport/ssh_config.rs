@@ -290,7 +290,7 @@ impl SshGCache {
             h.update((bytes.len() as u64).to_le_bytes());
             h.update(bytes);
         };
-        field("format", b"ssh-g-cache-1");
+        field("format", b"ssh-g-cache-2");
         let m = std::fs::metadata(ssh).ok()?;
         field("ssh", ssh.as_os_str().as_encoded_bytes());
         field(
@@ -411,7 +411,7 @@ pub async fn resolve_ssh_g(
     parse_ssh_g(&text, alias, ssh_config)
 }
 
-/// What `ssh -G -F ssh_config [-l user] [-p port] -- alias` prints, or the
+/// What `ssh -G -o BatchMode=no -F ssh_config [-l user] [-p port] -- alias` prints, or the
 /// `ssh-config` refusal quoting why it failed.
 async fn ssh_g_text(
     ssh: &Path,
@@ -421,7 +421,17 @@ async fn ssh_g_text(
     port: Option<u16>,
 ) -> Result<String, TransportError> {
     check_alias(ssh_config, alias)?;
-    let mut cmd = Cmd::new(ssh).arg("-G").arg("-F").arg(ssh_config);
+    // `BatchMode=no`: saphan never prompts, so BatchMode means nothing to
+    // it — but with `BatchMode yes` OpenSSH reports an unset
+    // `ServerAliveInterval` as 300 s, and a cut-off machine would then be
+    // declared lost after 20 minutes instead of saphan's own default
+    // (SshOptions::keepalive_interval). An interval the config sets still wins.
+    let mut cmd = Cmd::new(ssh)
+        .arg("-G")
+        .arg("-o")
+        .arg("BatchMode=no")
+        .arg("-F")
+        .arg(ssh_config);
     if let Some(u) = user {
         cmd = cmd.arg("-l").arg(u);
     }

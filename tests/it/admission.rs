@@ -10,9 +10,6 @@ use crate::common::gomod;
 use crate::common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static N: AtomicUsize = AtomicUsize::new(0);
 
 /// A saphan home wired to the lab, each machine row with its own workhome.
 struct Fleet {
@@ -22,25 +19,7 @@ struct Fleet {
 
 impl Fleet {
     fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
-        let env = Env::new();
-        lab.install_ssh_config(env.home());
-        let work = tempfile::Builder::new()
-            .prefix(&format!(
-                "saphan-admission-{}-{}-",
-                std::process::id(),
-                N.fetch_add(1, Ordering::SeqCst)
-            ))
-            .tempdir()
-            .unwrap();
-        let mut s = String::new();
-        for h in hosts {
-            s += &format!(
-                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
-                work.path().join(h).display()
-            );
-        }
-        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
-        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        let (env, work) = crate::common::fleet::home(lab, hosts, "admission");
         Fleet { env, work }
     }
     fn workhome(&self, host: &str) -> PathBuf {
@@ -367,4 +346,37 @@ fn container_gate_names_every_machine_without_a_fresh_docker_oci_row() {
         assert!(!lines.iter().any(|l| l.contains("apt-get")), "{lines:?}");
     }
     assert!(repo.records().is_empty());
+}
+
+/// A fleet whose ssh config was never written is told to write it first,
+/// before the measure line that would fail on its absence (the walk of
+/// issue 21 lost a round there). No lab: nothing is reached.
+#[test]
+fn a_missing_ssh_config_is_the_first_remedy() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"/tmp/w\"\n",
+    )
+    .unwrap();
+    let (m, text) = crate::common::gomod::go_mod();
+    let repo = Repo::new(&[(m, text.as_str())]);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0"]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    let write = err.find("ssh/config first").expect(&err);
+    let measure = err.find("machine measure").expect(&err);
+    assert!(write < measure, "the ssh config line comes first: {err}");
+    assert!(err.contains("`Host m0`"), "{err}");
+
+    // Once it exists, the line is gone.
+    std::fs::create_dir_all(env.home().join("ssh")).unwrap();
+    std::fs::write(
+        env.home().join("ssh/config"),
+        "Host m0\n  HostName 127.0.0.1\n",
+    )
+    .unwrap();
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0"]);
+    let err = assert_refused(&o, "verification-toolchain-absent");
+    assert!(!err.contains("ssh/config first"), "{err}");
 }

@@ -10,9 +10,6 @@ use crate::common::gomod;
 use crate::common::{Env, Repo, assert_code, assert_refused, json, lab::Lab, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static N: AtomicUsize = AtomicUsize::new(0);
 
 /// A saphan home wired to a lab, with machine rows whose workhomes are
 /// unique to this fleet.
@@ -23,25 +20,7 @@ struct Fleet {
 
 impl Fleet {
     fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
-        let env = Env::new();
-        lab.install_ssh_config(env.home());
-        let work = tempfile::Builder::new()
-            .prefix(&format!(
-                "saphan-dispatch-{}-{}-",
-                std::process::id(),
-                N.fetch_add(1, Ordering::SeqCst)
-            ))
-            .tempdir()
-            .unwrap();
-        let mut s = String::new();
-        for h in hosts {
-            s += &format!(
-                "[machine.{h}]\ntransport = \"ssh\"\nworkhome = \"{}\"\n\n",
-                work.path().join(h).display()
-            );
-        }
-        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
-        std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
+        let (env, work) = crate::common::fleet::home(lab, hosts, "dispatch");
         Fleet { env, work }
     }
     fn workhome(&self, host: &str) -> PathBuf {

@@ -194,8 +194,16 @@ const DISPATCHED: &[Field] = &[
     ("dispatch_machines", "array"),
 ];
 
-/// A dispatched certify that Ctrl-C stopped.
-const DISPATCHED_OPTIONAL: &[Field] = &[("interrupted", "bool")];
+/// A dispatched certify that Ctrl-C stopped, a go-test-json one (its
+/// per-package seconds), a re-run of an infrastructure failure.
+const DISPATCHED_OPTIONAL: &[Field] = &[
+    ("interrupted", "bool"),
+    ("package_seconds", "object"),
+    ("retry_of", "string"),
+];
+
+/// `certify --split` (format 2).
+const SPLIT: &[Field] = &[("shard", "object")];
 
 /// Container class.
 const CONTAINER: &[Field] = &[
@@ -376,6 +384,13 @@ fn every_record_field_is_pinned() {
         }],
         trunk: Some(None),
         union: Some("4".repeat(40)),
+        shard: Some(Shard {
+            index: 0,
+            count: 2,
+            packages: vec!["example.com/m/a".into()],
+        }),
+        package_seconds: Some([("example.com/m/a".to_string(), 2.5)].into()),
+        retry_of: Some("20261201T000000Z-00000001".into()),
     };
     let v = serde_json::to_value(&rec).unwrap();
     let all: Vec<&[Field]> = vec![
@@ -388,8 +403,17 @@ fn every_record_field_is_pinned() {
         UNION,
         STREAM,
         STREAM_OPTIONAL,
+        SPLIT,
     ];
     assert_schema("a record with every field", &v, &all, &[]);
+    assert_eq!(
+        v["shard"],
+        serde_json::json!({"index": 0, "count": 2, "packages": ["example.com/m/a"]})
+    );
+    assert_eq!(
+        v["package_seconds"],
+        serde_json::json!({"example.com/m/a": 2.5})
+    );
     // Nested shapes.
     assert_eq!(
         v["machine_program"],

@@ -688,6 +688,74 @@ fn the_watchdog_keeps_its_protocol_and_goes_with_a_reaped_group() {
     }
 }
 
+/// Every process whose command line is exactly `argv`.
+fn with_cmdline(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// A command that ends at once leaves no watchdog `sleep` behind: the
+/// supervisor's TERM could land before the watchdog knew its `sleep`'s pid,
+/// or in the forked child before it exec'd `sleep` (where the trap still
+/// ran), and that `sleep` then lived out the whole budget — about one fast
+/// command in twenty on the lab (the `sleep 120.000` strays after a soak).
+#[test]
+fn a_fast_command_leaves_no_watchdog_sleep_behind() {
+    let mut left = Vec::new();
+    for sh in shells() {
+        let n = sh.name;
+        let budget = format!("611.{}", std::process::id() % 1000);
+        for i in 0..300 {
+            let nonce = format!("N{i}");
+            let o = sh.run(
+                remote::WATCHDOG,
+                "saphan-run",
+                &[
+                    &nonce,
+                    &budget,
+                    "0.5",
+                    "",
+                    remote::WATCHDOG_INNER,
+                    "--",
+                    "true",
+                ],
+                b"",
+            );
+            assert!(
+                s(&o.stderr).ends_with(&format!("\n{nonce} exit 0\n")),
+                "{n}: {}",
+                s(&o.stderr)
+            );
+        }
+        // A stray is reparented, not a zombie: give a dying one a moment.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let strays = with_cmdline(&["sleep", &budget]);
+        for pid in &strays {
+            // SAFETY: kill(2) on pids this test's supervisors started.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        if !strays.is_empty() {
+            left.push(format!("{n}: {}", strays.len()));
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "watchdog sleeps that outlived 300 fast commands: {left:?}"
+    );
+}
+
 /// Run `argv` (with `env`) under a fresh child subreaper (a forked child of
 /// this test with `PR_SET_CHILD_SUBREAPER`) that reaps every descendant
 /// orphaned under it, as an init that reaps does, and exits once none is
@@ -1006,7 +1074,7 @@ fn ship_probe_makes_one_mirror_without_a_lock() {
         let kids: Vec<_> = (0..6)
             .map(|_| {
                 sh.cmd()
-                    .args(["-c", remote::SHIP_PROBE, "saphan-ship", p(&mirror)])
+                    .args(["-c", remote::SHIP_PROBE, "saphan-ship", p(&mirror), "60"])
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()

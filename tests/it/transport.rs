@@ -1008,3 +1008,28 @@ async fn a_partition_mid_copy_is_connection_lost_near_the_keepalive_limit() {
         }
     }
 }
+
+/// Issue 20.9: with `BatchMode yes` and no `ServerAliveInterval`, OpenSSH's
+/// `ssh -G` reports the interval as 300 s; saphan must still use its own
+/// default (5 s: a cut-off machine is declared lost in about 20 s, not 20
+/// minutes), while an interval the config sets wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_mode_does_not_stretch_the_keep_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c");
+    std::fs::write(
+        &cfg,
+        "Host quiet\n  HostName 127.0.0.1\n  User u\n  BatchMode yes\n\n\
+         Host set\n  HostName 127.0.0.1\n  User u\n  BatchMode yes\n  ServerAliveInterval 7\n",
+    )
+    .unwrap();
+    let opts = SshOptions::default();
+    let s = resolve(&cfg, "quiet").await.unwrap();
+    assert_eq!(s.server_alive_interval, None, "{s:?}");
+    assert_eq!(
+        saphan::transport::ssh::keepalive(&s, &opts),
+        (Duration::from_secs(5), 3)
+    );
+    let s = resolve(&cfg, "set").await.unwrap();
+    assert_eq!(s.server_alive_interval, Some(Duration::from_secs(7)));
+}

@@ -2,6 +2,7 @@
 //! with its own `SAPHAN_HOME`, and build real git repositories in temp dirs.
 #![allow(dead_code)]
 
+pub mod fleet;
 pub mod lab;
 pub mod suite_images;
 

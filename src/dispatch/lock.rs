@@ -1,0 +1,77 @@
+//! The repository's lock on a fleet machine ([`MachineLock`]): `lock.sh`
+//! holds `flock` there for as long as this side's pipe stays open.
+
+use super::{DispatchFault, LOCK_WAIT, control, ship};
+use crate::exec::{self, Cmd};
+use crate::report::FailureKind;
+use crate::transport::{Transport, TransportError};
+use std::time::Duration;
+
+/// The repository's lock on the machine: `flock` held by a process whose
+/// stdin is this side's pipe. Dropping [`MachineLock::release`]'s writer
+/// ends it; a lost connection ends it too (sshd closes the channel), and the
+/// watchdog's budget bounds it in any case.
+pub(super) struct MachineLock {
+    writer: Option<tokio::io::DuplexStream>,
+    holder: tokio::task::JoinHandle<std::result::Result<exec::Output, TransportError>>,
+}
+
+impl MachineLock {
+    pub(super) async fn acquire(
+        t: &Transport,
+        layout: &ship::Layout,
+        ready: &str,
+        budget: Duration,
+    ) -> Result<MachineLock, DispatchFault> {
+        let (writer, reader) = tokio::io::duplex(64);
+        let lock = format!("{}/locks/{}.lock", layout.base, layout.key);
+        let cmd = Cmd::new("sh")
+            .args([
+                "-c",
+                crate::remote::LOCK,
+                "saphan-lock",
+                &lock,
+                ready,
+                &LOCK_WAIT.as_secs().to_string(),
+            ])
+            .input(exec::Input::Stream(exec::SharedReader::new(reader)))
+            .timeout(budget);
+        let t2 = t.clone();
+        let mut holder = tokio::spawn(async move { t2.run(cmd).await });
+        let ready_arg = [ready];
+        let wait = control(t, crate::remote::LOCK_WAIT, &ready_arg);
+        tokio::select! {
+            r = wait => match r {
+                Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
+                Ok(_) => {
+                    holder.abort();
+                    Err(DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))
+                }
+                Err(f) => {
+                    holder.abort();
+                    Err(f)
+                }
+            },
+            r = &mut holder => Err(match r {
+                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_BUSY) => DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())),
+                Ok(Ok(o)) if o.status.code() == Some(crate::remote::LOCK_EXIT_MKDIR) => DispatchFault::new(FailureKind::LockFailed, format!("cannot create the directory of {lock} there: {} — the machine row's workhome must be writable", o.stderr_str())),
+                Ok(Ok(o)) => DispatchFault::new(FailureKind::LockFailed, format!("taking {lock}: {:?}: {}", o.status, o.stderr_str())),
+                Ok(Err(e)) => DispatchFault::transport(e),
+                Err(e) => DispatchFault::new(FailureKind::LockFailed, e.to_string()),
+            }),
+        }
+    }
+
+    /// The connection is lost: the machine's sshd ends the holder with
+    /// the session (and the watchdog's budget bounds it); do not wait for it.
+    pub(super) fn abandon(mut self) {
+        drop(self.writer.take());
+        self.holder.abort();
+    }
+
+    pub(super) async fn release(mut self) {
+        drop(self.writer.take());
+        let _ = tokio::time::timeout(Duration::from_secs(10), &mut self.holder).await;
+        self.holder.abort();
+    }
+}

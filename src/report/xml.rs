@@ -1,0 +1,615 @@
+//! xml: the XML 1.0 well-formedness rules saphan holds a report to, apart
+//! from what the report means (that is [`super::junit`]).
+//!
+//! quick-xml tokenizes and matches end tags to start tags; it checks less
+//! than XML 1.0 asks, so what it lets through is checked here:
+//!
+//! * characters XML forbids anywhere (§2.2), before quick-xml sees them
+//!   ([`Chars`], one vectorizable pass per buffer);
+//! * attributes (§3.1, §3.3.3, §4.1): whitespace before each
+//!   `name="value"`, Names, no duplicates, no `<` in values, every `&` a
+//!   known reference — one fused scan per element that also hands the
+//!   values' spans to the reader ([`scan_attrs`]), so nothing is parsed
+//!   twice;
+//! * names (§2.3), references (§4.1), comments (§2.5), processing
+//!   instructions (§2.6), the XML declaration (§2.8), `]]>` in text (§2.4).
+//!
+//! Every check returns why it refused as a sentence for the operator.
+
+use quick_xml::XmlVersion;
+use quick_xml::events::attributes::Attribute;
+use quick_xml::events::{BytesDecl, BytesPI};
+use quick_xml::name::QName;
+use std::borrow::Cow;
+use std::io::{BufRead, Read};
+use std::ops::Range;
+
+/// Is `s` only XML whitespace?
+pub(super) fn is_blank(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// A text run: refused if it holds `]]>` ([`check_text`]); else whether it
+/// is only whitespace. The short runs between elements take one loop.
+pub(super) fn text_is_blank(t: &str) -> Result<bool, &'static str> {
+    let b = t.as_bytes();
+    if b.len() <= 32 {
+        let mut blank = true;
+        for (k, &c) in b.iter().enumerate() {
+            match c {
+                b' ' | b'\t' | b'\r' | b'\n' => {}
+                b']' if b[k..].starts_with(b"]]>") => return Err(CDATA_END),
+                _ => blank = false,
+            }
+        }
+        return Ok(blank);
+    }
+    check_text(b)?;
+    Ok(is_blank(t))
+}
+
+const CDATA_END: &str = "`]]>` in text (XML needs `]]&gt;`)";
+
+/// One attribute of an element, as byte ranges into the element's raw
+/// attribute text (everything after its name).
+#[derive(Clone, Debug)]
+pub(super) struct AttrSpan {
+    pub key: Range<usize>,
+    /// The value between its quotes, still escaped.
+    pub value: Range<usize>,
+    /// The value holds no `&` and no tab, CR or LF: it is its own
+    /// normalized form.
+    pub plain: bool,
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The first byte at or after `i` in an attribute value quoted by `q` that
+/// ends a plain run: `q`, `<`, `&` or a control (tab, CR and LF are
+/// normalized; the others never get this far, [`Chars`] refuses them).
+/// Eight bytes at a time: the lowest flagged byte of each test is exact.
+#[inline]
+fn value_stop(raw: &[u8], mut i: usize, q: u8) -> usize {
+    let zero = |x: u64| x.wrapping_sub(LO) & !x;
+    let (qw, lt, amp) = (LO * q as u64, LO * b'<' as u64, LO * b'&' as u64);
+    while i + 8 <= raw.len() {
+        let w = u64::from_le_bytes(raw[i..i + 8].try_into().unwrap_or([0; 8]));
+        let m =
+            (zero(w ^ qw) | zero(w ^ lt) | zero(w ^ amp) | (w.wrapping_sub(LO * 0x20) & !w)) & HI;
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + raw[i..]
+        .iter()
+        .position(|&c| c == q || c == b'<' || c == b'&' || c < 0x20)
+        .unwrap_or(raw.len() - i)
+}
+
+/// Check an element's attributes and note where each one lies in `out`
+/// (cleared first). `raw` is everything after the element name. One pass
+/// over the bytes; quick-xml checks less than this (it lets `<` and a
+/// missing separator through), so it is not asked.
+pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), String> {
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    out.clear();
+    let mut i = 0;
+    let n = raw.len();
+    loop {
+        let before = i;
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n {
+            return Ok(());
+        }
+        if i == before {
+            return Err(format!(
+                "`{}` must be separated from what precedes it by whitespace",
+                show(&raw[i..])
+            ));
+        }
+        // The usual ASCII name is scanned and validated in one pass; a
+        // name with other bytes ends at whitespace or `=` and is checked whole.
+        let start = i;
+        while i < n && ASCII_NAME[raw[i] as usize] & 2 != 0 {
+            i += 1;
+        }
+        if i < n && !ws(raw[i]) && raw[i] != b'=' {
+            while i < n && !ws(raw[i]) && raw[i] != b'=' {
+                i += 1;
+            }
+            let key = &raw[start..i];
+            if !is_name(key) {
+                return Err(format!("`{}` is not an XML name", show(key)));
+            }
+        } else if i == start || ASCII_NAME[raw[start] as usize] & 1 == 0 {
+            return Err(format!("`{}` is not an XML name", show(&raw[start..i])));
+        }
+        let key = &raw[start..i];
+        if out.iter().any(|a| &raw[a.key.clone()] == key) {
+            return Err(format!("duplicate attribute `{}`", show(key)));
+        }
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n || raw[i] != b'=' {
+            return Err(format!("attribute `{}` has no `=\"value\"`", show(key)));
+        }
+        i += 1;
+        while i < n && ws(raw[i]) {
+            i += 1;
+        }
+        if i == n || !matches!(raw[i], b'"' | b'\'') {
+            return Err(format!(
+                "the value of `{}` must be enclosed in `\"` or `'`",
+                show(key)
+            ));
+        }
+        let q = raw[i];
+        i += 1;
+        let vstart = i;
+        let mut plain = true;
+        // One pass over the value, eight bytes at a time, stopping at the
+        // closing quote, `<`, `&` and whitespace to normalize (values are
+        // short: this beats setting up a vector search per value).
+        loop {
+            i = value_stop(raw, i, q);
+            if i == n {
+                return Err(format!("the value of `{}` is not closed", show(key)));
+            }
+            match raw[i] {
+                c if c == q => break,
+                b'<' => {
+                    return Err(format!(
+                        "the value of `{}` holds a raw `<` (XML needs `&lt;`)",
+                        show(key)
+                    ));
+                }
+                b'&' => {
+                    plain = false;
+                    // The `;` must come before the closing quote.
+                    let semi = memchr::memchr2(b';', q, &raw[i..]).filter(|&k| raw[i + k] == b';');
+                    let Some(semi) = semi else {
+                        return Err(format!(
+                            "the value of `{}` holds a bare `&` (XML needs `&amp;`)",
+                            show(key)
+                        ));
+                    };
+                    let r = &raw[i + 1..i + semi];
+                    check_reference(r, false)
+                        .map_err(|why| format!("in `{}`: {why}", show(key)))?;
+                    i += semi + 1;
+                }
+                b'\t' | b'\n' | b'\r' => {
+                    plain = false;
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+        out.push(AttrSpan {
+            key: start..start + key.len(),
+            value: vstart..i,
+            plain,
+        });
+        i += 1;
+    }
+}
+
+/// The value of an attribute [`scan_attrs`] accepted, unescaped and
+/// normalized (XML 1.0 §3.3.3); borrowed when it is plain.
+pub(super) fn attr_value<'a>(raw: &'a str, a: &AttrSpan) -> Result<Cow<'a, str>, String> {
+    let v = &raw[a.value.clone()];
+    if a.plain {
+        return Ok(Cow::Borrowed(v));
+    }
+    Attribute {
+        key: QName(&raw[a.key.clone()]),
+        value: Cow::Borrowed(v),
+    }
+    .normalized_value(XmlVersion::Implicit1_0)
+    .map_err(|e| e.to_string())
+}
+
+/// The span of attribute `key`, if the element has it.
+pub(super) fn find<'s>(raw: &str, spans: &'s [AttrSpan], key: &str) -> Option<&'s AttrSpan> {
+    spans.iter().find(|a| &raw[a.key.clone()] == key)
+}
+
+/// Bytes for an error message (lossy, at most 40 bytes).
+pub(super) fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(40)]).into_owned()
+}
+
+/// Is `c` an XML 1.0 `Char` (§2.2)?
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+/// XML 1.0 `NameStartChar` (§2.3).
+fn is_name_start(c: char) -> bool {
+    matches!(c, ':' | 'A'..='Z' | '_' | 'a'..='z' | '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}'
+        | '\u{F8}'..='\u{2FF}' | '\u{370}'..='\u{37D}' | '\u{37F}'..='\u{1FFF}' | '\u{200C}'..='\u{200D}'
+        | '\u{2070}'..='\u{218F}' | '\u{2C00}'..='\u{2FEF}' | '\u{3001}'..='\u{D7FF}'
+        | '\u{F900}'..='\u{FDCF}' | '\u{FDF0}'..='\u{FFFD}' | '\u{10000}'..='\u{EFFFF}')
+}
+
+/// XML 1.0 `NameChar` (§2.3).
+fn is_name_char(c: char) -> bool {
+    is_name_start(c)
+        || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
+}
+
+/// ASCII bytes that may start a Name (bit 0) or continue one (bit 1);
+/// other bytes are 0 (names with them take the full check).
+const ASCII_NAME: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        let start = c == b':' || c == b'_' || c.is_ascii_alphabetic();
+        let more = start || c == b'-' || c == b'.' || c.is_ascii_digit();
+        t[i] = (start as u8) | ((more as u8) << 1);
+        i += 1;
+    }
+    t
+};
+
+/// Is `b` an XML 1.0 `Name` (§2.3)? ASCII names take a table lookup per byte.
+pub(super) fn is_name(b: &[u8]) -> bool {
+    let Some(&first) = b.first() else {
+        return false;
+    };
+    if first < 0x80 {
+        if ASCII_NAME[first as usize] & 1 == 0 {
+            return false;
+        }
+        let rest = &b[1..];
+        match rest
+            .iter()
+            .position(|&c| c >= 0x80 || ASCII_NAME[c as usize] & 2 == 0)
+        {
+            None => return true,
+            Some(k) if rest[k] < 0x80 => return false,
+            Some(_) => {}
+        }
+    }
+    let Ok(s) = std::str::from_utf8(b) else {
+        return false;
+    };
+    let mut cs = s.chars();
+    cs.next().is_some_and(is_name_start) && cs.all(is_name_char)
+}
+
+/// A reference's inside (`amp`, `#65`, `#x41`): a character reference must
+/// name an XML character; an entity must be a Name, and one of the five
+/// predefined entities unless `declared_ok` (a DOCTYPE may declare it).
+pub(super) fn check_reference(r: &[u8], declared_ok: bool) -> Result<(), String> {
+    if let Some(num) = r.strip_prefix(b"#") {
+        let (digits, radix) = match num.strip_prefix(b"x") {
+            Some(h) => (h, 16),
+            None => (num, 10),
+        };
+        let c = std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|d| u32::from_str_radix(d, radix).ok())
+            .and_then(char::from_u32);
+        return match c {
+            Some(c) if is_xml_char(c) => Ok(()),
+            _ => Err(format!("`&{};` is not a character XML allows", show(r))),
+        };
+    }
+    if !is_name(r) {
+        return Err(format!("`&{};` is not a reference", show(r)));
+    }
+    if declared_ok || matches!(r, b"lt" | b"gt" | b"amp" | b"apos" | b"quot") {
+        Ok(())
+    } else {
+        Err(format!("unknown reference `&{};`", show(r)))
+    }
+}
+
+/// Reads through an inner reader and refuses, before quick-xml sees them,
+/// the bytes XML 1.0 forbids everywhere in a document (§2.2): C0 controls
+/// other than tab, LF and CR, and U+FFFE / U+FFFF. (quick-xml already
+/// refuses bytes that are not UTF-8.) One vectorizable pass per buffer.
+pub(super) struct Chars<R> {
+    inner: R,
+    /// Bytes of the inner buffer already checked.
+    checked: usize,
+    /// Absolute offset of the inner buffer's start.
+    pos: u64,
+    /// The last two bytes checked (a U+FFFE may straddle two buffers).
+    prev: [u8; 2],
+    /// The first forbidden character: (absolute offset, what it is).
+    pub bad: Option<(u64, String)>,
+}
+
+impl<R> Chars<R> {
+    pub fn new(inner: R) -> Chars<R> {
+        Chars {
+            inner,
+            checked: 0,
+            pos: 0,
+            prev: [0; 2],
+            bad: None,
+        }
+    }
+}
+
+/// Offset and description of the first forbidden character in `b`, given
+/// the two bytes before it.
+fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
+    let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
+    // Fast: one vectorizable pass that notes any control (bit 0) and any
+    // non-ASCII byte (bit 7); the exact positions are looked for only then.
+    let seen = b.chunks(64).fold(0u8, |acc, ch| {
+        acc | ch.iter().fold(0u8, |a, &c| a | (ctl(c) as u8) | (c & 0x80))
+    });
+    let ctl_at = if seen & 1 != 0 {
+        b.iter().position(|&c| ctl(c))
+    } else {
+        None
+    };
+    // U+FFFE / U+FFFF are EF BF BE / EF BF BF, possibly begun in `prev`.
+    let nonchar = |x: u8| x == 0xBE || x == 0xBF;
+    let mut fffe_at = None;
+    let straddles = (prev == [0xEF, 0xBF] && b.first().copied().is_some_and(nonchar))
+        || (prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]));
+    if straddles {
+        fffe_at = Some(0);
+    } else if seen & 0x80 != 0 {
+        fffe_at = memchr::memmem::find_iter(b, b"\xEF\xBF")
+            .find(|&k| b.get(k + 2).copied().is_some_and(nonchar));
+    }
+    match (ctl_at, fffe_at) {
+        (Some(c), f) if f.is_none_or(|f| c < f) => Some((
+            c,
+            format!("control character U+{:04X} is not allowed in XML", b[c]),
+        )),
+        (_, Some(f)) => Some((f, "U+FFFE/U+FFFF is not allowed in XML".to_string())),
+        _ => None,
+    }
+}
+
+impl<R: BufRead> Read for Chars<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let b = self.fill_buf()?;
+        let n = b.len().min(out.len());
+        out[..n].copy_from_slice(&b[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> Chars<R> {
+    /// Check the part of the inner buffer not checked yet. Kept out of line:
+    /// quick-xml asks for the buffer once per step, and most asks find
+    /// nothing new to check.
+    #[inline(never)]
+    fn check_fresh(&mut self) -> std::io::Result<()> {
+        let buf = self.inner.fill_buf()?;
+        let fresh = &buf[self.checked..];
+        if let Some((at, why)) = forbidden(fresh, self.prev) {
+            self.bad = Some((self.pos + (self.checked + at) as u64, why));
+            return Err(forbidden_error());
+        }
+        let tail = &buf[buf.len().saturating_sub(2)..];
+        self.prev = match tail {
+            [a, b] => [*a, *b],
+            [b] => [self.prev[1], *b],
+            _ => self.prev,
+        };
+        self.checked = buf.len();
+        Ok(())
+    }
+}
+
+#[cold]
+fn forbidden_error() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, "forbidden character")
+}
+
+impl<R: BufRead> BufRead for Chars<R> {
+    #[inline]
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.bad.is_some() {
+            return Err(forbidden_error());
+        }
+        if self.checked < self.inner.fill_buf()?.len() {
+            self.check_fresh()?;
+        }
+        self.inner.fill_buf()
+    }
+    #[inline]
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+        self.checked = self.checked.saturating_sub(amt);
+        self.pos += amt as u64;
+    }
+}
+
+/// `]]>` may not stand in text (§2.4). Most text (the whitespace between
+/// elements) has no `]`: memchr first, the substring search only then.
+pub(super) fn check_text(t: &[u8]) -> Result<(), &'static str> {
+    if memchr::memchr(b']', t).is_some() && memchr::memmem::find(t, b"]]>").is_some() {
+        return Err(CDATA_END);
+    }
+    Ok(())
+}
+
+/// A comment may not hold `--` or end with `-` (§2.5).
+pub(super) fn check_comment(c: &str) -> Result<(), &'static str> {
+    if memchr::memmem::find(c.as_bytes(), b"--").is_some() || c.ends_with('-') {
+        return Err("a comment may not hold `--` or end with `-`");
+    }
+    Ok(())
+}
+
+/// A processing instruction's target is a Name other than `xml` (§2.6).
+pub(super) fn check_pi(p: &BytesPI<'_>) -> Result<(), String> {
+    let t = p.target();
+    if !is_name(t.as_bytes()) || t.eq_ignore_ascii_case("xml") {
+        return Err(format!(
+            "`<?{}` is not a processing instruction (the target must be a name other than xml)",
+            show(t.as_bytes())
+        ));
+    }
+    Ok(())
+}
+
+/// The XML declaration (§2.8): only at the very start (`at_start`: it is
+/// the first event and begins at most after a byte-order mark), `version`
+/// first and `1.x`, `encoding` an encoding name, `standalone` yes or no.
+pub(super) fn check_decl(d: &BytesDecl<'_>, at_start: bool) -> Result<(), &'static str> {
+    let version_ok = d.version().is_ok_and(|v| {
+        v.strip_prefix("1.")
+            .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+    });
+    let standalone_ok = match d.standalone() {
+        None => true,
+        Some(Ok(v)) => v == "yes" || v == "no",
+        Some(Err(_)) => false,
+    };
+    let encoding_ok = match d.encoding() {
+        None => true,
+        Some(Ok(v)) => {
+            let b = v.as_bytes();
+            b.first().is_some_and(u8::is_ascii_alphabetic)
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        }
+        Some(Err(_)) => false,
+    };
+    if !at_start {
+        Err("an XML declaration is allowed only at the very start of the file")
+    } else if !version_ok {
+        Err("the XML declaration needs version=\"1.x\" first")
+    } else if !standalone_ok {
+        Err("the XML declaration's standalone must be \"yes\" or \"no\"")
+    } else if !encoding_ok {
+        Err("the XML declaration's encoding is not an encoding name")
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quick_xml::events::attributes::Attributes;
+
+    fn check_attr_run(raw: &[u8]) -> Result<(), String> {
+        scan_attrs(raw, &mut Vec::new())
+    }
+
+    #[test]
+    fn attribute_check_accepts_and_refuses() {
+        for raw in [
+            " a='1' b=\"2\"",
+            "",
+            "  ",
+            " a = '1'\n b='x y'",
+            " a='&amp;&#x41;&#65;'",
+            " a='\"&lt;\"' b=\"'&amp;'\"",
+            " é='1' a·b='2' _:x.y-z='3'",
+        ] {
+            assert!(check_attr_run(raw.as_bytes()).is_ok(), "{raw:?}");
+        }
+        for raw in [
+            " a",
+            " a=1",
+            " a='1' a='2'",
+            " a='<'",
+            " a='&amp'",
+            " a='&#1;'",
+            " a='&#xFFFE;'",
+            " a='&bogus;'",
+            " 1a='1'",
+            " a='1'b='2'",
+            " a='1",
+            " /",
+            " ='1'",
+            " a='&amp' b='x;'",
+            " a='x&' b=';'",
+            " a='&lt;<'",
+            " ·a='1'",
+            " a\"b='1'",
+            " é\"='1'",
+            " a='1' é='2' é='3'",
+        ] {
+            assert!(check_attr_run(raw.as_bytes()).is_err(), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn spans_name_keys_and_plain_values() {
+        let raw = " a='1' b=\"x&amp;y\" c='p\tq'";
+        let mut spans = Vec::new();
+        scan_attrs(raw.as_bytes(), &mut spans).unwrap();
+        let got: Vec<(&str, String, bool)> = spans
+            .iter()
+            .map(|s| {
+                (
+                    &raw[s.key.clone()],
+                    attr_value(raw, s).unwrap().into_owned(),
+                    s.plain,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", "1".to_string(), true),
+                ("b", "x&y".to_string(), false),
+                ("c", "p q".to_string(), false)
+            ]
+        );
+        assert_eq!(
+            find(raw, &spans, "b").map(|s| s.value.clone()),
+            Some(10..17)
+        );
+        assert!(find(raw, &spans, "z").is_none());
+    }
+
+    #[test]
+    fn text_runs_short_and_long() {
+        assert_eq!(text_is_blank("\n  \t"), Ok(true));
+        assert_eq!(text_is_blank(" x "), Ok(false));
+        assert!(text_is_blank("a]]>b").is_err());
+        assert_eq!(text_is_blank("a]]b ]>"), Ok(false));
+        let long = format!("{}]]>", " ".repeat(40));
+        assert!(text_is_blank(&long).is_err());
+        assert_eq!(text_is_blank(&" ".repeat(40)), Ok(true));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t\n\r1é·]{0,24}|( [ab]=\"[x&;lt#\t\n\r']{0,12}\"){1,3}") {
+            let mut spans = Vec::new();
+            if scan_attrs(raw.as_bytes(), &mut spans).is_ok() {
+                let mut keys = Vec::new();
+                let mut n = 0;
+                for a in Attributes::new(&raw, 0) {
+                    let a = a.expect("quick-xml rejects what the fast path accepted");
+                    proptest::prop_assert!(!keys.contains(&a.key.0.to_string()));
+                    keys.push(a.key.0.to_string());
+                    // The spans read what quick-xml reads.
+                    let s = &spans[n];
+                    proptest::prop_assert_eq!(&raw[s.key.clone()], a.key.0);
+                    proptest::prop_assert_eq!(
+                        attr_value(&raw, s).ok(),
+                        a.normalized_value(XmlVersion::Implicit1_0).ok().map(|v| v.into_owned().into())
+                    );
+                    n += 1;
+                }
+                proptest::prop_assert_eq!(n, spans.len());
+            }
+        }
+    }
+}

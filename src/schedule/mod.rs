@@ -1,0 +1,497 @@
+//! Scheduling on the one pipeline (DESIGN §6b; operator's view:
+//! docs/dispatch.md "Splitting"): `certify --split` lists a go-test-json
+//! suite's packages at the SHA ([`list_packages`]), assigns them to the
+//! invocation's machines by their recorded seconds ([`assign`], from
+//! [`history`]), rewrites the suite's argv per shard ([`shard_argv`]), and
+//! proves afterwards that the shards' package-level terminal events cover
+//! the listed set, each package exactly once ([`coverage`]).
+//!
+//! The shards themselves run as fleet benches of the pipeline
+//! ([`crate::measure::pipeline`]), one per machine; nothing here runs a
+//! suite.
+
+pub mod run;
+
+use crate::error::{Refusal, Result};
+use crate::exec::{self, Cmd};
+use crate::git::Repo;
+use crate::home::Home;
+use crate::measure::Interrupt;
+use crate::measure::bench::LocalBench;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+/// Budget for `go version` and `go list` on this machine.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The environment variable a shard of a suite saphan cannot split itself
+/// reads: this shard's index, from 0.
+pub const SHARD_INDEX_ENV: &str = "SAPHAN_SHARD_INDEX";
+/// The environment variable with the number of shards.
+pub const SHARD_COUNT_ENV: &str = "SAPHAN_SHARD_COUNT";
+
+/// Refusals of `certify --split` (nothing was shipped).
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// `--split` without fleet machines.
+    #[error(
+        "--split needs machines to split over — name them with --machine ID[,ID…] or --machine @admitted"
+    )]
+    NoMachines,
+    /// `--split` with `--class container`.
+    #[error(
+        "--split runs host-class suites only in this version — drop --class container, or certify the container class without --split"
+    )]
+    ContainerClass,
+    /// The packages cannot be listed honestly on this machine.
+    #[error(
+        "--split lists the packages with this machine's go, which must be the machines' go: {why} — install the machines' go version here (or the same on every machine), or certify without --split"
+    )]
+    ListUnavailable {
+        /// What differs.
+        why: String,
+    },
+    /// `go list` failed or listed nothing.
+    #[error(
+        "--split could not list the packages at {sha}: {detail} — fix the module, or certify without --split"
+    )]
+    ListFailed {
+        /// The SHA.
+        sha: String,
+        /// What `go list` said.
+        detail: String,
+    },
+}
+
+impl Refusal for ScheduleError {
+    fn name(&self) -> &'static str {
+        match self {
+            ScheduleError::NoMachines | ScheduleError::ContainerClass => "split-invalid",
+            ScheduleError::ListUnavailable { .. } => "split-list-unavailable",
+            ScheduleError::ListFailed { .. } => "split-list-failed",
+        }
+    }
+}
+
+/// Where `./...` stands in a go-test-json suite's argv that saphan can split
+/// itself: `<…/go> test [flags] ./...` with `-json` among the flags and
+/// `./...` the one package pattern (default-go's argv is
+/// `go test -count=1 -json ./...`). `None` for any other argv.
+pub fn go_split_at(argv: &[String]) -> Option<usize> {
+    let prog = argv.first()?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    if base != "go" || argv.get(1).map(String::as_str) != Some("test") {
+        return None;
+    }
+    if !argv.iter().any(|a| a == "-json" || a == "--json") {
+        return None;
+    }
+    let patterns: Vec<usize> = argv
+        .iter()
+        .enumerate()
+        .skip(2)
+        .filter(|(_, a)| !a.starts_with('-'))
+        .map(|(i, _)| i)
+        .collect();
+    match patterns.as_slice() {
+        [i] if argv[*i] == "./..." => Some(*i),
+        _ => None,
+    }
+}
+
+/// The argv of one shard: `./...` (at `at`, see [`go_split_at`]) replaced
+/// by `packages`, and `-count=1` added when the suite lacks a `-count`
+/// (a cached result is no measurement); every other flag kept.
+pub fn shard_argv(argv: &[String], at: usize, packages: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = argv[..at].to_vec();
+    if !out.iter().any(|a| a.starts_with("-count")) {
+        out.insert(2, "-count=1".into());
+    }
+    out.extend(packages.iter().cloned());
+    out.extend(argv[at + 1..].iter().cloned());
+    out
+}
+
+/// The latest recorded seconds of each package in `repo`'s attempts (the
+/// records' `package_seconds`, later records winning). Unreadable attempts
+/// give no history (the split then balances by count).
+pub fn history(repo: &Repo) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    if let Ok(a) = crate::record::read_all(&crate::record::attempts_path(repo)) {
+        for r in a.records {
+            if let Some(ps) = r.package_seconds {
+                out.extend(ps);
+            }
+        }
+    }
+    out
+}
+
+/// Assign `packages` to `machines` shards, longest first onto the
+/// least-loaded shard, by `seconds` (a package without history weighs the
+/// mean of those with history, or 1 when none has any — equal counts).
+/// Ties go to the shard with fewer packages, then the lower index. Returns
+/// one list per shard, each sorted; shards left empty (more machines than
+/// packages) are dropped.
+pub fn assign(
+    packages: &[String],
+    machines: usize,
+    seconds: &HashMap<String, f64>,
+) -> Vec<Vec<String>> {
+    let known: Vec<f64> = packages
+        .iter()
+        .filter_map(|p| seconds.get(p).copied())
+        .collect();
+    let default = if known.is_empty() {
+        1.0
+    } else {
+        known.iter().sum::<f64>() / known.len() as f64
+    };
+    let mut weighted: Vec<(f64, &String)> = packages
+        .iter()
+        .map(|p| (seconds.get(p).copied().unwrap_or(default).max(0.0), p))
+        .collect();
+    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let n = machines.max(1);
+    let mut shards: Vec<(f64, Vec<String>)> = vec![(0.0, Vec::new()); n];
+    for (w, p) in weighted {
+        let i = (0..n)
+            .min_by(|&a, &b| {
+                shards[a]
+                    .0
+                    .total_cmp(&shards[b].0)
+                    .then(shards[a].1.len().cmp(&shards[b].1.len()))
+                    .then(a.cmp(&b))
+            })
+            .unwrap_or(0);
+        shards[i].0 += w;
+        shards[i].1.push(p.clone());
+    }
+    shards
+        .into_iter()
+        .map(|(_, mut ps)| {
+            ps.sort();
+            ps
+        })
+        .filter(|ps| !ps.is_empty())
+        .collect()
+}
+
+/// The suite's flags that change which packages `./...` matches, for
+/// `go list`: `-tags=…`, `-mod=…`, `-modfile=…` (the `-flag=value` form).
+pub fn list_flags(argv: &[String]) -> Vec<String> {
+    argv.iter()
+        .skip(2)
+        .filter(|a| {
+            let a = a.trim_start_matches('-');
+            ["tags=", "mod=", "modfile="]
+                .iter()
+                .any(|f| a.starts_with(f))
+        })
+        .cloned()
+        .collect()
+}
+
+/// List the packages of `./...` at `sha` with this machine's `go` (with
+/// the suite `argv`'s [`list_flags`]), in the
+/// repository's stable scratch tree (under the repository lock, released
+/// before anything is shipped): `go list -e ./...`, import paths sorted.
+/// Honest only when this `go` is the machines' go, so the `go version` line
+/// here (which names the version and GOOS/GOARCH) must equal every
+/// machine's capability row version (`versions`: machine id → version).
+///
+/// Errors: `split-list-unavailable` (no go here, a machine without a
+/// recorded version, or a different version), `split-list-failed`
+/// (`go list` failed or listed nothing), the repository lock's and git's.
+pub async fn list_packages(
+    home: &Home,
+    repo: &Repo,
+    sha: &str,
+    argv: &[String],
+    versions: &[(String, Option<String>)],
+    interrupt: &Interrupt,
+) -> Result<Vec<String>> {
+    let go = exec::which("go").ok_or_else(|| ScheduleError::ListUnavailable {
+        why: "no `go` on this machine's PATH".into(),
+    })?;
+    let out = exec::run(Cmd::new(&go).arg("version").timeout(LIST_TIMEOUT))
+        .await
+        .map_err(|e| ScheduleError::ListUnavailable {
+            why: format!("`{} version` did not start: {e}", go.display()),
+        })?;
+    let here = out
+        .stdout_str()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    for (id, v) in versions {
+        let v = v.as_deref().map(str::trim).unwrap_or("");
+        if v.is_empty() {
+            return Err(ScheduleError::ListUnavailable {
+                why: format!("machine {id}'s go capability row records no version"),
+            }
+            .into());
+        }
+        if v != here {
+            return Err(ScheduleError::ListUnavailable {
+                why: format!("this machine has `{here}`, machine {id} has `{v}`"),
+            }
+            .into());
+        }
+    }
+    let bench = LocalBench::open(home, repo, interrupt).await?;
+    let scratch = bench.checkout(sha).await?;
+    let listed = exec::run(
+        Cmd::new(&go)
+            .args(["list", "-e"])
+            .args(list_flags(argv))
+            .arg("./...")
+            .cwd(&scratch.path)
+            .timeout(LIST_TIMEOUT),
+    )
+    .await;
+    let _ = scratch.remove().await;
+    drop(bench);
+    let failed = |detail: String| ScheduleError::ListFailed {
+        sha: sha.to_string(),
+        detail: detail.split_whitespace().collect::<Vec<_>>().join(" "),
+    };
+    let listed = listed.map_err(|e| failed(format!("`go list` did not start: {e}")))?;
+    if !listed.status.success() {
+        return Err(failed(format!(
+            "`go list -e ./...` {:?}: {}",
+            listed.status,
+            listed.stderr_str()
+        ))
+        .into());
+    }
+    let mut pkgs: Vec<String> = listed
+        .stdout_str()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    pkgs.sort();
+    pkgs.dedup();
+    if pkgs.is_empty() {
+        return Err(failed("`go list -e ./...` listed no package".into()).into());
+    }
+    Ok(pkgs)
+}
+
+/// What one shard's stream covered, against what it was assigned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardCoverage {
+    /// Assigned packages the stream never ended.
+    pub missing: Vec<String>,
+    /// Packages the stream ended more than once, or that it was not assigned.
+    pub doubled: Vec<String>,
+}
+
+impl ShardCoverage {
+    /// True when the shard ended exactly its packages, each once.
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty() && self.doubled.is_empty()
+    }
+}
+
+/// The invocation's coverage: the union of every shard's package-level
+/// terminal events against the listed set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Coverage {
+    /// True when every listed package ended exactly once over all shards.
+    pub complete: bool,
+    /// How many packages were listed.
+    pub listed: usize,
+    /// Listed packages no shard ended.
+    pub missing: Vec<String>,
+    /// Packages ended more than once over all shards, or never listed.
+    pub doubled: Vec<String>,
+}
+
+/// Prove coverage: `listed` against the packages each shard ended
+/// (`ends[i]`, one entry per terminal event, duplicates kept) and was
+/// assigned (`assigned[i]`). Returns the invocation's coverage and each
+/// shard's.
+pub fn coverage(
+    listed: &[String],
+    assigned: &[Vec<String>],
+    ends: &[Vec<String>],
+) -> (Coverage, Vec<ShardCoverage>) {
+    let listed_set: BTreeSet<&String> = listed.iter().collect();
+    let mut seen: BTreeMap<&String, usize> = BTreeMap::new();
+    let mut per = Vec::new();
+    for (a, e) in assigned.iter().zip(ends) {
+        let mine: BTreeSet<&String> = a.iter().collect();
+        let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+        for p in e {
+            *counts.entry(p).or_default() += 1;
+            *seen.entry(p).or_default() += 1;
+        }
+        per.push(ShardCoverage {
+            missing: a
+                .iter()
+                .filter(|p| !counts.contains_key(p))
+                .cloned()
+                .collect(),
+            doubled: counts
+                .iter()
+                .filter(|(p, n)| **n > 1 || !mine.contains(*p))
+                .map(|(p, _)| (*p).clone())
+                .collect(),
+        });
+    }
+    let missing: Vec<String> = listed
+        .iter()
+        .filter(|p| !seen.contains_key(p))
+        .cloned()
+        .collect();
+    let doubled: Vec<String> = seen
+        .iter()
+        .filter(|(p, n)| **n > 1 || !listed_set.contains(*p))
+        .map(|(p, _)| (*p).clone())
+        .collect();
+    (
+        Coverage {
+            complete: missing.is_empty() && doubled.is_empty(),
+            listed: listed.len(),
+            missing,
+            doubled,
+        },
+        per,
+    )
+}
+
+/// The note of a shard whose stream did not end exactly its packages.
+pub fn coverage_note(c: &ShardCoverage) -> String {
+    let mut parts = Vec::new();
+    if !c.missing.is_empty() {
+        parts.push(format!(
+            "{} assigned package(s) never reported an end: {}",
+            c.missing.len(),
+            c.missing.join(", ")
+        ));
+    }
+    if !c.doubled.is_empty() {
+        parts.push(format!(
+            "{} package(s) ended twice or were not assigned: {}",
+            c.doubled.len(),
+            c.doubled.join(", ")
+        ));
+    }
+    format!(
+        "{}: {} — the shards together did not run the whole suite, so the verdict cannot be green",
+        crate::report::FailureKind::ShardCoverageIncomplete,
+        parts.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn default_go_and_declared_go_test_json_over_all_packages_split() {
+        assert_eq!(
+            go_split_at(&s(&["go", "test", "-count=1", "-json", "./..."])),
+            Some(4)
+        );
+        assert_eq!(
+            go_split_at(&s(&["go", "test", "-json", "-run", "TestX", "./..."])),
+            None,
+            "a flag value apart from its flag reads as a second pattern: not split"
+        );
+        assert_eq!(
+            go_split_at(&s(&["/usr/bin/go", "test", "-json", "-race", "./..."])),
+            Some(4)
+        );
+        assert_eq!(go_split_at(&s(&["go", "test", "./..."])), None, "no -json");
+        assert_eq!(go_split_at(&s(&["go", "test", "-json", "./a/..."])), None);
+        assert_eq!(
+            go_split_at(&s(&["gotestsum", "test", "-json", "./..."])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_shard_argv_keeps_the_flags_and_runs_its_packages_uncached() {
+        let argv = s(&["/usr/bin/go", "test", "-json", "-race", "./..."]);
+        assert_eq!(
+            shard_argv(&argv, 4, &s(&["m/a", "m/b"])),
+            s(&[
+                "/usr/bin/go",
+                "test",
+                "-count=1",
+                "-json",
+                "-race",
+                "m/a",
+                "m/b"
+            ])
+        );
+        let argv = s(&["go", "test", "-count=1", "-json", "./..."]);
+        assert_eq!(
+            shard_argv(&argv, 4, &s(&["m/a"])),
+            s(&["go", "test", "-count=1", "-json", "m/a"])
+        );
+    }
+
+    #[test]
+    fn go_list_gets_the_flags_that_choose_packages() {
+        let argv = s(&[
+            "go",
+            "test",
+            "-json",
+            "-tags=integration",
+            "-race",
+            "-mod=mod",
+            "./...",
+        ]);
+        assert_eq!(list_flags(&argv), s(&["-tags=integration", "-mod=mod"]));
+    }
+
+    #[test]
+    fn no_history_gives_equal_counts_and_history_balances_by_time() {
+        let pkgs: Vec<String> = (0..8).map(|i| format!("m/p{i}")).collect();
+        let shards = assign(&pkgs, 3, &HashMap::new());
+        let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [3, 3, 2]);
+        let mut h = HashMap::new();
+        h.insert("m/p0".to_string(), 10.0);
+        for p in &pkgs[1..] {
+            h.insert(p.clone(), 1.0);
+        }
+        let shards = assign(&pkgs, 2, &h);
+        assert_eq!(shards[0], s(&["m/p0"]), "the long package alone");
+        assert_eq!(shards[1].len(), 7);
+        // More machines than packages: no empty shard.
+        assert_eq!(assign(&s(&["m/a"]), 4, &HashMap::new()).len(), 1);
+    }
+
+    #[test]
+    fn coverage_names_the_missing_and_the_doubled() {
+        let listed = s(&["m/a", "m/b", "m/c"]);
+        let assigned = vec![s(&["m/a", "m/b"]), s(&["m/c"])];
+        let (c, per) = coverage(&listed, &assigned, &[s(&["m/a", "m/b"]), s(&["m/c"])]);
+        assert!(c.complete && per.iter().all(ShardCoverage::complete));
+        let (c, per) = coverage(&listed, &assigned, &[s(&["m/a"]), s(&["m/c", "m/c"])]);
+        assert!(!c.complete);
+        assert_eq!(c.missing, s(&["m/b"]));
+        assert_eq!(c.doubled, s(&["m/c"]));
+        assert_eq!(per[0].missing, s(&["m/b"]));
+        assert_eq!(per[1].doubled, s(&["m/c"]));
+        let (c, per) = coverage(
+            &listed,
+            &assigned,
+            &[s(&["m/a", "m/b", "m/c"]), s(&["m/c"])],
+        );
+        assert_eq!(c.doubled, s(&["m/c"]));
+        assert_eq!(per[0].doubled, s(&["m/c"]), "not assigned to shard 0");
+    }
+}

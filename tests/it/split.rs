@@ -1,0 +1,626 @@
+//! `certify --split`: one go-test-json suite split by package over lab
+//! machines (real sshd hosts, real git, real Go; m2 has no Go), coverage
+//! proven from the shards' package-level terminal events, failover of an
+//! infrastructure failure. Admission rows come from the real
+//! `machine measure` and `machine probe` verbs.
+
+use crate::common;
+
+use crate::common::gomod::{self, MODULE};
+use crate::common::{Env, Repo, assert_code, json, lab::Lab, text};
+use serde_json::Value;
+use std::path::Path;
+
+/// A saphan home wired to a lab, each machine row with its own workhome.
+struct Fleet {
+    env: Env,
+    _work: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new(lab: &Lab, hosts: &[&str]) -> Fleet {
+        let (env, work) = crate::common::fleet::home(lab, hosts, "split");
+        Fleet { env, _work: work }
+    }
+    /// Measure `hosts` and probe `go` at `path` there.
+    fn admit(&self, hosts: &str, path: &str) -> std::process::Output {
+        assert_code(
+            &self.env.run(&["machine", "measure", "--machine", hosts]),
+            0,
+        );
+        self.env.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            hosts,
+            "--capability",
+            "go",
+            "--declared-path",
+            path,
+            "--workhome",
+            "/tmp",
+            "--probed-by",
+            "tester",
+            "--workspace",
+            "ws/main",
+        ])
+    }
+    fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
+        let mut args = vec![
+            "--json",
+            "certify",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--machine",
+            machines,
+        ];
+        args.extend_from_slice(extra);
+        self.env.run(&args)
+    }
+}
+
+fn go_ready_lab() -> Option<&'static Lab> {
+    if common::skip_unless(
+        Path::new("/usr/bin/go").exists() && saphan::exec::which("go").is_some(),
+        "no /usr/bin/go for the lab hosts, or no go here to list packages with",
+    ) {
+        return None;
+    }
+    Lab::shared()
+}
+
+/// A module of `pkgs` packages (`p0`…), each with one passing test, plus
+/// `notests` (a package without test files); `extra` files added.
+fn module(pkgs: usize, extra: &[(&str, &str)]) -> Repo {
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    for i in 0..pkgs {
+        files.extend(gomod::package(&format!("p{i}"), &[], i as i32));
+    }
+    files.push((
+        "notests/notests.go".into(),
+        "package notests\n\n// W is two.\nfunc W() int { return 2 }\n".into(),
+    ));
+    for (p, c) in extra {
+        files.push((p.to_string(), c.to_string()));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    Repo::new(&refs)
+}
+
+fn listed(pkgs: usize) -> Vec<String> {
+    let mut v: Vec<String> = (0..pkgs).map(|i| format!("{MODULE}/p{i}")).collect();
+    v.push(format!("{MODULE}/notests"));
+    v.sort();
+    v
+}
+
+fn records(v: &Value) -> &Vec<Value> {
+    v["records"].as_array().unwrap()
+}
+
+/// The packages of every shard record, in shard order.
+fn shard_packages(v: &Value) -> Vec<String> {
+    let mut all: Vec<String> = records(v)
+        .iter()
+        .filter(|r| r["retry_of"].is_null())
+        .flat_map(|r| {
+            r["shard"]["packages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// `--split` over three machines: green with the whole module's count,
+/// coverage complete (each listed package in exactly one shard), one record
+/// per shard with its `shard` and per-package seconds, the pointer moved —
+/// and the same verdict, count and named tests as the unsplit run.
+#[test]
+fn split_over_three_machines_is_green_with_the_whole_count_like_the_unsplit_run() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let repo = module(5, &[]);
+    let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+    let (_, err) = text(&o);
+    assert_code(&o, 0);
+    let v = json(&o);
+    let s = &v["split"];
+    assert_eq!(s["verdict"], "green", "{v}");
+    assert_eq!(s["count"], 5, "{v}");
+    assert_eq!(s["shards"], 3, "{v}");
+    assert_eq!(s["coverage"]["complete"], true, "{v}");
+    assert_eq!(s["coverage"]["listed"], 6, "{v}");
+    assert_eq!(s["advisory"], Value::Null);
+    assert_eq!(records(&v).len(), 3, "{v}");
+    assert_eq!(shard_packages(&v), listed(5), "each package in one shard");
+    for (i, r) in records(&v).iter().enumerate() {
+        assert_eq!(r["shard"]["index"], i, "{r}");
+        assert_eq!(r["shard"]["count"], 3, "{r}");
+        assert_eq!(r["verdict"], "green", "{r}");
+        let secs = r["package_seconds"].as_object().expect("package_seconds");
+        let mine: Vec<&str> = r["shard"]["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        for p in &mine {
+            assert!(secs.contains_key(*p), "{p} has no seconds: {r}");
+        }
+        let argv = r["suite_argv"].as_array().unwrap();
+        assert!(argv.iter().any(|a| a == "-count=1"), "{r}");
+        assert!(!argv.iter().any(|a| a == "./..."), "{r}");
+    }
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    // The progress shows each machine's shard.
+    assert!(err.contains("shard 1/3"), "{err}");
+
+    // The unsplit run of the same SHA says the same.
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 0);
+    let u = json(&o);
+    let r = &u["records"][0];
+    assert_eq!(r["verdict"], s["verdict"]);
+    assert_eq!(r["count"], s["count"]);
+    assert_eq!(r["named_tests"], s["named_tests"]);
+}
+
+/// A red in one shard is red overall, names the test (the same names and
+/// count as the unsplit run), moves nothing, and is never retried.
+#[test]
+fn a_red_shard_is_red_overall_like_the_unsplit_run_and_is_not_retried() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let repo = module(
+        4,
+        &[(
+            "p2/bad_test.go",
+            "package p2\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+        )],
+    );
+    let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let s = &v["split"];
+    assert_eq!(s["verdict"], "red", "{v}");
+    assert_eq!(
+        s["named_tests"],
+        serde_json::json!([format!("{MODULE}/p2.TestBad")]),
+        "{v}"
+    );
+    assert_eq!(s["coverage"]["complete"], true, "{v}");
+    assert_eq!(records(&v).len(), 3, "a red is never retried: {v}");
+    assert!(records(&v).iter().all(|r| r["retry_of"].is_null()), "{v}");
+    assert_eq!(repo.verified(), None);
+    assert!(
+        v["verified_pointer"]
+            .as_str()
+            .unwrap()
+            .contains("not green on every shard"),
+        "{v}"
+    );
+
+    let o = f.certify(&repo, "m0", &[]);
+    assert_code(&o, 1);
+    let u = json(&o);
+    let r = &u["records"][0];
+    assert_eq!(r["verdict"], s["verdict"]);
+    assert_eq!(r["count"], s["count"]);
+    assert_eq!(r["named_tests"], s["named_tests"]);
+}
+
+/// A `go` that drops one package from what it is asked to test (a suite
+/// wrapper that exits early for it): that package never reports its
+/// terminal event, so the invocation is `shard-coverage-incomplete` naming
+/// it, and nothing moves — though every test that did run passed.
+#[test]
+fn a_shard_that_leaves_a_package_without_its_end_is_coverage_incomplete() {
+    let Some(lab) = go_ready_lab() else { return };
+    let bin = tempfile::Builder::new()
+        .prefix("saphan-split-go-")
+        .tempdir()
+        .unwrap();
+    let go = bin.path().join("go");
+    let dropped = format!("{MODULE}/p1");
+    std::fs::write(
+        &go,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do shift; [ \"$a\" = '{dropped}' ] || set -- \"$@\" \"$a\"; done\nexec /usr/bin/go \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&go, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", go.to_str().unwrap()), 0);
+    let repo = module(5, &[]);
+    let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+    assert_code(&o, 3);
+    let v = json(&o);
+    let s = &v["split"];
+    assert_eq!(s["verdict"], "measurement-failed", "{v}");
+    assert_eq!(s["failure"], "shard-coverage-incomplete", "{v}");
+    assert_eq!(s["coverage"]["complete"], false, "{v}");
+    assert_eq!(
+        s["coverage"]["missing"],
+        serde_json::json!([dropped]),
+        "{v}"
+    );
+    let short: Vec<&Value> = records(&v)
+        .iter()
+        .filter(|r| r["failure"] == "shard-coverage-incomplete")
+        .collect();
+    assert_eq!(short.len(), 1, "{v}");
+    assert!(short[0]["notes"].to_string().contains(&dropped), "{v}");
+    assert_eq!(repo.verified(), None);
+
+    let o = f.env.run(&[
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        "m0,m1,m3",
+        "--split",
+    ]);
+    assert_code(&o, 3);
+    let (out, _) = text(&o);
+    assert!(out.contains("coverage: incomplete"), "{out}");
+    assert!(out.contains(&format!("missing: {dropped}")), "{out}");
+}
+
+/// `@admitted --split` with m2 lacking Go: the shards run on the others,
+/// and the output says m2 was left out and why.
+#[test]
+fn admitted_split_runs_on_the_machines_with_go_and_says_who_was_left_out() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m2"]);
+    assert_code(&f.admit("m0,m1,m2", "/usr/bin/go"), 1);
+    let repo = module(3, &[]);
+    let o = f.certify(&repo, "@admitted", &["--split"]);
+    assert_code(&o, 0);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("--machine @admitted: chose m0, m1 (2 of 3 machines)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("left out m2: verification-toolchain-absent"),
+        "{err}"
+    );
+    let v = json(&o);
+    assert_eq!(v["split"]["shards"], 2, "{v}");
+    assert_eq!(v["split"]["count"], 3, "{v}");
+    let machines: Vec<&str> = records(&v)
+        .iter()
+        .map(|r| r["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["m0", "m1"], "{v}");
+    assert_eq!(shard_packages(&v), listed(3));
+}
+
+/// `--split` without machines is refused before anything runs.
+#[test]
+fn split_without_machines_is_refused() {
+    let env = Env::new();
+    let repo = module(1, &[]);
+    let o = env.run(&[
+        "--json",
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--split",
+    ]);
+    common::assert_refused(&o, "split-invalid");
+    assert!(repo.records().is_empty());
+}
+
+/// Wait (bounded) until `path` exists.
+fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < bound {
+        if path.exists() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// A machine partitioned mid-run: its shard's attempt is connection-lost,
+/// re-run once on another machine of the invocation into a green that
+/// carries `retry_of`; both attempts are recorded and the pointer moves.
+#[test]
+fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
+    let Some(lab) = Lab::start(4) else { return };
+    if common::skip_unless(Path::new("/usr/bin/go").exists(), "no /usr/bin/go") {
+        return;
+    }
+    let token = format!("saphan-split-fo-{}", std::process::id());
+    let wait = format!(
+        "package pw\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(home+\"/{token}.started\", nil, 0o644)\n\tfor i := 0; i < 600; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}.go\"); err == nil {{\n\t\t\treturn\n\t\t}}\n\t\ttime.Sleep(100 * time.Millisecond)\n\t}}\n\tt.Fatal(\"never released\")\n}}\n"
+    );
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    for i in 0..3 {
+        files.push((format!("w{i}/w.go"), format!("package w{i}\n")));
+        files.push((
+            format!("w{i}/w_test.go"),
+            wait.replace("package pw", &format!("package w{i}")),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    let f = Fleet::new(&lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let child = f
+        .env
+        .cmd()
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", "m0,m1,m3", "--split", "--timeout", "20s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Duration::from_secs(120);
+    for h in ["m0", "m1", "m3"] {
+        assert!(
+            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            "the shard never started on {h}"
+        );
+    }
+    lab.partition("m1");
+    for h in ["m0", "m3"] {
+        std::fs::write(lab.home_dir(h).join(format!("{token}.go")), "").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    lab.heal("m1");
+    let v = json(&o);
+    assert_code(&o, 0);
+    let s = &v["split"];
+    assert_eq!(s["verdict"], "green", "{v}");
+    assert_eq!(s["count"], 3, "{v}");
+    assert_eq!(s["coverage"]["complete"], true, "{v}");
+    let all = records(&v);
+    assert_eq!(all.len(), 4, "both attempts recorded: {v}");
+    let lost = all
+        .iter()
+        .find(|r| r["machine"] == "m1")
+        .expect("m1's attempt");
+    assert_eq!(lost["failure"], "connection-lost", "{lost}");
+    let retry = all
+        .iter()
+        .find(|r| !r["retry_of"].is_null())
+        .expect("a retry");
+    assert_eq!(retry["retry_of"], lost["id"], "{v}");
+    assert_ne!(retry["machine"], "m1", "{v}");
+    assert_eq!(retry["verdict"], "green", "{v}");
+    assert_eq!(retry["shard"], lost["shard"], "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+    // Both attempts are in the repository's records.
+    assert_eq!(repo.records().len(), 4);
+}
+
+/// A suite saphan cannot split itself (an exitcode suite): each shard gets
+/// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`, the result is advisory, the
+/// pointer does not move, and the output says why.
+#[test]
+fn other_suites_get_the_shard_environment_and_an_advisory_result() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    assert_code(&f.env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
+    let token = format!("saphan-split-adv-{}", std::process::id());
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"echo $SAPHAN_SHARD_INDEX/$SAPHAN_SHARD_COUNT > $HOME/{token}\"]\nreport = \"exitcode\"\n"
+    ));
+    let repo = Repo::new(&[("README", "x\n")]);
+    let o = f.certify(&repo, "m0,m1", &["--split"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert!(
+        v["split"]["advisory"]
+            .as_str()
+            .unwrap()
+            .contains("SAPHAN_SHARD_INDEX"),
+        "{v}"
+    );
+    assert_eq!(v["split"]["coverage"], Value::Null, "{v}");
+    assert!(
+        v["verified_pointer"].as_str().unwrap().contains("advisory"),
+        "{v}"
+    );
+    assert_eq!(repo.verified(), None);
+    for (i, h) in ["m0", "m1"].iter().enumerate() {
+        let got = std::fs::read_to_string(lab.home_dir(h).join(&token)).unwrap();
+        assert_eq!(got.trim(), format!("{i}/2"), "{h}");
+        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
+    }
+    let o = f.env.run(&[
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        "m0,m1",
+        "--split",
+    ]);
+    assert_code(&o, 0);
+    let (out, _) = text(&o);
+    assert!(out.contains("advisory: "), "{out}");
+    assert!(out.contains("not moved (advisory"), "{out}");
+    for h in ["m0", "m1"] {
+        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
+    }
+}
+
+/// `--machine @admitted` without `--split`: a partitioned machine's run is
+/// re-run once on another admitted machine (`retry_of`); an explicit list
+/// retries nothing (each named machine answers for itself).
+#[test]
+fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
+    let Some(lab) = Lab::start(2) else { return };
+    if common::skip_unless(Path::new("/usr/bin/go").exists(), "no /usr/bin/go") {
+        return;
+    }
+    let token = format!("saphan-adm-fo-{}", std::process::id());
+    let f = Fleet::new(&lab, &["m0", "m1"]);
+    assert_code(&f.admit("m0,m1", "/usr/bin/go"), 0);
+    f.env.write_config(&format!(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"touch $HOME/{token}.started; while [ ! -e $HOME/{token}.go ]; do sleep 0.1; done\"]\nreport = \"exitcode\"\n"
+    ));
+    let repo = Repo::new(&[("README", "x\n")]);
+    let run = |machines: &str| {
+        let child = f
+            .env
+            .cmd()
+            .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+            .args(["--machine", machines, "--timeout", "15s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        for h in ["m0", "m1"] {
+            assert!(
+                wait_for(
+                    &lab.home_dir(h).join(format!("{token}.started")),
+                    std::time::Duration::from_secs(120)
+                ),
+                "never started on {h}"
+            );
+        }
+        lab.partition("m1");
+        std::fs::write(lab.home_dir("m0").join(format!("{token}.go")), "").unwrap();
+        let o = child.wait_with_output().unwrap();
+        lab.heal("m1");
+        for h in ["m0", "m1"] {
+            let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
+        }
+        let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.go")));
+        o
+    };
+    let o = run("@admitted");
+    let v = json(&o);
+    assert_code(&o, 0);
+    let all = records(&v);
+    assert_eq!(all.len(), 3, "{v}");
+    let lost = all.iter().find(|r| r["machine"] == "m1").expect("m1");
+    assert_eq!(lost["failure"], "connection-lost", "{lost}");
+    let retry = all
+        .iter()
+        .find(|r| !r["retry_of"].is_null())
+        .expect("a retry");
+    assert_eq!(retry["retry_of"], lost["id"]);
+    assert_eq!(retry["machine"], "m0");
+    assert_eq!(retry["verdict"], "green");
+    assert_eq!(v["split"], Value::Null);
+    // A named list never retries: m1's connection-lost is its answer.
+    let o = run("m0,m1");
+    assert_code(&o, 3);
+    let v = json(&o);
+    assert_eq!(records(&v).len(), 2, "{v}");
+    assert!(records(&v).iter().all(|r| r["retry_of"].is_null()), "{v}");
+}
+
+/// github.com/google/go-cmp as Debian's golang-github-google-go-cmp-dev
+/// ships it: a real module of 10 packages (4 without tests, internal
+/// packages, test-only helpers), no network needed.
+const GO_CMP: &str = "/usr/share/gocode/src/github.com/google/go-cmp";
+
+/// The verdict-bearing part of a split's or an unsplit record's JSON.
+fn verdict_of(v: &Value) -> (Value, Value, Value, Vec<String>) {
+    let notes = |n: &Value| -> Vec<String> {
+        let mut n: Vec<String> = n
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str())
+            // Notes naming a machine or a shard differ by design.
+            .filter(|x| x.starts_with("unfinished-tests") || x.starts_with("build-failed"))
+            .map(str::to_string)
+            .collect();
+        n.sort();
+        n
+    };
+    (
+        v["verdict"].clone(),
+        v["count"].clone(),
+        v["named_tests"].clone(),
+        notes(&v["notes"]),
+    )
+}
+
+/// Split and unsplit verdicts are the same on a real multi-package module:
+/// green (same count), then red after a commit that breaks one test (the
+/// same named test, the same count).
+#[test]
+fn split_and_unsplit_agree_on_a_real_module() {
+    if common::skip_unless(
+        Path::new(GO_CMP).join("go.mod").exists(),
+        "no go-cmp source (apt-get install golang-github-google-go-cmp-dev)",
+    ) {
+        return;
+    }
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let repo = Repo::new(&[("README.saphan", "github.com/google/go-cmp\n")]);
+    let cp = std::process::Command::new("cp")
+        .args(["-r", &format!("{GO_CMP}/."), &repo.path_str()])
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    common::git(repo.path(), &["add", "-A"]);
+    common::git(repo.path(), &["commit", "-q", "-m", "go-cmp"]);
+
+    let compare = |want: i32| {
+        let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+        assert_code(&o, want);
+        let v = json(&o);
+        assert_eq!(v["split"]["coverage"]["complete"], true, "{v}");
+        assert_eq!(v["split"]["coverage"]["listed"], 10, "{v}");
+        let split = verdict_of(&v["split"]);
+        let o = f.certify(&repo, "m0", &[]);
+        assert_code(&o, want);
+        let u = json(&o);
+        let unsplit = verdict_of(&u["records"][0]);
+        assert_eq!(split, unsplit, "split {v}\nunsplit {u}");
+        split
+    };
+    let (verdict, count, _, _) = compare(0);
+    assert_eq!(verdict, "green");
+    // 20 top-level tests (and ~700 subtests, which the count leaves out)
+    // in Debian 12's go-cmp 0.5.9.
+    assert!(count.as_u64().unwrap() >= 10, "go-cmp's tests: {count}");
+
+    repo.commit(
+        &[(
+            "cmp/cmpopts/zz_broken_test.go",
+            "package cmpopts\n\nimport \"testing\"\n\nfunc TestBrokenOnPurpose(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+        )],
+        "break one test",
+    );
+    let (verdict, _, named, _) = compare(1);
+    assert_eq!(verdict, "red");
+    assert_eq!(
+        named,
+        serde_json::json!(["github.com/google/go-cmp/cmp/cmpopts.TestBrokenOnPurpose"])
+    );
+}
