@@ -247,13 +247,45 @@ impl Ssh {
     /// A closed connection that another call already discarded (and could
     /// not replace: the machine is still cut off) counts as gone too, so a
     /// run racing a reconnect attempt is not told `engine`.
+    ///
+    /// A connection that still looks open is asked once: a session channel
+    /// opened within the keep-alive limit (`ServerAliveInterval` ×
+    /// `ServerAliveCountMax`) says it is up — a live server answers in
+    /// milliseconds, so a real engine failure is not delayed; no answer by
+    /// then means it is gone (the run's stream may fail before the
+    /// keep-alive notices the cut).
     pub async fn connection_gone(&self) -> Option<String> {
-        let guard = self.inner.conn.lock().await;
-        let closed = match guard.as_ref() {
-            Some(c) => c.handle.is_closed(),
-            None => self.inner.lost.load(std::sync::atomic::Ordering::Relaxed),
+        let c = {
+            let guard = self.inner.conn.lock().await;
+            match guard.as_ref() {
+                Some(c) if c.handle.is_closed() => {
+                    return Some(self.gone_detail("the connection closed"));
+                }
+                Some(c) => c.clone(),
+                None => {
+                    return self
+                        .inner
+                        .lost
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        .then(|| self.gone_detail("the connection closed"));
+                }
+            }
         };
-        closed.then(|| self.gone_detail("the connection closed"))
+        let (interval, max) = keepalive(&self.inner.settings, &self.inner.opts);
+        let limit = interval * max;
+        match tokio::time::timeout(limit, c.handle.channel_open_session()).await {
+            Ok(Ok(ch)) => {
+                let _ = ch.close().await;
+                None
+            }
+            // The server answered (e.g. MaxSessions reached): it is up.
+            Ok(Err(russh::Error::ChannelOpenFailure(_))) => None,
+            Ok(Err(e)) => Some(self.gone_detail(&format!("a new channel failed: {e}"))),
+            Err(_) => Some(self.gone_detail(&format!(
+                "no answer to a new channel within {}s",
+                limit.as_secs_f64()
+            ))),
+        }
     }
 
     /// `the SSH connection is gone (<detail>; keep-alive every Ns, closed
