@@ -228,26 +228,24 @@ enum End {
     NoProgram,
 }
 
+/// Remove the first line of `buf` that starts at `prefix` (through its
+/// newline, or to the end).
+fn drop_line(buf: &mut Vec<u8>, prefix: &[u8]) {
+    if let Some(i) = find(buf, prefix) {
+        let end = buf[i..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|e| i + e + 1)
+            .unwrap_or(buf.len());
+        buf.drain(i..end);
+    }
+}
+
 /// Find and strip the final `\nNONCE …\n` marker and the `NONCE pgid N\n`
 /// line from `stderr`.
 fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
-    let ct = format!("{nonce} contain ").into_bytes();
-    if let Some(i) = find(stderr, &ct) {
-        let end = stderr[i..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map(|e| i + e + 1)
-            .unwrap_or(stderr.len());
-        stderr.drain(i..end);
-    }
-    let pg = format!("{nonce} pgid ").into_bytes();
-    if let Some(i) = find(stderr, &pg) {
-        let end = stderr[i..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map(|e| i + e + 1)
-            .unwrap_or(stderr.len());
-        stderr.drain(i..end);
+    for tag in ["contain", "pgid"] {
+        drop_line(stderr, format!("{nonce} {tag} ").as_bytes());
     }
     let np = format!("\n{nonce} noprogram\n").into_bytes();
     if let Some(i) = find(stderr, &np) {
