@@ -81,7 +81,7 @@ if pstat "/proc/$p/stat"; then s0=$start; fi
   # trap, and a TERM there would leave it running. Either way no `sleep`
   # outlives its watchdog (a fast command used to leave one for its whole
   # budget, about 1 run in 20).
-  x= s=
+  x='' s=''
   trap 'x=1; [ -z "$s" ] || kill -KILL "$s" 2>/dev/null' TERM
   SAPHAN_WATCHDOG=$m sleep "$b" & s=$!
   [ -z "$x" ] || { kill -KILL "$s" 2>/dev/null; exit 0; }
