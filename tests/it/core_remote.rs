@@ -202,6 +202,11 @@ async fn a_leftover_at_the_stable_path_on_the_machine_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("k").join("tree");
     let gc = dir.path().join("gc");
+    // The dead attempt's marker, as heal.sh made it before the attempt's
+    // first process started (the lab host shares this filesystem).
+    let marker = saphan::worktree::attempt_marker(&path);
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(&marker, "").unwrap();
     let script = format!(
         "sleep 300 & echo $! > '{g}.tmp'; mv '{g}.tmp' '{g}'; wait",
         g = gc.display()
