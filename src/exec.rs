@@ -332,11 +332,27 @@ impl TailBuf {
     /// Append bytes, dropping the oldest once more than the cap plus a
     /// slack of at most 1 MiB is held (the slack keeps trimming cheap; the
     /// peak is `cap + min(cap, 1 MiB)` plus one pushed chunk).
+    ///
+    /// The oldest bytes are dropped before the new ones are appended, and
+    /// the buffer never grows past that peak, so a flood never doubles the
+    /// allocation (a reallocation copies, and the allocator may keep both).
     pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-        if self.buf.len() > self.cap + self.cap.min(TAIL_SLACK) {
-            self.buf.drain(..self.buf.len() - self.cap);
+        if bytes.len() >= self.cap {
+            self.buf.clear();
+            self.buf.extend_from_slice(&bytes[bytes.len() - self.cap..]);
+            return;
         }
+        let limit = self.cap + self.cap.min(TAIL_SLACK);
+        if self.buf.len() + bytes.len() > limit {
+            let keep = (self.cap - bytes.len()).min(self.buf.len());
+            self.buf.drain(..self.buf.len() - keep);
+        }
+        let need = self.buf.len() + bytes.len();
+        if need > self.buf.capacity() {
+            let grown = (self.buf.capacity() * 2).max(need).min(limit.max(need));
+            self.buf.reserve_exact(grown - self.buf.len());
+        }
+        self.buf.extend_from_slice(bytes);
     }
     /// What is held so far (up to the cap plus the slack).
     pub fn peek(&self) -> &[u8] {
@@ -692,6 +708,30 @@ pub fn which(program: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tail_buf_keeps_the_last_bytes_and_never_doubles() {
+        let cap = 3 * 1024 * 1024;
+        let mut t = TailBuf::new(cap);
+        let mut all = Vec::new();
+        for i in 0..200u32 {
+            let chunk: Vec<u8> = (0..40_000u32).map(|j| ((i * 7 + j) % 251) as u8).collect();
+            t.push(&chunk);
+            all.extend_from_slice(&chunk);
+            assert!(
+                t.buf.capacity() <= cap + TAIL_SLACK + 40_000,
+                "capacity {} past the peak",
+                t.buf.capacity()
+            );
+        }
+        t.push(&[1, 2, 3]);
+        all.extend_from_slice(&[1, 2, 3]);
+        assert_eq!(t.finish(), all[all.len() - cap..]);
+        let mut t = TailBuf::new(4);
+        t.push(b"abcdefgh");
+        t.push(b"ij");
+        assert_eq!(t.finish(), b"ghij");
+    }
     use super::*;
 
     #[tokio::test]
