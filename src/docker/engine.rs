@@ -409,7 +409,7 @@ async fn probe_inner(
     detail.insert("image_id".into(), Value::from(id.clone()));
     detail.insert("api_version".into(), Value::from(api));
     detail.insert("socket".into(), Value::from(s.socket.clone()));
-    let ran = run_image(&docker, &id, name).await;
+    let ran = run_image(&docker, &id, name, s.budget).await;
     // The container is removed whatever happened; a broken connection gets
     // a fresh one for the removal.
     if let Some(cid) = ran.container.as_deref() {
@@ -464,7 +464,7 @@ struct Ran {
     result: Result<(i64, String), String>,
 }
 
-async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
+async fn run_image(docker: &Docker, image_id: &str, name: &str, budget: Duration) -> Ran {
     let body = ContainerCreateBody {
         image: Some(image_id.to_string()),
         attach_stdout: Some(true),
@@ -502,7 +502,15 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str) -> Ran {
         docker
             .start_container(&cid, None)
             .await
-            .map_err(|e| format!("the engine refused to start the probe container: {e}"))?;
+            .map_err(|e| match e {
+                // The request's bound is the probe's budget (see `step`):
+                // under a loaded engine the start itself can use it up.
+                bollard::errors::Error::RequestTimeoutError => format!(
+                    "the probe did not finish within its {}s budget (--timeout): the engine had not started its container",
+                    budget.as_secs()
+                ),
+                e => format!("the engine refused to start the probe container: {e}"),
+            })?;
         let code = super::container::wait_status(docker, &cid)
             .await
             .map_err(|e| format!("the probe container's end was not observed: {e}"))?;
