@@ -514,11 +514,33 @@ impl Ssh {
         let mut status = None;
         let mut refused = false;
         let mut write_err = None;
+        // A write the server leaves unacknowledged (no window adjust) for
+        // twice the keep-alive limit means the machine is cut off: a live
+        // server opens the window in milliseconds. Without this bound a
+        // copy stalled on a full send buffer waited for the transfer budget
+        // whenever the keep-alive was late to notice (a loaded machine).
+        let (interval, max) = keepalive(&self.inner.settings, &self.inner.opts);
+        let stall = interval * max * 2;
+        let stalled = std::sync::atomic::AtomicBool::new(false);
         let run = async {
             tx.exec(true, line.as_bytes()).await?;
             let writer = async {
                 if let Some(mut r) = stdin {
-                    tx.data(&mut r).await?;
+                    use tokio::io::AsyncReadExt;
+                    let mut buf = vec![0u8; 256 * 1024];
+                    loop {
+                        let n = r.read(&mut buf).await?;
+                        if n == 0 {
+                            break;
+                        }
+                        if tokio::time::timeout(stall, tx.data(&buf[..n]))
+                            .await
+                            .is_err()
+                        {
+                            stalled.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return Err(russh::Error::SendError);
+                        }
+                    }
                 }
                 tx.eof().await
             };
@@ -561,7 +583,12 @@ impl Ssh {
             let mut written = false;
             loop {
                 tokio::select! {
-                    _ = &mut writer, if !written => written = true,
+                    _ = &mut writer, if !written => {
+                        written = true;
+                        if stalled.load(std::sync::atomic::Ordering::Relaxed) {
+                            return Err(russh::Error::SendError);
+                        }
+                    }
                     _ = &mut reader => break,
                 }
             }
@@ -583,6 +610,13 @@ impl Ssh {
                 .await;
                 Ok(timed_out(stdout, stderr))
             }
+            Ok(Err(_)) if stalled.load(std::sync::atomic::Ordering::Relaxed) => Err(self.lost(
+                &conn,
+                &format!(
+                    "a write to it went unacknowledged for {}s (twice the keep-alive limit)",
+                    stall.as_secs_f64()
+                ),
+            )),
             Ok(Err(e)) => Err(self.lost(&conn, &format!("sending the command failed: {e}"))),
             Ok(Ok(())) => {
                 if let Some(e) = write_err {
