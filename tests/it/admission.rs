@@ -36,34 +36,10 @@ impl Fleet {
     }
     /// Probe `cap` at `path` on `hosts`, all with one `--workhome`.
     fn probe(&self, hosts: &str, cap: &str, path: &str, workhome: &str) -> std::process::Output {
-        self.env.run(&[
-            "machine",
-            "probe",
-            "--machine",
-            hosts,
-            "--capability",
-            cap,
-            "--declared-path",
-            path,
-            "--workhome",
-            workhome,
-            "--probed-by",
-            "tester",
-            "--workspace",
-            "ws/main",
-        ])
+        crate::common::fleet::probe(&self.env, hosts, cap, path, workhome)
     }
     fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
-        let mut args = vec![
-            "--json",
-            "certify",
-            "--repo",
-            repo.path().to_str().unwrap(),
-            "--machine",
-            machines,
-        ];
-        args.extend_from_slice(extra);
-        self.env.run(&args)
+        crate::common::fleet::certify(&self.env, repo, machines, extra)
     }
 }
 

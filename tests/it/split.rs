@@ -28,34 +28,10 @@ impl Fleet {
             &self.env.run(&["machine", "measure", "--machine", hosts]),
             0,
         );
-        self.env.run(&[
-            "machine",
-            "probe",
-            "--machine",
-            hosts,
-            "--capability",
-            "go",
-            "--declared-path",
-            path,
-            "--workhome",
-            "/tmp",
-            "--probed-by",
-            "tester",
-            "--workspace",
-            "ws/main",
-        ])
+        crate::common::fleet::probe(&self.env, hosts, "go", path, "/tmp")
     }
     fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
-        let mut args = vec![
-            "--json",
-            "certify",
-            "--repo",
-            repo.path().to_str().unwrap(),
-            "--machine",
-            machines,
-        ];
-        args.extend_from_slice(extra);
-        self.env.run(&args)
+        crate::common::fleet::certify(&self.env, repo, machines, extra)
     }
 }
 

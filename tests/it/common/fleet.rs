@@ -32,3 +32,49 @@ pub fn home(lab: &Lab, hosts: &[&str], tag: &str) -> (Env, tempfile::TempDir) {
     std::fs::write(env.home().join("fleet/machines.toml"), s).unwrap();
     (env, work)
 }
+
+/// `saphan machine probe` of `cap` at `path` on `hosts`, with one
+/// `--workhome` and the tests' fixed `--probed-by`/`--workspace`.
+pub fn probe(
+    env: &Env,
+    hosts: &str,
+    cap: &str,
+    path: &str,
+    workhome: &str,
+) -> std::process::Output {
+    env.run(&[
+        "machine",
+        "probe",
+        "--machine",
+        hosts,
+        "--capability",
+        cap,
+        "--declared-path",
+        path,
+        "--workhome",
+        workhome,
+        "--probed-by",
+        "tester",
+        "--workspace",
+        "ws/main",
+    ])
+}
+
+/// `saphan --json certify --repo REPO --machine MACHINES EXTRA…`.
+pub fn certify(
+    env: &Env,
+    repo: &super::Repo,
+    machines: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "--json",
+        "certify",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--machine",
+        machines,
+    ];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
