@@ -32,7 +32,8 @@
 //! hash, rewritten atomically after each append; a ledger shorter than the
 //! head or with another line at the head's position is `ledger-head-mismatch`.
 //! Rows past the head (the crash window between append and head write) are
-//! accepted with a one-line stderr warning; the next append re-verifies them,
+//! accepted with a warning ([`Note::RowsPastHead`], which the CLI prints as
+//! one stderr line); the next append re-verifies them,
 //! chained from the head's hash, before signing a head that covers them. An
 //! old head restored with a matching truncation looks the same: only the
 //! warning shows it (docs/fleet.md, "What the signatures protect against").
@@ -53,11 +54,13 @@
 //! - [`key`]: the row-signing key, loaded or created;
 //! - [`chain`]: a row as a signed, chained line, and the signed head;
 //! - [`fresh`]: which rows are fresh;
+//! - [`note`]: what a read tells the operator besides rows ([`Note`]);
 //! - [`store`]: the ledger file itself ([`Ledger`]), read and appended.
 
 pub mod chain;
 pub mod fresh;
 pub mod key;
+pub mod note;
 pub mod perms;
 pub mod row;
 pub mod store;
@@ -65,6 +68,7 @@ pub mod store;
 pub use chain::{ZERO_HASH, canonical_json, head_path};
 pub use fresh::{facts_fresh, is_fresh};
 pub use key::{load_key, load_or_create_key};
+pub use note::{Note, on_note};
 pub use perms::{check_home_dirs, check_key_mode};
 pub use row::{
     CapabilityRow, MachineFacts, Outcome, ProbeInputs, ROW_VERSION, Requirements, Row, ToolState,

@@ -10,6 +10,7 @@ use super::chain::{
     read_head, sign_head, sign_row, verify_line,
 };
 use super::key::{load_key, load_or_create_key};
+use super::note::{self, Note};
 use super::perms::{check_home_dirs, ledger_dirs};
 use super::row::{CapabilityRow, MachineFacts, Row};
 use crate::fleet::FleetError;
@@ -200,11 +201,11 @@ impl Ledger {
         if let Some(h) = &head {
             let past = lines.len() as u64 - h.count;
             if past > 0 {
-                eprintln!(
-                    "saphan: warning: {past} row(s) of {} stand past its signed head (line {}), accepted as a crash between an append and its head write; the next append re-signs the head",
-                    path.display(),
-                    h.count
-                );
+                note::tell(Note::RowsPastHead {
+                    path: path.clone(),
+                    head: h.count,
+                    past,
+                });
             }
         }
         Ok(Ledger {
