@@ -276,6 +276,8 @@ pub fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUST_LOG"))
         .with_writer(std::io::stderr)
         .init();
+    // What a ledger read tells the operator besides its rows.
+    crate::fleet::ledger::on_note(|n| eprintln!("saphan: warning: {n}"));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),

@@ -131,7 +131,7 @@ impl Machines {
     pub fn load(home: &Home) -> Result<Machines, FleetError> {
         let path = home.machines();
         let fleet = path.parent().unwrap_or(home.root());
-        super::ledger::check_home_dirs(&[home.root(), fleet, &path])?;
+        super::ledger::perms::check_home_dirs(&[home.root(), fleet, &path])?;
         match std::fs::read_to_string(&path) {
             Ok(t) => Machines::parse(&t, &path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Machines::default()),
@@ -214,9 +214,25 @@ pub async fn connect(
                 Err(_) => Err(FleetError::Timeout {
                     machine: row.id.clone(),
                     budget: timeout,
-                    hint: super::remedy::reach_hint(home, row),
+                    hint: reach_hint(home, row),
                 }),
             }
+        }
+    }
+}
+
+/// What a `machine-timeout` tells the operator to check: that an SSH
+/// machine answers (`ssh -F <config> <host> true`); for the local machine,
+/// which no ssh reaches, what is keeping it busy.
+pub fn reach_hint(home: &Home, row: &MachineRow) -> String {
+    match row.transport {
+        TransportKind::Ssh => format!(
+            "check that the machine is up and reachable (`ssh -F {} {} true`)",
+            super::spell::ssh_config_display(home),
+            row.host
+        ),
+        TransportKind::Local => {
+            "this is the local machine: check what keeps it (or the program probed) busy".into()
         }
     }
 }

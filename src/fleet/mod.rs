@@ -10,6 +10,14 @@
 //! - [`probe`]: prove or refute a declared absolute program; remedies.
 //! - [`run`]: several machines at once, one connection and one progress line each.
 //! - [`remeasure`]: re-run what is stale, with each row's recorded inputs; what changed.
+//! - [`remedy`]: the commands a refusal or a failed probe prints.
+//! - [`spell`]: shell quoting and SAPHAN_HOME as an operator line spells them.
+//!
+//! Layering, one way: [`spell`] at the bottom (the [`FleetError`] words
+//! quote through it); [`ledger`] (its `perms` below the rest) on it;
+//! [`machines`] on both; [`remedy`] on top of ledger and machines; the
+//! ceremonies ([`probe`], [`run`], [`remeasure`]) above. Nothing below
+//! names what is above it.
 
 pub mod finding;
 pub mod ledger;
@@ -19,6 +27,7 @@ pub mod probe;
 pub mod remeasure;
 pub mod remedy;
 pub mod run;
+pub mod spell;
 
 use crate::error::{Exit, Refusal};
 use std::path::PathBuf;
@@ -107,8 +116,8 @@ pub enum FleetError {
         "{} and its signed head are missing or empty, but the key {} that signed them is still there — the ledger was deleted or emptied, and saphan will not start an empty one under the same key by itself; restore the ledger and fleet/ledger.head from a backup, or start a new ledger on purpose: move the key aside as well (`mv {} {}`), then re-measure",
         path.display(),
         key.display(),
-        remedy::quote(&key.to_string_lossy()),
-        remedy::quote(&format!("{}.retired", key.display()))
+        spell::quote(&key.to_string_lossy()),
+        spell::quote(&format!("{}.retired", key.display()))
     )]
     LedgerVanished { path: PathBuf, key: PathBuf },
     /// A ledger line whose `seq`/`prev` does not continue the line before it.

@@ -452,7 +452,7 @@ pub async fn probe_toolchains(
         return Err(FleetError::Timeout {
             machine: machine.id.clone(),
             budget: timeout,
-            hint: super::remedy::reach_hint(home, machine),
+            hint: super::machines::reach_hint(home, machine),
         });
     }
     tracing::debug!(machine = %machine.id, output = ?String::from_utf8_lossy(&out.stdout), "probe output");

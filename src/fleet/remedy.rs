@@ -15,43 +15,14 @@
 //! the same home as the probe that printed them.
 
 use super::ledger::ProbeInputs;
+pub use super::machines::reach_hint;
 use super::machines::{MachineRow, TransportKind};
+pub use super::spell::{home_is_default, quote, single_quote, ssh_config_display};
 use crate::home::Home;
 use std::path::Path;
 
 /// The first word of the unmeasured remedy.
 pub const NO_INSTALL_COMMAND: &str = "NO INSTALL COMMAND";
-
-/// Quote `s` for a POSIX shell only when it needs it — the transport's own
-/// quoting ([`crate::transport::quote::quote`]), so a remedy an operator
-/// pastes quotes exactly as saphan's remote command lines do. (Command-line
-/// arguments cannot hold a NUL; should one appear, it is spelled out
-/// visibly rather than dropped.)
-pub fn quote(s: &str) -> String {
-    crate::transport::quote::quote(s).unwrap_or_else(|| single_quote(&s.replace('\0', "\\0")))
-}
-
-/// Always single-quote `s` for a POSIX shell (`'` becomes `'\''`).
-pub fn single_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Is `home` the default `$HOME/.saphan`?
-pub fn home_is_default(home: &Home) -> bool {
-    match std::env::var_os("HOME") {
-        Some(h) if !h.is_empty() => Path::new(&h).join(".saphan") == home.root(),
-        _ => false,
-    }
-}
-
-/// `~/.saphan/ssh/config` for the default home, else the quoted real path.
-pub fn ssh_config_display(home: &Home) -> String {
-    if home_is_default(home) {
-        "~/.saphan/ssh/config".to_string()
-    } else {
-        quote(&home.ssh_config().to_string_lossy())
-    }
-}
 
 /// The line that says to write the fleet's ssh config first: saphan
 /// reaches an SSH machine only through `SAPHAN_HOME/ssh/config` (OpenSSH
@@ -62,22 +33,6 @@ pub fn ssh_config_line(home: &Home, row: &MachineRow) -> String {
         ssh_config_display(home),
         row.host
     )
-}
-
-/// What a `machine-timeout` tells the operator to check: that an SSH
-/// machine answers (`ssh -F <config> <host> true`); for the local machine,
-/// which no ssh reaches, what is keeping it busy.
-pub fn reach_hint(home: &Home, row: &MachineRow) -> String {
-    match row.transport {
-        TransportKind::Ssh => format!(
-            "check that the machine is up and reachable (`ssh -F {} {} true`)",
-            ssh_config_display(home),
-            row.host
-        ),
-        TransportKind::Local => {
-            "this is the local machine: check what keeps it (or the program probed) busy".into()
-        }
-    }
 }
 
 /// `saphan`, or `SAPHAN_HOME=<path> saphan` for a non-default home, plus

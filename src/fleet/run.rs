@@ -83,7 +83,7 @@ where
             pb.enable_steady_tick(Duration::from_millis(120));
         }
         let fut = f(row.clone());
-        let hint = super::remedy::reach_hint(home, &row);
+        let hint = super::machines::reach_hint(home, &row);
         let id = row.id.clone();
         let bar = pb.clone();
         let handle = tokio::spawn(async move {
