@@ -6,7 +6,7 @@ use crate::error::{Exit, Result};
 use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, ProbeInputs};
 use crate::fleet::machines::{MachineRow, Machines};
 use crate::fleet::probe::{self, ProbeSettings};
-use crate::fleet::run::for_each_machine;
+use crate::fleet::run::{MachineEvent, Observer, for_each_machine};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -308,6 +308,42 @@ fn show(ctx: &Ctx, id: &str) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// One spinner line per machine on stderr while a person watches it (a
+/// TTY; hidden otherwise): `m0 measuring… (3s)`, ending `done` or
+/// `failed: <refusal name>`.
+fn machine_lines(rows: &[MachineRow], verb: &str) -> Observer {
+    use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::io::IsTerminal;
+    let watching = std::io::stderr().is_terminal();
+    let mp = MultiProgress::with_draw_target(if watching {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {msg} ({elapsed})")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    let bars: std::collections::HashMap<String, ProgressBar> = rows
+        .iter()
+        .map(|r| {
+            let pb = mp.add(ProgressBar::new_spinner());
+            pb.set_style(style.clone());
+            pb.set_prefix(format!("{:width$}", r.id));
+            pb.set_message(format!("{verb}…"));
+            (r.id.clone(), pb)
+        })
+        .collect();
+    Arc::new(move |id: &str, ev: MachineEvent<'_>| {
+        let Some(pb) = bars.get(id) else { return };
+        match ev {
+            MachineEvent::Started if watching => pb.enable_steady_tick(Duration::from_millis(120)),
+            MachineEvent::Started => {}
+            MachineEvent::Finished(None) => pb.finish_with_message("done"),
+            MachineEvent::Finished(Some(name)) => pb.finish_with_message(format!("failed: {name}")),
+        }
+    })
+}
+
 fn error_json(e: &crate::error::Error) -> Value {
     e.to_json()
 }
@@ -317,7 +353,8 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
     let rows = select(&ctx.home, &machines, ids)?;
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
-    let results = for_each_machine(&ctx.home, rows, timeout, "measuring", |row| {
+    let lines = machine_lines(&rows, "measuring");
+    let results = for_each_machine(&ctx.home, rows, timeout, lines, |row| {
         let home = home.clone();
         let led = led.clone();
         async move {
@@ -426,7 +463,8 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     // The per-machine budget is enforced inside probe_machine's steps; the
     // outer bound adds a little slack so the inner, better-named error wins.
     let outer = a.timeout + Duration::from_secs(2);
-    let results = for_each_machine(&ctx.home, rows, outer, &verb, |row| {
+    let lines = machine_lines(&rows, &verb);
+    let results = for_each_machine(&ctx.home, rows, outer, lines, |row| {
         let home = home.clone();
         let led = led.clone();
         let s = settings.clone();
@@ -562,7 +600,9 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
         timeout,
         catalog_flag: ctx.catalog.clone(),
     };
-    let results = rm::run(&ctx.home, &led, &cat, &plans, &settings).await;
+    let rows: Vec<MachineRow> = plans.iter().map(|p| p.row.clone()).collect();
+    let lines = machine_lines(&rows, "re-measuring");
+    let results = rm::run(&ctx.home, &led, &cat, &plans, &settings, lines).await;
     let mut exit = Exit::Ok;
     let mut text = String::new();
     let mut changes_all: Vec<String> = Vec::new();

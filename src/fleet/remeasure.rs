@@ -201,13 +201,15 @@ pub struct Settings {
 /// Per machine: a failure to reach or measure it is the machine's error
 /// (nothing more is tried there); a capability whose recorded inputs or
 /// catalog entry are refused before contact (e.g.
-/// `docker-probe-image-unpinned`) is that capability's error.
+/// `docker-probe-image-unpinned`) is that capability's error. `observe`
+/// hears each machine start and finish ([`super::run::for_each_machine`]).
 pub async fn run(
     home: &Home,
     led: &Arc<Ledger>,
     catalog: &Catalog,
     plans: &[MachinePlan],
     s: &Settings,
+    observe: super::run::Observer,
 ) -> Vec<(MachineRow, Result<Done>)> {
     let rows: Vec<MachineRow> = plans.iter().map(|p| p.row.clone()).collect();
     let by_id: std::collections::HashMap<String, MachinePlan> = plans
@@ -221,7 +223,7 @@ pub async fn run(
     // The measure, then the probes: each bounded by `timeout`, plus slack so
     // the inner, better-named error wins.
     let budget = s.timeout * 2 + Duration::from_secs(2);
-    super::run::for_each_machine(&home.clone(), rows, budget, "re-measuring", |row| {
+    super::run::for_each_machine(&home.clone(), rows, budget, observe, |row| {
         let home = home.clone();
         let led = led.clone();
         let plan = by_id[&row.id].clone();

@@ -1,16 +1,15 @@
 //! Several machines at once: one tokio task (and one connection) per
-//! machine, each under its own budget, with one indicatif progress line per
-//! machine when a person watches stderr (a TTY). Results come back in the
-//! order the machines were named.
+//! machine, each under its own budget. Each machine's start and end is a
+//! typed [`MachineEvent`] handed to the caller's observer (the CLI draws one
+//! progress line per machine from them); nothing here prints. Results come
+//! back in the order the machines were named.
 
 use super::FleetError;
 use super::machines::MachineRow;
 use crate::error::Result;
 use crate::home::Home;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::future::Future;
-use std::io::IsTerminal;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -48,15 +47,28 @@ pub fn cancel_on_ctrl_c() {
     });
 }
 
+/// One step of one machine in [`for_each_machine`], for the caller to show.
+#[derive(Debug, Clone, Copy)]
+pub enum MachineEvent<'a> {
+    /// The machine's task started.
+    Started,
+    /// The machine's task ended: `None` when it succeeded, else the stable
+    /// name of the refusal it ended with (`machine-timeout`, …).
+    Finished(Option<&'a str>),
+}
+
+/// Receives every machine's [`MachineEvent`]s, from the machines' tasks
+/// (so it must be `Send + Sync`); called with the machine's id.
+pub type Observer = Arc<dyn Fn(&str, MachineEvent<'_>) + Send + Sync>;
+
 /// Run `f` on every machine concurrently. Each run is bounded by `budget`;
 /// past it the machine's result is `machine-timeout` (and its task, with its
-/// connection, is dropped). `verb` labels the progress lines (`measuring`,
-/// `probing go`).
+/// connection, is dropped). `observe` hears each machine start and finish.
 pub async fn for_each_machine<T, F, Fut>(
     home: &Home,
     rows: Vec<MachineRow>,
     budget: Duration,
-    verb: &str,
+    observe: Observer,
     f: F,
 ) -> Vec<(MachineRow, Result<T>)>
 where
@@ -64,59 +76,45 @@ where
     F: Fn(MachineRow) -> Fut,
     Fut: Future<Output = Result<T>> + Send + 'static,
 {
-    let watching = std::io::stderr().is_terminal();
-    let mp = MultiProgress::with_draw_target(if watching {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    let style = ProgressStyle::with_template("{spinner} {prefix:.bold} {msg} ({elapsed})")
-        .unwrap_or_else(|_| ProgressStyle::default_spinner());
-    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0);
     let mut tasks = Vec::new();
     for row in rows {
-        let pb = mp.add(ProgressBar::new_spinner());
-        pb.set_style(style.clone());
-        pb.set_prefix(format!("{:width$}", row.id));
-        pb.set_message(format!("{verb}…"));
-        if watching {
-            pb.enable_steady_tick(Duration::from_millis(120));
-        }
+        observe(&row.id, MachineEvent::Started);
         let fut = f(row.clone());
         let hint = super::machines::reach_hint(home, &row);
         let id = row.id.clone();
-        let bar = pb.clone();
+        let obs = observe.clone();
         let handle = tokio::spawn(async move {
             let r = match tokio::time::timeout(budget, fut).await {
                 Ok(r) => r,
                 Err(_) => Err(FleetError::Timeout {
-                    machine: id,
+                    machine: id.clone(),
                     budget,
                     hint,
                 }
                 .into()),
             };
-            match &r {
-                Ok(_) => bar.finish_with_message("done"),
-                Err(e) => bar.finish_with_message(format!("failed: {}", e.name())),
-            }
+            obs(
+                &id,
+                MachineEvent::Finished(r.as_ref().err().map(|e| e.name())),
+            );
             r
         });
-        tasks.push((row, pb, handle));
+        tasks.push((row, handle));
     }
     let mut out = Vec::new();
-    for (row, pb, handle) in tasks {
+    for (row, handle) in tasks {
         let r = match handle.await {
             Ok(r) => r,
-            Err(e) => Err(FleetError::MeasureOutput {
-                machine: row.id.clone(),
-                detail: format!("the task ended abnormally: {e}"),
+            Err(e) => {
+                let e: crate::error::Error = FleetError::MeasureOutput {
+                    machine: row.id.clone(),
+                    detail: format!("the task ended abnormally: {e}"),
+                }
+                .into();
+                observe(&row.id, MachineEvent::Finished(Some(e.name())));
+                Err(e)
             }
-            .into()),
         };
-        if !pb.is_finished() {
-            pb.finish_with_message("failed");
-        }
         out.push((row, r));
     }
     out
