@@ -17,12 +17,17 @@ pub(super) struct MachineLock {
 }
 
 impl MachineLock {
+    /// Take the repository's lock on the machine (`ready` is the file the
+    /// holder creates once it holds it, `budget` the holder's), and say in
+    /// the same round trip whether `look_for` (the stable tree) exists once
+    /// it is held.
     pub(super) async fn acquire(
         t: &Transport,
         layout: &ship::Layout,
         ready: &str,
         budget: Duration,
-    ) -> Result<MachineLock, DispatchFault> {
+        look_for: &str,
+    ) -> Result<(MachineLock, bool), DispatchFault> {
         let (writer, reader) = tokio::io::duplex(64);
         let lock = format!("{}/locks/{}.lock", layout.base, layout.key);
         let cmd = Cmd::new("sh")
@@ -38,11 +43,14 @@ impl MachineLock {
             .timeout(budget);
         let t2 = t.clone();
         let mut holder = tokio::spawn(async move { t2.run(cmd).await });
-        let ready_arg = [ready];
-        let wait = control(t, crate::remote::LOCK_WAIT, &ready_arg);
+        let wait_args = [ready, look_for];
+        let wait = control(t, crate::remote::LOCK_WAIT, &wait_args);
         tokio::select! {
             r = wait => match r {
-                Ok(o) if o.status.success() => Ok(MachineLock { writer: Some(writer), holder }),
+                Ok(o) if o.status.success() => {
+                    let left = o.stdout_str().lines().any(|l| l == "left");
+                    Ok((MachineLock { writer: Some(writer), holder }, left))
+                }
                 Ok(_) => {
                     holder.abort();
                     Err(DispatchFault::new(FailureKind::LockTimeout, format!("another run held the repository's lock {lock} for {}s", LOCK_WAIT.as_secs())))

@@ -341,7 +341,20 @@ async fn attempt(
     // Materialize under the repository's lock on the machine.
     let t_mat = Instant::now();
     let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
-    let lock = MachineLock::acquire(t, layout, &format!("{run_dir}/locked"), hold).await?;
+    let (lock, left) = MachineLock::acquire(
+        t,
+        layout,
+        &format!("{run_dir}/locked"),
+        hold,
+        &layout.tree(),
+    )
+    .await?;
+    if left {
+        a.notes.push(format!(
+            "reaped: {} (left by an earlier attempt)",
+            layout.tree()
+        ));
+    }
     let r = locked(on, a, phases, &run_dir, t_mat).await;
     // The run dir goes; so does the (now empty) parent of the stable tree —
     // unless the connection is lost: every call would first reconnect to a
@@ -384,14 +397,8 @@ async fn locked(
     } = on;
     let mirror = std::path::PathBuf::from(layout.mirror());
     let tree = std::path::PathBuf::from(layout.tree());
-    // A tree a lost connection left is reaped (add_at heals the stable path).
-    let left = control(t, crate::remote::EXISTS, &[&layout.tree()]).await?;
-    if left.status.success() {
-        a.notes.push(format!(
-            "reaped: {} (left by an earlier attempt)",
-            layout.tree()
-        ));
-    }
+    // A tree a lost connection left (the lock's wait named it) is reaped:
+    // add_at heals the stable path.
     let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
         .await
         .map_err(|e| DispatchFault::new(FailureKind::MaterializeFailed, e.to_string()))?;

@@ -6,7 +6,8 @@
 //! re-sent.
 //!
 //! Hygiene (docs/dispatch.md, "What is reaped"): every ship first reaps what
-//! dead attempts left — locally ([`reap_local`]: the bundle and collect
+//! dead attempts left — locally (the first ship of a repository in a
+//! process, [`reap_local`]: the bundle and collect
 //! directories and the ship refs of a saphan process that is gone, and the
 //! `git bundle create` still writing into such a directory), and on the
 //! machine (`src/remote/ship-probe.sh`: half bundles in `incoming/`, a dead
@@ -161,7 +162,7 @@ pub async fn ship(
     tag: &str,
 ) -> Result<Shipped, DispatchFault> {
     let repos: Vec<Repo> = sources.iter().map(|(r, _)| r.clone()).collect();
-    let mut notes = reap_local(&repos).await;
+    let mut notes = reap_local_once(&repos).await;
     let first = ship_once(t, layout, sources, tag, &mut notes).await;
     let fault = match first {
         Ok(mut s) => {
@@ -291,40 +292,10 @@ async fn ship_once(
                 }
             }
         }
-        let tmp_ref = format!("refs/saphan/ship/{tag}-{}", &sha[..12.min(sha.len())]);
-        let dir = tempfile::Builder::new()
-            .prefix(&temp_prefix("bundle"))
-            .tempdir()
-            .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("temp dir: {e}")))?;
-        let file = dir.path().join("ship.bundle");
-        let up = local_git(repo, &["update-ref".into(), tmp_ref.clone(), sha.clone()]).await?;
-        if !up.status.success() {
-            return Err(DispatchFault::new(
-                FailureKind::ShipFailed,
-                format!("cannot name {sha} for the bundle: {}", up.stderr_str()),
-            ));
-        }
-        let mut args = vec![
-            "bundle".to_string(),
-            "create".into(),
-            "--quiet".into(),
-            file.display().to_string(),
-            tmp_ref.clone(),
-        ];
-        if !known.is_empty() {
-            args.push("--not".into());
-            args.extend(known.iter().cloned());
-        }
-        let made = local_git(repo, &args).await;
-        let _ = local_git(repo, &["update-ref".into(), "-d".into(), tmp_ref.clone()]).await;
-        let made = made?;
-        if !made.status.success() {
-            return Err(DispatchFault::new(
-                FailureKind::ShipFailed,
-                format!("git bundle create: {}", made.stderr_str()),
-            ));
-        }
-        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        // Machines of one invocation whose mirrors lack the same commits
+        // get the same bundle: it is made once ([`bundle_for`]).
+        let bundle = bundle_for(repo, sha, &known, tag).await?;
+        let bytes = bundle.bytes;
         let incoming = format!("{}/incoming/{tag}-{}.bundle", layout.base, &sha[..12]);
         let boundary = shallow_boundary(repo).await;
         // One round trip: the bundle streams over the connection into the
@@ -338,11 +309,11 @@ async fn ship_once(
                         "saphan-fetch",
                         &mirror,
                         &incoming,
-                        &tmp_ref,
+                        &bundle.tip,
                         sha,
                     ])
                     .args(boundary.iter().map(String::as_str))
-                    .input(exec::Input::File(file.clone()))
+                    .input(exec::Input::File(bundle.file.clone()))
                     .timeout(CONTROL_TIMEOUT),
             )
             .await
@@ -354,6 +325,109 @@ async fn ship_once(
         shipped.prerequisites += known.len();
     }
     Ok(shipped)
+}
+
+/// One bundle made here: its file (in its own temporary directory, removed
+/// with it), its size, and the ref it carries the SHA under.
+struct Bundle {
+    _dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+    bytes: u64,
+    /// `refs/saphan/ship/<tag>-<sha12>` of the ship that made it.
+    tip: String,
+}
+
+/// What identifies a bundle: the repository (its common dir), the SHA and
+/// the sorted prerequisites it excludes.
+type BundleKey = (std::path::PathBuf, String, Vec<String>);
+
+/// A bundle's slot: held while it is made, empty once no ship uses it.
+type Slot = std::sync::Arc<tokio::sync::Mutex<std::sync::Weak<Bundle>>>;
+
+/// The bundles of this process still in use, one slot per [`BundleKey`]:
+/// while some ship holds a bundle, another ship of the same commits to a
+/// mirror holding the same prerequisites sends the same file instead of
+/// running `git bundle create` again (eight machines of one invocation, all
+/// lacking the SHA: one bundle, not eight). A slot's bundle is gone once
+/// the last ship using it is done.
+static BUNDLES: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<BundleKey, Slot>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// The bundle of `sha` from `repo` without the commits `known` (and their
+/// history): one still in use by another ship of this process, else made
+/// now (`update-ref` of a temporary ref named after `tag`, `git bundle
+/// create`, the ref deleted).
+async fn bundle_for(
+    repo: &Repo,
+    sha: &str,
+    known: &[String],
+    tag: &str,
+) -> Result<std::sync::Arc<Bundle>, DispatchFault> {
+    let mut sorted = known.to_vec();
+    sorted.sort();
+    let key = (repo.common_dir.clone(), sha.to_string(), sorted);
+    let slot = {
+        let mut all = BUNDLES.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|_, s| s.try_lock().map(|w| w.strong_count() > 0).unwrap_or(true));
+        all.entry(key).or_default().clone()
+    };
+    // One maker per key; the others wait for its bundle.
+    let mut held = slot.lock().await;
+    if let Some(b) = held.upgrade() {
+        return Ok(b);
+    }
+    let b = std::sync::Arc::new(make_bundle(repo, sha, known, tag).await?);
+    *held = std::sync::Arc::downgrade(&b);
+    Ok(b)
+}
+
+/// `git bundle create` of `sha` (named by a temporary ref) `--not known`.
+async fn make_bundle(
+    repo: &Repo,
+    sha: &str,
+    known: &[String],
+    tag: &str,
+) -> Result<Bundle, DispatchFault> {
+    let tip = format!("refs/saphan/ship/{tag}-{}", &sha[..12.min(sha.len())]);
+    let dir = tempfile::Builder::new()
+        .prefix(&temp_prefix("bundle"))
+        .tempdir()
+        .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("temp dir: {e}")))?;
+    let file = dir.path().join("ship.bundle");
+    let up = local_git(repo, &["update-ref".into(), tip.clone(), sha.to_string()]).await?;
+    if !up.status.success() {
+        return Err(DispatchFault::new(
+            FailureKind::ShipFailed,
+            format!("cannot name {sha} for the bundle: {}", up.stderr_str()),
+        ));
+    }
+    let mut args = vec![
+        "bundle".to_string(),
+        "create".into(),
+        "--quiet".into(),
+        file.display().to_string(),
+        tip.clone(),
+    ];
+    if !known.is_empty() {
+        args.push("--not".into());
+        args.extend(known.iter().cloned());
+    }
+    let made = local_git(repo, &args).await;
+    let _ = local_git(repo, &["update-ref".into(), "-d".into(), tip.clone()]).await;
+    let made = made?;
+    if !made.status.success() {
+        return Err(DispatchFault::new(
+            FailureKind::ShipFailed,
+            format!("git bundle create: {}", made.stderr_str()),
+        ));
+    }
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    Ok(Bundle {
+        _dir: dir,
+        file,
+        bytes,
+        tip,
+    })
 }
 
 /// The shallow boundary of `repo` (the commits listed in its common dir's
@@ -413,6 +487,31 @@ fn owner(name: &str, prefix: &str) -> Option<i32> {
     pid.parse::<i32>().ok().filter(|p| *p > 0)
 }
 
+/// [`reap_local`] for the repositories of `repos` this process has not
+/// reaped yet (and the temp dir on the first call): the machines of one
+/// invocation ship concurrently, and what dead processes left here needs
+/// reaping once — its notes go to the first machine's record.
+async fn reap_local_once(repos: &[Repo]) -> Vec<String> {
+    static REAPED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    static TEMP_DIR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let fresh: Vec<Repo> = {
+        let mut done = REAPED.lock().unwrap_or_else(|e| e.into_inner());
+        repos
+            .iter()
+            .filter(|r| {
+                let new = !done.contains(&r.common_dir);
+                if new {
+                    done.push(r.common_dir.clone());
+                }
+                new
+            })
+            .cloned()
+            .collect()
+    };
+    let temp_dir = !TEMP_DIR.swap(true, std::sync::atomic::Ordering::SeqCst);
+    reap(&fresh, temp_dir).await
+}
+
 /// Reap, on this machine, what saphan processes that are no longer running
 /// left behind (a kill -9, a crash): their `saphan-bundle-<pid>-*` and
 /// `saphan-collect-<pid>-*` directories in the temp dir (after killing any
@@ -423,10 +522,19 @@ fn owner(name: &str, prefix: &str) -> Option<i32> {
 /// things are never touched. Best effort: what cannot be removed stays for
 /// the next run.
 pub async fn reap_local(repos: &[Repo]) -> Vec<String> {
+    reap(repos, true).await
+}
+
+/// [`reap_local`]; the temp dir only when `temp_dir`.
+async fn reap(repos: &[Repo], temp_dir: bool) -> Vec<String> {
     let mut notes = Vec::new();
-    let dirs = tokio::task::spawn_blocking(reap_temp_dirs)
-        .await
-        .unwrap_or_default();
+    let dirs = if temp_dir {
+        tokio::task::spawn_blocking(reap_temp_dirs)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     if !dirs.is_empty() {
         notes.push(format!(
             "reaped: {} (left here by saphan processes that are gone)",

@@ -652,6 +652,7 @@ fn suite_target(
         .collect(),
         name: container::container_name(attempt, "local"),
         caches,
+        scratch: container::go_scratch(),
     }
 }
 

@@ -29,7 +29,8 @@ pub const LOCK_EXIT_BUSY: i32 = 3;
 /// [`LOCK`]'s exit code when the lock's or ready file's directory cannot be
 /// created.
 pub const LOCK_EXIT_MKDIR: i32 = 4;
-/// Waits until [`LOCK`] holds the lock.
+/// Waits until [`LOCK`] holds the lock; says whether a path (the stable
+/// tree) exists then.
 pub const LOCK_WAIT: &str = include_str!("lock-wait.sh");
 /// [`LOCK_WAIT`]'s exit code when the ready file never appeared.
 pub const LOCK_WAIT_EXIT_TIMEOUT: i32 = 3;
@@ -39,8 +40,6 @@ pub const RESOLVE: &str = include_str!("resolve.sh");
 pub const HAVE_BINARY: &str = include_str!("have-binary.sh");
 /// Removes an attempt's run directory (and the tree's empty parent).
 pub const RUN_CLEANUP: &str = include_str!("run-cleanup.sh");
-/// Does a path exist.
-pub const EXISTS: &str = include_str!("exists.sh");
 /// `mkdir -p`.
 pub const MKDIR: &str = include_str!("mkdir.sh");
 /// Opens (or creates) a machine's mirror and lists what it holds.
@@ -91,7 +90,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("resolve.sh", RESOLVE),
     ("have-binary.sh", HAVE_BINARY),
     ("run-cleanup.sh", RUN_CLEANUP),
-    ("exists.sh", EXISTS),
     ("mkdir.sh", MKDIR),
     ("ship-probe.sh", SHIP_PROBE),
     ("ship-fetch.sh", SHIP_FETCH),

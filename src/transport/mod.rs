@@ -360,7 +360,19 @@ impl Transport {
                     .await
                     .map_err(|source| TransportError::Spawn { program, source })
             }
-            Transport::Ssh(s) => s.run(cmd).await,
+            Transport::Ssh(s) => {
+                let t0 = std::time::Instant::now();
+                let what = debug_label(&cmd);
+                let r = s.run(cmd).await;
+                tracing::debug!(
+                    target: "saphan::remote",
+                    alias = %s.settings().alias,
+                    cmd = %what,
+                    ms = t0.elapsed().as_secs_f64() * 1e3,
+                    "remote command"
+                );
+                r
+            }
         }
     }
 
@@ -394,6 +406,29 @@ impl Transport {
             Transport::Local(_) => local_copy(Path::new(remote), local).await,
             Transport::Ssh(s) => s.get(remote, local).await,
         }
+    }
+}
+
+/// A short name of `cmd` for a debug event: for `sh -c SCRIPT`, the name
+/// its header comment gives (`# saphan-ship-fetch — …`), else the program
+/// and its first argument.
+fn debug_label(cmd: &Cmd) -> String {
+    let tail = cmd.argv_tail();
+    let word = |i: usize| tail.get(i).map(|a| a.to_string_lossy().into_owned());
+    match (word(0).as_deref(), word(1)) {
+        (Some("-c"), Some(script)) => script
+            .lines()
+            .next()
+            .map(|l| l.trim_start_matches("# ").split(" —").next().unwrap_or(l))
+            .unwrap_or_default()
+            .chars()
+            .take(40)
+            .collect(),
+        (first, _) => format!(
+            "{} {}",
+            cmd.program().to_string_lossy(),
+            first.unwrap_or_default()
+        ),
     }
 }
 

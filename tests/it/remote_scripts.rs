@@ -223,20 +223,11 @@ fn the_small_control_scripts_keep_their_protocol() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("x/y");
         assert_eq!(
-            code(&sh.run(remote::EXISTS, "t", &[p(&f)], b"")),
-            Some(1),
-            "{n}"
-        );
-        assert_eq!(
             code(&sh.run(remote::MKDIR, "t", &[p(&f)], b"")),
             Some(0),
             "{n}"
         );
-        assert_eq!(
-            code(&sh.run(remote::EXISTS, "t", &[p(&f)], b"")),
-            Some(0),
-            "{n}"
-        );
+        assert!(f.is_dir(), "{n}");
         assert_eq!(
             code(&sh.run(remote::RESOLVE, "t", &["ls"], b"")),
             Some(0),
@@ -314,6 +305,18 @@ fn the_lock_holds_until_stdin_closes_and_says_busy_by_its_code() {
         let mut holder = holder.spawn().unwrap();
         let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready)], b"");
         assert_eq!(code(&w), Some(0), "{n}: {}", s(&w.stderr));
+        assert_eq!(s(&w.stdout), "", "{n}: nothing was asked about");
+        // Asked about a path once the lock is held: `left` only when it is there.
+        let tree = d.path().join("scratch/k/tree");
+        let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready), p(&tree)], b"");
+        assert_eq!((code(&w), s(&w.stdout).as_str()), (Some(0), ""), "{n}");
+        std::fs::create_dir_all(&tree).unwrap();
+        let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready), p(&tree)], b"");
+        assert_eq!(
+            (code(&w), s(&w.stdout).as_str()),
+            (Some(0), "left\n"),
+            "{n}"
+        );
         let ready2 = d.path().join("runs/b/locked");
         let busy = sh.run(
             remote::LOCK,
