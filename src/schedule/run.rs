@@ -762,3 +762,97 @@ fn outcome(records: &[Record], coverage: Option<Coverage>, advisory: bool) -> Sp
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(index: usize, prefer: usize, bound: bool) -> Work {
+        Work {
+            sharded: true,
+            index,
+            count: 3,
+            packages: vec![format!("m/p{index}")],
+            prefer,
+            bound,
+            env: Vec::new(),
+        }
+    }
+
+    fn first(w: Work) -> Pending {
+        Pending {
+            work: w,
+            retry_of: None,
+            failed_on: None,
+        }
+    }
+
+    fn queue(n: usize, pending: Vec<Pending>) -> Queue {
+        Queue {
+            planned: true,
+            pending: pending.into(),
+            current: vec![None; n],
+            alive: vec![true; n],
+            fallback: vec![false; n],
+            ..Queue::default()
+        }
+    }
+
+    #[test]
+    fn a_machine_pulls_a_rerun_first_then_its_own_batch_then_a_gone_machines() {
+        let mut q = queue(
+            3,
+            vec![
+                first(work(0, 0, false)),
+                first(work(1, 1, false)),
+                first(work(2, 2, false)),
+            ],
+        );
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(0));
+        assert!(
+            q.take_for(0).is_none(),
+            "the others' batches wait for their live machines"
+        );
+        q.alive[2] = false;
+        assert_eq!(
+            q.take_for(0).map(|p| p.work.index),
+            Some(2),
+            "a gone machine's batch is anyone's"
+        );
+        q.pending.push_back(Pending {
+            work: work(1, 1, false),
+            retry_of: Some("a1".into()),
+            failed_on: Some(1),
+        });
+        let p = q.take_for(1).unwrap();
+        assert!(
+            p.retry_of.is_none() && p.work.index == 1,
+            "a re-run goes elsewhere"
+        );
+        let p = q.take_for(0).unwrap();
+        assert_eq!(p.retry_of.as_deref(), Some("a1"));
+    }
+
+    #[test]
+    fn a_bound_batch_waits_for_its_machine_and_a_second_session_reruns_its_own() {
+        let mut q = queue(2, vec![first(work(0, 0, true)), first(work(1, 1, true))]);
+        q.alive[1] = false;
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(0));
+        assert!(
+            q.take_for(0).is_none(),
+            "each machine answers for its own suite"
+        );
+        q.pending.push_back(Pending {
+            work: work(0, 0, true),
+            retry_of: Some("a0".into()),
+            failed_on: Some(0),
+        });
+        assert!(q.take_for(0).is_none(), "not the machine it failed on");
+        q.fallback[0] = true;
+        assert_eq!(
+            q.take_for(0).and_then(|p| p.retry_of).as_deref(),
+            Some("a0")
+        );
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(1));
+    }
+}
