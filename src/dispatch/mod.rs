@@ -44,6 +44,8 @@ use crate::transport::Transport;
 pub use admit::{Admitted, admit_all, machine_ids};
 pub use fault::{DispatchError, DispatchFault};
 use lock::MachineLock;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 /// Budget for one control command on a machine (mirror listing, fetch,
@@ -117,16 +119,57 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
+/// One run of a machine's [`session`]: what a [`Feed`] hands out.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The suite's argv for this run, as admitted (`saphan` is mapped to
+    /// the shipped binary there).
+    pub argv: Vec<String>,
+    /// The run's environment beyond the suite's own (instead of the job's
+    /// `extra_env`).
+    pub env: Vec<(String, String)>,
+}
+
+/// Where a machine's [`session`] gets its runs from, and where their
+/// measurements go.
+pub trait Feed: Send + Sync {
+    /// The next run on this machine, asked once the tree is ready and again
+    /// after every run; `None` ends the session. A session that failed
+    /// before its tree was ready asks once too, and that run is measured
+    /// as the failure (so every failure is some run's record).
+    fn next(&self) -> Pin<Box<dyn Future<Output = Option<Batch>> + Send + '_>>;
+    /// The measurement of the run `next` handed out last.
+    fn done(&self, measured: Measured);
+    /// At most how many runs this session will be handed (the machine's
+    /// lock is held for that many budgets at the longest).
+    fn runs_at_most(&self) -> usize {
+        1
+    }
+}
+
+/// A feed of one run, for [`measure_on`].
+struct Once {
+    batch: std::sync::Mutex<Option<Batch>>,
+    measured: std::sync::Mutex<Option<Measured>>,
+}
+
+impl Feed for Once {
+    fn next(&self) -> Pin<Box<dyn Future<Output = Option<Batch>> + Send + '_>> {
+        let b = self.batch.lock().ok().and_then(|mut b| b.take());
+        Box::pin(async move { b })
+    }
+    fn done(&self, measured: Measured) {
+        if let Ok(mut m) = self.measured.lock() {
+            *m = Some(measured);
+        }
+    }
+}
+
 /// Ship, materialize, run and collect `job` on the connected machine `m`:
 /// every outcome after admission is a [`Measured`] (a failure is a failed
 /// measurement naming its cause); refusals found on the machine before the
-/// suite ran (a provision dest conflict) are errors.
-///
-/// The measurement itself is the core's ([`measure::run_suite_with`]) on a
-/// scratch tree of the machine's mirror ([`crate::worktree::add_at`]):
-/// provisions placed and hashed there, the suite run under the budget
-/// enforced on the machine, report files collected through the transport,
-/// the same parsers.
+/// suite ran (a provision dest conflict) are errors. One run of
+/// [`session`].
 pub async fn measure_on(
     job: &Job<'_>,
     m: &Admitted,
@@ -134,25 +177,67 @@ pub async fn measure_on(
     connect_time: Duration,
     executor: &dyn Executor,
 ) -> Result<Measured> {
+    let once = Once {
+        batch: std::sync::Mutex::new(Some(Batch {
+            argv: m.argv.clone(),
+            env: job.extra_env.to_vec(),
+        })),
+        measured: std::sync::Mutex::new(None),
+    };
+    session(job, m, connected, connect_time, executor, &once).await?;
+    let measured = once.measured.lock().ok().and_then(|mut m| m.take());
+    // A session measures the run it was handed on every path.
+    Ok(measured.unwrap_or_else(|| Measured {
+        run: SuiteRun::not_run(FailureKind::ConnectionLost, "nothing ran"),
+        argv: m.argv.clone(),
+        notes: Vec::new(),
+        fleet: None,
+        local: None,
+    }))
+}
+
+/// A machine's session: connected once, ship once, take the repository's
+/// lock there once, then run every [`Batch`] `feed` hands out, one after
+/// another, each in a fresh detached checkout of the SHA at the stable
+/// scratch path (the first made before the first batch is asked for, each
+/// later one after the previous run's tree is removed) and measured on its
+/// own ([`Feed::done`]); remove the tree and let go of the lock at the end.
+/// A run that ends in an infrastructure failure (a lost connection) or is
+/// interrupted ends the session. The first run's phases carry `connect`,
+/// `ship` and `materialize`; a later run's `materialize`, `run` and
+/// `collect`.
+///
+/// The measurement itself is the core's ([`measure::run_suite_with`]) on a
+/// scratch tree of the machine's mirror ([`crate::worktree::add_at`]):
+/// provisions placed and hashed there, the suite run under the budget
+/// enforced on the machine, report files collected through the transport,
+/// the same parsers.
+///
+/// Errors: a refusal found on the machine before a suite ran (a provision
+/// dest conflict).
+pub async fn session(
+    job: &Job<'_>,
+    m: &Admitted,
+    connected: std::result::Result<Transport, DispatchFault>,
+    connect_time: Duration,
+    executor: &dyn Executor,
+    feed: &dyn Feed,
+) -> Result<()> {
     let progress = job.progress;
     let layout = ship::Layout {
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
         key: repo_key(job.repo),
     };
-    let mut phases = Phases::new();
-    phases.insert(Phase::Connect, secs(connect_time));
-    let mut argv = m.argv.clone();
-    if let Some((_, sha)) = job.self_binary
-        && argv[0] == "saphan"
-    {
-        argv[0] = format!("{}/bin/saphan-{sha}", layout.base);
-    }
-    let mut a = Attempt {
+    let mut s = Session {
+        m,
+        layout: &layout,
+        phases: Phases::new(),
         bundle_bytes: 0,
         notes: Vec::new(),
-        local: None,
-        run: None,
+        runs: 0,
+        lost: false,
     };
+    s.phases.insert(Phase::Connect, secs(connect_time));
     let mut fault = None;
     match connected {
         Err(f) => fault = Some(f),
@@ -161,75 +246,111 @@ pub async fn measure_on(
                 job,
                 t: &t,
                 layout: &layout,
-                argv: &argv,
                 executor,
                 progress,
                 id: &m.row.id,
+                feed,
             };
-            let r = attempt(on, &mut a, &mut phases).await;
-            match r {
+            match attempt(on, &mut s).await {
                 Ok(()) => {}
                 Err(Failure::Fault(f)) => fault = Some(f),
                 Err(Failure::Refused(e)) => return Err(e),
             }
             // A lost connection is gone already; closing it politely would
             // wait behind a reconnect to the dead machine.
-            let gone = fault
-                .as_ref()
-                .is_some_and(|f| f.kind == FailureKind::ConnectionLost)
-                || lost(a.run.as_ref());
-            if let Transport::Ssh(s) = &t
+            let gone = s.lost
+                || fault
+                    .as_ref()
+                    .is_some_and(|f| f.kind == FailureKind::ConnectionLost);
+            if let Transport::Ssh(ssh) = &t
                 && !gone
             {
-                s.disconnect().await;
+                ssh.disconnect().await;
             }
         }
     }
-    let mut run = match (a.run, fault) {
-        (_, Some(f)) => SuiteRun::not_run(f.kind, f.detail),
-        (None, None) => SuiteRun::not_run(FailureKind::ConnectionLost, "nothing ran"),
-        (Some(run), None) => run,
-    };
-    if run.submodules.is_empty() {
-        run.submodules = job
-            .submodules
-            .iter()
-            .map(|s| (s.path.clone(), s.commit.clone()))
-            .collect();
+    if let Some(f) = fault
+        && s.runs == 0
+        && let Some(b) = feed.next().await
+    {
+        let argv = s.argv(job, &b.argv);
+        feed.done(s.measured(job, argv, SuiteRun::not_run(f.kind, f.detail), None));
     }
-    run.program = measure::Program {
-        path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
-        version: m.program_version.clone(),
-    };
-    let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
-    progress.event(
-        &m.row.id,
-        &Event::Done {
-            verdict: run.measurement.verdict,
-        },
-    );
-    Ok(Measured {
-        fleet: Some(Shipped {
-            capability: m.capability.clone(),
-            program_path: m.program_path.clone().unwrap_or_else(|| argv[0].clone()),
-            program_version: m.program_version.clone(),
-            bundle_bytes: a.bundle_bytes,
-            phases,
-            remote_tree: layout.tree(),
-            interrupted,
-        }),
-        run,
-        argv,
-        notes: a.notes,
-        local: a.local,
-    })
+    Ok(())
 }
 
-struct Attempt {
+/// A session in progress: what every run's measurement carries.
+struct Session<'s> {
+    m: &'s Admitted,
+    layout: &'s ship::Layout,
+    /// The phases of the next run to be measured.
+    phases: Phases,
     bundle_bytes: u64,
+    /// Notes for the next run's record (`reaped: …`, the ship's).
     notes: Vec<String>,
-    local: Option<tempfile::TempDir>,
-    run: Option<SuiteRun>,
+    /// Runs measured so far.
+    runs: usize,
+    /// The connection was lost.
+    lost: bool,
+}
+
+impl Session<'_> {
+    /// The argv as the machine runs it (`saphan` is the shipped binary).
+    fn argv(&self, job: &Job<'_>, argv: &[String]) -> Vec<String> {
+        let mut argv = argv.to_vec();
+        if let Some((_, sha)) = job.self_binary
+            && argv.first().is_some_and(|a| a == "saphan")
+        {
+            argv[0] = format!("{}/bin/saphan-{sha}", self.layout.base);
+        }
+        argv
+    }
+
+    /// The measurement of one run; the session's phases, notes and shipped
+    /// bytes go to this run, the next one starts afresh.
+    fn measured(
+        &mut self,
+        job: &Job<'_>,
+        argv: Vec<String>,
+        mut run: SuiteRun,
+        local: Option<tempfile::TempDir>,
+    ) -> Measured {
+        let m = self.m;
+        self.runs += 1;
+        if run.submodules.is_empty() {
+            run.submodules = job
+                .submodules
+                .iter()
+                .map(|s| (s.path.clone(), s.commit.clone()))
+                .collect();
+        }
+        run.program = measure::Program {
+            path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
+            version: m.program_version.clone(),
+        };
+        let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
+        job.progress.event(
+            &m.row.id,
+            &Event::Done {
+                verdict: run.measurement.verdict,
+            },
+        );
+        Measured {
+            fleet: Some(Shipped {
+                capability: m.capability.clone(),
+                program_path: m.program_path.clone().unwrap_or_else(|| argv[0].clone()),
+                program_version: m.program_version.clone(),
+                bundle_bytes: std::mem::take(&mut self.bundle_bytes),
+                phases: std::mem::take(&mut self.phases),
+                remote_tree: self.layout.tree(),
+                interrupted,
+            }),
+            run,
+            argv,
+            notes: std::mem::take(&mut self.notes),
+            local,
+        }
+    }
 }
 
 enum Failure {
@@ -259,34 +380,31 @@ async fn control(
     .map_err(DispatchFault::transport)
 }
 
-/// One machine's attempt in progress: what every step needs.
+/// One machine's session in progress: what every step needs.
 #[derive(Clone, Copy)]
 struct On<'a, 'j> {
     job: &'a Job<'j>,
     t: &'a Transport,
     layout: &'a ship::Layout,
-    argv: &'a [String],
     executor: &'a dyn Executor,
     progress: &'a dyn Progress,
     id: &'a str,
+    feed: &'a dyn Feed,
 }
 
-async fn attempt(
-    on: On<'_, '_>,
-    a: &mut Attempt,
-    phases: &mut Phases,
-) -> std::result::Result<(), Failure> {
+async fn attempt(on: On<'_, '_>, s: &mut Session<'_>) -> std::result::Result<(), Failure> {
     let On {
         job,
         t,
         layout,
-        argv,
         progress,
         id,
+        feed,
         ..
     } = on;
     let run_id = format!("{}-{}", crate::record::new_id(), id);
     let run_dir = layout.run(&run_id);
+    let argv = s.argv(job, &s.m.argv);
 
     // Ship the SHA and every submodule commit a local store holds.
     progress.event(id, &Event::Ship);
@@ -317,8 +435,8 @@ async fn attempt(
             .into());
         }
     };
-    a.bundle_bytes = shipped.bundle_bytes;
-    a.notes.extend(shipped.notes);
+    s.bundle_bytes = shipped.bundle_bytes;
+    s.notes.extend(shipped.notes);
     if let Some((local_bin, sha)) = job.self_binary
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
     {
@@ -330,7 +448,7 @@ async fn attempt(
                 .map_err(DispatchFault::transport)?;
         }
     }
-    phases.insert(Phase::Ship, secs(t_ship.elapsed()));
+    s.phases.insert(Phase::Ship, secs(t_ship.elapsed()));
     progress.event(
         id,
         &Event::Shipped {
@@ -338,9 +456,11 @@ async fn attempt(
         },
     );
 
-    // Materialize under the repository's lock on the machine.
+    // Materialize under the repository's lock on the machine, held for the
+    // whole session: every run may take the whole budget.
     let t_mat = Instant::now();
-    let hold = job.budget.duration + GRACE + LOCK_WAIT + 2 * CONTROL_TIMEOUT;
+    let per_run = job.budget.duration + GRACE + 2 * CONTROL_TIMEOUT;
+    let hold = LOCK_WAIT + per_run * feed.runs_at_most().max(1) as u32;
     let (lock, left) = MachineLock::acquire(
         t,
         layout,
@@ -350,21 +470,22 @@ async fn attempt(
     )
     .await?;
     if left {
-        a.notes.push(format!(
+        s.notes.push(format!(
             "reaped: {} (left by an earlier attempt)",
             layout.tree()
         ));
     }
-    let r = locked(on, a, phases, &run_dir, t_mat).await;
+    let r = locked(on, s, &run_dir, t_mat).await;
     // The run dir goes; so does the (now empty) parent of the stable tree —
     // unless the connection is lost: every call would first reconnect to a
     // dead machine and wait out its connect timeout, delaying the record
     // (and failover); the next dispatch there reaps what is left.
-    let lost = match &r {
-        Err(Failure::Fault(f)) => f.kind == FailureKind::ConnectionLost,
-        _ => lost(a.run.as_ref()),
-    };
-    if lost {
+    if let Err(Failure::Fault(f)) = &r
+        && f.kind == FailureKind::ConnectionLost
+    {
+        s.lost = true;
+    }
+    if s.lost {
         lock.abandon();
     } else {
         let parent = format!("{}/scratch/{}", layout.base, layout.key);
@@ -374,54 +495,120 @@ async fn attempt(
     r
 }
 
-/// The run ended because the connection to the machine was lost.
-fn lost(run: Option<&SuiteRun>) -> bool {
-    run.is_some_and(|r| r.measurement.failure == Some(FailureKind::ConnectionLost))
+/// Check out the SHA (and its submodules) at the stable scratch path.
+async fn materialize(
+    on: On<'_, '_>,
+    mirror: &std::path::Path,
+    tree: &std::path::Path,
+) -> std::result::Result<crate::worktree::Scratch, Failure> {
+    let mut scratch = crate::worktree::add_at(on.t, mirror, tree, on.job.sha)
+        .await
+        .map_err(|e| DispatchFault::new(FailureKind::MaterializeFailed, e.to_string()))?;
+    let subs: Vec<(String, String, Option<std::path::PathBuf>)> = on
+        .job
+        .submodules
+        .iter()
+        .map(|s| (s.path.clone(), s.commit.clone(), Some(mirror.to_path_buf())))
+        .collect();
+    crate::worktree::checkout_submodules(&mut scratch, &subs).await;
+    Ok(scratch)
 }
 
 async fn locked(
     on: On<'_, '_>,
-    a: &mut Attempt,
-    phases: &mut Phases,
+    s: &mut Session<'_>,
     run_dir: &str,
     t_mat: Instant,
 ) -> std::result::Result<(), Failure> {
     let On {
-        job,
-        t,
-        layout,
-        argv,
-        executor,
-        progress,
-        id,
+        job, layout, feed, ..
     } = on;
     let mirror = std::path::PathBuf::from(layout.mirror());
     let tree = std::path::PathBuf::from(layout.tree());
     // A tree a lost connection left (the lock's wait named it) is reaped:
     // add_at heals the stable path.
-    let mut scratch = crate::worktree::add_at(t, &mirror, &tree, job.sha)
-        .await
-        .map_err(|e| DispatchFault::new(FailureKind::MaterializeFailed, e.to_string()))?;
-    let subs: Vec<(String, String, Option<std::path::PathBuf>)> = job
-        .submodules
-        .iter()
-        .map(|s| (s.path.clone(), s.commit.clone(), Some(mirror.clone())))
-        .collect();
-    crate::worktree::checkout_submodules(&mut scratch, &subs).await;
+    let mut scratch = materialize(on, &mirror, &tree).await?;
+    s.phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
+    let mut used = false;
+    let mut end = Ok(());
+    while let Some(b) = feed.next().await {
+        if used {
+            let t_mat = Instant::now();
+            let _ = scratch.remove().await;
+            scratch = match materialize(on, &mirror, &tree).await {
+                Ok(sc) => sc,
+                Err(Failure::Fault(f)) => {
+                    let argv = s.argv(job, &b.argv);
+                    feed.done(s.measured(job, argv, SuiteRun::not_run(f.kind, f.detail), None));
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            s.phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
+        }
+        used = true;
+        let argv = s.argv(job, &b.argv);
+        let r = run_batch(on, s, &scratch, run_dir, &argv, &b.env).await;
+        let (run, local) = match r {
+            Ok(rl) => rl,
+            Err(Failure::Fault(f)) => {
+                s.lost = f.kind == FailureKind::ConnectionLost;
+                (SuiteRun::not_run(f.kind, f.detail), None)
+            }
+            Err(e) => {
+                end = Err(e);
+                break;
+            }
+        };
+        let stop = run
+            .measurement
+            .failure
+            .as_ref()
+            .is_some_and(|k| k.is_infrastructure() || *k == FailureKind::Interrupted);
+        s.lost |= run.measurement.failure == Some(FailureKind::ConnectionLost);
+        feed.done(s.measured(job, argv, run, local));
+        if stop {
+            break;
+        }
+    }
+    if s.lost {
+        // Removed in the background, best effort (see `attempt`).
+        drop(scratch);
+    } else {
+        let _ = scratch.remove().await;
+    }
+    end
+}
+
+/// One run of a session in the materialized tree: the suite, then collect.
+async fn run_batch(
+    on: On<'_, '_>,
+    s: &mut Session<'_>,
+    scratch: &crate::worktree::Scratch,
+    run_dir: &str,
+    argv: &[String],
+    env: &[(String, String)],
+) -> std::result::Result<(SuiteRun, Option<tempfile::TempDir>), Failure> {
+    let On {
+        job,
+        t,
+        executor,
+        progress,
+        id,
+        ..
+    } = on;
     let local = tempfile::Builder::new()
         .prefix(&ship::temp_prefix("collect"))
         .tempdir()
         .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
-    let mut env: Vec<(String, String)> = job.extra_env.to_vec();
+    let mut env: Vec<(String, String)> = env.to_vec();
     let report_root = if let Some(manifest) = job.affected {
         let reports = format!("{run_dir}/reports");
         let mk = control(t, crate::remote::MKDIR, &[&reports]).await?;
         if !mk.status.success() {
-            let _ = scratch.remove().await;
             return Err(DispatchFault::new(FailureKind::ShipFailed, mk.stderr_str()).into());
         }
         if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
-            let _ = scratch.remove().await;
             return Err(DispatchFault::transport(e).into());
         }
         for (_, v) in env.iter_mut() {
@@ -431,7 +618,6 @@ async fn locked(
     } else {
         None
     };
-    phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
 
     progress.event(
         id,
@@ -447,7 +633,7 @@ async fn locked(
     let log_dir = measure::log_dir(job.repo);
     let t_run = Instant::now();
     let run = measure::run_suite_with(
-        &scratch,
+        scratch,
         measure::Plan::new(&suite, job.budget, job.provisions)
             .extra_env(&env)
             .report_root(report_root.as_deref())
@@ -469,12 +655,6 @@ async fn locked(
             )
             .await;
     }
-    if lost(run.as_ref().ok()) {
-        // Removed in the background, best effort (see `attempt`).
-        drop(scratch);
-    } else {
-        let _ = scratch.remove().await;
-    }
     let run = match run {
         Ok(r) => r,
         Err(e) if matches!(e.downcast_ref(), Some(ProvisionError::DestConflict { .. })) => {
@@ -490,11 +670,9 @@ async fn locked(
             return Err(DispatchFault::new(FailureKind::of(&e), e.inner().to_string()).into());
         }
     };
-    phases.insert(Phase::Run, secs(run_time));
-    phases.insert(Phase::Collect, secs(t_collect.elapsed()));
-    a.run = Some(run);
-    a.local = Some(local);
-    Ok(())
+    s.phases.insert(Phase::Run, secs(run_time));
+    s.phases.insert(Phase::Collect, secs(t_collect.elapsed()));
+    Ok((run, Some(local)))
 }
 
 /// A fleet machine's bench: connected (or the fault that kept it from

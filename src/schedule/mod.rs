@@ -112,32 +112,50 @@ pub fn shard_argv(argv: &[String], at: usize, packages: &[String]) -> Vec<String
     out
 }
 
-/// The latest recorded seconds of each package in `repo`'s attempts (the
-/// records' `package_seconds`, later records winning). Unreadable attempts
-/// give no history (the split then balances by count).
-pub fn history(repo: &Repo) -> HashMap<String, f64> {
-    let mut out = HashMap::new();
+/// What the records say about each package: its latest recorded seconds
+/// and the machine that ran it last.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Package → the latest record's `package_seconds` entry.
+    pub seconds: HashMap<String, f64>,
+    /// Package → the `machine` of that record (its build cache holds the
+    /// package).
+    pub machine: HashMap<String, String>,
+}
+
+/// The history of `repo`'s attempts (later records winning). Unreadable
+/// attempts give no history (the split then balances by count).
+pub fn history(repo: &Repo) -> History {
+    let mut out = History::default();
     if let Ok(a) = crate::record::read_all(&crate::record::attempts_path(repo)) {
         for r in a.records {
             if let Some(ps) = r.package_seconds {
-                out.extend(ps);
+                for (p, s) in ps {
+                    out.machine.insert(p.clone(), r.machine.clone());
+                    out.seconds.insert(p, s);
+                }
             }
         }
     }
     out
 }
 
-/// Assign `packages` to `machines` shards, longest first onto the
-/// least-loaded shard, by `seconds` (a package without history weighs the
-/// mean of those with history, or 1 when none has any — equal counts).
-/// Ties go to the shard with fewer packages, then the lower index. Returns
-/// one list per shard, each sorted; shards left empty (more machines than
-/// packages) are dropped.
-pub fn assign(
-    packages: &[String],
-    machines: usize,
-    seconds: &HashMap<String, f64>,
-) -> Vec<Vec<String>> {
+/// How close to the least-loaded machine's load (as a share of the
+/// package's own weight) a machine may be and still get the package
+/// because it ran it last (its build cache holds it).
+pub const LOCALITY_SLACK: f64 = 0.1;
+
+/// Assign `packages` to `machines` (their ids, in order), longest first
+/// onto the least-loaded machine, by `history.seconds` (a package without
+/// history weighs the mean of those with history, or 1 when none has any —
+/// equal counts). Among the machines whose load is within
+/// [`LOCALITY_SLACK`] × the package's weight of the least, the one that ran
+/// the package last wins (cache locality); otherwise ties go to the
+/// machine with fewer packages, then the lower index. Returns one list per
+/// machine (index as in `machines`), each sorted; a machine may get none
+/// (more machines than packages).
+pub fn assign(packages: &[String], machines: &[String], history: &History) -> Vec<Vec<String>> {
+    let seconds = &history.seconds;
     let known: Vec<f64> = packages
         .iter()
         .filter_map(|p| seconds.get(p).copied())
@@ -152,10 +170,10 @@ pub fn assign(
         .map(|p| (seconds.get(p).copied().unwrap_or(default).max(0.0), p))
         .collect();
     weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    let n = machines.max(1);
+    let n = machines.len().max(1);
     let mut shards: Vec<(f64, Vec<String>)> = vec![(0.0, Vec::new()); n];
     for (w, p) in weighted {
-        let i = (0..n)
+        let least = (0..n)
             .min_by(|&a, &b| {
                 shards[a]
                     .0
@@ -164,6 +182,12 @@ pub fn assign(
                     .then(a.cmp(&b))
             })
             .unwrap_or(0);
+        let last = history
+            .machine
+            .get(p)
+            .and_then(|m| machines.iter().position(|x| x == m))
+            .filter(|&i| shards[i].0 <= shards[least].0 + LOCALITY_SLACK * w);
+        let i = last.unwrap_or(least);
         shards[i].0 += w;
         shards[i].1.push(p.clone());
     }
@@ -173,7 +197,6 @@ pub fn assign(
             ps.sort();
             ps
         })
-        .filter(|ps| !ps.is_empty())
         .collect()
 }
 
@@ -192,25 +215,14 @@ pub fn list_flags(argv: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// List the packages of `./...` at `sha` with this machine's `go` (with
-/// the suite `argv`'s [`list_flags`]), in the
-/// repository's stable scratch tree (under the repository lock, released
-/// before anything is shipped): `go list -e ./...`, import paths sorted.
-/// Honest only when this `go` is the machines' go, so the `go version` line
-/// here (which names the version and GOOS/GOARCH) must equal every
-/// machine's capability row version (`versions`: machine id → version).
+/// This machine's `go`, when listing with it is honest: the first line of
+/// its `go version` (which names the version and GOOS/GOARCH) must equal
+/// every machine's capability row version (`versions`: machine id →
+/// version). Fast, so it refuses before anything is shipped.
 ///
 /// Errors: `split-list-unavailable` (no go here, a machine without a
-/// recorded version, or a different version), `split-list-failed`
-/// (`go list` failed or listed nothing), the repository lock's and git's.
-pub async fn list_packages(
-    home: &Home,
-    repo: &Repo,
-    sha: &str,
-    argv: &[String],
-    versions: &[(String, Option<String>)],
-    interrupt: &Interrupt,
-) -> Result<Vec<String>> {
+/// recorded version, or a different version).
+pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<std::path::PathBuf> {
     let go = exec::which("go").ok_or_else(|| ScheduleError::ListUnavailable {
         why: "no `go` on this machine's PATH".into(),
     })?;
@@ -241,10 +253,29 @@ pub async fn list_packages(
             .into());
         }
     }
+    Ok(go)
+}
+
+/// List the packages of `./...` at `sha` with this machine's `go` (`go`,
+/// from [`local_go`]) and the suite `argv`'s [`list_flags`], in the
+/// repository's stable scratch tree (under the repository lock, released
+/// at the end): `go list -e ./...`, import paths sorted. It runs while the
+/// machines connect, ship and check out.
+///
+/// Errors: `split-list-failed` (`go list` failed or listed nothing), the
+/// repository lock's and git's.
+pub async fn list_packages(
+    home: &Home,
+    repo: &Repo,
+    sha: &str,
+    argv: &[String],
+    go: &std::path::Path,
+    interrupt: &Interrupt,
+) -> Result<Vec<String>> {
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(sha).await?;
     let listed = exec::run(
-        Cmd::new(&go)
+        Cmd::new(go)
             .args(["list", "-e"])
             .args(list_flags(argv))
             .arg("./...")
@@ -459,19 +490,45 @@ mod tests {
     #[test]
     fn no_history_gives_equal_counts_and_history_balances_by_time() {
         let pkgs: Vec<String> = (0..8).map(|i| format!("m/p{i}")).collect();
-        let shards = assign(&pkgs, 3, &HashMap::new());
+        let three = s(&["a", "b", "c"]);
+        let shards = assign(&pkgs, &three, &History::default());
         let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
         assert_eq!(sizes, [3, 3, 2]);
-        let mut h = HashMap::new();
-        h.insert("m/p0".to_string(), 10.0);
+        let mut h = History::default();
+        h.seconds.insert("m/p0".to_string(), 10.0);
         for p in &pkgs[1..] {
-            h.insert(p.clone(), 1.0);
+            h.seconds.insert(p.clone(), 1.0);
         }
-        let shards = assign(&pkgs, 2, &h);
+        let shards = assign(&pkgs, &three[..2], &h);
         assert_eq!(shards[0], s(&["m/p0"]), "the long package alone");
         assert_eq!(shards[1].len(), 7);
-        // More machines than packages: no empty shard.
-        assert_eq!(assign(&s(&["m/a"]), 4, &HashMap::new()).len(), 1);
+        // More machines than packages: the others get nothing.
+        let one = assign(&s(&["m/a"]), &s(&["a", "b", "c", "d"]), &History::default());
+        assert_eq!(one.iter().filter(|p| !p.is_empty()).count(), 1);
+    }
+
+    #[test]
+    fn a_package_stays_on_the_machine_that_ran_it_when_the_balance_allows() {
+        let pkgs: Vec<String> = (0..8).map(|i| format!("m/p{i}")).collect();
+        let machines = s(&["m0", "m1", "m3", "m4"]);
+        let mut h = History::default();
+        // Equal seconds but for a few milliseconds; each package last ran on
+        // machine (i + 1) % 4, which plain LPT by index would not give.
+        for (i, p) in pkgs.iter().enumerate() {
+            h.seconds.insert(p.clone(), 2.0 + i as f64 * 0.001);
+            h.machine.insert(p.clone(), machines[(i + 1) % 4].clone());
+        }
+        let shards = assign(&pkgs, &machines, &h);
+        for (i, p) in pkgs.iter().enumerate() {
+            assert!(shards[(i + 1) % 4].contains(p), "{p}: {shards:?}");
+        }
+        // Locality never outweighs the balance: a machine that ran all
+        // eight gets its fair share only.
+        for p in &pkgs {
+            h.machine.insert(p.clone(), "m0".into());
+        }
+        let shards = assign(&pkgs, &machines, &h);
+        assert!(shards.iter().all(|p| p.len() == 2), "{shards:?}");
     }
 
     #[test]

@@ -1,125 +1,330 @@
-//! `certify --split` on the one pipeline: the shards are fleet benches
-//! ([`crate::dispatch::FleetBench`]) whose admitted argv is the shard's,
-//! their records come from [`pipeline::record_of`], and the pointer moves
-//! through [`conclude::conclude`] — only when every shard is green and
-//! coverage is proven.
+//! `certify --split` and `--machine @admitted` on the one pipeline, as a
+//! pull queue: every machine's session ([`dispatch::session`]) connects,
+//! ships and checks out at once — while this machine lists the packages —
+//! then pulls the next batch whenever it is free, until no batch is left
+//! and no first attempt is still running anywhere (a free machine stays
+//! ready to re-run a lost one). Records come from [`pipeline::record_of`];
+//! the pointer moves through [`conclude::conclude`] — for a split only when
+//! every batch is green and coverage is proven.
 
 use super::{Coverage, ShardCoverage};
-use crate::dispatch::{Admitted, FleetBench};
+use crate::dispatch::{self, Admitted, Batch, DispatchFault, Feed};
 use crate::error::Result;
 use crate::measure::Executor;
-use crate::measure::bench::{Bench, Measured};
+use crate::measure::bench::Measured;
 use crate::measure::conclude::{self, LockHold, Scope};
 use crate::measure::pipeline::{self, Certified, Job, MachineRun, Multi, SplitOutcome};
 use crate::measure::progress::Event;
 use crate::record::{self, Avail, Record};
 use crate::report::{FailureKind, ReportKind, Verdict};
+use crate::transport::Transport;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-/// One shard's work: which machine runs it, its packages, its environment.
+/// One batch of the plan: a shard of `--split` (its packages, or the whole
+/// suite with `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`), or one
+/// machine's whole suite for `@admitted`.
 #[derive(Clone)]
 struct Work {
     /// A shard of `--split` (its record carries `shard`); false for a
     /// machine of `@admitted` running the whole suite.
     sharded: bool,
+    /// The batch's index in the plan, from 0, and the plan's batch count
+    /// (the record's `shard.index` / `shard.count`).
     index: usize,
     count: usize,
+    /// Its packages (empty: the whole suite).
     packages: Vec<String>,
-    /// The machine's admission with the shard's argv.
-    admitted: Admitted,
-    /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT` (advisory shards) and
-    /// the job's own environment.
+    /// The machine planned for it (the one whose build cache has its
+    /// packages, or the one that must answer for itself).
+    prefer: usize,
+    /// Only `prefer` may run its first attempt (`@admitted`, advisory
+    /// shards: each machine answers for its own).
+    bound: bool,
+    /// The job's environment plus, for advisory shards,
+    /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`.
     env: Vec<(String, String)>,
 }
 
-/// A shard's attempt, recorded.
+/// A batch waiting to be pulled: a first attempt, or a re-run of a failed
+/// one.
+#[derive(Clone)]
+struct Pending {
+    work: Work,
+    /// The failed attempt's id (a re-run).
+    retry_of: Option<String>,
+    /// The machine it failed on (a re-run goes elsewhere first).
+    failed_on: Option<usize>,
+}
+
+/// A batch's attempt, recorded.
 struct Done {
     work: Work,
     measured: Measured,
     record: Record,
 }
 
-/// What finished: a first attempt (work index), or a re-run (work index,
-/// the machine that re-ran it, the work as re-run).
-enum Ev {
-    First(usize, Result<(Measured, String)>),
-    Retry(usize, usize, Box<Work>, Result<(Measured, String)>),
+/// The queue every machine's session pulls from.
+#[derive(Default)]
+struct Queue {
+    /// The plan is in (the listing finished).
+    planned: bool,
+    /// Nothing more is handed out (a refusal, the listing failed).
+    closed: bool,
+    pending: VecDeque<Pending>,
+    /// First attempts handed out and not measured yet: while any runs, a
+    /// free machine stays ready to re-run it.
+    first_running: usize,
+    /// Per machine: the batch handed out last.
+    current: Vec<Option<Pending>>,
+    /// Per machine: its session is open.
+    alive: Vec<bool>,
+    /// Per machine: a second session opened because no other machine was
+    /// left to re-run what failed there (it may re-run its own).
+    fallback: Vec<bool>,
+    /// Per planned batch: its effective attempt.
+    done: Vec<Option<Done>>,
+    /// Failed attempts a re-run replaced.
+    superseded: Vec<Record>,
+    /// Runs handed out in all.
+    handed: usize,
 }
 
-/// The same job with another environment (a shard's).
-fn with_env<'a>(job: &Job<'a>, env: &'a [(String, String)]) -> Job<'a> {
-    Job {
-        home: job.home,
-        repo: job.repo,
-        sha: job.sha,
-        suite: job.suite,
-        budget: job.budget,
-        provisions: job.provisions,
-        submodules: job.submodules,
-        verb: job.verb,
-        extra_env: env,
-        interrupt: job.interrupt,
-        affected: job.affected,
-        self_binary: job.self_binary,
-        catalog: job.catalog,
-        progress: job.progress,
+impl Queue {
+    /// The next batch for machine `t`: a re-run first (the moment a loss
+    /// is noticed), then the batch planned for `t`, then a batch whose
+    /// machine is gone.
+    fn take_for(&mut self, t: usize) -> Option<Pending> {
+        let fallback = self.fallback[t];
+        let pos = self
+            .pending
+            .iter()
+            .position(|p| p.retry_of.is_some() && (fallback || p.failed_on != Some(t)))
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .position(|p| p.retry_of.is_none() && p.work.prefer == t)
+            })
+            .or_else(|| {
+                self.pending.iter().position(|p| {
+                    p.retry_of.is_none()
+                        && (fallback || (!p.work.bound && !self.alive[p.work.prefer]))
+                })
+            })?;
+        self.pending.remove(pos)
+    }
+}
+
+/// The invocation's scheduler: the queue and what a record needs.
+struct Sched<'a, 'j> {
+    job: &'a Job<'j>,
+    admitted: &'a [Admitted],
+    /// Where `./...` stands in the argv (go-test-json splits).
+    at: Option<usize>,
+    class: &'static str,
+    trunk: Option<&'a str>,
+    ids: Vec<String>,
+    failover: bool,
+    queue: Mutex<Queue>,
+    wake: tokio::sync::Notify,
+}
+
+impl Sched<'_, '_> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue the plan's batches.
+    fn plan(&self, works: Vec<Work>) {
+        let mut q = self.lock();
+        q.done = (0..works.len()).map(|_| None).collect();
+        q.pending.extend(works.into_iter().map(|work| Pending {
+            work,
+            retry_of: None,
+            failed_on: None,
+        }));
+        q.planned = true;
+        drop(q);
+        self.wake.notify_waiters();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_waiters();
+    }
+
+    /// The batch `t` is handed: its argv on that machine.
+    fn batch(&self, t: usize, p: &Pending) -> Batch {
+        let a = &self.admitted[t];
+        let argv = match self.at {
+            Some(at) => super::shard_argv(&a.argv, at, &p.work.packages),
+            None => a.argv.clone(),
+        };
+        Batch {
+            argv,
+            env: p.work.env.clone(),
+        }
+    }
+
+    /// Machine `t` measured the batch it was handed last.
+    fn done(&self, t: usize, measured: Measured) {
+        let mut q = self.lock();
+        let Some(p) = q.current[t].take() else { return };
+        let work = p.work;
+        let mut rec = record(
+            self.job,
+            &self.admitted[t].row.id,
+            &work,
+            &measured,
+            self.class,
+            self.trunk,
+            &self.ids,
+        );
+        let i = work.index;
+        match p.retry_of {
+            Some(id) => {
+                rec.retry_of = Some(id);
+                if let Some(old) = q.done[i].take() {
+                    q.superseded.push(old.record);
+                }
+                q.done[i] = Some(Done {
+                    work,
+                    measured,
+                    record: rec,
+                });
+            }
+            None => {
+                let infra = self.failover
+                    && rec
+                        .failure
+                        .as_ref()
+                        .is_some_and(FailureKind::is_infrastructure);
+                if infra {
+                    q.pending.push_front(Pending {
+                        work: work.clone(),
+                        retry_of: Some(rec.id.clone()),
+                        failed_on: Some(t),
+                    });
+                }
+                q.done[i] = Some(Done {
+                    work,
+                    measured,
+                    record: rec,
+                });
+                q.first_running -= 1;
+            }
+        }
+        drop(q);
+        self.wake.notify_waiters();
+    }
+
+    /// Machines whose session should open again: every pending batch's
+    /// machine, when no session is open to pull it (and nothing is closed
+    /// or interrupted), each once.
+    fn fallbacks(&self) -> Vec<usize> {
+        let mut q = self.lock();
+        if q.closed || !q.planned || self.job.interrupt.is_cancelled() || q.alive.iter().any(|a| *a)
+        {
+            return Vec::new();
+        }
+        // One second session per machine at most.
+        let mut ts: Vec<usize> = q
+            .pending
+            .iter()
+            .map(|p| p.failed_on.unwrap_or(p.work.prefer))
+            .filter(|&t| !q.fallback[t])
+            .collect();
+        ts.sort_unstable();
+        ts.dedup();
+        for &t in &ts {
+            q.alive[t] = true;
+            q.fallback[t] = true;
+        }
+        ts
+    }
+}
+
+/// Machine `t`'s end of the queue.
+struct MachineFeed<'s, 'a, 'j> {
+    sched: &'s Sched<'a, 'j>,
+    t: usize,
+}
+
+impl Feed for MachineFeed<'_, '_, '_> {
+    fn next(&self) -> Pin<Box<dyn Future<Output = Option<Batch>> + Send + '_>> {
+        Box::pin(async move {
+            let s = self.sched;
+            loop {
+                let wake = s.wake.notified();
+                tokio::pin!(wake);
+                wake.as_mut().enable();
+                {
+                    let mut q = s.lock();
+                    if q.closed || s.job.interrupt.is_cancelled() {
+                        return None;
+                    }
+                    if let Some(p) = q.take_for(self.t) {
+                        if p.retry_of.is_none() {
+                            q.first_running += 1;
+                        }
+                        q.handed += 1;
+                        let b = s.batch(self.t, &p);
+                        announce(s.job, &s.admitted[self.t].row.id, &p);
+                        q.current[self.t] = Some(p);
+                        return Some(b);
+                    }
+                    if q.planned && q.pending.is_empty() && q.first_running == 0 {
+                        return None;
+                    }
+                }
+                tokio::select! {
+                    () = &mut wake => {}
+                    () = s.job.interrupt.cancelled() => {}
+                }
+            }
+        })
+    }
+    fn done(&self, measured: Measured) {
+        self.sched.done(self.t, measured);
+    }
+    fn runs_at_most(&self) -> usize {
+        // Every batch once, and each re-run once.
+        let q = self.sched.lock();
+        2 * q.done.len().max(self.sched.admitted.len())
     }
 }
 
 /// The progress line of a shard: which shard this machine runs.
-fn announce(job: &Job<'_>, work: &Work, retry_of: Option<&str>) {
-    if work.sharded {
+fn announce(job: &Job<'_>, machine: &str, p: &Pending) {
+    if p.work.sharded {
         job.progress.event(
-            &work.admitted.row.id,
+            machine,
             &Event::Shard {
-                index: work.index,
-                count: work.count,
-                packages: &work.packages,
-                retry_of,
+                index: p.work.index,
+                count: p.work.count,
+                packages: &p.work.packages,
+                retry_of: p.retry_of.as_deref(),
             },
         );
     }
 }
 
-/// Run `work` on its machine: connect, then the bench's one attempt.
-async fn run_one(
-    job: &Job<'_>,
-    work: &Work,
-    executor: &(dyn Executor + '_),
-    retry_of: Option<&str>,
-) -> Result<(Measured, String)> {
-    let job = with_env(job, &work.env);
-    announce(&job, work, retry_of);
-    let one = std::slice::from_ref(&work.admitted);
-    let mut benches = FleetBench::connect_all(&job, one).await?;
-    let b = &mut benches[0];
-    let executor = executor.for_machine(b.machine());
-    let m = b.measure(&job, executor.as_ref()).await?;
-    Ok((m, executor.class().to_string()))
-}
-
-/// The record of a shard's attempt.
+/// The record of a batch's attempt on `machine`.
 fn record(
     job: &Job<'_>,
+    machine: &str,
     w: &Work,
     m: &Measured,
     class: &str,
     trunk: Option<&str>,
     ids: &[String],
 ) -> Record {
-    let mut r = pipeline::record_of(
-        job,
-        &w.admitted.row.id,
-        class,
-        m,
-        Scope::Machines,
-        trunk,
-        ids,
-    );
+    let mut r = pipeline::record_of(job, machine, class, m, Scope::Machines, trunk, ids);
     if w.sharded {
         r.shard = Some(record::Shard {
             index: w.index,
@@ -130,17 +335,34 @@ fn record(
     r
 }
 
-/// `certify --split` over the admitted machines: list and assign (go-test-json
-/// suites saphan can split), or give each shard `SAPHAN_SHARD_INDEX` /
-/// `SAPHAN_SHARD_COUNT` (advisory); run every shard on its machine at once;
-/// with `failover`, re-run each shard whose attempt ended in an
-/// infrastructure failure once on another machine of the invocation (the
-/// same one when every other failed too); prove coverage; append every
-/// record (superseded attempts first), then conclude over the shards'
-/// effective attempts.
+/// What the invocation's event loop waits for.
+enum Ev {
+    /// The packages listed (go-test-json splits), or why not.
+    Listed(Result<Vec<String>>),
+    /// Machine `t` connected (or the fault that kept it from it), or a
+    /// refusal found there.
+    Connected(
+        usize,
+        Result<std::result::Result<Transport, DispatchFault>>,
+        Duration,
+    ),
+    /// Machine `t`'s session ended.
+    Ended(usize, Result<()>),
+}
+
+/// `certify --split` over the admitted machines: list (go-test-json suites
+/// saphan can split; while the machines connect, ship and check out) and
+/// plan one batch per machine ([`super::assign`]), or give each machine's
+/// batch `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT` (advisory); every
+/// machine pulls; with `failover`, a batch whose attempt ended in an
+/// infrastructure failure is re-run once by the first free machine (the
+/// same one, in a new session, when no other is left); prove coverage;
+/// append every record (superseded attempts first), then conclude over the
+/// batches' effective attempts.
 ///
-/// Errors: `split-list-unavailable`, `split-list-failed` (before anything
-/// is shipped), the benches' refusals, a record that cannot be appended.
+/// Errors: `split-list-unavailable` (before anything is shipped),
+/// `split-list-failed` (nothing ran), the benches' refusals, a record that
+/// cannot be appended.
 pub async fn split(
     job: &Job<'_>,
     admitted: &[Admitted],
@@ -160,48 +382,49 @@ pub async fn split(
     } else {
         None
     };
-    let (works, listed) = match at {
-        Some(at) => {
+    let plan: PlanFuture<'_> = match at {
+        Some(_) => {
             let versions: Vec<(String, Option<String>)> = admitted
                 .iter()
                 .map(|a| (a.row.id.clone(), a.program_version.clone()))
                 .collect();
-            let listed = super::list_packages(
-                job.home,
-                job.repo,
-                job.sha,
-                &admitted[0].argv,
-                &versions,
-                job.interrupt,
-            )
-            .await?;
-            let shards = super::assign(&listed, admitted.len(), &super::history(job.repo));
-            let count = shards.len();
-            let works: Vec<Work> = shards
-                .into_iter()
-                .zip(admitted)
-                .enumerate()
-                .map(|(index, (packages, a))| {
-                    let mut adm = a.clone();
-                    adm.argv = super::shard_argv(&a.argv, at, &packages);
-                    Work {
+            let go = super::local_go(&versions).await?;
+            let ids: Vec<String> = admitted.iter().map(|a| a.row.id.clone()).collect();
+            let listing = async move {
+                let listed = super::list_packages(
+                    job.home,
+                    job.repo,
+                    job.sha,
+                    &admitted[0].argv,
+                    &go,
+                    job.interrupt,
+                )
+                .await?;
+                let shards = super::assign(&listed, &ids, &super::history(job.repo));
+                let count = shards.iter().filter(|s| !s.is_empty()).count();
+                let works: Vec<Work> = shards
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, p)| !p.is_empty())
+                    .enumerate()
+                    .map(|(index, (prefer, packages))| Work {
                         sharded: true,
                         index,
                         count,
                         packages,
-                        admitted: adm,
+                        prefer,
+                        bound: false,
                         env: job.extra_env.to_vec(),
-                    }
-                })
-                .collect();
-            (works, Some(listed))
+                    })
+                    .collect();
+                Ok((works, listed))
+            };
+            Box::pin(listing)
         }
         None => {
             let count = admitted.len();
-            let works = admitted
-                .iter()
-                .enumerate()
-                .map(|(index, a)| {
+            let works = (0..count)
+                .map(|index| {
                     let mut env = job.extra_env.to_vec();
                     env.push((super::SHARD_INDEX_ENV.into(), index.to_string()));
                     env.push((super::SHARD_COUNT_ENV.into(), count.to_string()));
@@ -210,22 +433,24 @@ pub async fn split(
                         index,
                         count,
                         packages: Vec::new(),
-                        admitted: a.clone(),
+                        prefer: index,
+                        bound: true,
                         env,
                     }
                 })
                 .collect();
-            (works, None)
+            Box::pin(async move { Ok((works, Vec::new())) })
         }
     };
-    run_works(job, admitted, works, executor, trunk, failover, at, listed).await
+    run_queue(job, admitted, executor, trunk, failover, at, plan).await
 }
 
 /// `--machine @admitted` without `--split`: every admitted machine runs the
 /// whole suite (every record must be green, as for a named list), and a
 /// machine whose attempt ended in an infrastructure failure has its run
-/// re-run once on another machine of the invocation (recorded with
-/// `retry_of`; the pointer is judged over the effective attempts).
+/// re-run once by another machine of the invocation once that one is free
+/// (recorded with `retry_of`; the pointer is judged over the effective
+/// attempts).
 ///
 /// Errors: the benches' refusals, a record that cannot be appended.
 pub async fn admitted(
@@ -234,148 +459,163 @@ pub async fn admitted(
     executor: &(dyn Executor + '_),
     trunk: Option<&str>,
 ) -> Result<Certified> {
-    let count = admitted.len();
-    let works = admitted
-        .iter()
-        .enumerate()
-        .map(|(index, a)| Work {
+    let works = (0..admitted.len())
+        .map(|index| Work {
             sharded: false,
             index,
-            count,
+            count: admitted.len(),
             packages: Vec::new(),
-            admitted: a.clone(),
+            prefer: index,
+            bound: true,
             env: job.extra_env.to_vec(),
         })
         .collect();
-    run_works(job, admitted, works, executor, trunk, true, None, None).await
+    let plan = async move { Ok((works, Vec::new())) };
+    run_queue(job, admitted, executor, trunk, true, None, Box::pin(plan)).await
 }
 
-/// Run every work at once, fail over, prove coverage (`listed`), append,
-/// conclude.
-#[allow(clippy::too_many_arguments)]
-async fn run_works(
+/// The plan: the batches, and the listed packages (go-test-json splits;
+/// empty otherwise).
+type PlanFuture<'p> = Pin<Box<dyn Future<Output = Result<(Vec<Work>, Vec<String>)>> + 'p>>;
+
+/// Connect everywhere while `plan` runs (a program resolved on a machine is
+/// refused before anything is shipped anywhere), open every machine's
+/// session, let them pull until the queue is done, prove coverage (`at`:
+/// the listed packages), append, conclude.
+async fn run_queue(
     job: &Job<'_>,
     admitted: &[Admitted],
-    works: Vec<Work>,
     executor: &(dyn Executor + '_),
     trunk: Option<&str>,
     failover: bool,
     at: Option<usize>,
-    listed: Option<Vec<String>>,
+    plan: PlanFuture<'_>,
 ) -> Result<Certified> {
-    let sharded = works.first().is_some_and(|w| w.sharded);
-    let ids: Vec<String> = works.iter().map(|w| w.admitted.row.id.clone()).collect();
-
-    // Connect everywhere first (a program resolved on a machine is refused
-    // before anything is shipped anywhere), then every work at once, one
-    // per machine.
-    let adm: Vec<Admitted> = works.iter().map(|w| w.admitted.clone()).collect();
-    let mut benches = FleetBench::connect_all(job, &adm).await?;
-    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = Ev> + '_>>> =
+    let n = admitted.len();
+    let sched = Sched {
+        job,
+        admitted,
+        at,
+        class: executor.class(),
+        trunk,
+        ids: admitted.iter().map(|a| a.row.id.clone()).collect(),
+        failover,
+        queue: Mutex::new(Queue {
+            current: vec![None; n],
+            alive: vec![false; n],
+            fallback: vec![false; n],
+            ..Queue::default()
+        }),
+        wake: tokio::sync::Notify::new(),
+    };
+    let sched = &sched;
+    let session = |t: usize, connected, took| -> Pin<Box<dyn Future<Output = Ev> + '_>> {
+        Box::pin(async move {
+            let executor = executor.for_machine(&admitted[t].row.id);
+            let feed = MachineFeed { sched, t };
+            let r = dispatch::session(job, &admitted[t], connected, took, executor.as_ref(), &feed)
+                .await;
+            Ev::Ended(t, r)
+        })
+    };
+    let mut events: FuturesUnordered<Pin<Box<dyn Future<Output = Ev> + '_>>> =
         FuturesUnordered::new();
-    for (i, (b, w)) in benches.iter_mut().zip(&works).enumerate() {
-        running.push(Box::pin(async move {
-            let job = with_env(job, &w.env);
-            announce(&job, w, None);
-            let executor = executor.for_machine(b.machine());
-            let r = b
-                .measure(&job, executor.as_ref())
-                .await
-                .map(|m| (m, executor.class().to_string()));
-            Ev::First(i, r)
+    events.push(Box::pin(async move {
+        Ev::Listed(plan.await.map(|(w, l)| {
+            sched.plan(w);
+            l
+        }))
+    }));
+    for (t, a) in admitted.iter().enumerate() {
+        job.progress.event(&a.row.id, &Event::Connect);
+        events.push(Box::pin(async move {
+            let t0 = Instant::now();
+            let c = dispatch::connect(job.home, a).await;
+            Ev::Connected(t, c, t0.elapsed())
         }));
     }
-    let mut done: Vec<Option<Done>> = (0..works.len()).map(|_| None).collect();
-    let mut superseded: Vec<Record> = Vec::new();
-    // Failover: a machine whose attempt did not fail that way, once it is
-    // free, re-runs a failed work at once; when no machine can free up any
-    // more, the failed machine re-runs its own.
-    let mut free: VecDeque<usize> = VecDeque::new();
-    let mut pending: VecDeque<usize> = VecDeque::new();
-    let mut first_left = works.len();
+    let mut connected: Vec<Option<std::result::Result<Transport, DispatchFault>>> =
+        (0..n).map(|_| None).collect();
+    let mut took = vec![Duration::ZERO; n];
+    let mut connects_left = n;
+    let mut listed: Option<Vec<String>> = None;
     let mut refused: Option<crate::error::Error> = None;
-    while let Some(ev) = running.next().await {
+    while let Some(ev) = events.next().await {
         match ev {
-            Ev::First(i, r) => {
-                first_left -= 1;
-                match r {
+            Ev::Listed(Ok(l)) => listed = Some(l),
+            Ev::Listed(Err(e)) => {
+                refused.get_or_insert(e);
+                sched.close();
+            }
+            Ev::Connected(t, c, d) => {
+                connects_left -= 1;
+                match c {
+                    Ok(c) => connected[t] = Some(c),
                     Err(e) => {
                         refused.get_or_insert(e);
+                        sched.close();
                     }
-                    Ok((m, class)) => {
-                        let rec = record(job, &works[i], &m, &class, trunk, &ids);
-                        let infra = failover
-                            && rec
-                                .failure
-                                .as_ref()
-                                .is_some_and(FailureKind::is_infrastructure);
-                        done[i] = Some(Done {
-                            work: works[i].clone(),
-                            measured: m,
-                            record: rec,
-                        });
-                        if infra {
-                            pending.push_back(i);
-                        } else {
-                            free.push_back(i);
+                }
+                took[t] = d;
+                if connects_left == 0 && refused.is_none() {
+                    let mut q = sched.lock();
+                    for t in 0..n {
+                        if let Some(c) = connected[t].take() {
+                            q.alive[t] = true;
+                            events.push(session(t, c, took[t]));
                         }
                     }
                 }
             }
-            Ev::Retry(i, t, w, r) => {
-                free.push_back(t);
-                match r {
-                    Err(e) => {
-                        refused.get_or_insert(e);
-                    }
-                    Ok((m, class)) => {
-                        let Some(old) = done[i].take() else { continue };
-                        let mut rec = record(job, &w, &m, &class, trunk, &ids);
-                        rec.retry_of = Some(old.record.id.clone());
-                        superseded.push(old.record);
-                        done[i] = Some(Done {
-                            work: *w,
-                            measured: m,
-                            record: rec,
-                        });
-                    }
+            Ev::Ended(t, r) => {
+                sched.lock().alive[t] = false;
+                if let Err(e) = r {
+                    refused.get_or_insert(e);
+                    sched.close();
+                }
+                // "Later on the same one": no machine is left to pull what
+                // is pending, so the machines it failed on open again.
+                for t in sched.fallbacks() {
+                    job.progress.event(&admitted[t].row.id, &Event::Connect);
+                    let t0 = Instant::now();
+                    let c = match dispatch::connect(job.home, &admitted[t]).await {
+                        Ok(c) => c,
+                        Err(e) => Err(DispatchFault::new(
+                            FailureKind::of(&e),
+                            e.inner().to_string(),
+                        )),
+                    };
+                    events.push(session(t, c, t0.elapsed()));
                 }
             }
         }
-        if refused.is_some() {
-            continue;
-        }
-        while let Some(&i) = pending.front() {
-            let t = match free.pop_front() {
-                Some(t) => t,
-                None if first_left == 0 && running.is_empty() => i,
-                None => break,
-            };
-            pending.pop_front();
-            let Some(d) = done[i].as_ref() else { continue };
-            let mut w = d.work.clone();
-            let mut adm = works[t].admitted.clone();
-            adm.argv = match at {
-                Some(at) => super::shard_argv(&admitted[t].argv, at, &w.packages),
-                None => admitted[t].argv.clone(),
-            };
-            w.admitted = adm;
-            let id = d.record.id.clone();
-            running.push(Box::pin(async move {
-                let r = run_one(job, &w, executor, Some(&id)).await;
-                Ev::Retry(i, t, Box::new(w), r)
-            }));
-        }
     }
-    drop(running);
+    drop(events);
+    executor.settle().await;
     if let Some(e) = refused {
-        executor.settle().await;
         return Err(e);
     }
-    let mut done: Vec<Done> = done.into_iter().flatten().collect();
-    executor.settle().await;
+    let (done, superseded) = {
+        let mut q = sched.lock();
+        let done: Vec<Done> = std::mem::take(&mut q.done).into_iter().flatten().collect();
+        (done, std::mem::take(&mut q.superseded))
+    };
+    let listed = at.and(listed);
+    conclude_queue(job, trunk, done, superseded, listed).await
+}
 
-    // Coverage: the shards' package-level terminal events, against the list.
+/// Prove coverage (`listed`), append every record (superseded attempts
+/// first), conclude over the effective attempts.
+async fn conclude_queue(
+    job: &Job<'_>,
+    trunk: Option<&str>,
+    mut done: Vec<Done>,
+    superseded: Vec<Record>,
+    listed: Option<Vec<String>>,
+) -> Result<Certified> {
+    let sharded = done.first().is_some_and(|d| d.work.sharded);
+
+    // Coverage: the batches' package-level terminal events, against the list.
     let coverage: Option<Coverage> = listed.as_ref().map(|listed| {
         let assigned: Vec<Vec<String>> = done.iter().map(|d| d.work.packages.clone()).collect();
         let ends: Vec<Vec<String>> = done
@@ -394,8 +634,8 @@ async fn run_works(
         c
     });
 
-    // Every record first (superseded attempts, then the shards'), then the
-    // pointer, over the shards' effective attempts.
+    // Every record first (superseded attempts, then the batches'), then the
+    // pointer, over the effective attempts.
     let attempts = record::attempts_path(job.repo);
     for r in &superseded {
         record::append_off_runtime(&attempts, r).await?;
@@ -520,5 +760,99 @@ fn outcome(records: &[Record], coverage: Option<Coverage>, advisory: bool) -> Sp
         advisory: advisory.then(|| {
             "the suite is not a go-test-json `go test -json ./...` suite, so saphan cannot list its units: each shard got SAPHAN_SHARD_INDEX and SAPHAN_SHARD_COUNT for the suite's own splitter, nothing proves the shards ran the whole suite, and the pointer does not move".to_string()
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(index: usize, prefer: usize, bound: bool) -> Work {
+        Work {
+            sharded: true,
+            index,
+            count: 3,
+            packages: vec![format!("m/p{index}")],
+            prefer,
+            bound,
+            env: Vec::new(),
+        }
+    }
+
+    fn first(w: Work) -> Pending {
+        Pending {
+            work: w,
+            retry_of: None,
+            failed_on: None,
+        }
+    }
+
+    fn queue(n: usize, pending: Vec<Pending>) -> Queue {
+        Queue {
+            planned: true,
+            pending: pending.into(),
+            current: vec![None; n],
+            alive: vec![true; n],
+            fallback: vec![false; n],
+            ..Queue::default()
+        }
+    }
+
+    #[test]
+    fn a_machine_pulls_a_rerun_first_then_its_own_batch_then_a_gone_machines() {
+        let mut q = queue(
+            3,
+            vec![
+                first(work(0, 0, false)),
+                first(work(1, 1, false)),
+                first(work(2, 2, false)),
+            ],
+        );
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(0));
+        assert!(
+            q.take_for(0).is_none(),
+            "the others' batches wait for their live machines"
+        );
+        q.alive[2] = false;
+        assert_eq!(
+            q.take_for(0).map(|p| p.work.index),
+            Some(2),
+            "a gone machine's batch is anyone's"
+        );
+        q.pending.push_back(Pending {
+            work: work(1, 1, false),
+            retry_of: Some("a1".into()),
+            failed_on: Some(1),
+        });
+        let p = q.take_for(1).unwrap();
+        assert!(
+            p.retry_of.is_none() && p.work.index == 1,
+            "a re-run goes elsewhere"
+        );
+        let p = q.take_for(0).unwrap();
+        assert_eq!(p.retry_of.as_deref(), Some("a1"));
+    }
+
+    #[test]
+    fn a_bound_batch_waits_for_its_machine_and_a_second_session_reruns_its_own() {
+        let mut q = queue(2, vec![first(work(0, 0, true)), first(work(1, 1, true))]);
+        q.alive[1] = false;
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(0));
+        assert!(
+            q.take_for(0).is_none(),
+            "each machine answers for its own suite"
+        );
+        q.pending.push_back(Pending {
+            work: work(0, 0, true),
+            retry_of: Some("a0".into()),
+            failed_on: Some(0),
+        });
+        assert!(q.take_for(0).is_none(), "not the machine it failed on");
+        q.fallback[0] = true;
+        assert_eq!(
+            q.take_for(0).and_then(|p| p.retry_of).as_deref(),
+            Some("a0")
+        );
+        assert_eq!(q.take_for(0).map(|p| p.work.index), Some(1));
     }
 }
