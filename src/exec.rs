@@ -18,6 +18,15 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+/// The environment variable every process saphan starts for a stable
+/// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
+/// suite, and the `git worktree` calls that create and remove the tree).
+/// [`run`] gives a command carrying it a cgroup of its own where one can
+/// be made. A process still carrying it when the next attempt starts is a
+/// leftover of an earlier attempt (saphan was killed) and is killed before
+/// the tree is made again — see `crate::worktree::add_at`.
+pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
+
 /// How long a timed-out group has between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
 
@@ -467,7 +476,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     let cgroup = if cmd
         .env
         .iter()
-        .any(|(k, v)| k == crate::git::SCRATCH_MARKER && v.is_some())
+        .any(|(k, v)| k == SCRATCH_MARKER && v.is_some())
     {
         let g = AttemptCgroup::new();
         if g.is_none() {
@@ -594,7 +603,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
 static UNCONTAINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// True once this process ran a command carrying the scratch marker
-/// ([`crate::git::SCRATCH_MARKER`]) without a cgroup of its own (none could
+/// ([`SCRATCH_MARKER`]) without a cgroup of its own (none could
 /// be made): what it started may have left its process group and still
 /// run, so an attempt's end is not known to be clean
 /// ([`crate::worktree::Scratch::remove`] keeps the attempt marker).
