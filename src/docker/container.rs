@@ -12,7 +12,7 @@
 //!
 //! The operator's guide is `docs/dispatch.md`, "Container class".
 
-use super::engine::{CLEANUP_BUDGET, connect};
+use super::engine::{CLEANUP_BUDGET, connect, read_logs, wait_status};
 use super::{DockerError, Pin};
 use crate::exec::{STDERR_TAIL, Termination};
 use crate::measure::Interrupt;
@@ -20,9 +20,8 @@ use crate::transport::Transport;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
+    CreateContainerOptions, RemoveContainerOptions,
 };
-use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -426,91 +425,6 @@ pub struct Outcome {
     pub ended: Ended,
     /// Start to exit (or to the kill).
     pub elapsed: Duration,
-}
-
-/// The exit status the engine's wait reports for `cid`.
-///
-/// A wait stream that ends without any status is an error (never 0): the
-/// container's end was not observed.
-pub(crate) async fn wait_status(docker: &Docker, cid: &str) -> Result<i64, String> {
-    let mut code = None;
-    let mut waits = docker.wait_container(cid, None::<WaitContainerOptions>);
-    while let Some(w) = waits.next().await {
-        match w {
-            Ok(r) => code = Some(r.status_code),
-            Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = Some(c),
-            Err(e) => return Err(format!("the engine's wait for the container failed: {e}")),
-        }
-    }
-    code.ok_or_else(|| {
-        "the engine's wait for the container ended without an exit status".to_string()
-    })
-}
-
-/// Demultiplexed logs: stdout (TTY console frames count as stdout, their
-/// CRLF line ends made LF) and stderr, each stream joined across frames.
-#[derive(Debug, Default)]
-pub(crate) struct Logs {
-    /// Everything the container wrote to stdout.
-    pub stdout: Vec<u8>,
-    /// The last `stderr_cap` bytes of its stderr.
-    pub stderr: Vec<u8>,
-    console_cr: bool,
-}
-
-impl Logs {
-    fn console(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            if self.console_cr {
-                self.console_cr = false;
-                if b != b'\n' {
-                    self.stdout.push(b'\r');
-                }
-            }
-            if b == b'\r' {
-                self.console_cr = true;
-            } else {
-                self.stdout.push(b);
-            }
-        }
-    }
-    fn finish(&mut self) {
-        if std::mem::take(&mut self.console_cr) {
-            self.stdout.push(b'\r');
-        }
-    }
-}
-
-/// Read the finished container's whole log, demultiplexed.
-pub(crate) async fn read_logs(
-    docker: &Docker,
-    cid: &str,
-    stderr_cap: usize,
-) -> Result<Logs, String> {
-    let opts = LogsOptions {
-        stdout: true,
-        stderr: true,
-        ..Default::default()
-    };
-    let mut out = Logs::default();
-    let mut logs = docker.logs(cid, Some(opts));
-    while let Some(frame) = logs.next().await {
-        match frame {
-            Ok(bollard::container::LogOutput::StdOut { message }) => {
-                out.stdout.extend_from_slice(&message)
-            }
-            Ok(bollard::container::LogOutput::Console { message }) => out.console(&message),
-            Ok(bollard::container::LogOutput::StdErr { message }) => {
-                out.stderr.extend_from_slice(&message);
-                let over = out.stderr.len().saturating_sub(stderr_cap);
-                out.stderr.drain(..over);
-            }
-            Ok(bollard::container::LogOutput::StdIn { .. }) => {}
-            Err(e) => return Err(format!("reading the container's output failed: {e}")),
-        }
-    }
-    out.finish();
-    Ok(out)
 }
 
 /// Remove container `name_or_id` (forced: it is killed first if running),
@@ -1426,16 +1340,6 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into();
         assert_eq!(excludes_files(&env), ["/m/worktrees/t/saphan-exclude"]);
-    }
-
-    #[test]
-    fn console_frames_lose_crlf_across_frames() {
-        let mut l = Logs::default();
-        l.console(b"a\r");
-        l.console(b"\nb\r\r\n");
-        l.console(b"c\r");
-        l.finish();
-        assert_eq!(l.stdout, b"a\nb\r\nc\r");
     }
 
     #[test]
