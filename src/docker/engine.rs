@@ -19,8 +19,8 @@ use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
 };
-use futures_util::StreamExt;
 use bollard::{BollardRequest, Docker};
+use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;

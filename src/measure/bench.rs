@@ -16,12 +16,12 @@
 
 use crate::error::Result;
 use crate::git::Repo;
-use crate::worktree::Scratch;
 use crate::home::Home;
 use crate::measure::pipeline::Job;
 use crate::measure::progress::Event;
 use crate::measure::{Executor, Interrupt, Plan, SuiteRun};
 use crate::record;
+use crate::worktree::Scratch;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;

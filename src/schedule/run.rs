@@ -452,6 +452,7 @@ async fn run_works(
         pointer,
         disagreement,
         split: outcome,
+        remain: Vec::new(),
     }))
 }
 

@@ -29,6 +29,12 @@ use crate::exec::{self, Cmd, Output};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Budget for one control command on a machine (mirror listing, fetch,
+/// staging, cleanup, a container's git dirs or user).
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Connect budget per machine.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// A bidirectional byte stream (a local Unix socket, or a forwarded remote
 /// one): what [`Transport::open_unix_socket`] returns.
 pub trait AsyncReadWrite: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
