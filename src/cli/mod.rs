@@ -276,6 +276,11 @@ pub fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("RUST_LOG"))
         .with_writer(std::io::stderr)
         .init();
+    crate::cancel::on_force(|_| {
+        eprintln!(
+            "saphan: interrupted: a second signal — killing every suite process group and exiting now"
+        )
+    });
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),
