@@ -151,17 +151,24 @@ impl Repo {
         let ask = |flags: &'static [&'static str]| async move {
             let mut args = vec!["rev-parse", "--path-format=absolute"];
             args.extend_from_slice(flags);
-            git(path, &args).await.map_err(|e| match e {
-                GitError::Failed { stderr, .. }
-                    if stderr.contains("must be run in a work tree") =>
-                {
-                    GitError::Bare {
-                        path: path.to_path_buf(),
-                    }
+            match git(path, &args).await {
+                // Outside a work tree: a bare repository (or a git dir)
+                // when git says it is inside one — asked of git, never
+                // read from the words of its refusal.
+                Err(GitError::Failed { stderr, .. }) => {
+                    let in_git_dir = git(path, &["rev-parse", "--is-inside-git-dir"])
+                        .await
+                        .is_ok_and(|o| o.stdout_str() == "true");
+                    Err(if in_git_dir {
+                        GitError::Bare {
+                            path: path.to_path_buf(),
+                        }
+                    } else {
+                        not(stderr)
+                    })
                 }
-                GitError::Failed { stderr, .. } => not(stderr),
-                other => other,
-            })
+                r => r,
+            }
         };
         // Both in one call when its output can only be read one way (two
         // lines); a path holding a newline is asked for alone.
