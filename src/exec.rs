@@ -18,6 +18,40 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+/// What kept an attempt's processes from outliving it (record field
+/// `containment`, host class: docs/dispatch.md, "Containment").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Containment {
+    /// Its own cgroup (cgroup v2, `saphan-<owner pid>-<nonce>` under the
+    /// hierarchy's root), killed whole with `cgroup.kill` when the suite
+    /// ends: everything it started ends — daemons included — and the
+    /// suite's process ids are the machine's own.
+    Cgroup,
+    /// Its process group only (no writable cgroup v2 hierarchy for this
+    /// user there): a process that leaves the group and drops the scratch
+    /// marker (`setsid`, `env -i`) can outlive the attempt.
+    ProcessGroup,
+}
+
+impl Containment {
+    /// The record's word (`cgroup`, `process-group`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Containment::Cgroup => "cgroup",
+            Containment::ProcessGroup => "process-group",
+        }
+    }
+    /// Read the record's word.
+    pub fn parse(s: &str) -> Option<Containment> {
+        match s {
+            "cgroup" => Some(Containment::Cgroup),
+            "process-group" => Some(Containment::ProcessGroup),
+            _ => None,
+        }
+    }
+}
+
 /// The environment variable every process saphan starts for a stable
 /// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
 /// suite, and the `git worktree` calls that create and remove the tree).
@@ -638,13 +672,13 @@ fn cgroup_root() -> Option<&'static Path> {
 }
 
 /// The containment an attempt's commands get on this machine
-/// ([`crate::record::Containment`]): their own cgroup where
+/// ([`Containment`]): their own cgroup where
 /// [`cgroup_root`] found a writable cgroup v2 hierarchy, their process
 /// group otherwise.
-pub fn local_containment() -> crate::record::Containment {
+pub fn local_containment() -> Containment {
     match cgroup_root() {
-        Some(_) => crate::record::Containment::Cgroup,
-        None => crate::record::Containment::ProcessGroup,
+        Some(_) => Containment::Cgroup,
+        None => Containment::ProcessGroup,
     }
 }
 

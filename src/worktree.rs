@@ -412,7 +412,7 @@ impl Scratch {
         self.armed = false;
         cleanup(&self.transport, &self.repo, &self.path, &self.git_dir).await;
         if let Some(m) = self.marker.take()
-            && self.transport.containment().await == Some(crate::record::Containment::Cgroup)
+            && self.transport.containment().await == Some(crate::exec::Containment::Cgroup)
             && !crate::exec::uncontained_ran()
         {
             match &self.transport {

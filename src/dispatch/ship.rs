@@ -63,7 +63,7 @@ pub use crate::home::Layout;
 async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, DispatchFault> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
     let (out, bytes) =
-        crate::remote::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
+        crate::transport::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
             .await
             .map_err(DispatchFault::transport)?;
     if !out.status.success() {
