@@ -748,7 +748,7 @@ impl Selection {
 pub async fn select(
     home: &Home,
     catalog: &Catalog,
-    settings: &crate::commands::certify::Settings,
+    settings: &crate::measure::pipeline::Settings,
 ) -> Result<Selection> {
     let setup = crate::measure::Setup::open(home, &settings.repo).await?;
     let sha = setup
@@ -757,7 +757,7 @@ pub async fn select(
         .await?;
     let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
-    let (chosen, left_out) = if settings.class == crate::commands::certify::Class::Container {
+    let (chosen, left_out) = if settings.class == crate::measure::pipeline::Class::Container {
         let pin = match settings.image.as_deref() {
             None => return Err(crate::docker::container::ContainerError::ImageMissing.into()),
             Some(i) => crate::docker::container::parse_image(i)?,

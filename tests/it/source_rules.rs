@@ -99,3 +99,241 @@ fn engine_modules_print_nothing() {
         found.join("\n")
     );
 }
+
+/// The layers of `src/`, bottom first (CONTRIBUTING.md, "Layering"): a
+/// module may name modules of its own layer and of the layers below.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "error",
+        "canonical",
+        "clock",
+        "platform",
+        "home",
+        "quote",
+        "fsutil",
+        "exec",
+        "cancel",
+    ],
+    &["git"],
+    &["remote"],
+    &["transport"],
+    &["worktree"],
+    &["report"],
+    &["config"],
+    &["catalog"],
+    &["suite"],
+    &["provision"],
+    &["record"],
+    &["docker"],
+    &["fleet"],
+    &["measure"],
+    &["dispatch"],
+    &["schedule"],
+    &["stream", "affected"],
+    &["commands"],
+    &["cli"],
+];
+
+/// Edges that still point up, `(from, to)`: each is a cycle left to break.
+/// Remove a line when its edge goes; a new one fails the test.
+const KNOWN_UPWARD: &[(&str, &str)] = &[
+    // the catalog checks docker-oci pins and the home's directories
+    ("catalog", "docker"),
+    ("catalog", "fleet"),
+    // docker's probes are findings of the fleet's ledger; fleet runs them
+    ("docker", "fleet"),
+    // the container executor implements measure's Executor
+    ("docker", "measure"),
+    // the pipeline opens fleet benches and runs split and failover
+    ("measure", "dispatch"),
+    ("measure", "schedule"),
+    // FailureKind::of reads the errors of the modules above it
+    ("report", "fleet"),
+    ("report", "provision"),
+    ("report", "record"),
+];
+
+/// Cycles left between the files of one module, `(module, a, b)` with
+/// `a < b`: each pair reaches the other.
+const KNOWN_FILE_CYCLES: &[(&str, &str, &str)] = &[
+    // issue 18: the ledger split breaks these
+    ("fleet", "ledger", "machines"),
+    ("fleet", "ledger", "remedy"),
+    ("fleet", "machines", "remedy"),
+    ("measure", "bench", "pipeline"),
+    ("transport", "ssh", "watchdog"),
+];
+
+/// Every `(module path, named module path)` of the code: `crate::a::b…`
+/// paths (also inside `use crate::{…}` groups) and `super::x` of a file
+/// in a module. Paths are cut to two parts (`docker::engine`).
+fn names() -> Vec<(Vec<String>, Vec<String>)> {
+    let mut by_file: std::collections::BTreeMap<String, String> = Default::default();
+    for (f, _, l) in code_lines() {
+        let e = by_file.entry(f).or_default();
+        e.push_str(&l);
+        e.push('\n');
+    }
+    let path =
+        Regex::new(r"\b(crate|super)::((?:[A-Za-z_][A-Za-z0-9_]*::)*)(\{|[A-Za-z_][A-Za-z0-9_]*)")
+            .unwrap();
+    let mut out = Vec::new();
+    for (f, text) in by_file {
+        let rel = f.trim_start_matches("src/").trim_end_matches(".rs");
+        let mut me: Vec<String> = rel.split('/').map(String::from).collect();
+        if me.last().is_some_and(|l| l == "mod") {
+            me.pop();
+        }
+        if me == ["lib"] || me == ["main"] {
+            continue;
+        }
+        for m in path.find_iter(&text) {
+            let s = &text[m.start()..m.end()];
+            let (root, rest) = s.split_once("::").unwrap();
+            let base: Vec<String> = if root == "crate" {
+                Vec::new()
+            } else if me.len() == 2 {
+                vec![me[0].clone()]
+            } else {
+                continue;
+            };
+            let mut parts: Vec<String> = rest
+                .split("::")
+                .filter(|p| !p.is_empty() && *p != "{")
+                .map(String::from)
+                .collect();
+            if rest.ends_with('{') {
+                // a group: each item's first part
+                let body_start = m.end();
+                let mut depth = 1;
+                let mut end = body_start;
+                for (i, c) in text[body_start..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        end = body_start + i;
+                        break;
+                    }
+                }
+                let mut d = 0;
+                let mut item = String::new();
+                let mut firsts = Vec::new();
+                for c in text[body_start..end].chars().chain([',']) {
+                    match c {
+                        '{' => d += 1,
+                        '}' => d -= 1,
+                        ',' if d == 0 => {
+                            let first = item.trim().split("::").next().unwrap_or("").to_string();
+                            if !first.is_empty() {
+                                firsts.push(first);
+                            }
+                            item.clear();
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    if d == 0 {
+                        item.push(c);
+                    }
+                }
+                for first in firsts {
+                    let mut p = base.clone();
+                    p.extend(parts.iter().cloned());
+                    p.push(first);
+                    p.truncate(2);
+                    out.push((me.clone(), p));
+                }
+                continue;
+            }
+            let mut p = base;
+            p.append(&mut parts);
+            p.truncate(2);
+            out.push((me.clone(), p));
+        }
+    }
+    out
+}
+
+#[test]
+fn lower_modules_never_name_higher_ones() {
+    let layer = |m: &str| LAYERS.iter().position(|l| l.contains(&m));
+    let mut up = std::collections::BTreeSet::new();
+    let mut unplaced = std::collections::BTreeSet::new();
+    for (from, to) in names() {
+        let (a, b) = (from[0].as_str(), to[0].as_str());
+        if a == b || b == "self" || b == "super" {
+            continue;
+        }
+        let (Some(la), Some(lb)) = (layer(a), layer(b)) else {
+            // a name in the crate's root (lib.rs: `skip_unless`) is no module
+            if layer(a).is_none() {
+                unplaced.insert(a.to_string());
+            }
+            continue;
+        };
+        if lb > la && !KNOWN_UPWARD.contains(&(a, b)) {
+            up.insert(format!("{a} -> {b}"));
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "modules missing from LAYERS (place them, and in CONTRIBUTING.md): {unplaced:?}"
+    );
+    assert!(
+        up.is_empty(),
+        "a lower module names a higher one (CONTRIBUTING.md, \"Layering\"): move what both need down:\n{}",
+        up.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn the_files_of_a_module_form_no_cycle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut edges: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    for (from, to) in names() {
+        if from.len() == 2 && to.len() == 2 && from[0] == to[0] && from[1] != to[1] {
+            edges
+                .entry(from[0].clone())
+                .or_default()
+                .insert((from[1].clone(), to[1].clone()));
+        }
+    }
+    assert!(
+        edges.get("docker").is_some_and(|e| !e.is_empty()),
+        "the files' names were read: {edges:?}"
+    );
+    let mut found = Vec::new();
+    for (module, es) in &edges {
+        let nodes: BTreeSet<&String> = es.iter().flat_map(|(a, b)| [a, b]).collect();
+        let reach = |from: &String| {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from];
+            while let Some(n) = todo.pop() {
+                for (a, b) in es {
+                    if a == n && seen.insert(b) {
+                        todo.push(b);
+                    }
+                }
+            }
+            seen
+        };
+        for a in &nodes {
+            for b in reach(a) {
+                if *a < b
+                    && reach(b).contains(a)
+                    && !KNOWN_FILE_CYCLES.contains(&(module.as_str(), a.as_str(), b.as_str()))
+                {
+                    found.push(format!("{module}: {a} <-> {b}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files of one module reach each other (CONTRIBUTING.md, \"Layering\"):\n{}",
+        found.join("\n")
+    );
+}
