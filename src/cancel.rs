@@ -21,6 +21,16 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// What is told when a second signal forces the exit (before the groups
+/// are killed): set once by the CLI ([`on_force`]); nothing here prints.
+static FORCE_NOTICE: OnceLock<fn(Reason)> = OnceLock::new();
+
+/// Have `notice` called with the second signal's reason when it forces
+/// the exit (the CLI tells the operator there; later calls do nothing).
+pub fn on_force(notice: fn(Reason)) {
+    let _ = FORCE_NOTICE.set(notice);
+}
+
 /// How long a forced exit waits for remote groups to be killed.
 pub const FORCE_BOUND: Duration = Duration::from_secs(3);
 
@@ -208,9 +218,10 @@ pub fn install() -> Token {
                     tracing::debug!(?reason, "cancelling");
                     cancel(reason);
                 } else {
-                    eprintln!(
-                        "saphan: interrupted: a second signal — killing every suite process group and exiting now"
-                    );
+                    tracing::debug!(?reason, "forcing the exit");
+                    if let Some(notice) = FORCE_NOTICE.get() {
+                        notice(reason);
+                    }
                     kill_all_groups().await;
                     std::process::exit(128 + reason.signal_number());
                 }

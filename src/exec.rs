@@ -18,6 +18,49 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+/// What kept an attempt's processes from outliving it (record field
+/// `containment`, host class: docs/dispatch.md, "Containment").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Containment {
+    /// Its own cgroup (cgroup v2, `saphan-<owner pid>-<nonce>` under the
+    /// hierarchy's root), killed whole with `cgroup.kill` when the suite
+    /// ends: everything it started ends — daemons included — and the
+    /// suite's process ids are the machine's own.
+    Cgroup,
+    /// Its process group only (no writable cgroup v2 hierarchy for this
+    /// user there): a process that leaves the group and drops the scratch
+    /// marker (`setsid`, `env -i`) can outlive the attempt.
+    ProcessGroup,
+}
+
+impl Containment {
+    /// The record's word (`cgroup`, `process-group`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Containment::Cgroup => "cgroup",
+            Containment::ProcessGroup => "process-group",
+        }
+    }
+    /// Read the record's word.
+    pub fn parse(s: &str) -> Option<Containment> {
+        match s {
+            "cgroup" => Some(Containment::Cgroup),
+            "process-group" => Some(Containment::ProcessGroup),
+            _ => None,
+        }
+    }
+}
+
+/// The environment variable every process saphan starts for a stable
+/// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
+/// suite, and the `git worktree` calls that create and remove the tree).
+/// [`run`] gives a command carrying it a cgroup of its own where one can
+/// be made. A process still carrying it when the next attempt starts is a
+/// leftover of an earlier attempt (saphan was killed) and is killed before
+/// the tree is made again — see `crate::worktree::add_at`.
+pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
+
 /// How long a timed-out group has between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
 
@@ -467,7 +510,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     let cgroup = if cmd
         .env
         .iter()
-        .any(|(k, v)| k == crate::git::SCRATCH_MARKER && v.is_some())
+        .any(|(k, v)| k == SCRATCH_MARKER && v.is_some())
     {
         let g = AttemptCgroup::new();
         if g.is_none() {
@@ -594,7 +637,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
 static UNCONTAINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// True once this process ran a command carrying the scratch marker
-/// ([`crate::git::SCRATCH_MARKER`]) without a cgroup of its own (none could
+/// ([`SCRATCH_MARKER`]) without a cgroup of its own (none could
 /// be made): what it started may have left its process group and still
 /// run, so an attempt's end is not known to be clean
 /// ([`crate::worktree::Scratch::remove`] keeps the attempt marker).
@@ -629,13 +672,13 @@ fn cgroup_root() -> Option<&'static Path> {
 }
 
 /// The containment an attempt's commands get on this machine
-/// ([`crate::record::Containment`]): their own cgroup where
+/// ([`Containment`]): their own cgroup where
 /// [`cgroup_root`] found a writable cgroup v2 hierarchy, their process
 /// group otherwise.
-pub fn local_containment() -> crate::record::Containment {
+pub fn local_containment() -> Containment {
     match cgroup_root() {
-        Some(_) => crate::record::Containment::Cgroup,
-        None => crate::record::Containment::ProcessGroup,
+        Some(_) => Containment::Cgroup,
+        None => Containment::ProcessGroup,
     }
 }
 

@@ -31,7 +31,7 @@ pub fn exposure(path: &Path, allow_root: bool) -> Option<Exposure> {
     let m = fs::metadata(path).ok()?;
     let me = nix::unistd::geteuid().as_raw();
     let s = path.to_string_lossy();
-    let q = crate::transport::quote::quote(&s).unwrap_or_else(|| format!("'{s}'"));
+    let q = crate::quote::quote(&s).unwrap_or_else(|| format!("'{s}'"));
     if m.uid() != me && !(allow_root && m.uid() == 0) {
         return Some(Exposure {
             detail: format!("it is owned by uid {}, not by you (uid {me})", m.uid()),

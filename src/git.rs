@@ -1,5 +1,6 @@
 //! Git plumbing through the `git` program: repository discovery, SHA
-//! resolution, scratch detached worktrees and refs.
+//! resolution, submodules and refs. The scratch worktrees built on it are
+//! `crate::worktree` (above this module: it names nothing there).
 //!
 //! Nothing here re-implements git; every call is a [`crate::exec`] run with a
 //! budget ([`GIT_TIMEOUT`]).
@@ -127,18 +128,10 @@ pub fn one_path(stdout: &[u8]) -> PathBuf {
     PathBuf::from(std::ffi::OsStr::from_bytes(b))
 }
 
-/// The environment variable every process saphan starts for a stable
-/// scratch path carries: `SAPHAN_SCRATCH=<the scratch tree's path>` (the
-/// suite, and the `git worktree` calls that create and remove the tree).
-/// A process still carrying it when the next attempt starts is a leftover
-/// of an earlier attempt (saphan was killed) and is killed before the tree
-/// is made again — see [`Repo::scratch_worktree_at`].
-pub const SCRATCH_MARKER: &str = "SAPHAN_SCRATCH";
-
-/// How long a leftover process may take to die after SIGKILL (the bound
-/// of `src/remote/kill-leftovers.sh`, run by
-/// [`crate::worktree::kill_leftovers`] on every machine).
-pub const LEFTOVER_BOUND: Duration = Duration::from_secs(10);
+/// The environment variable that marks a scratch tree's processes
+/// (defined by [`crate::exec`], which contains them; re-exported here
+/// beside the git calls that create and remove the trees).
+pub use crate::exec::SCRATCH_MARKER;
 
 impl Repo {
     /// Discover the repository containing `path`.
@@ -158,17 +151,24 @@ impl Repo {
         let ask = |flags: &'static [&'static str]| async move {
             let mut args = vec!["rev-parse", "--path-format=absolute"];
             args.extend_from_slice(flags);
-            git(path, &args).await.map_err(|e| match e {
-                GitError::Failed { stderr, .. }
-                    if stderr.contains("must be run in a work tree") =>
-                {
-                    GitError::Bare {
-                        path: path.to_path_buf(),
-                    }
+            match git(path, &args).await {
+                // Outside a work tree: a bare repository (or a git dir)
+                // when git says it is inside one — asked of git, never
+                // read from the words of its refusal.
+                Err(GitError::Failed { stderr, .. }) => {
+                    let in_git_dir = git(path, &["rev-parse", "--is-inside-git-dir"])
+                        .await
+                        .is_ok_and(|o| o.stdout_str() == "true");
+                    Err(if in_git_dir {
+                        GitError::Bare {
+                            path: path.to_path_buf(),
+                        }
+                    } else {
+                        not(stderr)
+                    })
                 }
-                GitError::Failed { stderr, .. } => not(stderr),
-                other => other,
-            })
+                r => r,
+            }
         };
         // Both in one call when its output can only be read one way (two
         // lines); a path holding a newline is asked for alone.
@@ -260,31 +260,7 @@ impl Repo {
         git(&self.top, &["update-ref", "-m", msg, name, sha]).await?;
         Ok(())
     }
-
-    /// Create a detached worktree at `sha` under a fresh temp directory
-    /// (see [`crate::worktree::add_temp`]).
-    pub async fn scratch_worktree(&self, sha: &str) -> Result<Scratch, GitError> {
-        crate::worktree::add_temp_with(&self.top, sha, Some(self)).await
-    }
-
-    /// Create a detached worktree at `sha` at the fixed path `path`, first
-    /// healing whatever an earlier crashed run left there (see
-    /// [`crate::worktree::add_at`]). Only for callers that hold the
-    /// repository lock: a stable path lets build caches keyed by directory
-    /// (Go's) stay warm between attempts.
-    pub async fn scratch_worktree_at(&self, path: &Path, sha: &str) -> Result<Scratch, GitError> {
-        crate::worktree::add_at_with(
-            &crate::transport::Transport::Local(Default::default()),
-            &self.top,
-            path,
-            sha,
-            Some(self),
-        )
-        .await
-    }
 }
-
-pub use crate::worktree::Scratch;
 
 /// A submodule of a commit: its gitlink and where its objects are found
 /// locally (no network is ever used).

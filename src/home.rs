@@ -64,3 +64,47 @@ impl Home {
         self.root.join("archive")
     }
 }
+
+/// Paths under a fleet machine's workhome for one repository: the same
+/// shapes as this machine's (`scratch/<key>/tree`, `cache/go-build`),
+/// under `<workhome>/saphan`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `<workhome>/saphan`.
+    pub base: String,
+    /// The repository key (16 hex of the sha256 of the local common dir).
+    pub key: String,
+}
+
+impl Layout {
+    /// The bare mirror.
+    pub fn mirror(&self) -> String {
+        format!("{}/mirrors/{}.git", self.base, self.key)
+    }
+    /// The stable scratch worktree.
+    pub fn tree(&self) -> String {
+        format!("{}/scratch/{}/tree", self.base, self.key)
+    }
+    /// One attempt's run directory.
+    pub fn run(&self, id: &str) -> String {
+        format!("{}/runs/{}", self.base, id)
+    }
+    /// The machine's Go build cache for container-class suites
+    /// (`<base>/cache/go-build`), kept between runs as this machine's
+    /// `$SAPHAN_HOME/cache/go-build` is: content-addressed, it speeds
+    /// builds and never changes a verdict.
+    pub fn go_cache(&self) -> String {
+        format!("{}/cache/go-build", self.base)
+    }
+    /// The layout whose stable tree ([`Layout::tree`]) is `tree`, when it is
+    /// one (`<base>/scratch/<key>/tree`).
+    pub fn of_tree(tree: &str) -> Option<Layout> {
+        let rest = tree.strip_suffix("/tree")?;
+        let (scratch, key) = rest.rsplit_once('/')?;
+        let base = scratch.strip_suffix("/scratch")?;
+        (!base.is_empty() && !key.is_empty()).then(|| Layout {
+            base: base.to_string(),
+            key: key.to_string(),
+        })
+    }
+}

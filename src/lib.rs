@@ -23,6 +23,7 @@ pub mod home;
 pub mod measure;
 pub mod platform;
 pub mod provision;
+pub mod quote;
 pub mod record;
 pub mod remote;
 pub mod report;

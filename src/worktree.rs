@@ -21,6 +21,12 @@ use crate::exec::{Cmd, Output};
 use crate::git::{GIT_TIMEOUT, GitError};
 use crate::transport::{Transport, TransportError};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a leftover process may take to die after SIGKILL (the bound
+/// of `src/remote/kill-leftovers.sh`, run by [`kill_leftovers`] on every
+/// machine).
+pub const LEFTOVER_BOUND: Duration = Duration::from_secs(10);
 
 /// `git -C dir args…` as a [`Cmd`]: no prompt, the plumbing budget
 /// ([`crate::git::git_cmd`]; [`crate::exec::run`] drops git's
@@ -73,7 +79,7 @@ const HEAL: &str = crate::remote::HEAL;
 const KILL_LEFTOVERS: &str = crate::remote::KILL_LEFTOVERS;
 
 /// Kill an earlier attempt's leftovers at the stable `path` on `t`, within
-/// [`crate::git::LEFTOVER_BOUND`]. The search of the machine's processes
+/// [`LEFTOVER_BOUND`]. The search of the machine's processes
 /// runs only when the path's [`attempt_marker`] is there (an earlier
 /// attempt did not end cleanly); the reap of dead owners' cgroups always.
 ///
@@ -85,7 +91,7 @@ pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> 
         "saphan-leftovers",
         &[path, marker.as_path()],
     )
-    .timeout(crate::git::LEFTOVER_BOUND + GIT_TIMEOUT);
+    .timeout(LEFTOVER_BOUND + GIT_TIMEOUT);
     let out = run_ok(t, cmd).await?;
     let pids: Vec<i32> = out
         .stdout_str()
@@ -406,7 +412,7 @@ impl Scratch {
         self.armed = false;
         cleanup(&self.transport, &self.repo, &self.path, &self.git_dir).await;
         if let Some(m) = self.marker.take()
-            && self.transport.containment().await == Some(crate::record::Containment::Cgroup)
+            && self.transport.containment().await == Some(crate::exec::Containment::Cgroup)
             && !crate::exec::uncontained_ran()
         {
             match &self.transport {

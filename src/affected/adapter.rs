@@ -209,13 +209,76 @@ fn head_of(root: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// The verb: read the manifest, write the scope, run the selection.
+/// What the adapter tells the operator on its stderr while it runs (the
+/// CLI writes each one as a line; the adapter itself prints none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// The selection is empty: nothing runs.
+    NothingSelected {
+        /// Packages left out (all of them).
+        omitted: usize,
+    },
+    /// The selection runs.
+    Running {
+        /// Packages selected.
+        selected: usize,
+        /// Packages in the module.
+        total: usize,
+        /// The selection was widened to the full module.
+        widened: bool,
+    },
+    /// `go test` ended unsuccessfully before any selected package
+    /// reported a result.
+    BuildFailed {
+        /// How `go test` ended (`exit status: 1`).
+        status: String,
+        /// go wrote something on stderr (forwarded just above).
+        go_spoke: bool,
+    },
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::NothingSelected { omitted } => write!(
+                f,
+                "{ADAPTER_NAME}: 0 of {omitted} packages selected — nothing to run"
+            ),
+            Note::Running {
+                selected,
+                total,
+                widened,
+            } => write!(
+                f,
+                "{ADAPTER_NAME}: running {selected} of {total} packages{}",
+                if *widened {
+                    " (widened to the full module)"
+                } else {
+                    ""
+                }
+            ),
+            Note::BuildFailed { status, go_spoke } => write!(
+                f,
+                "{ADAPTER_NAME}: build failed: `go test` ended ({status}) before any selected package reported a result{}",
+                if *go_spoke {
+                    " (go's own words are just above)"
+                } else {
+                    "; go printed nothing on stderr"
+                }
+            ),
+        }
+    }
+}
+
+/// The verb: read the manifest, write the scope, run the selection; each
+/// [`Note`] goes to `note` as it happens (go's own stdout and stderr are
+/// forwarded as they come: they are the protocol's report stream).
 ///
 /// Errors (the engine sees them as a missing scope plus this line on the
 /// adapter's stderr): [`AffectedError::AdapterEnv`],
 /// [`AffectedError::Manifest`], [`AffectedError::NotAtHead`],
 /// [`AffectedError::GoList`], an [`crate::error::IoError`] writing the scope.
-pub fn go_affected() -> Result<Exit> {
+pub fn go_affected(note: &mut dyn FnMut(&Note)) -> Result<Exit> {
     let manifest_path = env_path(ENV_MANIFEST)?;
     let scope_out = env_path(ENV_SCOPE_OUT)?;
     let manifest = Manifest::read(&manifest_path).map_err(|issue| AffectedError::Manifest {
@@ -245,22 +308,16 @@ pub fn go_affected() -> Result<Exit> {
     let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
     crate::fsutil::atomic_write(&scope_out, &json)?;
     if scope.suite_argv.is_empty() {
-        eprintln!(
-            "{ADAPTER_NAME}: 0 of {} packages selected — nothing to run",
-            scope.omitted_packages.len()
-        );
+        note(&Note::NothingSelected {
+            omitted: scope.omitted_packages.len(),
+        });
         return Ok(Exit::Ok);
     }
-    eprintln!(
-        "{ADAPTER_NAME}: running {} of {} packages{}",
-        scope.selected_packages.len(),
-        scope.selected_packages.len() + scope.omitted_packages.len(),
-        if scope.widened {
-            " (widened to the full module)"
-        } else {
-            ""
-        }
-    );
+    note(&Note::Running {
+        selected: scope.selected_packages.len(),
+        total: scope.selected_packages.len() + scope.omitted_packages.len(),
+        widened: scope.widened,
+    });
     let mut child = Command::new(&scope.suite_argv[0])
         .args(&scope.suite_argv[1..])
         .current_dir(&root)
@@ -297,14 +354,10 @@ pub fn go_affected() -> Result<Exit> {
     })?;
     let go_tail = err_thread.and_then(|t| t.join().ok()).unwrap_or_default();
     if !status.success() && timed.is_empty() {
-        eprintln!(
-            "{ADAPTER_NAME}: build failed: `go test` ended ({status}) before any selected package reported a result{}",
-            if go_tail.is_empty() {
-                "; go printed nothing on stderr".to_string()
-            } else {
-                " (go's own words are just above)".to_string()
-            }
-        );
+        note(&Note::BuildFailed {
+            status: status.to_string(),
+            go_spoke: !go_tail.is_empty(),
+        });
     }
     if !timed.is_empty() {
         let mut scope = scope;

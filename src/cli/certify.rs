@@ -428,6 +428,9 @@ fn dispatched(
     m: &crate::dispatch::Multi,
     selection: Option<&crate::dispatch::admit::Selection>,
 ) -> Exit {
+    for r in &m.remain {
+        eprintln!("saphan: warning: {}", visible(&r.to_string()));
+    }
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),

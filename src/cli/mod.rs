@@ -278,6 +278,11 @@ pub fn main() -> ExitCode {
         .init();
     // What a ledger read tells the operator besides its rows.
     crate::fleet::ledger::on_note(|n| eprintln!("saphan: warning: {n}"));
+    crate::cancel::on_force(|_| {
+        eprintln!(
+            "saphan: interrupted: a second signal — killing every suite process group and exiting now"
+        )
+    });
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),

@@ -175,7 +175,11 @@ pub async fn verify_stream(
     let mut steps = Vec::with_capacity(4);
     let mut test_run = None;
     let mut err = None;
-    for (name, suite) in [("build", &build), ("vet", &vet), ("test", &test_suite)] {
+    for (name, suite, is_test) in [
+        ("build", &build, false),
+        ("vet", &vet, false),
+        ("test", &test_suite, true),
+    ] {
         if interrupt.is_cancelled() {
             break;
         }
@@ -189,7 +193,7 @@ pub async fn verify_stream(
         let run = measure::run_suite(
             &scratch,
             measure::Plan::new(suite, &budget, &provisions)
-                .log_dir((name == "test").then_some(log_dir.as_path()))
+                .log_dir(is_test.then_some(log_dir.as_path()))
                 .catalog(Some(catalog)),
             interrupt,
         )
@@ -229,15 +233,15 @@ pub async fn verify_stream(
             exit_code: run.termination.and_then(|t| t.code()),
             seconds: round(run.elapsed),
             files: Vec::new(),
-            count: if name == "test" { m.count } else { None },
-            failing: if name == "test" {
+            count: if is_test { m.count } else { None },
+            failing: if is_test {
                 m.named_tests.clone().unwrap_or_default()
             } else {
                 Vec::new()
             },
             detail,
         });
-        if name == "test" {
+        if is_test {
             test_run = Some(run);
         }
     }

@@ -12,9 +12,9 @@ use crate::error::Refusal;
 use crate::report::ReportKind;
 use std::path::PathBuf;
 
-/// The one stack table lives in [`crate::suite::stack`] (certify's
+/// The one stack table lives in [`super::stack`] (certify's
 /// no-declaration refusal reads it too); `init` proposes from it.
-pub use crate::suite::stack::{MARKERS, Proposal, detect};
+pub use super::stack::{MARKERS, Proposal, detect};
 
 /// The proposal for one marker file name (`"Package.swift"`); `None` for a
 /// name that is not a marker.

@@ -20,6 +20,7 @@ pub mod edit;
 pub mod init;
 pub mod schema;
 pub mod show;
+pub mod stack;
 pub mod validate;
 
 pub use validate::{Declared, DeclaredProvision};

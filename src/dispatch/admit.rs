@@ -17,6 +17,7 @@
 
 use super::DispatchError;
 use crate::catalog::Catalog;
+use crate::docker::container::{ContainersRemain, LABEL_ATTEMPT, LABEL_MACHINE};
 use crate::error::{Error, Exit, Refusal, Result};
 use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome, Requirements, ToolState};
 use crate::fleet::machines::{MachineRow, Machines};
@@ -747,7 +748,7 @@ impl Selection {
 pub async fn select(
     home: &Home,
     catalog: &Catalog,
-    settings: &crate::commands::certify::Settings,
+    settings: &crate::measure::pipeline::Settings,
 ) -> Result<Selection> {
     let setup = crate::measure::Setup::open(home, &settings.repo).await?;
     let sha = setup
@@ -756,7 +757,7 @@ pub async fn select(
         .await?;
     let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
-    let (chosen, left_out) = if settings.class == crate::commands::certify::Class::Container {
+    let (chosen, left_out) = if settings.class == crate::measure::pipeline::Class::Container {
         let pin = match settings.image.as_deref() {
             None => return Err(crate::docker::container::ContainerError::ImageMissing.into()),
             Some(i) => crate::docker::container::parse_image(i)?,
@@ -764,8 +765,7 @@ pub async fn select(
         if suite.source == SuiteSource::DefaultGo {
             suite.argv[0] = "go".into();
         }
-        let (each, selection) =
-            crate::docker::container::admit_each(home, catalog, &ids, &suite, &pin).await?;
+        let (each, selection) = admit_each_container(home, catalog, &ids, &suite, &pin).await?;
         let (ok, left) = settle(each, selection)?;
         (ok.into_iter().map(|(a, _)| a.row.id).collect(), left)
     } else {
@@ -858,6 +858,235 @@ pub fn refuse_selection(ids: &[String], verb: &'static str) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+// The container class: the same admission per machine, then its engine
+// is asked for the pinned image.
+
+/// Fleet machines admitted for a container-class run.
+#[derive(Debug, Clone)]
+pub struct ContainerAdmitted {
+    /// Dispatch's admissions: the suite's argv (its program comes from the
+    /// image, so no toolchain row is asked for), capability `docker-oci`.
+    pub admitted: Vec<Admitted>,
+    /// The engine socket (the catalog's docker-oci `socket`).
+    pub socket: String,
+    /// The suite image, as the first machine's engine resolved it (every
+    /// machine's engine must carry the same image ID).
+    pub image: crate::docker::container::SuiteImage,
+}
+
+/// Admit each machine of `ids` (or of `[@admitted]`) for a container-class
+/// run of `suite`: its row, the docker-oci gate ([`crate::docker::gate::check`]),
+/// then its engine is asked — over its own transport — for the pinned image.
+/// Nothing is run. The bool says the list was `@admitted`. Every machine's
+/// engine must resolve the pin to the image ID the first admitted machine's
+/// did; one that resolves it to another is refused as
+/// `container-engine-unreachable`.
+///
+/// Errors: only what concerns no single machine (machines.toml or the
+/// ledger unreadable, no docker-oci catalog row, `machine-list-invalid`); a
+/// machine's own refusal (`machine-unknown`,
+/// `container-docker-capability-absent`, `container-image-absent` — the
+/// route is `docker save … | ssh -F … ID docker load` —,
+/// `container-engine-unreachable`, also when the machine cannot be reached)
+/// is its entry.
+pub async fn admit_each_container(
+    home: &Home,
+    catalog: &Catalog,
+    ids: &[String],
+    suite: &ResolvedSuite,
+    pin: &crate::docker::Pin,
+) -> Result<(Each<(Admitted, crate::docker::container::SuiteImage)>, bool)> {
+    let machines = crate::fleet::machines::Machines::load(home)?;
+    let (ids, selection) = expand(home, &machines, ids)?;
+    let ledger = crate::fleet::ledger::Ledger::open(home)?;
+    let window = crate::fleet::freshness_window(home)?;
+    let socket = crate::docker::socket_of(catalog.get(crate::docker::DOCKER_OCI)?);
+    let now = time::OffsetDateTime::now_utc();
+    let mut each = Vec::new();
+    let mut first: Option<String> = None;
+    for id in ids {
+        let row = match machines.get(home, &id) {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                let r = Refused::of(&id, &e.into());
+                each.push((id, Err(r)));
+                continue;
+            }
+        };
+        if let Err(e) = crate::docker::gate::check(home, catalog, &ledger, window, &row, now) {
+            if !matches!(
+                e.downcast_ref::<crate::docker::DockerError>(),
+                Some(crate::docker::DockerError::ContainerCapabilityAbsent { .. })
+            ) {
+                return Err(e);
+            }
+            each.push((id.clone(), Err(Refused::of(&id, &e))));
+            continue;
+        }
+        let r = admit_one_container(home, &ledger, &row, &socket, suite, pin).await;
+        let r = match r {
+            Ok((a, img)) => match &first {
+                Some(f) if *f != img.image_id => Err(
+                    crate::docker::container::ContainerError::EngineUnreachable {
+                        machine: row.id.clone(),
+                        socket: socket.clone(),
+                        why: format!(
+                            "its engine resolves the pin to {}, another machine's to {f}",
+                            img.image_id
+                        ),
+                    }
+                    .into(),
+                ),
+                _ => {
+                    first.get_or_insert(img.image_id.clone());
+                    Ok((a, img))
+                }
+            },
+            Err(e) => Err(e),
+        };
+        each.push((id.clone(), r.map_err(|e| Refused::of(&id, &e))));
+    }
+    Ok((each, selection))
+}
+
+/// One gated machine's engine, asked for the pinned image.
+async fn admit_one_container(
+    home: &Home,
+    ledger: &crate::fleet::ledger::Ledger,
+    row: &crate::fleet::machines::MachineRow,
+    socket: &str,
+    suite: &ResolvedSuite,
+    pin: &crate::docker::Pin,
+) -> Result<(Admitted, crate::docker::container::SuiteImage)> {
+    let cap = ledger.latest_capability(&row.id, crate::docker::DOCKER_OCI);
+    let facts = ledger.latest_facts(&row.id);
+    let declared = cap
+        .as_ref()
+        .map(|c| c.inputs.declared_path.clone())
+        .unwrap_or_else(|| "docker".into());
+    // The ship, the lock and the tree run on the machine's host whatever the
+    // class: a fresh facts row that says a tool they need does not run
+    // there refuses the machine here too (`machine-requirements-absent`).
+    let window = crate::fleet::freshness_window(home)?;
+    if let Some(f) = facts
+        .as_ref()
+        .filter(|f| crate::fleet::ledger::facts_fresh(f, time::OffsetDateTime::now_utc(), window))
+    {
+        requirements(home, None, row, f)?;
+    }
+    let t = crate::fleet::machines::connect(home, row, crate::transport::CONNECT_TIMEOUT)
+        .await
+        .map_err(
+            |e| crate::docker::container::ContainerError::EngineUnreachable {
+                machine: row.id.clone(),
+                socket: socket.to_string(),
+                why: e.to_string(),
+            },
+        )?;
+    let ssh = match row.transport {
+        crate::fleet::machines::TransportKind::Local => None,
+        crate::fleet::machines::TransportKind::Ssh => Some(format!(
+            "ssh -F {} {}",
+            crate::fleet::remedy::ssh_config_display(home),
+            row.host
+        )),
+    };
+    let load = crate::docker::container::load_route(pin, ssh.as_deref());
+    let found = crate::docker::container::resolve_image(&t, &row.id, socket, pin, load).await;
+    if let crate::transport::Transport::Ssh(s) = &t {
+        s.disconnect().await;
+    }
+    let found = found?;
+    Ok((
+        Admitted {
+            row: row.clone(),
+            argv: suite.argv.clone(),
+            capability: Some(crate::docker::DOCKER_OCI.into()),
+            program_path: Some(declared),
+            program_version: cap.and_then(|c| c.version_output),
+            os: facts.as_ref().map(|f| f.os.clone()).unwrap_or_default(),
+            arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
+        },
+        found,
+    ))
+}
+
+/// Admit `ids` for a container-class run of `suite` ([`admit_each_container`]): all
+/// of them, or one refusal naming every machine that is not admitted, each
+/// with its own reason and remedy ([`NotAdmitted`]:
+/// `container-docker-capability-absent` when that is every machine's
+/// refusal, `machines-not-admitted` for a mix). For `[@admitted]`, the
+/// admitted machines of machines.toml (refused only when none is).
+///
+/// Errors: those of [`admit_each_container`], then the combined refusal.
+pub async fn admit_all_container(
+    home: &Home,
+    catalog: &Catalog,
+    ids: &[String],
+    suite: &ResolvedSuite,
+    pin: crate::docker::Pin,
+) -> Result<ContainerAdmitted> {
+    let socket = crate::docker::socket_of(catalog.get(crate::docker::DOCKER_OCI)?);
+    let (each, selection) = admit_each_container(home, catalog, ids, suite, &pin).await?;
+    let (ok, _) = settle(each, selection)?;
+    let mut image = None;
+    let mut admitted = Vec::new();
+    for (a, img) in ok {
+        image.get_or_insert(img);
+        admitted.push(a);
+    }
+    let image =
+        image.ok_or_else(
+            || crate::docker::container::ContainerError::EngineUnreachable {
+                machine: "-".into(),
+                socket: socket.clone(),
+                why: "no machine was named".into(),
+            },
+        )?;
+    Ok(ContainerAdmitted {
+        admitted,
+        socket,
+        image,
+    })
+}
+
+impl ContainerAdmitted {
+    /// Remove every container of `attempt` that ran for each admitted
+    /// machine, on that machine's engine — only its own
+    /// ([`LABEL_ATTEMPT`]`=<attempt>` and [`LABEL_MACHINE`]`=<id>`: machines
+    /// sharing an engine never remove each other's containers), bounded per
+    /// machine. Gives back what could not be removed, each with the command
+    /// that removes it (the caller shows them; this prints nothing).
+    pub async fn sweep(&self, home: &Home, attempt: &str) -> Vec<ContainersRemain> {
+        let mut remain = Vec::new();
+        for m in &self.admitted {
+            let labels = [(LABEL_ATTEMPT, attempt), (LABEL_MACHINE, m.row.id.as_str())];
+            let r = async {
+                let t = crate::fleet::machines::connect(
+                    home,
+                    &m.row,
+                    crate::transport::CONNECT_TIMEOUT,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                let r = crate::docker::container::remove_labelled(&t, &self.socket, &labels).await;
+                if let crate::transport::Transport::Ssh(s) = &t {
+                    s.disconnect().await;
+                }
+                r
+            };
+            if let Err(why) = r.await {
+                remain.push(ContainersRemain {
+                    attempt: attempt.to_string(),
+                    machine: m.row.id.clone(),
+                    why,
+                });
+            }
+        }
+        remain
+    }
 }
 
 #[cfg(test)]

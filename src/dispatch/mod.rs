@@ -48,11 +48,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-/// Budget for one control command on a machine (mirror listing, fetch,
-/// staging, cleanup).
-pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
-/// Connect budget per machine.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+pub use crate::transport::{CONNECT_TIMEOUT, CONTROL_TIMEOUT};
 /// Grace between TERM and KILL of the suite's group on the machine.
 pub const GRACE: Duration = Duration::from_secs(2);
 /// How long an attempt may wait for the repository's lock on the machine.

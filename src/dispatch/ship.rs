@@ -56,47 +56,7 @@ pub fn temp_prefix(kind: &str) -> String {
     format!("saphan-{kind}-{}-", std::process::id())
 }
 
-/// Paths on the machine for one repository.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    /// `<workhome>/saphan`.
-    pub base: String,
-    /// The repository key (16 hex of the sha256 of the local common dir).
-    pub key: String,
-}
-
-impl Layout {
-    /// The bare mirror.
-    pub fn mirror(&self) -> String {
-        format!("{}/mirrors/{}.git", self.base, self.key)
-    }
-    /// The stable scratch worktree.
-    pub fn tree(&self) -> String {
-        format!("{}/scratch/{}/tree", self.base, self.key)
-    }
-    /// One attempt's run directory.
-    pub fn run(&self, id: &str) -> String {
-        format!("{}/runs/{}", self.base, id)
-    }
-    /// The machine's Go build cache for container-class suites
-    /// (`<base>/cache/go-build`), kept between runs as this machine's
-    /// `$SAPHAN_HOME/cache/go-build` is: content-addressed, it speeds
-    /// builds and never changes a verdict.
-    pub fn go_cache(&self) -> String {
-        format!("{}/cache/go-build", self.base)
-    }
-    /// The layout whose stable tree ([`Layout::tree`]) is `tree`, when it is
-    /// one (`<base>/scratch/<key>/tree`).
-    pub fn of_tree(tree: &str) -> Option<Layout> {
-        let rest = tree.strip_suffix("/tree")?;
-        let (scratch, key) = rest.rsplit_once('/')?;
-        let base = scratch.strip_suffix("/scratch")?;
-        (!base.is_empty() && !key.is_empty()).then(|| Layout {
-            base: base.to_string(),
-            key: key.to_string(),
-        })
-    }
-}
+pub use crate::home::Layout;
 
 /// Run `argv` on the machine and return its whole stdout (read from a file,
 /// never a bounded tail: the mirror's listing grows with every shipped
@@ -104,7 +64,7 @@ impl Layout {
 async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, DispatchFault> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
     let (out, bytes) =
-        crate::remote::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
+        crate::transport::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
             .await
             .map_err(DispatchFault::transport)?;
     if !out.status.success() {

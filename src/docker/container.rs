@@ -12,17 +12,14 @@
 //!
 //! The operator's guide is `docs/dispatch.md`, "Container class".
 
-use super::engine::{CLEANUP_BUDGET, connect};
+use super::engine::{CLEANUP_BUDGET, connect, read_logs, wait_status};
 use super::{DockerError, Pin};
 use crate::exec::{STDERR_TAIL, Termination};
 use crate::measure::Interrupt;
 use crate::transport::Transport;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{
-    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
-};
-use futures_util::StreamExt;
+use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -446,91 +443,6 @@ pub struct Outcome {
     pub ended: Ended,
     /// Start to exit (or to the kill).
     pub elapsed: Duration,
-}
-
-/// The exit status the engine's wait reports for `cid`.
-///
-/// A wait stream that ends without any status is an error (never 0): the
-/// container's end was not observed.
-pub(crate) async fn wait_status(docker: &Docker, cid: &str) -> Result<i64, String> {
-    let mut code = None;
-    let mut waits = docker.wait_container(cid, None::<WaitContainerOptions>);
-    while let Some(w) = waits.next().await {
-        match w {
-            Ok(r) => code = Some(r.status_code),
-            Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = Some(c),
-            Err(e) => return Err(format!("the engine's wait for the container failed: {e}")),
-        }
-    }
-    code.ok_or_else(|| {
-        "the engine's wait for the container ended without an exit status".to_string()
-    })
-}
-
-/// Demultiplexed logs: stdout (TTY console frames count as stdout, their
-/// CRLF line ends made LF) and stderr, each stream joined across frames.
-#[derive(Debug, Default)]
-pub(crate) struct Logs {
-    /// Everything the container wrote to stdout.
-    pub stdout: Vec<u8>,
-    /// The last `stderr_cap` bytes of its stderr.
-    pub stderr: Vec<u8>,
-    console_cr: bool,
-}
-
-impl Logs {
-    fn console(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            if self.console_cr {
-                self.console_cr = false;
-                if b != b'\n' {
-                    self.stdout.push(b'\r');
-                }
-            }
-            if b == b'\r' {
-                self.console_cr = true;
-            } else {
-                self.stdout.push(b);
-            }
-        }
-    }
-    fn finish(&mut self) {
-        if std::mem::take(&mut self.console_cr) {
-            self.stdout.push(b'\r');
-        }
-    }
-}
-
-/// Read the finished container's whole log, demultiplexed.
-pub(crate) async fn read_logs(
-    docker: &Docker,
-    cid: &str,
-    stderr_cap: usize,
-) -> Result<Logs, String> {
-    let opts = LogsOptions {
-        stdout: true,
-        stderr: true,
-        ..Default::default()
-    };
-    let mut out = Logs::default();
-    let mut logs = docker.logs(cid, Some(opts));
-    while let Some(frame) = logs.next().await {
-        match frame {
-            Ok(bollard::container::LogOutput::StdOut { message }) => {
-                out.stdout.extend_from_slice(&message)
-            }
-            Ok(bollard::container::LogOutput::Console { message }) => out.console(&message),
-            Ok(bollard::container::LogOutput::StdErr { message }) => {
-                out.stderr.extend_from_slice(&message);
-                let over = out.stderr.len().saturating_sub(stderr_cap);
-                out.stderr.drain(..over);
-            }
-            Ok(bollard::container::LogOutput::StdIn { .. }) => {}
-            Err(e) => return Err(format!("reading the container's output failed: {e}")),
-        }
-    }
-    out.finish();
-    Ok(out)
 }
 
 /// Remove container `name_or_id` (forced: it is killed first if running),
@@ -1012,7 +924,7 @@ impl LocalExecutor {
             // machine's workhome, as this machine's keeps one under
             // SAPHAN_HOME (the local target names its own).
             let cache = if target.caches.is_empty() {
-                crate::dispatch::ship::Layout::of_tree(&tree).map(|l| l.go_cache())
+                crate::home::Layout::of_tree(&tree).map(|l| l.go_cache())
             } else {
                 None
             };
@@ -1149,7 +1061,7 @@ async fn git_dirs(transport: &Transport, tree: &str) -> Vec<String> {
     .map(String::from)
     .into();
     let Ok(o) = transport
-        .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
+        .exec(&argv, crate::transport::CONTROL_TIMEOUT)
         .await
     else {
         return Vec::new();
@@ -1188,7 +1100,7 @@ async fn remote_user(
     let args: Vec<&str> = mkdir.into_iter().collect();
     let argv = crate::remote::sh_argv(crate::remote::USER_IDS, "saphan-user-ids", &args);
     let o = transport
-        .exec(&argv, crate::dispatch::CONTROL_TIMEOUT)
+        .exec(&argv, crate::transport::CONTROL_TIMEOUT)
         .await?;
     let u = o.stdout_str().trim().to_string();
     if !o.status.success() || u.split(':').any(|x| x.parse::<u32>().is_err()) {
@@ -1202,225 +1114,26 @@ async fn remote_user(
     Ok(u)
 }
 
-/// Fleet machines admitted for a container-class run.
+/// Containers of one attempt that may remain on a machine's engine after
+/// its sweep (the sweep could not remove them): what the operator reads,
+/// rendered by the CLI as `saphan: warning: <Display>`.
 #[derive(Debug, Clone)]
-pub struct Admitted {
-    /// Dispatch's admissions: the suite's argv (its program comes from the
-    /// image, so no toolchain row is asked for), capability `docker-oci`.
-    pub admitted: Vec<crate::dispatch::Admitted>,
-    /// The engine socket (the catalog's docker-oci `socket`).
-    pub socket: String,
-    /// The suite image, as the first machine's engine resolved it (every
-    /// machine's engine must carry the same image ID).
-    pub image: SuiteImage,
+pub struct ContainersRemain {
+    /// The attempt id (the [`LABEL_ATTEMPT`] label's value).
+    pub attempt: String,
+    /// The machine id (the [`LABEL_MACHINE`] label's value).
+    pub machine: String,
+    /// Why they may remain (the connection or the engine's words).
+    pub why: String,
 }
 
-/// Admit each machine of `ids` (or of `[@admitted]`) for a container-class
-/// run of `suite`: its row, the docker-oci gate ([`super::gate::check`]),
-/// then its engine is asked — over its own transport — for the pinned image.
-/// Nothing is run. The bool says the list was `@admitted`. Every machine's
-/// engine must resolve the pin to the image ID the first admitted machine's
-/// did; one that resolves it to another is refused as
-/// `container-engine-unreachable`.
-///
-/// Errors: only what concerns no single machine (machines.toml or the
-/// ledger unreadable, no docker-oci catalog row, `machine-list-invalid`); a
-/// machine's own refusal (`machine-unknown`,
-/// `container-docker-capability-absent`, `container-image-absent` — the
-/// route is `docker save … | ssh -F … ID docker load` —,
-/// `container-engine-unreachable`, also when the machine cannot be reached)
-/// is its entry.
-pub async fn admit_each(
-    home: &crate::home::Home,
-    catalog: &crate::catalog::Catalog,
-    ids: &[String],
-    suite: &crate::suite::ResolvedSuite,
-    pin: &Pin,
-) -> crate::error::Result<(
-    crate::dispatch::admit::Each<(crate::dispatch::Admitted, SuiteImage)>,
-    bool,
-)> {
-    use crate::dispatch::admit::Refused;
-    let machines = crate::fleet::machines::Machines::load(home)?;
-    let (ids, selection) = crate::dispatch::admit::expand(home, &machines, ids)?;
-    let ledger = crate::fleet::ledger::Ledger::open(home)?;
-    let window = crate::fleet::freshness_window(home)?;
-    let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
-    let now = time::OffsetDateTime::now_utc();
-    let mut each = Vec::new();
-    let mut first: Option<String> = None;
-    for id in ids {
-        let row = match machines.get(home, &id) {
-            Ok(r) => r.clone(),
-            Err(e) => {
-                let r = Refused::of(&id, &e.into());
-                each.push((id, Err(r)));
-                continue;
-            }
-        };
-        if let Err(e) = super::gate::check(home, catalog, &ledger, window, &row, now) {
-            if !matches!(
-                e.downcast_ref::<super::DockerError>(),
-                Some(super::DockerError::ContainerCapabilityAbsent { .. })
-            ) {
-                return Err(e);
-            }
-            each.push((id.clone(), Err(Refused::of(&id, &e))));
-            continue;
-        }
-        let r = admit_one(home, &ledger, &row, &socket, suite, pin).await;
-        let r = match r {
-            Ok((a, img)) => match &first {
-                Some(f) if *f != img.image_id => Err(ContainerError::EngineUnreachable {
-                    machine: row.id.clone(),
-                    socket: socket.clone(),
-                    why: format!(
-                        "its engine resolves the pin to {}, another machine's to {f}",
-                        img.image_id
-                    ),
-                }
-                .into()),
-                _ => {
-                    first.get_or_insert(img.image_id.clone());
-                    Ok((a, img))
-                }
-            },
-            Err(e) => Err(e),
-        };
-        each.push((id.clone(), r.map_err(|e| Refused::of(&id, &e))));
-    }
-    Ok((each, selection))
-}
-
-/// One gated machine's engine, asked for the pinned image.
-async fn admit_one(
-    home: &crate::home::Home,
-    ledger: &crate::fleet::ledger::Ledger,
-    row: &crate::fleet::machines::MachineRow,
-    socket: &str,
-    suite: &crate::suite::ResolvedSuite,
-    pin: &Pin,
-) -> crate::error::Result<(crate::dispatch::Admitted, SuiteImage)> {
-    let cap = ledger.latest_capability(&row.id, super::DOCKER_OCI);
-    let facts = ledger.latest_facts(&row.id);
-    let declared = cap
-        .as_ref()
-        .map(|c| c.inputs.declared_path.clone())
-        .unwrap_or_else(|| "docker".into());
-    // The ship, the lock and the tree run on the machine's host whatever the
-    // class: a fresh facts row that says a tool they need does not run
-    // there refuses the machine here too (`machine-requirements-absent`).
-    let window = crate::fleet::freshness_window(home)?;
-    if let Some(f) = facts
-        .as_ref()
-        .filter(|f| crate::fleet::ledger::facts_fresh(f, time::OffsetDateTime::now_utc(), window))
-    {
-        crate::dispatch::admit::requirements(home, None, row, f)?;
-    }
-    let t = crate::fleet::machines::connect(home, row, crate::dispatch::CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| ContainerError::EngineUnreachable {
-            machine: row.id.clone(),
-            socket: socket.to_string(),
-            why: e.to_string(),
-        })?;
-    let ssh = match row.transport {
-        crate::fleet::machines::TransportKind::Local => None,
-        crate::fleet::machines::TransportKind::Ssh => Some(format!(
-            "ssh -F {} {}",
-            crate::fleet::remedy::ssh_config_display(home),
-            row.host
-        )),
-    };
-    let load = load_route(pin, ssh.as_deref());
-    let found = resolve_image(&t, &row.id, socket, pin, load).await;
-    if let Transport::Ssh(s) = &t {
-        s.disconnect().await;
-    }
-    let found = found?;
-    Ok((
-        crate::dispatch::Admitted {
-            row: row.clone(),
-            argv: suite.argv.clone(),
-            capability: Some(super::DOCKER_OCI.into()),
-            program_path: Some(declared),
-            program_version: cap.and_then(|c| c.version_output),
-            os: facts.as_ref().map(|f| f.os.clone()).unwrap_or_default(),
-            arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
-        },
-        found,
-    ))
-}
-
-/// Admit `ids` for a container-class run of `suite` ([`admit_each`]): all
-/// of them, or one refusal naming every machine that is not admitted, each
-/// with its own reason and remedy (`crate::dispatch::admit::NotAdmitted`:
-/// `container-docker-capability-absent` when that is every machine's
-/// refusal, `machines-not-admitted` for a mix). For `[@admitted]`, the
-/// admitted machines of machines.toml (refused only when none is).
-///
-/// Errors: those of [`admit_each`], then the combined refusal.
-pub async fn admit_all(
-    home: &crate::home::Home,
-    catalog: &crate::catalog::Catalog,
-    ids: &[String],
-    suite: &crate::suite::ResolvedSuite,
-    pin: Pin,
-) -> crate::error::Result<Admitted> {
-    let socket = super::socket_of(catalog.get(super::DOCKER_OCI)?);
-    let (each, selection) = admit_each(home, catalog, ids, suite, &pin).await?;
-    let (ok, _) = crate::dispatch::admit::settle(each, selection)?;
-    let mut image = None;
-    let mut admitted = Vec::new();
-    for (a, img) in ok {
-        image.get_or_insert(img);
-        admitted.push(a);
-    }
-    let image = image.ok_or_else(|| ContainerError::EngineUnreachable {
-        machine: "-".into(),
-        socket: socket.clone(),
-        why: "no machine was named".into(),
-    })?;
-    Ok(Admitted {
-        admitted,
-        socket,
-        image,
-    })
-}
-
-impl Admitted {
-    /// Remove every container of `attempt` that ran for each admitted
-    /// machine, on that machine's engine — only its own
-    /// ([`LABEL_ATTEMPT`]`=<attempt>` and [`LABEL_MACHINE`]`=<id>`: machines
-    /// sharing an engine never remove each other's containers), bounded per
-    /// machine; what cannot be removed is logged with the command that
-    /// removes it.
-    pub async fn sweep(&self, home: &crate::home::Home, attempt: &str) {
-        for m in &self.admitted {
-            let labels = [(LABEL_ATTEMPT, attempt), (LABEL_MACHINE, m.row.id.as_str())];
-            let r = async {
-                let t =
-                    crate::fleet::machines::connect(home, &m.row, crate::dispatch::CONNECT_TIMEOUT)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                let r = remove_labelled(&t, &self.socket, &labels).await;
-                if let Transport::Ssh(s) = &t {
-                    s.disconnect().await;
-                }
-                r
-            };
-            if let Err(why) = r.await {
-                let filter = labels
-                    .iter()
-                    .map(|(k, v)| format!("--filter label={k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                eprintln!(
-                    "saphan: warning: containers labelled {LABEL_ATTEMPT}={attempt} {LABEL_MACHINE}={} may remain on {} ({why}); remove them there: docker rm -f $(docker ps -aq {filter})",
-                    m.row.id, m.row.id
-                );
-            }
-        }
+impl std::fmt::Display for ContainersRemain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (attempt, machine, why) = (&self.attempt, &self.machine, &self.why);
+        write!(
+            f,
+            "containers labelled {LABEL_ATTEMPT}={attempt} {LABEL_MACHINE}={machine} may remain on {machine} ({why}); remove them there: docker rm -f $(docker ps -aq --filter label={LABEL_ATTEMPT}={attempt} --filter label={LABEL_MACHINE}={machine})"
+        )
     }
 }
 
@@ -1464,16 +1177,6 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into();
         assert_eq!(excludes_files(&env), ["/m/worktrees/t/saphan-exclude"]);
-    }
-
-    #[test]
-    fn console_frames_lose_crlf_across_frames() {
-        let mut l = Logs::default();
-        l.console(b"a\r");
-        l.console(b"\nb\r\r\n");
-        l.console(b"c\r");
-        l.finish();
-        assert_eq!(l.stdout, b"a\nb\r\nc\r");
     }
 
     #[test]

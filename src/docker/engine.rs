@@ -16,8 +16,11 @@ use crate::fleet::finding::Finding;
 use crate::fleet::ledger::Outcome;
 use crate::transport::{AsyncReadWrite, Transport, TransportError};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+use bollard::query_parameters::{
+    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
+};
 use bollard::{BollardRequest, Docker};
+use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -511,10 +514,10 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str, budget: Duration
                 ),
                 e => format!("the engine refused to start the probe container: {e}"),
             })?;
-        let code = super::container::wait_status(docker, &cid)
+        let code = wait_status(docker, &cid)
             .await
             .map_err(|e| format!("the probe container's end was not observed: {e}"))?;
-        let out = super::container::read_logs(docker, &cid, 64 * 1024)
+        let out = read_logs(docker, &cid, 64 * 1024)
             .await?
             .stdout;
         Ok((code, String::from_utf8_lossy(&out).into_owned()))
@@ -524,6 +527,91 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str, budget: Duration
         container: Some(cid),
         result,
     }
+}
+
+/// The exit status the engine's wait reports for `cid`.
+///
+/// A wait stream that ends without any status is an error (never 0): the
+/// container's end was not observed.
+pub(crate) async fn wait_status(docker: &Docker, cid: &str) -> Result<i64, String> {
+    let mut code = None;
+    let mut waits = docker.wait_container(cid, None::<WaitContainerOptions>);
+    while let Some(w) = waits.next().await {
+        match w {
+            Ok(r) => code = Some(r.status_code),
+            Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = Some(c),
+            Err(e) => return Err(format!("the engine's wait for the container failed: {e}")),
+        }
+    }
+    code.ok_or_else(|| {
+        "the engine's wait for the container ended without an exit status".to_string()
+    })
+}
+
+/// Demultiplexed logs: stdout (TTY console frames count as stdout, their
+/// CRLF line ends made LF) and stderr, each stream joined across frames.
+#[derive(Debug, Default)]
+pub(crate) struct Logs {
+    /// Everything the container wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// The last `stderr_cap` bytes of its stderr.
+    pub stderr: Vec<u8>,
+    console_cr: bool,
+}
+
+impl Logs {
+    fn console(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.console_cr {
+                self.console_cr = false;
+                if b != b'\n' {
+                    self.stdout.push(b'\r');
+                }
+            }
+            if b == b'\r' {
+                self.console_cr = true;
+            } else {
+                self.stdout.push(b);
+            }
+        }
+    }
+    fn finish(&mut self) {
+        if std::mem::take(&mut self.console_cr) {
+            self.stdout.push(b'\r');
+        }
+    }
+}
+
+/// Read the finished container's whole log, demultiplexed.
+pub(crate) async fn read_logs(
+    docker: &Docker,
+    cid: &str,
+    stderr_cap: usize,
+) -> Result<Logs, String> {
+    let opts = LogsOptions {
+        stdout: true,
+        stderr: true,
+        ..Default::default()
+    };
+    let mut out = Logs::default();
+    let mut logs = docker.logs(cid, Some(opts));
+    while let Some(frame) = logs.next().await {
+        match frame {
+            Ok(bollard::container::LogOutput::StdOut { message }) => {
+                out.stdout.extend_from_slice(&message)
+            }
+            Ok(bollard::container::LogOutput::Console { message }) => out.console(&message),
+            Ok(bollard::container::LogOutput::StdErr { message }) => {
+                out.stderr.extend_from_slice(&message);
+                let over = out.stderr.len().saturating_sub(stderr_cap);
+                out.stderr.drain(..over);
+            }
+            Ok(bollard::container::LogOutput::StdIn { .. }) => {}
+            Err(e) => return Err(format!("reading the container's output failed: {e}")),
+        }
+    }
+    out.finish();
+    Ok(out)
 }
 
 async fn remove(
@@ -560,4 +648,19 @@ async fn remove(
         Err(_) => "timed out".to_string(),
     };
     tracing::warn!(container = cid, error = %err, "could not remove the probe container");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_frames_lose_crlf_across_frames() {
+        let mut l = Logs::default();
+        l.console(b"a\r");
+        l.console(b"\nb\r\r\n");
+        l.console(b"c\r");
+        l.finish();
+        assert_eq!(l.stdout, b"a\nb\r\nc\r");
+    }
 }

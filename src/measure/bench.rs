@@ -15,12 +15,13 @@
 //! and [`super::conclude`] appends before it moves the pointer.
 
 use crate::error::Result;
-use crate::git::{Repo, Scratch};
+use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::pipeline::Job;
 use crate::measure::progress::Event;
 use crate::measure::{Executor, Interrupt, Plan, SuiteRun};
 use crate::record;
+use crate::worktree::Scratch;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -81,7 +82,11 @@ impl LocalBench {
     ///
     /// Errors: git failures, `leftover-alive`.
     pub async fn checkout(&self, sha: &str) -> Result<Scratch> {
-        Ok(self.repo.scratch_worktree_at(&self.path, sha).await?)
+        let here = crate::transport::Transport::Local(Default::default());
+        Ok(
+            crate::worktree::add_at_with(&here, &self.repo.top, &self.path, sha, Some(&self.repo))
+                .await?,
+        )
     }
 }
 

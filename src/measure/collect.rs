@@ -95,7 +95,7 @@ pub async fn reports(
         prefix.push_str(c);
     }
     let shown_root = root.display().to_string();
-    let (listed, bytes) = crate::remote::whole_stdout(
+    let (listed, bytes) = crate::transport::whole_stdout(
         t,
         crate::remote::sh(
             crate::remote::REPORT_LIST,
@@ -164,7 +164,7 @@ pub async fn reports(
         names.push(0);
     }
     let describe_cap = (REPORT_FILES_MAX as u64) * 8192;
-    let (classified, bytes) = crate::remote::whole_stdout(
+    let (classified, bytes) = crate::transport::whole_stdout(
         t,
         Cmd::new("xargs")
             .args([

@@ -175,6 +175,9 @@ pub struct Multi {
     pub disagreement: Option<String>,
     /// `certify --split`: the verdict over the shards' union.
     pub split: Option<Box<SplitOutcome>>,
+    /// Container class: containers the sweep after the run could not
+    /// remove (the CLI shows each as a warning).
+    pub remain: Vec<crate::docker::container::ContainersRemain>,
 }
 
 /// The verdict of a `certify --split` invocation over its shards.
@@ -246,7 +249,7 @@ enum Gate {
     /// Host class on fleet machines, admitted from the ledger.
     FleetHost(Vec<crate::dispatch::Admitted>),
     /// Container class on fleet machines.
-    FleetContainer(container::Admitted),
+    FleetContainer(crate::dispatch::admit::ContainerAdmitted),
 }
 
 /// Certify `settings.rev` of `settings.repo`: prepare (every refusal comes
@@ -382,8 +385,19 @@ pub async fn certify(
             );
             let out = machines(&job, &c.admitted, &executor, trunk.as_deref()).await;
             // Whatever happened, no container of this attempt stays on a machine.
-            c.sweep(home, &attempt).await;
-            out
+            let remain = c.sweep(home, &attempt).await;
+            match out {
+                Ok(Certified::Machines(mut m)) => {
+                    m.remain = remain;
+                    Ok(Certified::Machines(m))
+                }
+                other => {
+                    for r in &remain {
+                        tracing::warn!("{r}");
+                    }
+                    other
+                }
+            }
         }
     }
 }
@@ -418,7 +432,7 @@ async fn gate(
     };
     // Container-class runs need proof that each machine can run the
     // pinned probe image, before anything else happens there: for fleet
-    // machines `container::admit_all` asks every machine's docker-oci row
+    // machines `dispatch::admit::admit_all_container` asks every machine's docker-oci row
     // and names every refusal at once; here, this machine's row.
     if fleet.is_empty() {
         let now = time::OffsetDateTime::now_utc();
@@ -430,7 +444,7 @@ async fn gate(
     }
     if !fleet.is_empty() {
         return Ok(Gate::FleetContainer(
-            container::admit_all(home, catalog, fleet, suite, pin).await?,
+            crate::dispatch::admit::admit_all_container(home, catalog, fleet, suite, pin).await?,
         ));
     }
     // The suite image must be on the engine already: nothing is pulled,
@@ -542,6 +556,7 @@ async fn machines(
         attempts: record::attempts_path(job.repo),
         pointer,
         split: None,
+        remain: Vec::new(),
     }))
 }
 

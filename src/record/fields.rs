@@ -40,38 +40,9 @@ pub struct ContainerRun {
 }
 
 /// What kept an attempt's processes from outliving it (record field
-/// `containment`, host class: docs/dispatch.md, "Containment").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Containment {
-    /// Its own cgroup (cgroup v2, `saphan-<owner pid>-<nonce>` under the
-    /// hierarchy's root), killed whole with `cgroup.kill` when the suite
-    /// ends: everything it started ends — daemons included — and the
-    /// suite's process ids are the machine's own.
-    Cgroup,
-    /// Its process group only (no writable cgroup v2 hierarchy for this
-    /// user there): a process that leaves the group and drops the scratch
-    /// marker (`setsid`, `env -i`) can outlive the attempt.
-    ProcessGroup,
-}
-
-impl Containment {
-    /// The record's word (`cgroup`, `process-group`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Containment::Cgroup => "cgroup",
-            Containment::ProcessGroup => "process-group",
-        }
-    }
-    /// Read the record's word.
-    pub fn parse(s: &str) -> Option<Containment> {
-        match s {
-            "cgroup" => Some(Containment::Cgroup),
-            "process-group" => Some(Containment::ProcessGroup),
-            _ => None,
-        }
-    }
-}
+/// `containment`): defined beside the processes it contains, in
+/// [`crate::exec`].
+pub use crate::exec::Containment;
 
 /// The program a dispatched run used on the machine (record field
 /// `machine_program`).

@@ -13,8 +13,7 @@
 //! in Rust alone, with the machine only listing facts or moving bytes
 //! (CONTRIBUTING.md, "Rules that run on machines").
 
-use crate::exec::{Cmd, Output, Sink};
-use crate::transport::{Transport, TransportError};
+use crate::exec::Cmd;
 use std::ffi::OsStr;
 
 /// The supervisor of every command on an SSH machine
@@ -125,37 +124,6 @@ pub fn sh_argv(script: &str, name: &str, args: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
     v.extend(args.iter().map(|a| a.to_string()));
     v
-}
-
-/// Run `cmd` on `t` with its stdout streamed to a local temp file, and read
-/// that file whole: what a machine prints as *data* (a listing, a
-/// description) is never parsed from the bounded tail a captured stdout
-/// keeps ([`crate::exec::REMOTE_STDOUT_TAIL`]). The bytes are `None` when
-/// there are more than `cap` of them (the caller fails by name).
-///
-/// Errors: the transport's ([`TransportError`]); the local temp file's as
-/// [`TransportError::Copy`].
-pub async fn whole_stdout(
-    t: &Transport,
-    cmd: Cmd,
-    cap: u64,
-) -> Result<(Output, Option<Vec<u8>>), TransportError> {
-    let copy = |source| TransportError::Copy {
-        what: "the stdout of a command on the machine to a local temp file".into(),
-        source,
-    };
-    let file = tempfile::Builder::new()
-        .prefix("saphan-listing-")
-        .tempfile()
-        .map_err(copy)?
-        .into_temp_path();
-    let out = t.run(cmd.stdout(Sink::File(file.to_path_buf()))).await?;
-    let len = tokio::fs::metadata(&file).await.map_err(copy)?.len();
-    if len > cap {
-        return Ok((out, None));
-    }
-    let bytes = tokio::fs::read(&file).await.map_err(copy)?;
-    Ok((out, Some(bytes)))
 }
 
 #[cfg(test)]

@@ -692,6 +692,7 @@ async fn conclude_queue(
         pointer,
         disagreement,
         split: outcome,
+        remain: Vec::new(),
     }))
 }
 

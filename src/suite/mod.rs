@@ -2,7 +2,8 @@
 //! refusal (spec: "What happens with no [verify.full] block at all"); and the
 //! local toolchain preflight (spec: "Toolchain readiness ceremony").
 
-pub mod stack;
+/// The stack table (`config::stack`: `init` proposes from it too).
+pub use crate::config::stack;
 
 use crate::catalog::Catalog;
 use crate::config::{Config, Suite};

@@ -16,7 +16,9 @@
 #![allow(clippy::result_large_err)]
 
 pub mod known_hosts;
-pub mod quote;
+/// POSIX shell quoting (a bottom module: [`crate::fsutil`] quotes with
+/// it too).
+pub use crate::quote;
 pub mod ssh;
 pub mod ssh_config;
 pub mod watchdog;
@@ -28,6 +30,12 @@ use crate::error::{Exit, Refusal};
 use crate::exec::{self, Cmd, Output};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Budget for one control command on a machine (mirror listing, fetch,
+/// staging, cleanup, a container's git dirs or user).
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Connect budget per machine.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A bidirectional byte stream (a local Unix socket, or a forwarded remote
 /// one): what [`Transport::open_unix_socket`] returns.
@@ -380,7 +388,7 @@ impl Transport {
     /// keep their processes from outliving them: locally
     /// [`exec::local_containment`]; on an SSH machine what its supervisor
     /// reported for the last such command (`None` before one ran).
-    pub async fn containment(&self) -> Option<crate::record::Containment> {
+    pub async fn containment(&self) -> Option<crate::exec::Containment> {
         match self {
             Transport::Local(_) => Some(exec::local_containment()),
             Transport::Ssh(s) => s.containment(),
@@ -442,4 +450,37 @@ async fn local_copy(from: &Path, to: &Path) -> Result<(), TransportError> {
             what: format!("{} to {}", from.display(), to.display()),
             source,
         })
+}
+
+/// Run `cmd` on `t` with its stdout streamed to a local temp file, and read
+/// that file whole: what a machine prints as *data* (a listing, a
+/// description) is never parsed from the bounded tail a captured stdout
+/// keeps ([`crate::exec::REMOTE_STDOUT_TAIL`]). The bytes are `None` when
+/// there are more than `cap` of them (the caller fails by name).
+///
+/// Errors: the transport's ([`TransportError`]); the local temp file's as
+/// [`TransportError::Copy`].
+pub async fn whole_stdout(
+    t: &Transport,
+    cmd: Cmd,
+    cap: u64,
+) -> Result<(Output, Option<Vec<u8>>), TransportError> {
+    let copy = |source| TransportError::Copy {
+        what: "the stdout of a command on the machine to a local temp file".into(),
+        source,
+    };
+    let file = tempfile::Builder::new()
+        .prefix("saphan-listing-")
+        .tempfile()
+        .map_err(copy)?
+        .into_temp_path();
+    let out = t
+        .run(cmd.stdout(crate::exec::Sink::File(file.to_path_buf())))
+        .await?;
+    let len = tokio::fs::metadata(&file).await.map_err(copy)?.len();
+    if len > cap {
+        return Ok((out, None));
+    }
+    let bytes = tokio::fs::read(&file).await.map_err(copy)?;
+    Ok((out, Some(bytes)))
 }

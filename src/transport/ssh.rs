@@ -73,12 +73,12 @@ pub struct Ssh {
 impl Ssh {
     /// What the supervisor reported for the last command that carried the
     /// scratch marker (`None` before one ran).
-    pub fn containment(&self) -> Option<crate::record::Containment> {
+    pub fn containment(&self) -> Option<crate::exec::Containment> {
         self.inner.containment.lock().ok().and_then(|g| *g)
     }
 
     /// Note what the supervisor reported (watchdog).
-    pub(super) fn set_containment(&self, c: crate::record::Containment) {
+    pub(super) fn set_containment(&self, c: crate::exec::Containment) {
         if let Ok(mut g) = self.inner.containment.lock() {
             *g = Some(c);
         }
@@ -92,7 +92,7 @@ struct Inner {
     sessions: Arc<Semaphore>,
     /// What the supervisor reported for the last command that carried the
     /// scratch marker ([`super::watchdog`]).
-    containment: std::sync::Mutex<Option<crate::record::Containment>>,
+    containment: std::sync::Mutex<Option<crate::exec::Containment>>,
     /// The last connection closed and was discarded, and no new one has
     /// opened since ([`Ssh::connection_gone`]).
     lost: std::sync::atomic::AtomicBool,

@@ -79,7 +79,7 @@ pub(super) struct GroupScan {
     contain: Vec<u8>,
     /// The `NONCE contain …` line's word, when seen (it comes before the
     /// group line).
-    containment: Option<crate::record::Containment>,
+    containment: Option<crate::exec::Containment>,
 }
 
 impl GroupScan {
@@ -107,7 +107,7 @@ impl GroupScan {
             if let Some(end) = rest.iter().position(|b| *b == b'\n') {
                 self.containment = std::str::from_utf8(&rest[..end])
                     .ok()
-                    .and_then(crate::record::Containment::parse);
+                    .and_then(crate::exec::Containment::parse);
             }
         }
         if let Some(i) = find(&self.window, &self.needle) {

@@ -29,6 +29,7 @@ mod requirements;
 mod scratch;
 mod signals;
 mod snapshots;
+mod source_rules;
 mod split;
 mod ssh_config;
 mod streams;
