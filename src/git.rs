@@ -536,3 +536,53 @@ impl Repo {
         Ok(subs)
     }
 }
+
+#[cfg(test)]
+mod ref_file_tests {
+    /// Refs read from the files say what `git rev-parse --verify` says:
+    /// loose, packed, through a symref, HEAD on a branch and detached, and
+    /// a missing ref is `None`.
+    #[tokio::test]
+    async fn refs_read_from_files_agree_with_git() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path();
+        let g = |args: &[&str]| {
+            let o = std::process::Command::new("git")
+                .arg("-C")
+                .arg(top)
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "git {args:?}");
+            String::from_utf8(o.stdout).unwrap().trim().to_string()
+        };
+        g(&["init", "-q", "-b", "main"]);
+        g(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let one = g(&["rev-parse", "HEAD"]);
+        g(&["update-ref", "refs/saphan/verified", &one]);
+        g(&["pack-refs", "--all"]);
+        g(&["commit", "-q", "--allow-empty", "-m", "two"]);
+        let two = g(&["rev-parse", "HEAD"]);
+        g(&[
+            "symbolic-ref",
+            "refs/remotes/origin/HEAD",
+            "refs/heads/main",
+        ]);
+        let repo = super::Repo::open(top).await.unwrap();
+        let files = |n: &str| repo.ref_from_files(n);
+        assert_eq!(files("refs/saphan/verified"), Some(Some(one.clone())));
+        assert_eq!(files("refs/heads/main"), Some(Some(two.clone())));
+        assert_eq!(files("refs/remotes/origin/HEAD"), Some(Some(two.clone())));
+        assert_eq!(files("refs/heads/absent"), Some(None));
+        assert_eq!(files("refs/heads/../HEAD"), None);
+        assert_eq!(files("HEAD"), Some(Some(two.clone())));
+        assert_eq!(repo.resolve("HEAD").await.unwrap(), two);
+        g(&["checkout", "-q", "--detach", &one]);
+        assert_eq!(files("HEAD"), Some(Some(one.clone())));
+        assert_eq!(repo.read_ref("refs/heads/main").await.unwrap(), Some(two));
+    }
+}
