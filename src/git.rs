@@ -550,11 +550,8 @@ mod ref_file_tests {
             let o = std::process::Command::new("git")
                 .arg("-C")
                 .arg(top)
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
                 .args(args)
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
                 .output()
                 .unwrap();
             assert!(o.status.success(), "git {args:?}");
