@@ -504,9 +504,10 @@ async fn collect(
 /// executable) or a stdout file cannot be created; everything after spawn is
 /// reported in [`Output::status`].
 pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
-    let mut c = tokio::process::Command::new(&cmd.program);
     // An attempt's command gets its own cgroup where one can be made
-    // (docs/dispatch.md, "Containment"): the child joins it before exec.
+    // (docs/dispatch.md, "Containment"): started straight into it
+    // (`clone3(CLONE_INTO_CGROUP)`), or, where the kernel refuses that,
+    // joining it before exec.
     let cgroup = if cmd
         .env
         .iter()
@@ -520,53 +521,13 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     } else {
         None
     };
-    if let Some(g) = &cgroup {
-        let procs = g.procs.clone();
-        // SAFETY: between fork and exec only async-signal-safe calls: open,
-        // write, close on a path prepared before the fork.
-        unsafe {
-            c.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd >= 0 {
-                    let _ = libc::write(fd, b"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                }
-                Ok(())
-            });
-        }
-    }
-    c.args(&cmd.args);
-    if let Some(d) = &cmd.cwd {
-        c.current_dir(d);
-    }
-    for k in GIT_LOCAL_ENV {
-        c.env_remove(k);
-    }
-    for (k, v) in &cmd.env {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c.process_group(0);
     let input = cmd.stdin.open().await?;
-    c.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    c.stdout(match cmd.stdout {
-        Sink::Null => Stdio::null(),
-        _ => Stdio::piped(),
-    });
-    c.stderr(Stdio::piped());
-    c.kill_on_drop(true);
     let file = match &cmd.stdout {
         Sink::File(p) => Some(tokio::fs::File::create(p).await?),
         _ => None,
     };
     let started = Instant::now();
-    let mut child = c.spawn()?;
+    let (mut child, stdin, stdout, stderr) = spawn(&cmd, cgroup.as_ref(), input.is_some())?;
     let mut guard = GroupGuard {
         pgid: child.id().map(|p| p as i32),
     };
@@ -574,21 +535,15 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     // A second signal force-kills every registered group before exiting.
     let _registered = guard.pgid.map(crate::cancel::register_local);
 
-    if let (Some(mut input), Some(mut stdin)) = (input, child.stdin.take()) {
+    if let (Some(mut input), Some(mut stdin)) = (input, stdin) {
         tokio::spawn(async move {
             let _ = tokio::io::copy(&mut input, &mut stdin).await;
             let _ = stdin.shutdown().await;
         });
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let out_task = child
-        .stdout
-        .take()
-        .map(|s| tokio::spawn(drain(s, file, Some(STDOUT_TAIL), stop_rx.clone())));
-    let err_task = child
-        .stderr
-        .take()
-        .map(|s| tokio::spawn(drain(s, None, Some(STDERR_TAIL), stop_rx)));
+    let out_task = stdout.map(|s| tokio::spawn(drain(s, file, Some(STDOUT_TAIL), stop_rx.clone())));
+    let err_task = stderr.map(|s| tokio::spawn(drain(s, None, Some(STDERR_TAIL), stop_rx)));
 
     let waited = match cmd.timeout {
         Some(t) => tokio::time::timeout(t, child.wait()).await.ok(),
@@ -630,6 +585,531 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         stderr,
         elapsed,
     })
+}
+
+/// A boxed async writer: a child's stdin.
+type BoxWriter = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+/// A started child: tokio's, or one started straight into its cgroup.
+enum Child {
+    Tokio(tokio::process::Child),
+    #[cfg(target_os = "linux")]
+    Into(into_cgroup::Child),
+}
+
+impl Child {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Child::Tokio(c) => c.id(),
+            #[cfg(target_os = "linux")]
+            Child::Into(c) => Some(c.pid() as u32),
+        }
+    }
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Child::Tokio(c) => c.wait().await,
+            #[cfg(target_os = "linux")]
+            Child::Into(c) => c.wait().await,
+        }
+    }
+}
+
+type Spawned = (
+    Child,
+    Option<BoxWriter>,
+    Option<BoxReader>,
+    Option<BoxReader>,
+);
+
+/// Start `cmd` in its own process group, without git's repository-local
+/// variables; in `cgroup` when given — created there by
+/// `clone3(CLONE_INTO_CGROUP)` (no migration: moving a running process
+/// into a cgroup waits for an RCU grace period, ~6 ms a spawn on a loaded
+/// machine), else, where the kernel refuses `clone3` (before Linux 5.7, a
+/// seccomp filter), by joining it between fork and exec.
+fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::io::Result<Spawned> {
+    #[cfg(target_os = "linux")]
+    if let Some(fd) = cgroup.and_then(|g| g.fd.as_ref())
+        && into_cgroup::SUPPORTED.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        let null_out = matches!(cmd.stdout, Sink::Null);
+        match into_cgroup::spawn(cmd, fd, piped_stdin, null_out) {
+            Ok(Some((child, stdin, stdout, stderr))) => {
+                let stdin = match stdin {
+                    Some(fd) => {
+                        Some(Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)
+                            as BoxWriter)
+                    }
+                    None => None,
+                };
+                let read = |fd: std::os::fd::OwnedFd| -> std::io::Result<BoxReader> {
+                    Ok(Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(
+                        fd,
+                    )?))
+                };
+                let stdout = stdout.map(read).transpose()?;
+                return Ok((Child::Into(child), stdin, stdout, Some(read(stderr)?)));
+            }
+            Ok(None) => {
+                into_cgroup::SUPPORTED.store(false, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut c = tokio::process::Command::new(&cmd.program);
+    if let Some(g) = cgroup {
+        let procs = g.procs.clone();
+        // SAFETY: between fork and exec only async-signal-safe calls: open,
+        // write, close on a path prepared before the fork.
+        unsafe {
+            c.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    let _ = libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+    }
+    c.args(&cmd.args);
+    if let Some(d) = &cmd.cwd {
+        c.current_dir(d);
+    }
+    for k in GIT_LOCAL_ENV {
+        c.env_remove(k);
+    }
+    for (k, v) in &cmd.env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.process_group(0);
+    c.stdin(if piped_stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    c.stdout(match cmd.stdout {
+        Sink::Null => Stdio::null(),
+        _ => Stdio::piped(),
+    });
+    c.stderr(Stdio::piped());
+    c.kill_on_drop(true);
+    let mut child = c.spawn()?;
+    let stdin = child.stdin.take().map(|s| Box::pin(s) as BoxWriter);
+    let stdout = child.stdout.take().map(|s| Box::pin(s) as BoxReader);
+    let stderr = child.stderr.take().map(|s| Box::pin(s) as BoxReader);
+    Ok((Child::Tokio(child), stdin, stdout, stderr))
+}
+
+/// Starting a child straight into a cgroup: `clone3` with
+/// `CLONE_INTO_CGROUP | CLONE_PIDFD` (Linux 5.7), then, in the child, only
+/// async-signal-safe calls (the signal mask and `SIGPIPE` reset, `setpgid`,
+/// `dup2`, `chdir`, `execve` over the candidates a `PATH` search gives)
+/// on memory prepared before the clone, as std's own spawn does. An exec
+/// failure's errno comes back through a close-on-exec pipe. The exit is
+/// awaited on the pidfd.
+#[cfg(target_os = "linux")]
+mod into_cgroup {
+    use super::{Cmd, GIT_LOCAL_ENV};
+    use std::ffi::{CString, OsString};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::process::ExitStatusExt;
+
+    /// False once the kernel refused `clone3` into a cgroup here (then the
+    /// child joins its cgroup between fork and exec).
+    pub static SUPPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+    /// `struct clone_args` (linux/sched.h, `CLONE_ARGS_SIZE_VER2`).
+    #[repr(C)]
+    #[derive(Default)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    const CLONE_PIDFD: u64 = 0x1000;
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+    /// A child started by [`spawn`]: killed and reaped when dropped unwaited.
+    pub struct Child {
+        pid: libc::pid_t,
+        pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
+        status: Option<std::process::ExitStatus>,
+    }
+
+    impl Child {
+        pub fn pid(&self) -> libc::pid_t {
+            self.pid
+        }
+
+        /// Wait for the exit (the pidfd turns readable), then reap.
+        pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+            if let Some(s) = self.status {
+                return Ok(s);
+            }
+            loop {
+                let mut ready = self.pidfd.readable().await?;
+                let mut st = 0;
+                // SAFETY: waitpid on our own child, no memory shared.
+                let r = unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) };
+                if r == self.pid {
+                    let s = std::process::ExitStatus::from_raw(st);
+                    self.status = Some(s);
+                    return Ok(s);
+                }
+                if r < 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                    continue;
+                }
+                ready.clear_ready();
+            }
+        }
+    }
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            if self.status.is_some() {
+                return;
+            }
+            let pid = self.pid;
+            // SAFETY: signalling and reaping our own unreaped child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            std::thread::spawn(move || unsafe {
+                let mut st = 0;
+                libc::waitpid(pid, &mut st, 0);
+            });
+        }
+    }
+
+    fn cstr(b: &[u8]) -> std::io::Result<CString> {
+        CString::new(b).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "nul byte in a program, argument, environment or directory",
+            )
+        })
+    }
+
+    fn cvt(r: libc::c_int) -> std::io::Result<libc::c_int> {
+        if r < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }
+
+    /// A close-on-exec pipe (read end, write end), both at fd 3 or above
+    /// (so the child's `dup2` onto 0–2 never overwrites one it still needs).
+    fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+        let mut f = [0; 2];
+        // SAFETY: pipe2 fills two fds we then own.
+        cvt(unsafe { libc::pipe2(f.as_mut_ptr(), libc::O_CLOEXEC) })?;
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(f[0]), OwnedFd::from_raw_fd(f[1])) };
+        Ok((high(r)?, high(w)?))
+    }
+
+    fn high(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+        if fd.as_raw_fd() > 2 {
+            return Ok(fd);
+        }
+        // SAFETY: duplicating an fd we own.
+        let d = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) })?;
+        Ok(unsafe { OwnedFd::from_raw_fd(d) })
+    }
+
+    fn dev_null() -> std::io::Result<OwnedFd> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")?;
+        high(f.into())
+    }
+
+    /// The child's environment: this process's, without git's
+    /// repository-local variables, with `cmd`'s changes in order.
+    fn environment(cmd: &Cmd) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !GIT_LOCAL_ENV.iter().any(|g| k == g))
+            .collect();
+        for (k, v) in &cmd.env {
+            env.retain(|(e, _)| e != k);
+            if let Some(v) = v {
+                env.push((k.clone(), v.clone()));
+            }
+        }
+        env
+    }
+
+    /// Where `execvp` would look for `program`: itself when it holds a
+    /// `/`, else each `PATH` directory of the child's environment (glibc's
+    /// default `/bin:/usr/bin` when unset; an empty entry is the working
+    /// directory).
+    fn candidates(program: &std::ffi::OsStr, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+        let p = program.as_bytes();
+        if p.contains(&b'/') || p.is_empty() {
+            return vec![p.to_vec()];
+        }
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_bytes().to_vec())
+            .unwrap_or_else(|| b"/bin:/usr/bin".to_vec());
+        path.split(|b| *b == b':')
+            .map(|d| {
+                let mut c = if d.is_empty() { Vec::new() } else { d.to_vec() };
+                if !c.is_empty() && !c.ends_with(b"/") {
+                    c.push(b'/');
+                }
+                c.extend_from_slice(p);
+                c
+            })
+            .collect()
+    }
+
+    type Pipes = (Child, Option<OwnedFd>, Option<OwnedFd>, OwnedFd);
+
+    /// Start `cmd` in the cgroup open at `cgroup`, in its own process group.
+    /// `Ok(None)`: this kernel (or a seccomp filter) refuses `clone3` into
+    /// a cgroup — nothing was started.
+    ///
+    /// Errors: the program cannot be executed (its errno, as std reports
+    /// it), a nul byte in an argument, pipes or the pidfd cannot be made.
+    pub fn spawn(
+        cmd: &Cmd,
+        cgroup: &OwnedFd,
+        piped_stdin: bool,
+        null_stdout: bool,
+    ) -> std::io::Result<Option<Pipes>> {
+        let env = environment(cmd);
+        let progs: Vec<CString> = candidates(&cmd.program, &env)
+            .iter()
+            .map(|c| cstr(c))
+            .collect::<std::io::Result<_>>()?;
+        let mut argv: Vec<CString> = vec![cstr(cmd.program.as_bytes())?];
+        for a in &cmd.args {
+            argv.push(cstr(a.as_bytes())?);
+        }
+        let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        argv_p.push(std::ptr::null());
+        // A file without `#!` runs under `/bin/sh`, as `execvp` does; slot
+        // 1 is set to the candidate in the child.
+        let sh = c"/bin/sh";
+        let mut sh_p: Vec<*const libc::c_char> = vec![sh.as_ptr(), std::ptr::null()];
+        sh_p.extend(argv_p.iter().skip(1));
+        let envs: Vec<CString> = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.clone().into_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstr(&kv)
+            })
+            .collect::<std::io::Result<_>>()?;
+        let mut env_p: Vec<*const libc::c_char> = envs.iter().map(|e| e.as_ptr()).collect();
+        env_p.push(std::ptr::null());
+        let cwd = match &cmd.cwd {
+            Some(d) => Some(cstr(d.as_os_str().as_bytes())?),
+            None => None,
+        };
+        let (in_r, in_w) = if piped_stdin {
+            let (r, w) = pipe()?;
+            (r, Some(w))
+        } else {
+            (dev_null()?, None)
+        };
+        let (out_r, out_w) = if null_stdout {
+            (None, dev_null()?)
+        } else {
+            let (r, w) = pipe()?;
+            (Some(r), w)
+        };
+        let (err_r, err_w) = pipe()?;
+        let (fail_r, fail_w) = pipe()?;
+        let child_fds = [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()];
+        let fail_fd = fail_w.as_raw_fd();
+
+        let mut pidfd: RawFd = -1;
+        let args = CloneArgs {
+            flags: CLONE_PIDFD | CLONE_INTO_CGROUP,
+            pidfd: &mut pidfd as *mut RawFd as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            cgroup: cgroup.as_raw_fd() as u64,
+            ..Default::default()
+        };
+        // SAFETY: clone3 without CLONE_VM is a fork: the child gets a copy
+        // of this thread alone and runs only `exec_child` below, which makes
+        // async-signal-safe calls on memory prepared above and never
+        // returns.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        };
+        if pid == 0 {
+            unsafe {
+                exec_child(
+                    &progs,
+                    argv_p.as_ptr(),
+                    sh_p.as_mut_ptr(),
+                    env_p.as_ptr(),
+                    cwd.as_ref(),
+                    child_fds,
+                    fail_fd,
+                )
+            }
+        }
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOSYS | libc::EPERM | libc::EINVAL | libc::E2BIG) => {
+                    tracing::debug!(error = %e, "clone3 into a cgroup refused; joining before exec");
+                    Ok(None)
+                }
+                _ => Err(e),
+            };
+        }
+        let pid = pid as libc::pid_t;
+        // SAFETY: the kernel wrote a new pidfd we now own.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        drop((in_r, out_w, err_w, fail_w));
+        let mut errno = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            // SAFETY: reading into a local buffer.
+            let n = unsafe {
+                libc::read(
+                    fail_r.as_raw_fd(),
+                    errno[got..].as_mut_ptr().cast(),
+                    4 - got,
+                )
+            };
+            if n == 0 {
+                break;
+            }
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            got += n as usize;
+        }
+        if got == 4 {
+            let mut st = 0;
+            // SAFETY: reaping the child that failed to exec.
+            unsafe { libc::waitpid(pid, &mut st, 0) };
+            return Err(std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
+        }
+        // SAFETY: the pidfd is an OwnedFd the AsyncFd owns for its life.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        };
+        let pidfd = match registered {
+            Ok(fd) => fd,
+            Err(e) => {
+                let e = std::io::Error::other(e.to_string());
+                let mut st = 0;
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut st, 0);
+                }
+                return Err(e);
+            }
+        };
+        Ok(Some((
+            Child {
+                pid,
+                pidfd,
+                status: None,
+            },
+            in_w,
+            out_r,
+            err_r,
+        )))
+    }
+
+    /// The child's side: never returns. Only async-signal-safe calls.
+    unsafe fn exec_child(
+        progs: &[CString],
+        argv: *const *const libc::c_char,
+        sh_argv: *mut *const libc::c_char,
+        envp: *const *const libc::c_char,
+        cwd: Option<&CString>,
+        fds: [RawFd; 3],
+        fail: RawFd,
+    ) -> ! {
+        unsafe {
+            let fail_with = |e: libc::c_int| -> ! {
+                let b = e.to_ne_bytes();
+                libc::write(fail, b.as_ptr().cast(), 4);
+                libc::_exit(127)
+            };
+            let errno = || *libc::__errno_location();
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            if libc::setpgid(0, 0) != 0 {
+                fail_with(errno());
+            }
+            for (target, fd) in fds.iter().enumerate() {
+                if libc::dup2(*fd, target as libc::c_int) < 0 {
+                    fail_with(errno());
+                }
+            }
+            if let Some(d) = cwd
+                && libc::chdir(d.as_ptr()) != 0
+            {
+                fail_with(errno());
+            }
+            let mut err = libc::ENOENT;
+            let mut denied = false;
+            for p in progs {
+                libc::execve(p.as_ptr(), argv, envp);
+                match errno() {
+                    libc::ENOEXEC => {
+                        *sh_argv.add(1) = p.as_ptr();
+                        libc::execve(c"/bin/sh".as_ptr(), sh_argv, envp);
+                        fail_with(errno());
+                    }
+                    libc::EACCES => denied = true,
+                    libc::ENOENT
+                    | libc::ENOTDIR
+                    | libc::ESTALE
+                    | libc::ENODEV
+                    | libc::ETIMEDOUT => {}
+                    e => {
+                        err = e;
+                        break;
+                    }
+                }
+            }
+            fail_with(if denied && err == libc::ENOENT {
+                libc::EACCES
+            } else {
+                err
+            })
+        }
+    }
 }
 
 /// Set once a command carrying the scratch marker ran here without a
@@ -688,6 +1168,9 @@ pub fn local_containment() -> Containment {
 struct AttemptCgroup {
     dir: PathBuf,
     procs: std::ffi::CString,
+    /// The directory, open: what `clone3(CLONE_INTO_CGROUP)` starts a
+    /// child in (`None` where it cannot be opened; the child then joins).
+    fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl AttemptCgroup {
@@ -701,7 +1184,10 @@ impl AttemptCgroup {
             dir.join("cgroup.procs").into_os_string(),
         ))
         .ok()?;
-        Some(AttemptCgroup { dir, procs })
+        let fd = std::fs::File::open(&dir)
+            .ok()
+            .map(std::os::fd::OwnedFd::from);
+        Some(AttemptCgroup { dir, procs, fd })
     }
 
     /// Kill everything still in it and remove it: waits (at most 5 s) for
@@ -863,6 +1349,47 @@ mod tests {
             .await
             .unwrap();
         assert!(o.stdout_str().starts_with(&crate::fsutil::sha256_hex(&big)));
+    }
+
+    /// A command carrying the scratch marker starts in its own attempt
+    /// cgroup (clone3 into it, or joining it), with stdin, stdout, its
+    /// working directory and its environment as asked; a program that is
+    /// not there is an error, as for any other command.
+    #[tokio::test]
+    async fn a_marked_command_starts_in_its_own_cgroup() {
+        if crate::skip_unless(cgroup_root().is_some(), "no writable cgroup v2 hierarchy") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(Cmd::new("sh")
+            .args([
+                "-c",
+                "cat; pwd; echo \"$SAPHAN_SCRATCH\"; cat /proc/self/cgroup",
+            ])
+            .cwd(dir.path())
+            .env(crate::git::SCRATCH_MARKER, "/x/tree")
+            .stdin(b"in\n".to_vec()))
+        .await
+        .unwrap();
+        assert_eq!(o.status, Termination::Exited(0), "{}", o.stderr_str());
+        let out = o.stdout_str();
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("in"));
+        assert_eq!(
+            lines.next().map(std::path::PathBuf::from),
+            Some(std::fs::canonicalize(dir.path()).unwrap())
+        );
+        assert_eq!(lines.next(), Some("/x/tree"));
+        let mine = format!("/saphan-{}-", std::process::id());
+        assert!(
+            lines.any(|l| l.starts_with("0::") && l.contains(&mine)),
+            "not in an attempt cgroup: {out}"
+        );
+        let missing =
+            run(Cmd::new("saphan-no-such-program").env(crate::git::SCRATCH_MARKER, "/x/tree"))
+                .await
+                .unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[tokio::test]

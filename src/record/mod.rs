@@ -697,7 +697,8 @@ async fn judge_move(
             trunk: trunk.to_string(),
         }));
     };
-    if !is_ancestor(sha.to_string(), tip.clone()).await {
+    // A commit is its own ancestor: certifying the tip asks git nothing.
+    if sha != tip && !is_ancestor(sha.to_string(), tip.clone()).await {
         return Ok(Move::Unchanged(Unmoved::NotOnTrunk {
             sha: sha.to_string(),
             trunk: trunk.to_string(),
