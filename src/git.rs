@@ -195,14 +195,6 @@ impl Repo {
     ///
     /// Errors: [`GitError::BadRevision`].
     pub async fn resolve(&self, rev: &str) -> Result<String, GitError> {
-        // `HEAD` of a main worktree is read from its files, without a git
-        // process, when they say it plainly (a branch, or a detached SHA:
-        // git writes only commits there); anything else asks git.
-        if rev == "HEAD"
-            && let Some(Some(sha)) = self.ref_from_files("HEAD")
-        {
-            return Ok(sha);
-        }
         let spec = format!("{rev}^{{commit}}");
         match git(
             &self.top,
@@ -256,111 +248,11 @@ impl Repo {
 
     /// Read a ref; `None` when it does not exist.
     pub async fn read_ref(&self, name: &str) -> Result<Option<String>, GitError> {
-        if let Some(found) = self.ref_from_files(name) {
-            return Ok(found);
-        }
         match git(&self.top, &["rev-parse", "--verify", "--quiet", name]).await {
             Ok(o) => Ok(Some(o.stdout_str())),
             Err(GitError::Failed { .. }) => Ok(None),
             Err(e) => Err(e),
         }
-    }
-
-    /// A full ref (`refs/…`, shared by every worktree) or the main
-    /// worktree's `HEAD`, read from the files backend's own files (the
-    /// format gitrepository-layout(5) documents): the loose file
-    /// `<common-dir>/<name>` — an object name, or `ref: <target>`, followed
-    /// up to 5 deep — else its line in `<common-dir>/packed-refs`
-    /// (`<oid> <name>`). Loose first, then packed, as git reads them, so a
-    /// concurrent `git pack-refs` cannot hide a ref. `Some(None)`: no such
-    /// ref. `None`: the files cannot say (a reftable repository, a
-    /// per-worktree ref, a linked worktree's `HEAD`, a name git would read
-    /// another way, an unexpected file) — then git answers.
-    fn ref_from_files(&self, name: &str) -> Option<Option<String>> {
-        let is_oid = |b: &[u8]| {
-            (b.len() == 40 || b.len() == 64)
-                && b.iter()
-                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
-        };
-        // Only plainly spelled names: what check-ref-format refuses, or
-        // what a file name would read differently, goes to git.
-        let plain = |n: &str| {
-            n.starts_with("refs/")
-                && !n.ends_with('/')
-                && !n.ends_with(".lock")
-                && !n.contains("..")
-                && !n.contains("//")
-                && !n.contains("@{")
-                && !n.split('/').any(|c| c.is_empty() || c.starts_with('.'))
-                && n.bytes()
-                    .all(|b| b.is_ascii_graphic() && !b" ~^:?*[\\".contains(&b))
-                && !["refs/bisect/", "refs/worktree/", "refs/rewritten/"]
-                    .iter()
-                    .any(|p| n.starts_with(p))
-        };
-        if self.common_dir.join("reftable").exists() {
-            return None;
-        }
-        let mut name = name.to_string();
-        let mut file = if name == "HEAD" {
-            // Only a main worktree's own `.git` directory: its HEAD.
-            let dot = self.top.join(".git");
-            if !dot.is_dir()
-                || std::fs::canonicalize(&dot).ok()?
-                    != std::fs::canonicalize(&self.common_dir).ok()?
-            {
-                return None;
-            }
-            dot.join("HEAD")
-        } else {
-            self.common_dir.join(&name)
-        };
-        for _ in 0..5 {
-            if name != "HEAD" && !plain(&name) {
-                return None;
-            }
-            match std::fs::read(&file) {
-                Ok(b) => {
-                    let b = b.strip_suffix(b"\n").unwrap_or(&b);
-                    if is_oid(b) {
-                        return Some(Some(String::from_utf8_lossy(b).into_owned()));
-                    }
-                    let target = std::str::from_utf8(b.strip_prefix(b"ref: ")?).ok()?;
-                    name = target.to_string();
-                    file = self.common_dir.join(&name);
-                    continue;
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::NotFound
-                            | std::io::ErrorKind::IsADirectory
-                            | std::io::ErrorKind::NotADirectory
-                    ) => {}
-                Err(_) => return None,
-            }
-            if name == "HEAD" {
-                return None;
-            }
-            let packed = match std::fs::read(self.common_dir.join("packed-refs")) {
-                Ok(p) => p,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
-                Err(_) => return None,
-            };
-            for line in packed.split(|c| *c == b'\n') {
-                if line.starts_with(b"#") || line.starts_with(b"^") {
-                    continue;
-                }
-                if let Some(sp) = line.iter().position(|c| *c == b' ')
-                    && &line[sp + 1..] == name.as_bytes()
-                {
-                    return is_oid(&line[..sp])
-                        .then(|| Some(String::from_utf8_lossy(&line[..sp]).into_owned()));
-                }
-            }
-            return Some(None);
-        }
-        None
     }
 
     /// Point `name` at `sha` with a reflog message.
@@ -510,52 +402,5 @@ impl Repo {
             });
         }
         Ok(subs)
-    }
-}
-
-#[cfg(test)]
-mod ref_file_tests {
-    /// Refs read from the files say what `git rev-parse --verify` says:
-    /// loose, packed, through a symref, HEAD on a branch and detached, and
-    /// a missing ref is `None`.
-    #[tokio::test]
-    async fn refs_read_from_files_agree_with_git() {
-        let d = tempfile::tempdir().unwrap();
-        let top = d.path();
-        let g = |args: &[&str]| {
-            let o = std::process::Command::new("git")
-                .arg("-C")
-                .arg(top)
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "git {args:?}");
-            String::from_utf8(o.stdout).unwrap().trim().to_string()
-        };
-        g(&["init", "-q", "-b", "main"]);
-        g(&["commit", "-q", "--allow-empty", "-m", "one"]);
-        let one = g(&["rev-parse", "HEAD"]);
-        g(&["update-ref", "refs/saphan/verified", &one]);
-        g(&["pack-refs", "--all"]);
-        g(&["commit", "-q", "--allow-empty", "-m", "two"]);
-        let two = g(&["rev-parse", "HEAD"]);
-        g(&[
-            "symbolic-ref",
-            "refs/remotes/origin/HEAD",
-            "refs/heads/main",
-        ]);
-        let repo = super::Repo::open(top).await.unwrap();
-        let files = |n: &str| repo.ref_from_files(n);
-        assert_eq!(files("refs/saphan/verified"), Some(Some(one.clone())));
-        assert_eq!(files("refs/heads/main"), Some(Some(two.clone())));
-        assert_eq!(files("refs/remotes/origin/HEAD"), Some(Some(two.clone())));
-        assert_eq!(files("refs/heads/absent"), Some(None));
-        assert_eq!(files("refs/heads/../HEAD"), None);
-        assert_eq!(files("HEAD"), Some(Some(two.clone())));
-        assert_eq!(repo.resolve("HEAD").await.unwrap(), two);
-        g(&["checkout", "-q", "--detach", &one]);
-        assert_eq!(files("HEAD"), Some(Some(one.clone())));
-        assert_eq!(repo.read_ref("refs/heads/main").await.unwrap(), Some(two));
     }
 }
