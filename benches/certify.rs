@@ -15,10 +15,10 @@
 //!    the programs by name and the opens of `/proc` files); skipped with a
 //!    line where strace is not installed.
 //!
-//! Last three runs (docs/certify.md, "What it costs"), load average 10–17:
-//! ratio 0.86 / 0.93 / 1.01, overhead 60.4 / 69.1 / 224.1 ms (min / median /
-//! max; the raw do-nothing sequence itself took 31–113 ms at that load), 8
-//! child processes per certify (5 git, 2 sh, the suite), 0 `/proc` opens.
+//! Last three runs (docs/certify.md, "What it costs"), load average 0.3–1.0:
+//! ratio 1.006 / 1.048 / 1.073, overhead 20.1 / 25.6 / 31.4 ms (min / median
+//! / max; the raw do-nothing sequence about 12 ms), 11 child processes per
+//! certify (8 git, 2 sh, the suite), 0 `/proc` opens.
 
 use std::path::Path;
 use std::process::Command;
