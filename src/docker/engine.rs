@@ -11,7 +11,7 @@
 //! container made from the image's exact ID, and removes it afterwards.
 
 use super::output;
-use super::{Pin, Platform, failed};
+use super::{Pin, Platform, Reason, failed};
 use crate::fleet::finding::Finding;
 use crate::fleet::ledger::Outcome;
 use crate::transport::{AsyncReadWrite, Transport, TransportError};
@@ -145,14 +145,14 @@ pub async fn connect(
 
 /// The remedy command for a finding's reason, from measured facts only.
 pub fn fix_for(
-    reason: &str,
+    reason: Reason,
     pin: Option<&Pin>,
     install: Option<&str>,
     platform: &Platform,
 ) -> Option<String> {
     match reason {
-        "binary-absent" => install.map(str::to_string),
-        "daemon-unreachable" => {
+        Reason::BinaryAbsent => install.map(str::to_string),
+        Reason::DaemonUnreachable => {
             if platform.is_darwin() {
                 Some("open -a Docker".into())
             } else if platform.is_linux() {
@@ -165,22 +165,24 @@ pub fn fix_for(
                 None
             }
         }
-        "probe-image-absent" | "probe-output-invalid" => pin.map(Pin::load_command),
+        Reason::ProbeImageAbsent | Reason::ProbeOutputInvalid => pin.map(Pin::load_command),
         // Run it by hand to see the engine's own words.
-        "probe-run-failed" => pin.map(|p| {
+        Reason::ProbeRunFailed => pin.map(|p| {
             format!(
                 "docker run --rm --pull=never --network none {}",
                 p.reference()
             )
         }),
-        _ => None,
+        // The userns checks' remedies come from their own detail
+        // (`userns::fix_for_denial`).
+        Reason::VersionOutputMismatch | Reason::UsernsNotCreated | Reason::UsernsDenied => None,
     }
 }
 
 fn finding(
     s: &DockerProbeSettings,
     outcome: Outcome,
-    reason: &'static str,
+    reason: Reason,
     detail: String,
     install: Option<&str>,
 ) -> Finding {
@@ -220,9 +222,9 @@ async fn unreachable(
     }
     failed(
         Outcome::Failed,
-        "daemon-unreachable",
+        Reason::DaemonUnreachable,
         why,
-        fix_for("daemon-unreachable", Some(&s.pin), None, &platform),
+        fix_for(Reason::DaemonUnreachable, Some(&s.pin), None, &platform),
     )
 }
 
@@ -283,7 +285,7 @@ pub async fn probe_docker_oci(
             finding(
                 s,
                 Outcome::Failed,
-                "probe-run-failed",
+                Reason::ProbeRunFailed,
                 format!(
                     "the probe did not finish within its {}s budget (--timeout)",
                     s.budget.as_secs()
@@ -315,7 +317,7 @@ async fn probe_inner(
             return finding(
                 s,
                 Outcome::Absent,
-                "binary-absent",
+                Reason::BinaryAbsent,
                 format!("no docker program at {} ({source})", s.declared_path),
                 install,
             );
@@ -324,7 +326,7 @@ async fn probe_inner(
             return finding(
                 s,
                 Outcome::Failed,
-                "probe-run-failed",
+                Reason::ProbeRunFailed,
                 format!("could not run {} on the machine: {e}", s.declared_path),
                 install,
             );
@@ -333,7 +335,7 @@ async fn probe_inner(
             return finding(
                 s,
                 Outcome::Absent,
-                "binary-absent",
+                Reason::BinaryAbsent,
                 format!(
                     "no runnable docker program at {} ({})",
                     s.declared_path,
@@ -369,7 +371,7 @@ async fn probe_inner(
     // 3. The pinned image, checked against the field its kind names.
     let reference = s.pin.reference();
     let absent = |why: String| {
-        let mut f = finding(s, Outcome::Failed, "probe-image-absent", why, install);
+        let mut f = finding(s, Outcome::Failed, Reason::ProbeImageAbsent, why, install);
         f.version_output = Some(version_output.clone());
         f
     };
@@ -426,7 +428,7 @@ async fn probe_inner(
         .await;
     }
     let mut f = match ran.result {
-        Err(why) => finding(s, Outcome::Failed, "probe-run-failed", why, install),
+        Err(why) => finding(s, Outcome::Failed, Reason::ProbeRunFailed, why, install),
         Ok((code, stdout)) => match output::parse(&stdout) {
             Ok(facts) if code == 0 => {
                 detail.insert("vm".into(), Value::Object(facts.to_map()));
@@ -439,7 +441,7 @@ async fn probe_inner(
             Ok(_) => finding(
                 s,
                 Outcome::Failed,
-                "probe-output-invalid",
+                Reason::ProbeOutputInvalid,
                 format!("the probe container exited {code} although its output was complete"),
                 install,
             ),
@@ -448,7 +450,7 @@ async fn probe_inner(
                 finding(
                     s,
                     Outcome::Failed,
-                    "probe-output-invalid",
+                    Reason::ProbeOutputInvalid,
                     format!("image {id} ran (exit {code}) but {why}; its output was {shown:?}"),
                     install,
                 )

@@ -128,6 +128,7 @@ fn first_command(
     let by_reason = latest
         .filter(|c| c.outcome != Outcome::Present)
         .and_then(|c| c.reason.as_deref())
+        .and_then(super::Reason::from_word)
         .and_then(|r| {
             let pin = super::pin_of(entry, origin).ok();
             super::engine::fix_for(

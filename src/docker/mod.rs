@@ -99,18 +99,75 @@ pub struct Platform {
     pub user: Option<String>,
 }
 
+/// Why a docker probe (docker-oci, the userns checks) did not find its
+/// capability present: the capability row's `reason` word, spelled once
+/// here. Code decides on the variant; the word is only written and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// No (runnable) program at the declared path: `binary-absent`.
+    BinaryAbsent,
+    /// The engine did not answer at its socket: `daemon-unreachable`.
+    DaemonUnreachable,
+    /// The pinned image is not on the engine: `probe-image-absent`.
+    ProbeImageAbsent,
+    /// The probe ran but printed no valid facts: `probe-output-invalid`.
+    ProbeOutputInvalid,
+    /// The probe could not run or finish: `probe-run-failed`.
+    ProbeRunFailed,
+    /// The program answered `--version` with something else:
+    /// `version-output-mismatch`.
+    VersionOutputMismatch,
+    /// `unshare` ran but no user namespace was made: `userns-not-created`.
+    UsernsNotCreated,
+    /// The kernel refused an unprivileged user namespace: `userns-denied`.
+    UsernsDenied,
+}
+
+impl Reason {
+    const ALL: [Reason; 8] = [
+        Reason::BinaryAbsent,
+        Reason::DaemonUnreachable,
+        Reason::ProbeImageAbsent,
+        Reason::ProbeOutputInvalid,
+        Reason::ProbeRunFailed,
+        Reason::VersionOutputMismatch,
+        Reason::UsernsNotCreated,
+        Reason::UsernsDenied,
+    ];
+
+    /// The row's word for it.
+    pub const fn word(self) -> &'static str {
+        match self {
+            Reason::BinaryAbsent => "binary-absent",
+            Reason::DaemonUnreachable => "daemon-unreachable",
+            Reason::ProbeImageAbsent => "probe-image-absent",
+            Reason::ProbeOutputInvalid => "probe-output-invalid",
+            Reason::ProbeRunFailed => "probe-run-failed",
+            Reason::VersionOutputMismatch => "version-output-mismatch",
+            Reason::UsernsNotCreated => "userns-not-created",
+            Reason::UsernsDenied => "userns-denied",
+        }
+    }
+
+    /// The reason a recorded row's word names; `None` for a word no docker
+    /// probe writes (another capability's row, a newer saphan's word).
+    pub fn from_word(word: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.word() == word)
+    }
+}
+
 /// A finding that is not present: `outcome`, a stable `reason`, a sentence,
 /// and the command for remedy line 1 (`None`: the catalog's install command
 /// for the measured platform).
 pub(crate) fn failed(
     outcome: Outcome,
-    reason: &str,
+    reason: Reason,
     detail: String,
     install: Option<String>,
 ) -> Finding {
     Finding {
         outcome: Some(outcome),
-        reason: Some(reason.to_string()),
+        reason: Some(reason.word().to_string()),
         reason_detail: Some(detail),
         install,
         ..Default::default()
@@ -221,5 +278,21 @@ pub async fn probe(req: &ProbeRequest<'_>, t: &Transport) -> crate::error::Resul
             precheck(other, req.entry, "in use")?;
             unreachable!("precheck refuses every other capability")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reason;
+
+    #[test]
+    fn every_reason_reads_back_from_its_word_and_no_two_share_one() {
+        let words: std::collections::BTreeSet<&str> =
+            Reason::ALL.iter().map(|r| r.word()).collect();
+        assert_eq!(words.len(), Reason::ALL.len());
+        for r in Reason::ALL {
+            assert_eq!(Reason::from_word(r.word()), Some(r));
+        }
+        assert_eq!(Reason::from_word("go-absent"), None);
     }
 }

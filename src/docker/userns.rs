@@ -121,7 +121,7 @@ pub async fn probe_sandbox_userns(
     let absent = |why: String| {
         let mut f = failed(
             Outcome::Absent,
-            "binary-absent",
+            super::Reason::BinaryAbsent,
             why,
             install.map(str::to_string),
         );
@@ -135,7 +135,7 @@ pub async fn probe_sandbox_userns(
         )),
         Err(e) => failed(
             Outcome::Failed,
-            "probe-run-failed",
+            super::Reason::ProbeRunFailed,
             format!("could not run {} on the machine: {e}", s.declared_path),
             None,
         ),
@@ -154,7 +154,7 @@ pub async fn probe_sandbox_userns(
             let mut f = if !version_ok {
                 failed(
                     Outcome::Failed,
-                    "version-output-mismatch",
+                    super::Reason::VersionOutputMismatch,
                     format!(
                         "{} ran, but its version output {:?} does not match the catalog's version_pattern `{}` — it is not util-linux unshare",
                         s.declared_path,
@@ -171,7 +171,7 @@ pub async fn probe_sandbox_userns(
             } else if !mapped {
                 failed(
                     Outcome::Failed,
-                    "userns-not-created",
+                    super::Reason::UsernsNotCreated,
                     format!(
                         "{} exited 0 but no user namespace was shown: /proc/self/uid_map inside it should read `0 {} 1`, it read {:?}",
                         s.declared_path,
@@ -196,7 +196,7 @@ pub async fn probe_sandbox_userns(
             let fix = fix_for_denial(&detail, &s.platform);
             let mut f = failed(
                 Outcome::Failed,
-                "userns-denied",
+                super::Reason::UsernsDenied,
                 format!(
                     "the kernel refused an unprivileged user namespace ({:?}: {why})",
                     o.status
