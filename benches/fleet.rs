@@ -12,6 +12,9 @@
 //!    hosts. Goal: ≤ 8 ms, and not growing with the fleet (64 ÷ 4 ≤ 1.25).
 //!    `ssh -G` answers are cached under SAPHAN_HOME (`cache/ssh-g/`), so the
 //!    warm-up run pays for them and the timed runs do not.
+//!    Last run (2026-12-02, `cargo bench --bench fleet`, the optimized
+//!    binary, load ~3): 6.7 / 4.9 / 6.1 ms at 4 / 16 / 64 hosts, 64 ÷ 4 =
+//!    0.91×; the unoptimized `--profile dev` binary: 9.3 / 8.2 / 8.4 ms.
 //!
 //! Every lab host has its own `/root` (the lab's doing), so this machine's
 //! `~/.bashrc` (pyenv, whose rehash lock would serialize every session of
