@@ -621,6 +621,22 @@ type Spawned = (
     Option<BoxReader>,
 );
 
+/// A child's whole environment, for both ways of starting it: this
+/// process's, without git's repository-local variables
+/// ([`GIT_LOCAL_ENV`]), with `cmd`'s changes applied in order.
+fn child_env(cmd: &Cmd) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<_> = std::env::vars_os()
+        .filter(|(k, _)| !GIT_LOCAL_ENV.iter().any(|g| k == g))
+        .collect();
+    for (k, v) in &cmd.env {
+        env.retain(|(e, _)| e != k);
+        if let Some(v) = v {
+            env.push((k.clone(), v.clone()));
+        }
+    }
+    env
+}
+
 /// Start `cmd` in its own process group, without git's repository-local
 /// variables; in `cgroup` when given — created there by
 /// `clone3(CLONE_INTO_CGROUP)` (no migration: moving a running process
@@ -676,15 +692,7 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
     if let Some(d) = &cmd.cwd {
         c.current_dir(d);
     }
-    for k in GIT_LOCAL_ENV {
-        c.env_remove(k);
-    }
-    for (k, v) in &cmd.env {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    c.env_clear().envs(child_env(cmd));
     c.process_group(0);
     c.stdin(if piped_stdin {
         Stdio::piped()
@@ -713,7 +721,7 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
 /// awaited on the pidfd.
 #[cfg(target_os = "linux")]
 mod into_cgroup {
-    use super::{Cmd, GIT_LOCAL_ENV};
+    use super::Cmd;
     use std::ffi::{CString, OsString};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -842,21 +850,6 @@ mod into_cgroup {
         high(f.into())
     }
 
-    /// The child's environment: this process's, without git's
-    /// repository-local variables, with `cmd`'s changes in order.
-    fn environment(cmd: &Cmd) -> Vec<(OsString, OsString)> {
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-            .filter(|(k, _)| !GIT_LOCAL_ENV.iter().any(|g| k == g))
-            .collect();
-        for (k, v) in &cmd.env {
-            env.retain(|(e, _)| e != k);
-            if let Some(v) = v {
-                env.push((k.clone(), v.clone()));
-            }
-        }
-        env
-    }
-
     /// Where `execvp` would look for `program`: itself when it holds a
     /// `/`, else each `PATH` directory of the child's environment (glibc's
     /// default `/bin:/usr/bin` when unset; an empty entry is the working
@@ -897,7 +890,7 @@ mod into_cgroup {
         piped_stdin: bool,
         null_stdout: bool,
     ) -> std::io::Result<Option<Pipes>> {
-        let env = environment(cmd);
+        let env = super::child_env(cmd);
         let progs: Vec<CString> = candidates(&cmd.program, &env)
             .iter()
             .map(|c| cstr(c))
