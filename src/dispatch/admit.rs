@@ -925,7 +925,7 @@ pub async fn admit_each_container(
             each.push((id.clone(), Err(Refused::of(&id, &e))));
             continue;
         }
-        let r = admit_one_container(home, &ledger, &row, &socket, suite, pin).await;
+        let r = admit_one_container(home, &ledger, window, &row, &socket, suite, pin).await;
         let r = match r {
             Ok((a, img)) => match &first {
                 Some(f) if *f != img.image_id => Err(
@@ -955,6 +955,7 @@ pub async fn admit_each_container(
 async fn admit_one_container(
     home: &Home,
     ledger: &crate::fleet::ledger::Ledger,
+    window: std::time::Duration,
     row: &crate::fleet::machines::MachineRow,
     socket: &str,
     suite: &ResolvedSuite,
@@ -969,7 +970,6 @@ async fn admit_one_container(
     // The ship, the lock and the tree run on the machine's host whatever the
     // class: a fresh facts row that says a tool they need does not run
     // there refuses the machine here too (`machine-requirements-absent`).
-    let window = crate::fleet::freshness_window(home)?;
     if let Some(f) = facts
         .as_ref()
         .filter(|f| crate::fleet::ledger::facts_fresh(f, time::OffsetDateTime::now_utc(), window))
