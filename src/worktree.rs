@@ -67,7 +67,7 @@ pub async fn run_ok(t: &Transport, cmd: Cmd) -> Result<Output, GitError> {
 
 /// Heal the registration of exactly `path` in `repo` and clear the parent
 /// directory (see the module docs), as one POSIX-sh script on the machine
-/// (`src/remote/heal.sh`).
+/// (`src/remote/heal.sh`), run by [`prepare`].
 const HEAL: &str = crate::remote::HEAL;
 
 /// Kill whatever an earlier, killed attempt left running at the stable
@@ -92,23 +92,27 @@ pub async fn kill_leftovers(t: &Transport, path: &Path) -> Result<(), GitError> 
         &[path, marker.as_path()],
     )
     .timeout(LEFTOVER_BOUND + GIT_TIMEOUT);
-    let out = run_ok(t, cmd).await?;
+    survivors(path, &run_ok(t, cmd).await?)
+}
+
+/// The pids `kill-leftovers.sh` printed (its one line when any survived):
+/// [`GitError::LeftoverAlive`] naming them, or nothing.
+fn survivors(path: &Path, out: &Output) -> Result<(), GitError> {
     let pids: Vec<i32> = out
         .stdout_str()
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect();
     if pids.is_empty() {
-        Ok(())
-    } else {
-        for pid in &pids {
-            tracing::warn!(pid, path = %path.display(), "a leftover of an earlier attempt survived SIGKILL");
-        }
-        Err(GitError::LeftoverAlive {
-            pids,
-            path: path.to_path_buf(),
-        })
+        return Ok(());
     }
+    for pid in &pids {
+        tracing::warn!(pid, path = %path.display(), "a leftover of an earlier attempt survived SIGKILL");
+    }
+    Err(GitError::LeftoverAlive {
+        pids,
+        path: path.to_path_buf(),
+    })
 }
 
 fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
@@ -118,25 +122,27 @@ fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
         .timeout(GIT_TIMEOUT)
 }
 
-/// Heal `path`'s registration in `repo` and recreate its (emptied) parent
-/// directory on `t`. Idempotent; touches no other worktree.
+/// Before an attempt at the stable `path`: [`kill_leftovers`], then heal
+/// `path`'s registration in `repo` and recreate its (emptied) parent
+/// directory on `t` (`src/remote/heal.sh`) — both in one shell
+/// (`src/remote/prepare.sh`): one child here, one command on a machine.
+/// Idempotent; touches no other worktree.
 ///
-/// Errors: [`GitError::Failed`] when the parent cannot be recreated or
-/// `repo` is not a repository.
-pub async fn heal(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
+/// Errors: [`GitError::LeftoverAlive`]; [`GitError::Failed`] when the
+/// parent cannot be recreated or `repo` is not a repository.
+pub async fn prepare(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
     let marker = attempt_marker(path);
-    run_ok(
-        t,
-        sh(HEAL, "saphan-heal", &[repo, path, marker.as_path()])
-            .env(crate::git::SCRATCH_MARKER, path),
-    )
-    .await?;
-    Ok(())
+    let cmd = Cmd::new("sh")
+        .args(["-c", crate::remote::PREPARE, "saphan-prepare"])
+        .args([KILL_LEFTOVERS, HEAL])
+        .args([repo, path, marker.as_path()])
+        .timeout(LEFTOVER_BOUND + GIT_TIMEOUT);
+    survivors(path, &run_ok(t, cmd).await?)
 }
 
 /// The attempt marker of the stable scratch `path`
 /// (`<base>/scratch/<key>/tree` → `<base>/scratch-live/<key>`, outside the
-/// scratch directories, which [`heal`] empties and a dispatch removes):
+/// scratch directories, which [`prepare`] empties and a dispatch removes):
 /// created by `heal.sh` before an attempt's first process carrying the
 /// scratch marker starts, and removed by [`Scratch::remove`] when the
 /// attempt ended cleanly — its commands were contained by cgroups, so
@@ -170,8 +176,8 @@ mod tests {
 }
 
 /// Create a detached worktree of `sha` at the stable `path` on `t`, after
-/// killing an earlier attempt's leftovers there ([`kill_leftovers`]) and
-/// [`heal`]. Only for callers holding the repository's lock (locally
+/// [`prepare`] killed an earlier attempt's leftovers there and healed the
+/// path. Only for callers holding the repository's lock (locally
 /// `record::Lock`; on a machine, dispatch's lock): under it, whatever still
 /// carries the path's marker belongs to a dead attempt.
 ///
@@ -195,8 +201,7 @@ pub async fn add_at_with(
     sha: &str,
     local: Option<&crate::git::Repo>,
 ) -> Result<Scratch, GitError> {
-    kill_leftovers(t, path).await?;
-    heal(t, repo, path).await?;
+    prepare(t, repo, path).await?;
     let mut s = add(t, repo, path.to_path_buf(), sha, None, local).await?;
     s.marker = Some(attempt_marker(path));
     Ok(s)

@@ -5,7 +5,8 @@
 #   stable scratch path, $3 (optional) the attempt marker file
 #   (src/worktree.rs, attempt_marker), created first (before this
 #   script's git calls, which carry the scratch marker).
-# Environment: SAPHAN_SCRATCH=<$2> (the git calls carry the scratch marker).
+# Environment: none needed; its git calls carry the scratch marker
+#   (SAPHAN_SCRATCH=<$2>), which it exports for them.
 # First: the parent (and the marker's directory) is created when missing
 #   (`mkdir -p`), then the marker.
 # Check, with shell builtins only (no child process): when $2 does not exist, its parent is empty, and no
@@ -61,6 +62,8 @@ if [ -n "$m" ]; then
   : > "$m" || exit 1
 fi
 if dirty; then
+  SAPHAN_SCRATCH=$p
+  export SAPHAN_SCRATCH
   git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
   git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
   c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1

@@ -57,6 +57,8 @@ pub const HEAL: &str = include_str!("heal.sh");
 /// Kills an earlier attempt's leftovers (and disarms its watchdogs) at a
 /// stable scratch path.
 pub const KILL_LEFTOVERS: &str = include_str!("kill-leftovers.sh");
+/// [`KILL_LEFTOVERS`], then [`HEAL`], in one shell.
+pub const PREPARE: &str = include_str!("prepare.sh");
 /// Checks one submodule out from a store on the same machine.
 pub const SUBMODULE: &str = include_str!("submodule.sh");
 /// Deletes a scratch tree and its admin entry by hand.
@@ -96,6 +98,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("mirror-renew.sh", MIRROR_RENEW),
     ("heal.sh", HEAL),
     ("kill-leftovers.sh", KILL_LEFTOVERS),
+    ("prepare.sh", PREPARE),
     ("submodule.sh", SUBMODULE),
     ("rm-tree.sh", RM_TREE),
     ("dest-kinds.sh", DEST_KINDS),

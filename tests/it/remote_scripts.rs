@@ -691,6 +691,59 @@ fn the_watchdog_keeps_its_protocol_and_goes_with_a_reaped_group() {
     }
 }
 
+/// prepare.sh: one shell kills what an earlier attempt left at a scratch
+/// path (its attempt marker there) and then heals the path; the shell
+/// itself is not taken for a leftover.
+#[test]
+fn prepare_kills_the_leftovers_then_heals_in_one_shell() {
+    use std::os::unix::process::ExitStatusExt;
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        repo_at(&repo);
+        let tree = d
+            .path()
+            .join(format!("scratch/k-{}/tree", n.replace(' ', "-")));
+        std::fs::create_dir_all(tree.parent().unwrap()).unwrap();
+        git(&repo, &["worktree", "add", "-q", "--detach", p(&tree)]);
+        let mark = d.path().join("scratch-live/k");
+        std::fs::create_dir_all(mark.parent().unwrap()).unwrap();
+        std::fs::write(&mark, "").unwrap();
+        // An earlier attempt's leftover: a process carrying the marker.
+        let marker = format!("SAPHAN_SCRATCH={}", tree.display());
+        let mut left = std::process::Command::new("sleep")
+            .arg("600")
+            .env("SAPHAN_SCRATCH", &tree)
+            .spawn()
+            .unwrap();
+        until("the leftover runs", || !with_env(&marker).is_empty());
+        let o = sh.run(
+            remote::PREPARE,
+            "saphan-prepare",
+            &[
+                remote::KILL_LEFTOVERS,
+                remote::HEAL,
+                p(&repo),
+                p(&tree),
+                p(&mark),
+            ],
+            b"",
+        );
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert_eq!(s(&o.stdout), "", "{n}: survivors");
+        assert!(left.wait().unwrap().signal().is_some(), "{n}: not killed");
+        assert!(!tree.exists(), "{n}: not healed");
+        assert!(
+            tree.parent().unwrap().is_dir(),
+            "{n}: the parent is recreated"
+        );
+        assert!(mark.exists(), "{n}: the attempt marker is written");
+        let list = git_out(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(!list.contains(p(&tree)), "{n}: {list}");
+    }
+}
+
 /// Every process whose command line is exactly `argv`.
 fn with_cmdline(argv: &[&str]) -> Vec<i32> {
     let want: Vec<u8> = argv
