@@ -120,6 +120,12 @@ pub async fn git_status_env(
     exec::run(cmd).await.map_err(GitError::Spawn)
 }
 
+/// Whether `b` is a full object id as git prints it: 40 (SHA-1) or 64
+/// (SHA-256) lowercase hex digits.
+fn is_object_id(b: &[u8]) -> bool {
+    matches!(b.len(), 40 | 64) && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The one path git printed on a line of its own: exactly one trailing
 /// newline is cut, every other byte (newlines, non-UTF-8) is kept.
 pub fn one_path(stdout: &[u8]) -> PathBuf {
@@ -191,6 +197,55 @@ impl Repo {
         Ok(Repo { top, common_dir })
     }
 
+    /// [`Repo::open`] and [`Repo::resolve`] of `rev` in one `git rev-parse`
+    /// (the toplevel, the common dir and `rev^{commit}`, three lines). When
+    /// that call cannot be read one way — a bad revision, not a repository,
+    /// a path holding a newline — each is asked alone, so every refusal is
+    /// the one [`Repo::open`] or [`Repo::resolve`] gives.
+    ///
+    /// Errors: those of [`Repo::open`]; the revision's own error (e.g.
+    /// [`GitError::BadRevision`]) is the inner result, so a caller can
+    /// report what it checks in between (the config) first.
+    pub async fn open_resolving(
+        path: &Path,
+        rev: &str,
+    ) -> Result<(Repo, Result<String, GitError>), GitError> {
+        let spec = format!("{rev}^{{commit}}");
+        if path.is_dir()
+            && let Ok(o) = git(
+                path,
+                &[
+                    "rev-parse",
+                    "--path-format=absolute",
+                    "--show-toplevel",
+                    "--git-common-dir",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    &spec,
+                ],
+            )
+            .await
+        {
+            let out = o.stdout.strip_suffix(b"\n").unwrap_or(&o.stdout);
+            let lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();
+            if let [t, c, sha] = lines[..]
+                && !t.is_empty()
+                && !c.is_empty()
+                && is_object_id(sha)
+            {
+                let repo = Repo {
+                    top: one_path(t),
+                    common_dir: one_path(c),
+                };
+                return Ok((repo, Ok(String::from_utf8_lossy(sha).into_owned())));
+            }
+        }
+        let repo = Repo::open(path).await?;
+        let sha = repo.resolve(rev).await;
+        Ok((repo, sha))
+    }
+
     /// Resolve `rev` to a full commit SHA.
     ///
     /// Errors: [`GitError::BadRevision`].
@@ -253,6 +308,45 @@ impl Repo {
             Err(GitError::Failed { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Read several refs in one `git for-each-ref`: for each of `names`
+    /// (full names, `refs/…`), the object it points at, or `None` when it
+    /// does not exist. A symbolic ref reads as its target's object.
+    ///
+    /// Ref names cannot hold the glob characters `*`, `?` or `[`
+    /// (git-check-ref-format(1)), so each name is matched literally; a
+    /// pattern also lists the refs below it (`refs/heads/main/x`), which
+    /// are not asked for and are left out. A name outside `refs/` (a short
+    /// name in a hand-edited file) is read alone by [`Repo::read_ref`], as
+    /// git would resolve it.
+    pub async fn read_refs(&self, names: &[&str]) -> Result<Vec<Option<String>>, GitError> {
+        let mut found = vec![None; names.len()];
+        let full: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| n.starts_with("refs/"))
+            .collect();
+        for (i, n) in names.iter().enumerate() {
+            if !n.starts_with("refs/") {
+                found[i] = self.read_ref(n).await?;
+            }
+        }
+        if full.is_empty() {
+            return Ok(found);
+        }
+        let mut args = vec!["for-each-ref", "--format=%(objectname) %(refname)"];
+        args.extend_from_slice(&full);
+        let out = git(&self.top, &args).await?;
+        for line in out.stdout_str().lines() {
+            let Some((oid, name)) = line.split_once(' ') else {
+                continue;
+            };
+            if let Some(i) = names.iter().position(|n| *n == name) {
+                found[i] = Some(oid.to_string());
+            }
+        }
+        Ok(found)
     }
 
     /// Point `name` at `sha` with a reflog message.

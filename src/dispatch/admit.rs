@@ -750,11 +750,12 @@ pub async fn select(
     catalog: &Catalog,
     settings: &crate::measure::pipeline::Settings,
 ) -> Result<Selection> {
-    let setup = crate::measure::Setup::open(home, &settings.repo).await?;
-    let sha = setup
-        .repo
-        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
-        .await?;
+    let (setup, sha) = crate::measure::Setup::open_at(
+        home,
+        &settings.repo,
+        settings.rev.as_deref().unwrap_or("HEAD"),
+    )
+    .await?;
     let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
     let (chosen, left_out) = if settings.class == crate::measure::pipeline::Class::Container {

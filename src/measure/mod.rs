@@ -101,6 +101,18 @@ impl Setup {
         Ok(Setup { repo, cfg })
     }
 
+    /// [`Setup::open`] and the commit `rev` names, resolved in the same git
+    /// call ([`Repo::open_resolving`]); a bad revision is reported after
+    /// the config's refusals, as when each is asked alone.
+    ///
+    /// Errors: those of [`Setup::open`], then `bad-revision`.
+    pub async fn open_at(home: &Home, path: &Path, rev: &str) -> Result<(Setup, String)> {
+        let (repo, sha) = Repo::open_resolving(path, rev).await?;
+        let cfg = Config::load(home)?;
+        let sha = sha?;
+        Ok((Setup { repo, cfg }, sha))
+    }
+
     /// The provision entries that apply to this repository, preflighted
     /// (source exists, readable, non-empty), owned.
     ///

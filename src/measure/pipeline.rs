@@ -270,11 +270,13 @@ pub async fn certify(
     progress: &dyn Progress,
     interrupt: &Interrupt,
 ) -> Result<Certified> {
-    let setup = measure::Setup::open(home, &settings.repo).await?;
+    let (setup, sha) = measure::Setup::open_at(
+        home,
+        &settings.repo,
+        settings.rev.as_deref().unwrap_or("HEAD"),
+    )
+    .await?;
     let repo = &setup.repo;
-    let sha = repo
-        .resolve(settings.rev.as_deref().unwrap_or("HEAD"))
-        .await?;
     let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
     let provisions = setup.provisions()?;
     // The pointer's trunk: `trunk-mismatch` is refused here, before any

@@ -692,7 +692,12 @@ async fn judge_move(
     let Some(trunk) = trunk else {
         return Ok(Move::Unchanged(Unmoved::NoTrunk));
     };
-    let Some(tip) = repo.read_ref(trunk).await? else {
+    // The trunk's tip and the pointer, read in one call.
+    let (tip, pointer) = match &repo.read_refs(&[trunk, VERIFIED_REF]).await?[..] {
+        [t, p] => (t.clone(), p.clone()),
+        _ => (None, None),
+    };
+    let Some(tip) = tip else {
         return Ok(Move::Unchanged(Unmoved::TrunkAbsent {
             trunk: trunk.to_string(),
         }));
@@ -705,7 +710,7 @@ async fn judge_move(
             tip,
         }));
     }
-    match repo.read_ref(VERIFIED_REF).await? {
+    match pointer {
         Some(cur) if cur == sha => Ok(Move::Unchanged(Unmoved::AlreadyHere)),
         Some(cur) if !is_ancestor(cur.clone(), sha.to_string()).await => {
             if is_ancestor(cur.clone(), tip.clone()).await {
