@@ -672,7 +672,18 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
             Err(e) => return Err(e),
         }
     }
-    let mut c = tokio::process::Command::new(&cmd.program);
+    let env = child_env(cmd);
+    // The program's path on the child's PATH, found here: with a path std
+    // starts the child with posix_spawn (a vfork, no copy of this process's
+    // page tables); with a bare name and a changed PATH it must fork.
+    let mut c = match spawn_path(&cmd.program, &env) {
+        Some(path) => {
+            let mut c = tokio::process::Command::new(path);
+            c.arg0(&cmd.program);
+            c
+        }
+        None => tokio::process::Command::new(&cmd.program),
+    };
     if let Some(g) = cgroup {
         let procs = g.procs.clone();
         // SAFETY: between fork and exec only async-signal-safe calls: open,
@@ -692,7 +703,7 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
     if let Some(d) = &cmd.cwd {
         c.current_dir(d);
     }
-    c.env_clear().envs(child_env(cmd));
+    c.env_clear().envs(env);
     c.process_group(0);
     c.stdin(if piped_stdin {
         Stdio::piped()
@@ -710,6 +721,38 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
     let stdout = child.stdout.take().map(|s| Box::pin(s) as BoxReader);
     let stderr = child.stderr.take().map(|s| Box::pin(s) as BoxReader);
     Ok((Child::Tokio(child), stdin, stdout, stderr))
+}
+
+/// Where a PATH search in the child would find `program`: the first
+/// executable regular file along `env`'s `PATH` (`/bin:/usr/bin` when
+/// unset), for a bare name. `None` — leave the search to the child's
+/// `execvp` — for a name holding a `/`, when nothing is found, or when an
+/// entry before the find is relative or empty (the child's working
+/// directory, which may differ from this one).
+fn spawn_path(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let name = program.as_bytes();
+    if name.is_empty() || name.contains(&b'/') {
+        return None;
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str())
+        .unwrap_or(OsStr::new("/bin:/usr/bin"));
+    for dir in path.as_bytes().split(|b| *b == b':') {
+        if !dir.starts_with(b"/") {
+            return None;
+        }
+        let candidate = Path::new(OsStr::from_bytes(dir)).join(program);
+        if std::fs::metadata(&candidate)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        {
+            return Some(candidate);
+        }
+    }
+    None
 }
 
 /// Starting a child straight into a cgroup: `clone3` with
@@ -1184,24 +1227,50 @@ impl AttemptCgroup {
     }
 
     /// Kill everything still in it and remove it: waits (at most 5 s) for
-    /// the kernel to say it is empty.
-    async fn finish(self) {
-        let _ = tokio::fs::write(self.dir.join("cgroup.kill"), "1").await;
+    /// the kernel to say it is empty. Usually it already is (the leader
+    /// was reaped and its group killed): then one read of `cgroup.events`
+    /// and the removal, in one hop off the runtime.
+    async fn finish(mut self) {
+        // Taken, so Drop (for a run dropped before its end) does nothing.
+        let dir = std::mem::take(&mut self.dir);
+        let d = dir.clone();
+        let removed = tokio::task::spawn_blocking(move || {
+            cgroup_empty(&d) && std::fs::remove_dir(&d).is_ok()
+        })
+        .await
+        .unwrap_or(false);
+        if removed {
+            return;
+        }
+        let _ = tokio::fs::write(dir.join("cgroup.kill"), "1").await;
         for _ in 0..250 {
-            let ev = tokio::fs::read_to_string(self.dir.join("cgroup.events"))
+            let d = dir.clone();
+            if tokio::task::spawn_blocking(move || cgroup_empty(&d))
                 .await
-                .unwrap_or_default();
-            if ev.lines().any(|l| l == "populated 0") || ev.is_empty() {
+                .unwrap_or(true)
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let _ = tokio::fs::remove_dir(&self.dir).await;
+        let _ = tokio::fs::remove_dir(&dir).await;
     }
+}
+
+/// Whether the cgroup at `dir` holds no process (`populated 0` in its
+/// `cgroup.events`, cgroup v2); a file that cannot be read counts as empty
+/// (the group is gone).
+fn cgroup_empty(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.events"))
+        .map(|ev| ev.is_empty() || ev.lines().any(|l| l == "populated 0"))
+        .unwrap_or(true)
 }
 
 impl Drop for AttemptCgroup {
     fn drop(&mut self) {
+        if self.dir.as_os_str().is_empty() {
+            return;
+        }
         // A run dropped before its end (Ctrl-C, a lost select!): kill it
         // whole now; the directory goes when empty (or to the next reap).
         let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
