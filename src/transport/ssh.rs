@@ -288,13 +288,14 @@ impl Ssh {
         }
     }
 
-    /// `the SSH connection is gone (<detail>; keep-alive every Ns, closed
-    /// after M unanswered)`.
+    /// `the SSH connection is gone (<detail>; keep-alive every Ns, declared
+    /// dead after M s of silence)`.
     fn gone_detail(&self, detail: &str) -> String {
         let (interval, max) = keepalive(&self.inner.settings, &self.inner.opts);
         format!(
-            "the SSH connection is gone ({detail}; keep-alive every {}s, closed after {max} unanswered)",
-            interval.as_secs_f64()
+            "the SSH connection is gone ({detail}; keep-alive every {}s, declared dead after {}s of silence)",
+            interval.as_secs_f64(),
+            (interval * max.max(2)).as_secs_f64()
         )
     }
 
@@ -662,14 +663,27 @@ impl Ssh {
 /// The keep-alive of a connection to `s`: (interval, unanswered count) —
 /// `ServerAliveInterval` (else [`SshOptions::keepalive_interval`]) and
 /// `ServerAliveCountMax` (OpenSSH's default 3; at least 1). A connection
-/// whose server answers nothing is declared dead when the keep-alive after
-/// the last unanswered one is due: at most (count + 1) × interval after the
-/// server's last packet, as OpenSSH's `ssh` does.
+/// whose server answers nothing is declared dead at the keep-alive limit,
+/// interval × count after the server's last packet — the figure
+/// ssh_config(5) gives ("if ServerAliveInterval is set to 15 and
+/// ServerAliveCountMax is left at the default … ssh will disconnect after
+/// approximately 45 seconds"); OpenSSH's `ssh` itself waits one interval
+/// more. With a count of 1 it is 2 × interval (one keep-alive sent, one
+/// interval to answer it).
 pub fn keepalive(s: &HostSettings, opts: &SshOptions) -> (Duration, u32) {
     (
         s.server_alive_interval.unwrap_or(opts.keepalive_interval),
         s.server_alive_count_max.max(1),
     )
+}
+
+/// russh's `keepalive_max` for a keep-alive count: russh closes the
+/// connection when the keep-alive timer fires with more than
+/// `keepalive_max` keep-alives unanswered — at (`keepalive_max` + 1) ×
+/// interval of silence — so count − 1 closes it at count × interval (see
+/// [`keepalive`]); 0 would mean never, so a count of 1 keeps 1.
+fn unanswered_before_close(count: u32) -> usize {
+    (count.max(2) - 1) as usize
 }
 
 /// Where a remote command's stdout goes.
@@ -819,7 +833,7 @@ async fn open(s: &HostSettings, opts: &SshOptions, depth: usize) -> Result<Conn,
     };
     let config = Arc::new(client::Config {
         keepalive_interval: Some(keepalive(s, opts).0),
-        keepalive_max: keepalive(s, opts).1 as usize,
+        keepalive_max: unanswered_before_close(keepalive(s, opts).1),
         nodelay: true,
         preferred: known_first(&handler),
         ..Default::default()

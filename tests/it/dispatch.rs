@@ -1188,7 +1188,7 @@ fn a_partitioned_machine_is_connection_lost_at_the_keepalive_limit() {
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
     let child = started(&f, &lab, &repo, &token, &["m0"], &["--timeout", "10m"]);
     lab.partition("m0");
-    // Keep-alive limit 3 s (declared at the 4th unanswered interval), plus
+    // Keep-alive limit 3 s (1 s × 3, declared at the third silent second), plus
     // a generous slack for the record and the lock; far below 10 minutes.
     let o = output_within(child, std::time::Duration::from_secs(90));
     lab.heal("m0");

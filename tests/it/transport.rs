@@ -1011,7 +1011,7 @@ async fn a_partition_mid_copy_is_connection_lost_near_the_keepalive_limit() {
 
 /// Issue 20.9: with `BatchMode yes` and no `ServerAliveInterval`, OpenSSH's
 /// `ssh -G` reports the interval as 300 s; saphan must still use its own
-/// default (5 s: a cut-off machine is declared lost in about 20 s, not 20
+/// default (5 s: a cut-off machine is declared lost in about 15 s, not 20
 /// minutes), while an interval the config sets wins.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_mode_does_not_stretch_the_keep_alive() {
