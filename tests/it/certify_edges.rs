@@ -226,3 +226,93 @@ fn usage_errors_are_one_prefixed_line_and_json_under_json() {
     assert_code(&o, 0);
     assert!(text(&o).0.starts_with("saphan "));
 }
+
+/// The one-call reads certify makes of git: the repository with the SHA
+/// (`open_resolving`, falling back to one question at a time so a bad
+/// revision and a path holding a newline keep their own answers), and the
+/// trunk's tip with the pointer (`read_refs`: exact names only, a missing
+/// ref is `None`, a ref below an asked name is not it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batched_git_reads_answer_as_the_single_ones_do() {
+    use saphan::git::{GitError, Repo as GitRepo};
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let head = git_out(repo.path(), &["rev-parse", "HEAD"]);
+    let (r, sha) = GitRepo::open_resolving(repo.path(), "HEAD").await.unwrap();
+    assert_eq!(sha.unwrap(), head);
+    let alone = GitRepo::open(repo.path()).await.unwrap();
+    assert_eq!(
+        (r.top.clone(), r.common_dir.clone()),
+        (alone.top, alone.common_dir)
+    );
+    let (_, bad) = GitRepo::open_resolving(repo.path(), "no-such-rev")
+        .await
+        .unwrap();
+    assert!(matches!(bad, Err(GitError::BadRevision { .. })), "{bad:?}");
+    let (_, range) = GitRepo::open_resolving(repo.path(), "HEAD..HEAD")
+        .await
+        .unwrap();
+    assert!(range.is_err(), "a range is no commit: {range:?}");
+    let not = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        GitRepo::open_resolving(not.path(), "HEAD").await,
+        Err(GitError::NotARepo { .. })
+    ));
+    // A repository whose path holds a newline: asked one at a time.
+    let odd = tempfile::tempdir().unwrap();
+    let nl = odd.path().join("two\nlines");
+    std::fs::create_dir(&nl).unwrap();
+    git(&nl, &["init", "-q", "-b", "main"]);
+    git(
+        &nl,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
+    let (r, sha) = GitRepo::open_resolving(&nl, "HEAD").await.unwrap();
+    assert_eq!(r.top, nl.canonicalize().unwrap());
+    assert_eq!(sha.unwrap(), git_out(&nl, &["rev-parse", "HEAD"]));
+
+    git(repo.path(), &["update-ref", "refs/saphan/verified/below", &head]);
+    let got = read_refs_of(
+        &repo,
+        &["refs/heads/main", "refs/saphan/verified", "refs/heads/mai"],
+    )
+    .await;
+    assert_eq!(got, vec![Some(head.clone()), None, None]);
+    git(repo.path(), &["update-ref", "-d", "refs/saphan/verified/below"]);
+    git(repo.path(), &["update-ref", "refs/saphan/verified", &head]);
+    let got = read_refs_of(&repo, &["refs/saphan/verified", "main"]).await;
+    assert_eq!(
+        got,
+        vec![Some(head.clone()), Some(head)],
+        "a short name is read as git reads it"
+    );
+}
+
+async fn read_refs_of(repo: &Repo, names: &[&str]) -> Vec<Option<String>> {
+    saphan::git::Repo::open(repo.path())
+        .await
+        .unwrap()
+        .read_refs(names)
+        .await
+        .unwrap()
+}
+
+fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}");
+    String::from_utf8(o.stdout).unwrap().trim_end().to_string()
+}
