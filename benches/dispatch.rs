@@ -11,14 +11,15 @@
 //!
 //! Run as root: `cargo bench --profile dev --bench dispatch`.
 //!
-//! Three runs (2026-12-02, the 2-core lab machine whose lab hosts share its
-//! CPU, load average 9.9–12.2): bundle bytes 1.032–1.034; second-run
-//! dispatch 0.485 / 0.701 / 1.195; 8 machines ÷ 1 min 1.195, median 1.444,
-//! max 1.445. The per-machine phases show no machine waiting on another
-//! (connect 0.19–0.33 s each, concurrent); a fresh mirror's ship and the
-//! materialize grow with eight machines' SSH sessions competing for two
-//! cores, and in the first run the suite's `sleep 3` itself measured up
-//! to 3.8 s (docs/dispatch.md, "Several machines").
+//! Three runs (2026-12-02 05:50, the 2-core lab machine whose lab hosts
+//! share its CPU, load average 1.6–1.9): bundle bytes 1.034; second-run
+//! dispatch 0.721 / 0.833 / 1.047; 8 machines ÷ 1 min 1.186, median 1.240,
+//! max 1.285. The per-machine phases show no machine waiting on another
+//! (connect 0.14–0.17 s each, concurrent); a fresh mirror's ship (0.13–0.42
+//! s against 0.12 s for one machine) and the materialize (0.25–0.35 s
+//! against 0.10 s) grow with eight machines' SSH sessions competing for
+//! two cores. At load 9.9–12.2 the same ratio was 1.195 / 1.444 / 1.445
+//! (docs/dispatch.md, "Several machines").
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;
