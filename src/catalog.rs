@@ -1,7 +1,7 @@
 //! The closed capability catalog (`catalog/capabilities.toml`, embedded at
 //! build time, overridable with `--catalog FILE`).
 //!
-//! A row names the programs that map to it (so a suite's argv[0] finds its
+//! A row names the programs that map to it (so a suite's `argv[0]` finds its
 //! row), a version command, the descriptive `machines` column (the historical
 //! m0..m3 topology — never an allow-list) and install commands per platform.
 
@@ -63,7 +63,7 @@ impl Refusal for CatalogError {
 pub struct Capability {
     /// `toolchain`, `container` or `sandbox`.
     pub kind: String,
-    /// argv[0] names (basenames) that map to this row.
+    /// `argv[0]` names (basenames) that map to this row.
     #[serde(default)]
     pub programs: Vec<String>,
     /// The version command; `{path}` stands for the declared program path.

@@ -1189,7 +1189,7 @@ fn cgroup_root() -> Option<&'static Path> {
 
 /// The containment an attempt's commands get on this machine
 /// ([`Containment`]): their own cgroup where
-/// [`cgroup_root`] found a writable cgroup v2 hierarchy, their process
+/// `cgroup_root` found a writable cgroup v2 hierarchy, their process
 /// group otherwise.
 pub fn local_containment() -> Containment {
     match cgroup_root() {

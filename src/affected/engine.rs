@@ -8,7 +8,7 @@
 //! 3. Write the manifest into a fresh private directory; make a fresh empty
 //!    report directory beside it; make a detached scratch worktree at the
 //!    exact head.
-//! 4. Run the declared argv there (argv[0] `saphan` means this very binary)
+//! 4. Run the declared argv there (`argv[0]` `saphan` means this very binary)
 //!    with `SAPHAN_AFFECTED_MANIFEST`, `SAPHAN_AFFECTED_SCOPE_OUT` and
 //!    `SAPHAN_AFFECTED_REPORT_DIR` set, under `[verify.affected].timeout`
 //!    (default: the measuring core's 10-minute floor), through the

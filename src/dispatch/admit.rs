@@ -40,7 +40,7 @@ pub const MIXED: &str = "machines-not-admitted";
 pub struct Admitted {
     /// The machine row.
     pub row: MachineRow,
-    /// The suite's argv as it runs there (argv[0] is the capability row's
+    /// The suite's argv as it runs there (`argv[0]` is the capability row's
     /// declared absolute path when a catalog row maps the program).
     pub argv: Vec<String>,
     /// The catalog row that admitted the program (`None`: no row maps it;

@@ -297,7 +297,7 @@ impl SuiteRun {
 /// toolchains must be distinguishable).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Program {
-    /// Resolved absolute path of argv[0] on the machine.
+    /// Resolved absolute path of `argv[0]` on the machine.
     pub path: Option<String>,
     /// Its version output, at most [`VERSION_CAP`] bytes.
     pub version: Option<String>,
@@ -326,9 +326,9 @@ pub const LOG_CAP: usize = 8 * 1024 * 1024;
 /// How much of the start of stdout a log keeps when stdout is too big.
 pub const LOG_HEAD: usize = 1024 * 1024;
 
-/// Resolve `suite`'s argv[0] on the local machine (`tree` for a relative
+/// Resolve `suite`'s `argv[0]` on the local machine (`tree` for a relative
 /// `./x`) and run its version command: default-go → `<path> version`; a
-/// catalog row mapping argv[0] → its `version` argv with `{path}`; else no
+/// catalog row mapping `argv[0]` → its `version` argv with `{path}`; else no
 /// version. Never fails: what cannot be learned is `None`.
 pub async fn identify_local(
     suite: &ResolvedSuite,

@@ -94,7 +94,7 @@ pub struct Job<'a> {
     pub repo: &'a Repo,
     /// The full SHA.
     pub sha: &'a str,
-    /// The resolved suite (argv as resolved locally; admission rewrites argv[0]).
+    /// The resolved suite (argv as resolved locally; admission rewrites `argv[0]`).
     pub suite: &'a ResolvedSuite,
     /// The attempt budget.
     pub budget: &'a Budget,
@@ -114,7 +114,7 @@ pub struct Job<'a> {
     /// `@RUN@` in `extra_env` values stands for the run dir on the machine.
     pub affected: Option<&'a Path>,
     /// This saphan binary and its sha256, shipped to
-    /// `<workhome>/saphan/bin/saphan-<sha256>` when argv[0] is `saphan`.
+    /// `<workhome>/saphan/bin/saphan-<sha256>` when `argv[0]` is `saphan`.
     pub self_binary: Option<(&'a Path, &'a str)>,
     /// The catalog, for the program's version command on this machine's
     /// bench (a fleet machine's comes from its capability row).
@@ -674,7 +674,7 @@ fn suite_target(
 }
 
 /// A container-class record names the image's program, not the engine's:
-/// `program_path` is argv[0] as the container's command names it, and the
+/// `program_path` is `argv[0]` as the container's command names it, and the
 /// engine's client program and version (the machine's docker-oci row: a
 /// fleet bench's admitted program, or this machine's `local` row) go to
 /// `engine_path` / `engine_version`.

@@ -133,17 +133,17 @@ pub struct Record {
     pub provisions: Vec<Placed>,
     /// Where evidence disagreed or why the measurement failed.
     pub notes: Vec<String>,
-    /// The resolved absolute path of the suite's program (argv[0]) on the
+    /// The resolved absolute path of the suite's program (`argv[0]`) on the
     /// machine that ran it; null when it could not be resolved. Local runs:
     /// resolved like `execvp` (a relative `./x` against the tree). Dispatched
     /// runs: the capability row's declared path (set by dispatch). Container
-    /// class: argv[0] as the container's command names it (the image's PATH
+    /// class: `argv[0]` as the container's command names it (the image's PATH
     /// resolves a bare name) — never the engine's program.
     #[serde(default)]
     pub program_path: Option<String>,
     /// That program's version output (stdout then stderr, trimmed, at most
     /// 4 KiB): default-go runs `go version`; otherwise the catalog row's
-    /// version command when argv[0] maps to a row; else null. Container
+    /// version command when `argv[0]` maps to a row; else null. Container
     /// class: `"unavailable"` — the suite's program is the image's, and its
     /// version is not measured (that would take a second container per
     /// attempt); the engine's is `engine_version`.

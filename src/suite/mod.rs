@@ -69,7 +69,7 @@ pub enum SuiteError {
     /// No declaration and no go.mod: the spec's exact text.
     #[error("{0}")]
     NoSuite(String),
-    /// argv[0] is not on the local machine.
+    /// `argv[0]` is not on the local machine.
     #[error(
         "the suite's program `{token}` is not on machine local ({catalog_row}); install: {install} — install it, or declare the suite with a program this machine has, then re-run"
     )]
@@ -78,7 +78,7 @@ pub enum SuiteError {
         catalog_row: String,
         install: String,
     },
-    /// argv[0] is a path inside the repository (`./ci/test.sh`) and the
+    /// `argv[0]` is a path inside the repository (`./ci/test.sh`) and the
     /// commit being measured has no file there: nothing to install.
     #[error(
         "the suite's program `{token}` is a path inside the repository, and commit {sha} does not carry it (its tree has no `{path}`) — nothing to install: commit the script at that path, or point verify.full.argv at a program the commit carries or this machine has, then re-run"
@@ -170,7 +170,7 @@ fn no_suite_text(top: &Path, verb: &str, detected: Option<stack::Proposal>) -> S
     }
 }
 
-/// Resolve argv[0] on the local host; refuse as
+/// Resolve `argv[0]` on the local host; refuse as
 /// `verification-toolchain-absent` with the catalog row and its install
 /// command for the local platform (from /etc/os-release).
 ///

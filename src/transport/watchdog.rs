@@ -1,7 +1,7 @@
 //! Running one [`Cmd`] on an SSH machine with the same meaning as
 //! [`crate::exec::run`] locally: its own process group, a budget enforced *on
 //! the machine* (SIGTERM to the whole group, [`GRACE`], SIGKILL), stdout to a
-//! local file or a bounded capture, stderr bounded to [`STDERR_TAIL`].
+//! local file or a bounded capture, stderr bounded to [`STDERR_TAIL`](crate::exec::STDERR_TAIL).
 //!
 //! The remote command line is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
 //! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by

@@ -280,14 +280,20 @@ async fn the_batched_git_reads_answer_as_the_single_ones_do() {
     assert_eq!(r.top, nl.canonicalize().unwrap());
     assert_eq!(sha.unwrap(), git_out(&nl, &["rev-parse", "HEAD"]));
 
-    git(repo.path(), &["update-ref", "refs/saphan/verified/below", &head]);
+    git(
+        repo.path(),
+        &["update-ref", "refs/saphan/verified/below", &head],
+    );
     let got = read_refs_of(
         &repo,
         &["refs/heads/main", "refs/saphan/verified", "refs/heads/mai"],
     )
     .await;
     assert_eq!(got, vec![Some(head.clone()), None, None]);
-    git(repo.path(), &["update-ref", "-d", "refs/saphan/verified/below"]);
+    git(
+        repo.path(),
+        &["update-ref", "-d", "refs/saphan/verified/below"],
+    );
     git(repo.path(), &["update-ref", "refs/saphan/verified", &head]);
     let got = read_refs_of(&repo, &["refs/saphan/verified", "main"]).await;
     assert_eq!(
