@@ -613,6 +613,9 @@ pub async fn run_suite_with(
         _ = intr.cancelled() => None,
     };
     let elapsed = t0.elapsed();
+    // Interrupted mid-run: the suite's processes ran (and were killed)
+    // under the same containment as a run that ended.
+    let interrupted = outcome.is_none();
     let mut stderr_all: Vec<u8> = Vec::new();
     let (termination, mut measurement, stderr_tail) = match outcome {
         None => (
@@ -708,7 +711,10 @@ pub async fn run_suite_with(
         }
         None => None,
     };
-    let containment = match (executor.container_run(), termination.is_some()) {
+    let containment = match (
+        executor.container_run(),
+        termination.is_some() || interrupted,
+    ) {
         (None, true) => t.containment().await,
         _ => None,
     };
