@@ -15,10 +15,10 @@
 //!    the programs by name and the opens of `/proc` files); skipped with a
 //!    line where strace is not installed.
 //!
-//! Last three runs (docs/certify.md, "What it costs"), load average 0.3–1.0:
-//! ratio 1.006 / 1.048 / 1.073, overhead 20.1 / 25.6 / 31.4 ms (min / median
-//! / max; the raw do-nothing sequence about 12 ms), 11 child processes per
-//! certify (8 git, 2 sh, the suite), 0 `/proc` opens.
+//! Figures: docs/certify.md, "What it costs" (8 child processes per
+//! certify since 2026-12-02, 11 before; the overhead against the 15 ms
+//! goal must be read on a quiet machine — at load 3.6–4.5 the raw sequence
+//! itself takes 30–37 ms instead of 12).
 
 use std::path::Path;
 use std::process::Command;
