@@ -723,36 +723,54 @@ fn spawn(cmd: &Cmd, cgroup: Option<&AttemptCgroup>, piped_stdin: bool) -> std::i
     Ok((Child::Tokio(child), stdin, stdout, stderr))
 }
 
-/// Where a PATH search in the child would find `program`: the first
-/// executable regular file along `env`'s `PATH` (`/bin:/usr/bin` when
-/// unset), for a bare name. `None` — leave the search to the child's
-/// `execvp` — for a name holding a `/`, when nothing is found, or when an
-/// entry before the find is relative or empty (the child's working
+/// Where a PATH search in the child would find `program`: the first of
+/// its [`candidates`] that is an executable regular file, for a bare name.
+/// `None` — leave the search to the child's `execvp` — for a name holding a
+/// `/`, when nothing is found, or when a candidate before the find is
+/// relative (an empty or relative `PATH` entry: the child's working
 /// directory, which may differ from this one).
 fn spawn_path(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    let name = program.as_bytes();
-    if name.is_empty() || name.contains(&b'/') {
+    if program.is_empty() || program.as_bytes().contains(&b'/') {
         return None;
+    }
+    for c in candidates(program, env) {
+        let c = Path::new(OsStr::from_bytes(&c));
+        if !c.is_absolute() {
+            return None;
+        }
+        if is_executable(c) {
+            return Some(c.to_path_buf());
+        }
+    }
+    None
+}
+
+/// Where `execvp` would look for `program`: itself when it holds a
+/// `/`, else each `PATH` directory of the child's environment (glibc's
+/// default `/bin:/usr/bin` when unset; an empty entry is the working
+/// directory).
+fn candidates(program: &OsStr, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = program.as_bytes();
+    if p.contains(&b'/') || p.is_empty() {
+        return vec![p.to_vec()];
     }
     let path = env
         .iter()
         .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_os_str())
-        .unwrap_or(OsStr::new("/bin:/usr/bin"));
-    for dir in path.as_bytes().split(|b| *b == b':') {
-        if !dir.starts_with(b"/") {
-            return None;
-        }
-        let candidate = Path::new(OsStr::from_bytes(dir)).join(program);
-        if std::fs::metadata(&candidate)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        {
-            return Some(candidate);
-        }
-    }
-    None
+        .map(|(_, v)| v.as_bytes().to_vec())
+        .unwrap_or_else(|| b"/bin:/usr/bin".to_vec());
+    path.split(|b| *b == b':')
+        .map(|d| {
+            let mut c = if d.is_empty() { Vec::new() } else { d.to_vec() };
+            if !c.is_empty() && !c.ends_with(b"/") {
+                c.push(b'/');
+            }
+            c.extend_from_slice(p);
+            c
+        })
+        .collect()
 }
 
 /// Starting a child straight into a cgroup: `clone3` with
@@ -765,7 +783,7 @@ fn spawn_path(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> 
 #[cfg(target_os = "linux")]
 mod into_cgroup {
     use super::Cmd;
-    use std::ffi::{CString, OsString};
+    use std::ffi::CString;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::os::unix::process::ExitStatusExt;
@@ -893,32 +911,6 @@ mod into_cgroup {
         high(f.into())
     }
 
-    /// Where `execvp` would look for `program`: itself when it holds a
-    /// `/`, else each `PATH` directory of the child's environment (glibc's
-    /// default `/bin:/usr/bin` when unset; an empty entry is the working
-    /// directory).
-    fn candidates(program: &std::ffi::OsStr, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
-        let p = program.as_bytes();
-        if p.contains(&b'/') || p.is_empty() {
-            return vec![p.to_vec()];
-        }
-        let path = env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_bytes().to_vec())
-            .unwrap_or_else(|| b"/bin:/usr/bin".to_vec());
-        path.split(|b| *b == b':')
-            .map(|d| {
-                let mut c = if d.is_empty() { Vec::new() } else { d.to_vec() };
-                if !c.is_empty() && !c.ends_with(b"/") {
-                    c.push(b'/');
-                }
-                c.extend_from_slice(p);
-                c
-            })
-            .collect()
-    }
-
     type Pipes = (Child, Option<OwnedFd>, Option<OwnedFd>, OwnedFd);
 
     /// Start `cmd` in the cgroup open at `cgroup`, in its own process group.
@@ -934,7 +926,7 @@ mod into_cgroup {
         null_stdout: bool,
     ) -> std::io::Result<Option<Pipes>> {
         let env = super::child_env(cmd);
-        let progs: Vec<CString> = candidates(&cmd.program, &env)
+        let progs: Vec<CString> = super::candidates(&cmd.program, &env)
             .iter()
             .map(|c| cstr(c))
             .collect::<std::io::Result<_>>()?;
@@ -1281,20 +1273,20 @@ impl Drop for AttemptCgroup {
 /// Resolve a program name the way `execvp` would: a name containing `/` is
 /// taken as a path; otherwise the first executable match on `PATH`.
 pub fn which(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
     if program.contains('/') {
         let p = PathBuf::from(program);
-        return is_exec(&p).then_some(p);
+        return is_executable(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))
-        .find(|p| is_exec(p))
+        .find(|p| is_executable(p))
+}
+
+/// A regular file with an execute bit (what a PATH search takes).
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

@@ -126,6 +126,16 @@ fn is_object_id(b: &[u8]) -> bool {
     matches!(b.len(), 40 | 64) && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// git's output as lines, its one trailing newline cut (a path holding a
+/// newline makes more lines than were asked for: callers check the count).
+fn lines(stdout: &[u8]) -> Vec<&[u8]> {
+    stdout
+        .strip_suffix(b"\n")
+        .unwrap_or(stdout)
+        .split(|b| *b == b'\n')
+        .collect()
+}
+
 /// The one path git printed on a line of its own: exactly one trailing
 /// newline is cut, every other byte (newlines, non-UTF-8) is kept.
 pub fn one_path(stdout: &[u8]) -> PathBuf {
@@ -179,12 +189,7 @@ impl Repo {
         // Both in one call when its output can only be read one way (two
         // lines); a path holding a newline is asked for alone.
         let both = ask(&["--show-toplevel", "--git-common-dir"]).await?.stdout;
-        let lines: Vec<&[u8]> = both
-            .strip_suffix(b"\n")
-            .unwrap_or(&both)
-            .split(|b| *b == b'\n')
-            .collect();
-        let (top, common_dir) = match lines[..] {
+        let (top, common_dir) = match lines(&both)[..] {
             [t, c] => (one_path(t), one_path(c)),
             _ => (
                 one_path(&ask(&["--show-toplevel"]).await?.stdout),
@@ -226,20 +231,16 @@ impl Repo {
                 ],
             )
             .await
+            && let [t, c, sha] = lines(&o.stdout)[..]
+            && !t.is_empty()
+            && !c.is_empty()
+            && is_object_id(sha)
         {
-            let out = o.stdout.strip_suffix(b"\n").unwrap_or(&o.stdout);
-            let lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();
-            if let [t, c, sha] = lines[..]
-                && !t.is_empty()
-                && !c.is_empty()
-                && is_object_id(sha)
-            {
-                let repo = Repo {
-                    top: one_path(t),
-                    common_dir: one_path(c),
-                };
-                return Ok((repo, Ok(String::from_utf8_lossy(sha).into_owned())));
-            }
+            let repo = Repo {
+                top: one_path(t),
+                common_dir: one_path(c),
+            };
+            return Ok((repo, Ok(String::from_utf8_lossy(sha).into_owned())));
         }
         let repo = Repo::open(path).await?;
         let sha = repo.resolve(rev).await;
@@ -320,8 +321,11 @@ impl Repo {
     /// are not asked for and are left out. A name outside `refs/` (a short
     /// name in a hand-edited file) is read alone by [`Repo::read_ref`], as
     /// git would resolve it.
-    pub async fn read_refs(&self, names: &[&str]) -> Result<Vec<Option<String>>, GitError> {
-        let mut found = vec![None; names.len()];
+    pub async fn read_refs<const N: usize>(
+        &self,
+        names: [&str; N],
+    ) -> Result<[Option<String>; N], GitError> {
+        let mut found = [const { None }; N];
         let full: Vec<&str> = names
             .iter()
             .copied()

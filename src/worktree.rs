@@ -116,10 +116,7 @@ fn survivors(path: &Path, out: &Output) -> Result<(), GitError> {
 }
 
 fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
-    Cmd::new("sh")
-        .args(["-c", script, name])
-        .args(args)
-        .timeout(GIT_TIMEOUT)
+    crate::remote::sh(script, name, args).timeout(GIT_TIMEOUT)
 }
 
 /// Before an attempt at the stable `path`: [`kill_leftovers`], then heal
@@ -132,10 +129,14 @@ fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
 /// parent cannot be recreated or `repo` is not a repository.
 pub async fn prepare(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
     let marker = attempt_marker(path);
-    let cmd = Cmd::new("sh")
-        .args(["-c", crate::remote::PREPARE, "saphan-prepare"])
-        .args([KILL_LEFTOVERS, HEAL])
-        .args([repo, path, marker.as_path()])
+    let args: [&std::ffi::OsStr; 5] = [
+        KILL_LEFTOVERS.as_ref(),
+        HEAL.as_ref(),
+        repo.as_os_str(),
+        path.as_os_str(),
+        marker.as_os_str(),
+    ];
+    let cmd = crate::remote::sh(crate::remote::PREPARE, "saphan-prepare", args)
         .timeout(LEFTOVER_BOUND + GIT_TIMEOUT);
     survivors(path, &run_ok(t, cmd).await?)
 }

@@ -693,10 +693,7 @@ async fn judge_move(
         return Ok(Move::Unchanged(Unmoved::NoTrunk));
     };
     // The trunk's tip and the pointer, read in one call.
-    let (tip, pointer) = match &repo.read_refs(&[trunk, VERIFIED_REF]).await?[..] {
-        [t, p] => (t.clone(), p.clone()),
-        _ => (None, None),
-    };
+    let [tip, pointer] = repo.read_refs([trunk, VERIFIED_REF]).await?;
     let Some(tip) = tip else {
         return Ok(Move::Unchanged(Unmoved::TrunkAbsent {
             trunk: trunk.to_string(),

@@ -295,7 +295,7 @@ impl Ssh {
         format!(
             "the SSH connection is gone ({detail}; keep-alive every {}s, declared dead after {}s of silence)",
             interval.as_secs_f64(),
-            (interval * max.max(2)).as_secs_f64()
+            dead_after(interval, max).as_secs_f64()
         )
     }
 
@@ -684,6 +684,12 @@ pub fn keepalive(s: &HostSettings, opts: &SshOptions) -> (Duration, u32) {
 /// [`keepalive`]); 0 would mean never, so a count of 1 keeps 1.
 fn unanswered_before_close(count: u32) -> usize {
     (count.max(2) - 1) as usize
+}
+
+/// The silence after which a connection with this keep-alive is declared
+/// dead: what russh does with [`unanswered_before_close`]'s count.
+fn dead_after(interval: Duration, count: u32) -> Duration {
+    interval * (unanswered_before_close(count) as u32 + 1)
 }
 
 /// Where a remote command's stdout goes.

@@ -286,7 +286,7 @@ async fn the_batched_git_reads_answer_as_the_single_ones_do() {
     );
     let got = read_refs_of(
         &repo,
-        &["refs/heads/main", "refs/saphan/verified", "refs/heads/mai"],
+        ["refs/heads/main", "refs/saphan/verified", "refs/heads/mai"],
     )
     .await;
     assert_eq!(got, vec![Some(head.clone()), None, None]);
@@ -295,7 +295,7 @@ async fn the_batched_git_reads_answer_as_the_single_ones_do() {
         &["update-ref", "-d", "refs/saphan/verified/below"],
     );
     git(repo.path(), &["update-ref", "refs/saphan/verified", &head]);
-    let got = read_refs_of(&repo, &["refs/saphan/verified", "main"]).await;
+    let got = read_refs_of(&repo, ["refs/saphan/verified", "main"]).await;
     assert_eq!(
         got,
         vec![Some(head.clone()), Some(head)],
@@ -303,13 +303,14 @@ async fn the_batched_git_reads_answer_as_the_single_ones_do() {
     );
 }
 
-async fn read_refs_of(repo: &Repo, names: &[&str]) -> Vec<Option<String>> {
+async fn read_refs_of<const N: usize>(repo: &Repo, names: [&str; N]) -> Vec<Option<String>> {
     saphan::git::Repo::open(repo.path())
         .await
         .unwrap()
         .read_refs(names)
         .await
         .unwrap()
+        .into()
 }
 
 fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
