@@ -86,15 +86,29 @@ pub struct Capability {
     pub extra: BTreeMap<String, toml::Value>,
 }
 
+/// The syntax of a `version_pattern`: regex syntax whose `\\d`, `\\s` …
+/// are ASCII, matched against bytes.
+fn pattern_syntax() -> regex_automata::util::syntax::Config {
+    regex_automata::util::syntax::Config::new()
+        .unicode(false)
+        .utf8(false)
+}
+
 /// Compile a `version_pattern` (regex syntax; `\\d`, `\\s` … are ASCII).
 pub fn compile_pattern(p: &str) -> Result<regex_automata::meta::Regex, String> {
     regex_automata::meta::Regex::builder()
-        .syntax(
-            regex_automata::util::syntax::Config::new()
-                .unicode(false)
-                .utf8(false),
-        )
+        .syntax(pattern_syntax())
         .build(p)
+        .map_err(|e| e.to_string())
+}
+
+/// Check that `p` is a `version_pattern` [`compile_pattern`] accepts, by
+/// parsing it only: every run loads the catalog, and building the
+/// matcher of each row (its automata) costs more than the rest of the
+/// parse; a row's matcher is built when its version output is matched.
+pub fn check_pattern(p: &str) -> Result<(), String> {
+    regex_automata::util::syntax::parse_with(p, &pattern_syntax())
+        .map(drop)
         .map_err(|e| e.to_string())
 }
 
@@ -201,7 +215,7 @@ impl Catalog {
                     )));
                 }
                 Some(p) => {
-                    compile_pattern(p).map_err(|e| {
+                    check_pattern(p).map_err(|e| {
                         bad(format!(
                             "capability `{name}`: version_pattern `{p}` is not a regular expression: {e}"
                         ))
@@ -393,6 +407,32 @@ mod tests {
             Some("apt-get install -y golang-go")
         );
         assert!(matches!(c.get("nope"), Err(CatalogError::Unknown { .. })));
+    }
+
+    #[test]
+    fn every_embedded_pattern_builds_its_matcher_and_a_broken_one_is_refused() {
+        // The parse only checks syntax; the matchers are built on use, so
+        // each embedded row's must build.
+        let c = Catalog::load(None).unwrap();
+        for (name, row) in &c.rows {
+            if let Some(p) = &row.version_pattern {
+                assert!(compile_pattern(p).is_ok(), "{name}: {p}");
+            }
+        }
+        let go = c.get("go").unwrap();
+        assert!(go.version_matches("go version go1.19.8 linux/amd64"));
+        assert!(!go.version_matches(""));
+        let broken = EMBEDDED.replacen(
+            &format!(
+                "version_pattern = '{}'",
+                go.version_pattern.as_deref().unwrap()
+            ),
+            "version_pattern = 'go(1'",
+            1,
+        );
+        assert_ne!(broken, EMBEDDED, "the go row's pattern line was found");
+        let e = Catalog::parse(&broken, "t").unwrap_err().to_string();
+        assert!(e.contains("is not a regular expression"), "{e}");
     }
 
     #[test]

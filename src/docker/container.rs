@@ -12,14 +12,16 @@
 //!
 //! The operator's guide is `docs/dispatch.md`, "Container class".
 
-use super::engine::{CLEANUP_BUDGET, connect, read_logs, wait_status};
+use super::engine::{
+    CLEANUP_BUDGET, cleanup_deadline, connect, read_logs, remove_container, wait_status,
+};
 use super::{DockerError, Pin};
 use crate::exec::{STDERR_TAIL, Termination};
 use crate::measure::Interrupt;
 use crate::transport::Transport;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+use bollard::query_parameters::CreateContainerOptions;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -151,7 +153,7 @@ pub async fn reap_over(transport: &Transport, socket: &str) -> Vec<String> {
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "state unknown".into()),
         );
-        match remove_container(transport, socket, Some(&docker), &id).await {
+        match remove_container(transport, socket, Some(&docker), &id, cleanup_deadline()).await {
             Ok(()) => notes.push(format!(
                 "reaped: {what}, left by an attempt that is over ({why})"
             )),
@@ -445,50 +447,6 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
-/// Remove container `name_or_id` (forced: it is killed first if running),
-/// on `docker`, else over a fresh connection. `Err` says why it may remain.
-pub(crate) async fn remove_container(
-    transport: &Transport,
-    socket: &str,
-    docker: Option<&Docker>,
-    name_or_id: &str,
-) -> Result<(), String> {
-    let opts = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    let gone = |r: Result<(), bollard::errors::Error>| match r {
-        Ok(()) => Ok(()),
-        // Already gone (never created, or removed): nothing left.
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
-        Err(e) => Err(e.to_string()),
-    };
-    if let Some(d) = docker
-        && let Ok(r) = tokio::time::timeout(
-            CLEANUP_BUDGET,
-            d.remove_container(name_or_id, Some(opts.clone())),
-        )
-        .await
-        && gone(r).is_ok()
-    {
-        return Ok(());
-    }
-    let again = async {
-        let d = connect(transport, socket, CLEANUP_BUDGET).await?;
-        gone(d.remove_container(name_or_id, Some(opts)).await)
-    };
-    match tokio::time::timeout(CLEANUP_BUDGET, again).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "the engine gave no answer within {}s",
-            CLEANUP_BUDGET.as_secs()
-        )),
-    }
-}
-
 /// Run the suite `run` in a container on `target`, and remove the container
 /// whatever happened.
 ///
@@ -528,6 +486,7 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
         &target.socket,
         idle.as_ref(),
         &target.name,
+        cleanup_deadline(),
     )
     .await
     {
@@ -1019,7 +978,9 @@ pub async fn remove_labelled(
     let mut left = Vec::new();
     for c in found {
         let Some(id) = c.id else { continue };
-        if let Err(why) = remove_container(transport, socket, Some(&docker), &id).await {
+        if let Err(why) =
+            remove_container(transport, socket, Some(&docker), &id, cleanup_deadline()).await
+        {
             left.push(format!("{id}: {why}"));
         }
     }

@@ -194,13 +194,13 @@ fn finding(
     )
 }
 
-/// A daemon-unreachable finding; the remedy grants socket access to the
-/// user saphan runs as there (`id -un` on the machine).
 /// The time from now until `deadline` (zero once it has passed).
 fn left(deadline: tokio::time::Instant) -> Duration {
     deadline.saturating_duration_since(tokio::time::Instant::now())
 }
 
+/// A daemon-unreachable finding; the remedy grants socket access to the
+/// user saphan runs as there (`id -un` on the machine).
 async fn unreachable(
     transport: &Transport,
     s: &DockerProbeSettings,
@@ -267,19 +267,7 @@ pub async fn probe_docker_oci(
             // The run was cut off wherever it was: remove the container by
             // its name, over a fresh connection (absent if never created) —
             // within what is left of the budget, never past it.
-            let cleanup = CLEANUP_BUDGET.min(left(deadline));
-            let gone = async {
-                let d = connect(transport, &s.socket, cleanup).await?;
-                let opts = RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                };
-                d.remove_container(&name, Some(opts))
-                    .await
-                    .map_err(|e| e.to_string())
-            };
-            if let Ok(Err(e)) = tokio::time::timeout(cleanup, gone).await {
+            if let Err(e) = remove_container(transport, &s.socket, None, &name, deadline).await {
                 tracing::debug!(container = %name, error = %e, "removing after the budget");
             }
             finding(
@@ -418,14 +406,11 @@ async fn probe_inner(
     // The container is removed whatever happened; a broken connection gets
     // a fresh one for the removal.
     if let Some(cid) = ran.container.as_deref() {
-        remove(
-            transport,
-            &s.socket,
-            &docker,
-            cid,
-            deadline + CLEANUP_RESERVE,
-        )
-        .await;
+        // Within what is left of the probe's budget (its reserve included).
+        let by = deadline + CLEANUP_RESERVE;
+        if let Err(e) = remove_container(transport, &s.socket, Some(&docker), cid, by).await {
+            tracing::warn!(container = cid, error = %e, "could not remove the probe container");
+        }
     }
     let mut f = match ran.result {
         Err(why) => finding(s, Outcome::Failed, Reason::ProbeRunFailed, why, install),
@@ -616,40 +601,86 @@ pub(crate) async fn read_logs(
     Ok(out)
 }
 
-async fn remove(
+/// Remove container `name_or_id` (forced: killed first if running, its
+/// anonymous volumes with it) on `docker`, and over a fresh connection to
+/// `socket` when there is none or that request failed: each request within
+/// [`CLEANUP_BUDGET`], both before `deadline`. Already gone (404) is
+/// removed; a removal the engine has already in progress (409) is waited
+/// for until the container is gone. `Err` says why it may remain.
+pub(crate) async fn remove_container(
     transport: &Transport,
     socket: &str,
-    docker: &Docker,
-    cid: &str,
+    docker: Option<&Docker>,
+    name_or_id: &str,
     deadline: tokio::time::Instant,
-) {
+) -> Result<(), String> {
+    let budget = || CLEANUP_BUDGET.min(left(deadline));
+    if let Some(d) = docker
+        && let Ok(Ok(())) = tokio::time::timeout(budget(), remove_on(d, name_or_id)).await
+    {
+        return Ok(());
+    }
+    let budget = budget();
+    let again = async {
+        let d = connect(transport, socket, budget).await?;
+        remove_on(&d, name_or_id).await
+    };
+    match tokio::time::timeout(budget, again).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "the engine gave no answer within {:.0}s",
+            budget.as_secs_f64().ceil()
+        )),
+    }
+}
+
+/// The deadline of a removal that has no budget of its own to keep: one
+/// [`CLEANUP_BUDGET`] for the request on the open connection and one for a
+/// fresh connection's.
+pub(crate) fn cleanup_deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + 2 * CLEANUP_BUDGET
+}
+
+/// One forced removal request on `d`, as [`remove_container`] judges it.
+async fn remove_on(d: &Docker, name_or_id: &str) -> Result<(), String> {
     let opts = RemoveContainerOptions {
         force: true,
         v: true,
         ..Default::default()
     };
-    let first = tokio::time::timeout(
-        CLEANUP_BUDGET.min(left(deadline)),
-        docker.remove_container(cid, Some(opts.clone())),
-    )
-    .await;
-    if matches!(first, Ok(Ok(()))) {
-        return;
+    match d.remove_container(name_or_id, Some(opts)).await {
+        Ok(()) => Ok(()),
+        // Already gone (never created, or removed): nothing left.
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        // "removal of container … is already in progress": the engine is
+        // removing it; wait until it is gone.
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) if message.contains("already in progress") => removed(d, name_or_id).await,
+        Err(e) => Err(e.to_string()),
     }
-    // The reconnect gets only what is left of the probe's budget.
-    let budget = CLEANUP_BUDGET.min(left(deadline));
-    let again = async {
-        let d = connect(transport, socket, budget).await?;
-        d.remove_container(cid, Some(opts))
-            .await
-            .map_err(|e| e.to_string())
+}
+
+/// Wait until the engine has removed `name_or_id` (`condition=removed`),
+/// then confirm it is gone.
+async fn removed(d: &Docker, name_or_id: &str) -> Result<(), String> {
+    let opts = WaitContainerOptions {
+        condition: "removed".into(),
     };
-    let err = match tokio::time::timeout(budget, again).await {
-        Ok(Ok(())) => return,
-        Ok(Err(e)) => e,
-        Err(_) => "timed out".to_string(),
-    };
-    tracing::warn!(container = cid, error = %err, "could not remove the probe container");
+    let mut waits = d.wait_container(name_or_id, Some(opts));
+    // The wait's own answer (an exit status, or 404 once it is gone) only
+    // says the wait is over; the inspect below is the proof.
+    while waits.next().await.is_some() {}
+    match d.inspect_container(name_or_id, None).await {
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Ok(_) => Err("the engine's removal in progress did not remove it".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]

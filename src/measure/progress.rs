@@ -57,13 +57,14 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The words of a progress line: `connect`, `ship`, `shipped 12 KiB`,
+    /// The words of a progress line: `connect`, `ship`, `shipped 312 B` /
+    /// `shipped 1.21 MiB` (binary units, as indicatif's `HumanBytes`),
     /// `run`, `build: go build ./...`, `collect`, `done: green`.
     pub fn words(&self) -> String {
         match self {
             Event::Connect => "connect".into(),
             Event::Ship => "ship".into(),
-            Event::Shipped { bytes } => format!("shipped {} KiB", bytes.div_ceil(1024)),
+            Event::Shipped { bytes } => format!("shipped {}", indicatif::HumanBytes(*bytes)),
             Event::Run { .. } => "run".into(),
             Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
             Event::Shard {
@@ -100,4 +101,17 @@ pub struct Silent;
 
 impl Progress for Silent {
     fn event(&self, _: &str, _: &Event<'_>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shipped_bundle_is_shown_in_the_unit_that_fits_it() {
+        let words = |bytes| Event::Shipped { bytes }.words();
+        assert_eq!(words(312), "shipped 312 B");
+        assert_eq!(words(12 * 1024), "shipped 12.00 KiB");
+        assert_eq!(words(3 * 1024 * 1024 + 512 * 1024), "shipped 3.50 MiB");
+    }
 }
