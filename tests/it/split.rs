@@ -396,6 +396,47 @@ fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
     assert_eq!(repo.records().len(), 4);
 }
 
+/// A machine whose sshd is gone after it was admitted: its shard's attempt
+/// is `host-unreachable` (nothing ran there), re-run once on another
+/// machine of the invocation into a green with `retry_of`; coverage is
+/// complete and the pointer moves, with the count of the whole module.
+#[test]
+fn an_unreachable_machines_shard_is_re_run_elsewhere_into_a_green() {
+    let Some(lab) = Lab::start(4) else { return };
+    if common::skip_unless(
+        Path::new("/usr/bin/go").exists() && saphan::exec::which("go").is_some(),
+        "no /usr/bin/go for the lab hosts, or no go here to list packages with",
+    ) {
+        return;
+    }
+    let f = Fleet::new(&lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let repo = module(5, &[]);
+    lab.stop("m1");
+    let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
+    let v = json(&o);
+    assert_code(&o, 0);
+    let s = &v["split"];
+    assert_eq!(s["verdict"], "green", "{v}");
+    assert_eq!(s["count"], 5, "{v}");
+    assert_eq!(s["coverage"]["complete"], true, "{v}");
+    let all = records(&v);
+    let lost = all
+        .iter()
+        .find(|r| r["machine"] == "m1")
+        .expect("m1's attempt is recorded");
+    assert_eq!(lost["verdict"], "measurement-failed", "{lost}");
+    assert_eq!(lost["failure"], "host-unreachable", "{lost}");
+    let retry = all
+        .iter()
+        .find(|r| !r["retry_of"].is_null())
+        .expect("m1's shard re-run");
+    assert_eq!(retry["retry_of"], lost["id"], "{v}");
+    assert_ne!(retry["machine"], "m1", "{v}");
+    assert_eq!(retry["shard"], lost["shard"], "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
+}
+
 /// A suite saphan cannot split itself (an exitcode suite): each shard gets
 /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`, the result is advisory, the
 /// pointer does not move, and the output says why.
