@@ -24,6 +24,7 @@
 
 use super::xml::{self, AttrSpan, Chars};
 use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, files};
+use quick_xml::encoding::EncodingError;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 use std::fs::File;
@@ -522,8 +523,16 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                 return Err(Fail::Io(std::io::Error::new(e.kind(), e.to_string())));
             }
             Err(e) => {
+                // quick-xml keeps no position for bytes that are not UTF-8:
+                // they lie `valid_up_to` into the event that starts here.
+                let offset = match &e {
+                    quick_xml::Error::Encoding(EncodingError::Utf8(u)) => {
+                        before + u.valid_up_to() as u64
+                    }
+                    _ => reader.error_position(),
+                };
                 return Err(Fail::At {
-                    offset: reader.error_position(),
+                    offset,
                     why: e.to_string(),
                 });
             }
@@ -805,6 +814,24 @@ mod tests {
             err(b"<testsuites>\xff</testsuites>"),
             ReportError::Malformed { .. }
         ));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_in_text_name_their_line() {
+        for x in [
+            &b"<testsuite tests='1'>\n<testcase name='a'>\n<failure>x &#39; y\nbad \xff z</failure></testcase></testsuite>"[..],
+            &b"<testsuite tests='1'>\n<testcase name='a'>\n<failure>x\ny\nz\nbad \xff z</failure></testcase></testsuite>"[..],
+        ] {
+            let want = x
+                .split(|b| *b == b'\n')
+                .position(|l| l.contains(&0xff))
+                .unwrap() as u64
+                + 1;
+            match err(x) {
+                ReportError::Malformed { line, ref why, .. } => assert_eq!(line, want, "{why}"),
+                other => panic!("{other}"),
+            }
+        }
     }
 
     /// A passing report with slots where a malformation goes.

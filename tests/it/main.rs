@@ -25,6 +25,7 @@ mod remote_scripts;
 mod reports_corpus;
 mod reports_e2e;
 mod reports_e2e_why;
+mod reports_producers;
 mod requirements;
 mod scratch;
 mod signals;
