@@ -165,9 +165,41 @@ impl Lines {
     }
 }
 
+/// The words of a progress line: `connect`, `ship`, `shipped 312 B` /
+/// `shipped 1.21 MiB` (binary units, as indicatif's `HumanBytes`),
+/// `run`, `build: go build ./...`, `collect`, `done: green`.
+pub(crate) fn event_words(event: &Event<'_>) -> String {
+    match event {
+        Event::Connect => "connect".into(),
+        Event::Ship => "ship".into(),
+        Event::Shipped { bytes } => format!("shipped {}", indicatif::HumanBytes(*bytes)),
+        Event::Run { .. } => "run".into(),
+        Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
+        Event::Shard {
+            index,
+            count,
+            packages,
+            retry_of,
+        } => {
+            let what = match packages.len() {
+                0 => "the suite's own splitter".to_string(),
+                1 => format!("1 package ({})", packages[0]),
+                n if n <= 3 => format!("{n} packages ({})", packages.join(", ")),
+                n => format!("{n} packages ({}, …)", packages[..3].join(", ")),
+            };
+            let retry = retry_of
+                .map(|r| format!(", re-running attempt {r}"))
+                .unwrap_or_default();
+            format!("shard {}/{count}: {what}{retry}", index + 1)
+        }
+        Event::Collect => "collect".into(),
+        Event::Done { verdict } => format!("done: {}", verdict.as_str()),
+    }
+}
+
 impl Progress for Lines {
     fn event(&self, machine: &str, event: &Event<'_>) {
-        let what = event.words();
+        let what = event_words(event);
         match self.bars.iter().find(|(id, _)| id == machine) {
             // A finished machine's line stays as it ended.
             Some((_, pb)) if pb.is_finished() => {}
@@ -598,4 +630,17 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shipped_bundle_is_shown_in_the_unit_that_fits_it() {
+        let words = |bytes| event_words(&Event::Shipped { bytes });
+        assert_eq!(words(312), "shipped 312 B");
+        assert_eq!(words(12 * 1024), "shipped 12.00 KiB");
+        assert_eq!(words(3 * 1024 * 1024 + 512 * 1024), "shipped 3.50 MiB");
+    }
 }

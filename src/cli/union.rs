@@ -121,7 +121,7 @@ struct Progress(bool);
 impl crate::measure::progress::Progress for Progress {
     fn event(&self, _machine: &str, event: &crate::measure::progress::Event<'_>) {
         if self.0 && matches!(event, crate::measure::progress::Event::Step { .. }) {
-            eprintln!("verify-stream: {}", event.words());
+            eprintln!("verify-stream: {}", super::certify::event_words(event));
         }
     }
 }

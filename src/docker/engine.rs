@@ -654,12 +654,13 @@ async fn remove_on(d: &Docker, name_or_id: &str) -> Result<(), String> {
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => Ok(()),
-        // "removal of container … is already in progress": the engine is
-        // removing it; wait until it is gone.
+        // A conflict on a forced removal: the engine is already removing it
+        // ("removal of container … is already in progress"). Wait until it
+        // is gone; the inspect after the wait is the proof, not the words,
+        // and the caller's deadline bounds the wait.
         Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 409,
-            message,
-        }) if message.contains("already in progress") => removed(d, name_or_id).await,
+            status_code: 409, ..
+        }) => removed(d, name_or_id).await,
         Err(e) => Err(e.to_string()),
     }
 }

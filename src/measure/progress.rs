@@ -56,40 +56,6 @@ pub enum Event<'a> {
     },
 }
 
-impl Event<'_> {
-    /// The words of a progress line: `connect`, `ship`, `shipped 312 B` /
-    /// `shipped 1.21 MiB` (binary units, as indicatif's `HumanBytes`),
-    /// `run`, `build: go build ./...`, `collect`, `done: green`.
-    pub fn words(&self) -> String {
-        match self {
-            Event::Connect => "connect".into(),
-            Event::Ship => "ship".into(),
-            Event::Shipped { bytes } => format!("shipped {}", indicatif::HumanBytes(*bytes)),
-            Event::Run { .. } => "run".into(),
-            Event::Step { name, argv } => format!("{name}: {}", argv.join(" ")),
-            Event::Shard {
-                index,
-                count,
-                packages,
-                retry_of,
-            } => {
-                let what = match packages.len() {
-                    0 => "the suite's own splitter".to_string(),
-                    1 => format!("1 package ({})", packages[0]),
-                    n if n <= 3 => format!("{n} packages ({})", packages.join(", ")),
-                    n => format!("{n} packages ({}, …)", packages[..3].join(", ")),
-                };
-                let retry = retry_of
-                    .map(|r| format!(", re-running attempt {r}"))
-                    .unwrap_or_default();
-                format!("shard {}/{count}: {what}{retry}", index + 1)
-            }
-            Event::Collect => "collect".into(),
-            Event::Done { verdict } => format!("done: {}", verdict.as_str()),
-        }
-    }
-}
-
 /// An observer of attempts' progress.
 pub trait Progress: Send + Sync {
     /// `machine` (`local` or a fleet id) reached `event`.
@@ -101,17 +67,4 @@ pub struct Silent;
 
 impl Progress for Silent {
     fn event(&self, _: &str, _: &Event<'_>) {}
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_shipped_bundle_is_shown_in_the_unit_that_fits_it() {
-        let words = |bytes| Event::Shipped { bytes }.words();
-        assert_eq!(words(312), "shipped 312 B");
-        assert_eq!(words(12 * 1024), "shipped 12.00 KiB");
-        assert_eq!(words(3 * 1024 * 1024 + 512 * 1024), "shipped 3.50 MiB");
-    }
 }
