@@ -466,6 +466,54 @@ const ROWS: &[Row] = &[
         },
     },
     Row {
+        file: "nextest-0.9.143_retries.xml",
+        producer: "cargo-nextest 0.9.143, retries = 2, JUnit on",
+        says: "8 tests run: 5 passed (1 flaky), 3 failed, 1 skipped",
+        exit: 100,
+        // nextest leaves the ignored test out of the file (tests="8"
+        // skipped="0"); a failing test's retries are `<rerunFailure>`
+        // children of its one testcase, the flaky pass's first try a
+        // `<flakyFailure>`: neither is a `<failure>`, so the flaky test is
+        // not named, and each failing test is named once. The control
+        // bytes the tests printed were dropped by nextest.
+        want: Read {
+            count: 8,
+            names: &[
+                "nx.tests::always_fails_retried",
+                "nx.tests::fails",
+                "nx.tests::prints_controls",
+            ],
+            verdict: Red,
+            note: "",
+        },
+    },
+    Row {
+        file: "nextest-0.9.143_flaky_green.xml",
+        producer: "cargo-nextest 0.9.143, retries = 2, a flaky test passing on its retry",
+        says: "2 tests run: 2 passed (1 flaky), 7 skipped",
+        exit: 0,
+        want: Read {
+            count: 2,
+            names: &[],
+            verdict: Verdict::Green,
+            note: "",
+        },
+    },
+    Row {
+        file: "nextest-0.9.143_abort_timeout.xml",
+        producer: "cargo-nextest 0.9.143, slow-timeout terminate-after, a test that aborts",
+        says: "4 tests run: 2 passed, 1 failed, 1 timed out, 8 skipped",
+        exit: 100,
+        // The timed-out test is a `<failure type="test timeout"/>` with no
+        // message or text: still a failure element.
+        want: Read {
+            count: 4,
+            names: &["nx.harsh::aborts", "nx.harsh::hangs"],
+            verdict: Red,
+            note: "",
+        },
+    },
+    Row {
         file: "bats-1.8.2.xml",
         producer: "bats 1.8.2 (Debian) --formatter junit",
         says: "3 tests, 1 failure, 1 skipped",
