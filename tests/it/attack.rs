@@ -1,0 +1,85 @@
+//! What a hostile or careless operator does to certify: closed output
+//! streams, counts past 64 bits, unreadable report directories, one
+//! repository reached by two paths, corrupt records and configs. The real
+//! binary on real git repositories; each test fails without its fix.
+
+use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, text};
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+
+/// A pipe whose read end is already closed: a write to the other end fails
+/// with EPIPE (`| head -c0` once head has gone).
+fn widowed_pipe() -> Stdio {
+    let (r, w) = nix::unistd::pipe().unwrap();
+    drop(r);
+    Stdio::from(OwnedFd::from(w))
+}
+
+/// `saphan args…` with stdout (`which == 1`) or stderr (`2`) a widowed
+/// pipe; the other stream captured. Returns (exit code, captured bytes).
+fn run_widowed(env: &Env, args: &[&str], which: u8) -> (Option<i32>, String) {
+    let mut c: Command = env.cmd();
+    c.args(args).stdin(Stdio::null());
+    if which == 1 {
+        c.stdout(widowed_pipe()).stderr(Stdio::piped());
+    } else {
+        c.stderr(widowed_pipe()).stdout(Stdio::piped());
+    }
+    let o = c.output().unwrap();
+    let other = if which == 1 { &o.stderr } else { &o.stdout };
+    (o.status.code(), String::from_utf8_lossy(other).into_owned())
+}
+
+#[test]
+fn a_closed_stdout_or_stderr_keeps_the_verdicts_exit_code() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let red = Repo::new(&[("suite.sh", "#!/bin/sh\necho out; echo err >&2; exit 1\n")]);
+    let green = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let cases: [(&Repo, &[&str], i32); 4] = [
+        (&red, &[], 1),
+        (&red, &["--json"], 1),
+        (&green, &[], 0),
+        (&green, &["--json"], 0),
+    ];
+    for (repo, extra, code) in cases {
+        for which in [1u8, 2] {
+            let before = repo.records().len();
+            let mut args = vec!["certify", "--repo", repo.dir.path().to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let (got, other) = run_widowed(&env, &args, which);
+            assert_eq!(
+                got,
+                Some(code),
+                "certify {extra:?} with fd {which} a closed pipe: {other}"
+            );
+            assert!(!other.contains("panicked"), "{other}");
+            // The attempt is recorded whole whatever happened to the words.
+            assert_eq!(repo.records().len(), before + 1);
+            assert_only_main_worktree(repo);
+        }
+    }
+    // A refusal is still a refusal, and `records` still ends 0.
+    for which in [1u8, 2] {
+        let (got, other) = run_widowed(&env, &["certify", "--repo", "/nonexistent"], which);
+        assert_eq!(got, Some(2), "fd {which}: {other}");
+        let (got, other) = run_widowed(&env, &["records", "--repo", &red.path_str()], which);
+        assert_eq!(got, Some(0), "fd {which}: {other}");
+    }
+    // `>&-` and `2>&-`: the stream is not there at all.
+    for fd in [1, 2] {
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &red.path_str()]);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+        unsafe {
+            c.pre_exec(move || {
+                libc::close(fd);
+                Ok(())
+            });
+        }
+        let o = c.output().unwrap();
+        assert_code(&o, 1);
+        assert!(!text(&o).1.contains("panicked"));
+    }
+}
