@@ -83,3 +83,80 @@ fn a_closed_stdout_or_stderr_keeps_the_verdicts_exit_code() {
         assert!(!text(&o).1.contains("panicked"));
     }
 }
+
+/// Run `c` as `nobody` when this test runs as root (permissions bind only
+/// a non-root user), with every path in `owned` handed to nobody first.
+fn as_nobody(c: &mut Command, owned: &[&std::path::Path]) {
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::Uid::effective().is_root() {
+        return;
+    }
+    for p in owned {
+        let o = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+    c.env("HOME", owned[0]);
+    // SAFETY: setgroups/setgid/setuid are async-signal-safe syscalls.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Hand `p` back to this test's user after [`as_nobody`] (git refuses a
+/// repository another user owns).
+fn give_back(p: &std::path::Path) {
+    if nix::unistd::Uid::effective().is_root() {
+        let o = Command::new("chown").arg("-R").arg("0:0").arg(p).output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+}
+
+#[test]
+fn an_unreadable_report_directory_is_report_unreadable_never_a_green() {
+    // The suite writes a passing report beside a failing one it then makes
+    // unreadable: the glob's walk must not skip it into a green.
+    let suite = "#!/bin/sh\nmkdir -p reports/sub\n\
+        echo '<testsuite name=\"a\" tests=\"1\"><testcase classname=\"a\" name=\"ok\"/></testsuite>' > reports/ok.xml\n\
+        echo '<testsuite name=\"b\" tests=\"1\"><testcase classname=\"b\" name=\"bad\"><failure message=\"x\"/></testcase></testsuite>' > reports/sub/bad.xml\n\
+        chmod 000 reports/sub\nexit 0\n";
+    // A "directory" of the glob that is a file.
+    let file_dir = "#!/bin/sh\nprintf x > reports\nexit 0\n";
+    for (script, pattern, named) in [
+        (suite, "reports/**/*.xml", "reports/sub"),
+        (file_dir, "reports/*.xml", "reports"),
+        (file_dir, "reports/junit.xml", "reports/junit.xml"),
+    ] {
+        let env = Env::new();
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"{pattern}\"\n"
+        ));
+        let repo = Repo::new(&[("suite.sh", script)]);
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &repo.path_str()]);
+        as_nobody(&mut c, &[env.home(), repo.path()]);
+        let o = c.output().unwrap();
+        give_back(repo.path());
+        let (out, err) = text(&o);
+        let err = format!("{out}{err}");
+        assert_code(&o, 3);
+        assert!(err.contains("report-unreadable: "), "{pattern}: {err}");
+        assert!(err.contains(named), "{pattern}: names {named}: {err}");
+        assert_eq!(repo.verified(), None, "{pattern}: the pointer moved");
+        let records = repo.records();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0]["verdict"], "measurement-failed", "{pattern}");
+        assert_only_main_worktree(&repo);
+    }
+}
