@@ -160,3 +160,50 @@ fn an_unreadable_report_directory_is_report_unreadable_never_a_green() {
         assert_only_main_worktree(&repo);
     }
 }
+
+#[test]
+fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_time() {
+    // The lock lives in the git common dir: every path to the repository
+    // (its own, a symlink to it, a linked worktree) takes the same one.
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let side = tempfile::tempdir().unwrap();
+    let log = side.path().join("log");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        &format!(
+            "#!/bin/sh\necho start >> '{l}'\nsleep 1\necho end >> '{l}'\nexit 0\n",
+            l = log.display()
+        ),
+    )]);
+    let link = side.path().join("link");
+    std::os::unix::fs::symlink(repo.path(), &link).unwrap();
+    let linked = side.path().join("linked");
+    crate::common::git(
+        repo.path(),
+        &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+    );
+    let runs: Vec<_> = [repo.path().to_path_buf(), link, linked]
+        .into_iter()
+        .map(|p| {
+            env.cmd()
+                .args(["certify", "--sha", "main", "--repo"])
+                .arg(p)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let o = r.wait_with_output().unwrap();
+        assert_code(&o, 0);
+    }
+    let got = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        got,
+        "start\nend\n".repeat(3),
+        "two certify runs of one repository overlapped"
+    );
+    assert_eq!(repo.records().len(), 3);
+}
