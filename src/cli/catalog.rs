@@ -108,7 +108,7 @@ fn probe_image(ctx: &Ctx, save: &std::path::Path, tag: &str) -> Result<Exit> {
             "pin": pin,
         }));
     } else {
-        eprintln!(
+        say!(
             "saphan: wrote the saphan-probe image {tag} to {} ({} bytes); load it on a machine with `docker load -i {q}`, then pin it: {pin}",
             file.display(),
             a.bytes.len()

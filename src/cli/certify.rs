@@ -222,7 +222,7 @@ impl Progress for Lines {
             }
             None if self.bars.is_empty() => {
                 let e = self.start.elapsed().as_secs();
-                eprintln!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
+                say!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
             }
             None => {}
         }
@@ -289,7 +289,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     };
     let settings = match &selection {
         Some(sel) => {
-            eprint!("{}", sel.lines());
+            say_part!("{}", sel.lines());
             Settings {
                 machines: sel.chosen.clone(),
                 // The machines were chosen, not named: an infrastructure
@@ -357,7 +357,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         // What the suite wrote (names, notes, its output) is escaped.
         out(&visible(&s));
         if let Some((_, header, tail)) = failure_tail(&o) {
-            eprintln!("{}", visible(&format!("--- {header} ---\n{tail}")));
+            say!("{}", visible(&format!("--- {header} ---\n{tail}")));
         }
     }
     Ok(r.verdict.exit())
@@ -461,7 +461,7 @@ fn dispatched(
     selection: Option<&crate::dispatch::admit::Selection>,
 ) -> Exit {
     for r in &m.remain {
-        eprintln!("saphan: warning: {}", visible(&r.to_string()));
+        say!("saphan: warning: {}", visible(&r.to_string()));
     }
     if ctx.json {
         out_json(&serde_json::json!({
@@ -556,7 +556,7 @@ fn split_lines(sp: &crate::measure::pipeline::SplitOutcome) -> String {
 pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
     let (path, attempts) = certify::records(&a.repo).await?;
     for (line, why) in &attempts.corrupt {
-        eprintln!(
+        say!(
             "{}",
             visible(&format!(
                 "saphan: record-corrupt: {}:{line} is not a record ({why}) — skipped; the file is append-only, so move that line aside by hand",

@@ -8,6 +8,21 @@
 //! would read them as HTML tags, so that lint is off here alone.
 #![allow(rustdoc::invalid_html_tags)]
 
+/// `eprintln!` that cannot panic: words for stderr through `err_text`. A
+/// closed or broken stderr loses the words, never the verdict's exit code.
+macro_rules! say {
+    ($($t:tt)*) => {
+        $crate::cli::err_text(&format!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `eprint!` that cannot panic (no newline added); see `say!`.
+macro_rules! say_part {
+    ($($t:tt)*) => {
+        $crate::cli::err_text(&format!($($t)*))
+    };
+}
+
 pub mod affected;
 pub mod certify;
 pub mod stream;
@@ -104,14 +119,30 @@ impl Ctx {
     }
 }
 
-/// Write to stdout; a closed pipe ends the process quietly (like ripgrep).
+/// Whether a write to stdout has failed (a closed pipe, `| head -c0`).
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Write to stdout. Once a write fails (a reader that closed its end of the
+/// pipe) nothing more is written, and the verb runs on to its own exit
+/// code: a red or a refusal whose reader went away is still a red or a
+/// refusal, never an exit 0 (it was `exit(0)` on a broken pipe).
 pub fn out(text: &str) {
-    let mut so = std::io::stdout().lock();
-    if let Err(e) = so.write_all(text.as_bytes()).and_then(|_| so.flush())
-        && e.kind() == std::io::ErrorKind::BrokenPipe
-    {
-        std::process::exit(0);
+    use std::sync::atomic::Ordering;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
     }
+    let mut so = std::io::stdout().lock();
+    if so.write_all(text.as_bytes()).and_then(|_| so.flush()).is_err() {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Write to stderr, ignoring a closed or broken stderr (`2>&-` is made
+/// /dev/null by std; a pipe whose reader left fails with EPIPE, on which
+/// `eprintln!` panics, exit 101): what `say!` prints through.
+pub fn err_text(text: &str) {
+    let mut se = std::io::stderr().lock();
+    let _ = se.write_all(text.as_bytes()).and_then(|_| se.flush());
 }
 
 /// Text for a person's terminal: every control character except newline and
@@ -187,7 +218,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
             "exit_code": Exit::Refusal as u8,
         }));
     }
-    eprintln!("{}", echo_escaped(line));
+    say!("{}", echo_escaped(line));
     ExitCode::from(Exit::Refusal as u8)
 }
 
@@ -282,9 +313,9 @@ pub fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     // What a ledger read tells the operator besides its rows.
-    crate::fleet::ledger::on_note(|n| eprintln!("saphan: warning: {n}"));
+    crate::fleet::ledger::on_note(|n| say!("saphan: warning: {n}"));
     crate::cancel::on_force(|_| {
-        eprintln!(
+        say!(
             "saphan: interrupted: a second signal — killing every suite process group and exiting now"
         )
     });
@@ -303,7 +334,7 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");
+            say!("saphan: runtime: cannot start the async runtime: {e} — check ulimits");
             return ExitCode::from(2);
         }
     };
@@ -319,7 +350,7 @@ pub fn main() -> ExitCode {
                 out_json(&e.to_json());
             }
             // What the operator typed, then what a machine sent: both escaped.
-            eprintln!("{}", visible(&echo_escaped(e.line())));
+            say!("{}", visible(&echo_escaped(e.line())));
             ExitCode::from(e.exit() as u8)
         }
     }

@@ -93,7 +93,7 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     t.push_str(&pointer_line(r));
     out(&visible(&t));
     if r.verdict != crate::report::Verdict::Green && !o.log_tail.trim().is_empty() {
-        eprintln!(
+        say!(
             "{}",
             visible(&format!(
                 "--- last lines of the suite's log ({}) ---\n{}",
@@ -121,7 +121,7 @@ struct Progress(bool);
 impl crate::measure::progress::Progress for Progress {
     fn event(&self, _machine: &str, event: &crate::measure::progress::Event<'_>) {
         if self.0 && matches!(event, crate::measure::progress::Event::Step { .. }) {
-            eprintln!("verify-stream: {}", super::certify::event_words(event));
+            say!("verify-stream: {}", super::certify::event_words(event));
         }
     }
 }

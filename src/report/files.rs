@@ -88,15 +88,26 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
         prefix.push(c);
     }
 
+    // Whether `rel` is there: absent is no match; any other answer (a
+    // parent that cannot be searched, a "directory" that is a file) is a
+    // path that could not be read, never a quiet no-match.
+    let present = |rel: &Path| match root.join(rel).symlink_metadata() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(ReportError::Unreadable {
+            file: rel.display().to_string(),
+            source,
+        }),
+    };
     let mut candidates: Vec<String> = Vec::new();
     if literal_all {
         let rel = comps.join("/");
-        if root.join(&rel).symlink_metadata().is_ok() {
+        if present(Path::new(&rel))? {
             candidates.push(rel);
         }
     } else {
         let start = root.join(&prefix);
-        if start.symlink_metadata().is_ok() {
+        if present(&prefix)? {
             let resolved = start
                 .canonicalize()
                 .map_err(|source| ReportError::Unreadable {
@@ -109,6 +120,12 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
                     target: resolved,
                 });
             }
+            if !prefix.as_os_str().is_empty() && !resolved.is_dir() {
+                return Err(ReportError::Unreadable {
+                    file: prefix.display().to_string(),
+                    source: std::io::Error::from_raw_os_error(libc::ENOTDIR),
+                });
+            }
             let walker = walkdir::WalkDir::new(&start)
                 .follow_links(false)
                 .follow_root_links(false)
@@ -116,7 +133,18 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
                 .into_iter()
                 .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
             for entry in walker {
-                let Ok(entry) = entry else { continue };
+                // A directory the walk could not read may hold a failing
+                // report: skipping it could turn a red into a green.
+                let entry = entry.map_err(|e| {
+                    let at = e.path().unwrap_or(&start);
+                    let rel = at.strip_prefix(root).unwrap_or(at).display().to_string();
+                    ReportError::Unreadable {
+                        file: rel,
+                        source: e
+                            .into_io_error()
+                            .unwrap_or_else(|| std::io::Error::other("the walk failed")),
+                    }
+                })?;
                 if entry.file_type().is_dir() {
                     continue;
                 }

@@ -44,7 +44,17 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
     let mut total = Parsed::default();
     for s in &selected {
         let p = parse_file(&s.path, &s.rel)?;
-        total.count = total.count.saturating_add(p.count);
+        // A sum that does not fit is no count at all: a saturated or
+        // wrapped total would be a number nobody measured.
+        total.count = total
+            .count
+            .checked_add(p.count)
+            .ok_or_else(|| ReportError::Malformed {
+                file: s.rel.clone(),
+                line: 1,
+                why: "its test count and the other matched files' overflow a 64-bit counter"
+                    .into(),
+            })?;
         total.count_derived |= p.count_derived;
         total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
         total.names.extend(p.names);
@@ -479,7 +489,14 @@ impl State {
             if self.suites.is_empty()
                 && let Some(d) = self.derived.take()
             {
-                self.parsed.count = self.parsed.count.saturating_add(d);
+                self.parsed.count =
+                    self.parsed
+                        .count
+                        .checked_add(d)
+                        .ok_or_else(|| Fail::At {
+                            offset: self.case_offset,
+                            why: "the suites' test counts overflow a 64-bit counter".into(),
+                        })?;
             }
         }
         if let Some(start) = self.stack.pop() {
@@ -680,6 +697,32 @@ mod tests {
     fn ok(xml: &str) -> Parsed {
         parse_bytes(xml.as_bytes(), "t.xml").unwrap_or_else(|e| panic!("{e}"))
     }
+    #[test]
+    fn count_attributes_that_overflow_are_malformed() {
+        // One attribute past u64.
+        let e = err(br#"<testsuite name="s" tests="99999999999999999999"></testsuite>"#);
+        assert!(matches!(e, ReportError::Malformed { line: 1, .. }), "{e}");
+        // Two outermost suites whose sum overflows, in one file.
+        let e = err(format!(
+            "<testsuites><testsuite tests=\"{m}\"/>\n<testsuite tests=\"1\"/></testsuites>",
+            m = u64::MAX
+        )
+        .as_bytes());
+        assert!(matches!(e, ReportError::Malformed { line: 2, .. }), "{e}");
+        // Two files whose sum overflows: never a saturated total.
+        let d = tempfile::tempdir().unwrap();
+        let big = format!("<testsuite tests=\"{}\"/>", u64::MAX / 2 + 1);
+        std::fs::write(d.path().join("a.xml"), &big).unwrap();
+        std::fs::write(d.path().join("b.xml"), &big).unwrap();
+        match parse_glob(d.path(), "*.xml") {
+            Err(e @ ReportError::Malformed { .. }) => {
+                assert_eq!(crate::error::Refusal::name(&e), "report-malformed");
+                assert!(e.to_string().contains("b.xml"), "{e}");
+            }
+            other => panic!("a sum past u64 must be report-malformed: {other:?}"),
+        }
+    }
+
     fn err(xml: &[u8]) -> ReportError {
         parse_bytes(xml, "t.xml").unwrap_err()
     }

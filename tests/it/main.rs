@@ -3,6 +3,7 @@
 //! compiled once for all of them.
 
 mod admission;
+mod attack;
 mod affected;
 mod certify;
 mod certify_edges;

@@ -342,3 +342,19 @@ fn the_files_of_a_module_form_no_cycle() {
         "KNOWN_FILE_CYCLES lists cycles that are gone; take them off: {stale:?}"
     );
 }
+
+#[test]
+fn the_cli_prints_through_writers_that_cannot_panic() {
+    // `println!`/`eprintln!` panic when the stream is a pipe whose reader
+    // left (exit 101 instead of the verdict's code): src/cli writes through
+    // `out` and `say!`, which drop the words and keep the exit code.
+    let found: Vec<String> = offending(&[r"\b(?:e?println|e?print)!\s*\("], &[])
+        .into_iter()
+        .filter(|l| l.starts_with("src/cli/") || l.starts_with("src/main.rs:"))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "print through `crate::cli::out` (stdout) or `say!` (stderr):\n{}",
+        found.join("\n")
+    );
+}

@@ -1,0 +1,209 @@
+//! What a hostile or careless operator does to certify: closed output
+//! streams, counts past 64 bits, unreadable report directories, one
+//! repository reached by two paths, corrupt records and configs. The real
+//! binary on real git repositories; each test fails without its fix.
+
+use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, text};
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+
+/// A pipe whose read end is already closed: a write to the other end fails
+/// with EPIPE (`| head -c0` once head has gone).
+fn widowed_pipe() -> Stdio {
+    let (r, w) = nix::unistd::pipe().unwrap();
+    drop(r);
+    Stdio::from(OwnedFd::from(w))
+}
+
+/// `saphan args…` with stdout (`which == 1`) or stderr (`2`) a widowed
+/// pipe; the other stream captured. Returns (exit code, captured bytes).
+fn run_widowed(env: &Env, args: &[&str], which: u8) -> (Option<i32>, String) {
+    let mut c: Command = env.cmd();
+    c.args(args).stdin(Stdio::null());
+    if which == 1 {
+        c.stdout(widowed_pipe()).stderr(Stdio::piped());
+    } else {
+        c.stderr(widowed_pipe()).stdout(Stdio::piped());
+    }
+    let o = c.output().unwrap();
+    let other = if which == 1 { &o.stderr } else { &o.stdout };
+    (o.status.code(), String::from_utf8_lossy(other).into_owned())
+}
+
+#[test]
+fn a_closed_stdout_or_stderr_keeps_the_verdicts_exit_code() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let red = Repo::new(&[("suite.sh", "#!/bin/sh\necho out; echo err >&2; exit 1\n")]);
+    let green = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let cases: [(&Repo, &[&str], i32); 4] = [
+        (&red, &[], 1),
+        (&red, &["--json"], 1),
+        (&green, &[], 0),
+        (&green, &["--json"], 0),
+    ];
+    for (repo, extra, code) in cases {
+        for which in [1u8, 2] {
+            let before = repo.records().len();
+            let mut args = vec!["certify", "--repo", repo.dir.path().to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let (got, other) = run_widowed(&env, &args, which);
+            assert_eq!(
+                got,
+                Some(code),
+                "certify {extra:?} with fd {which} a closed pipe: {other}"
+            );
+            assert!(!other.contains("panicked"), "{other}");
+            // The attempt is recorded whole whatever happened to the words.
+            assert_eq!(repo.records().len(), before + 1);
+            assert_only_main_worktree(repo);
+        }
+    }
+    // A refusal is still a refusal, and `records` still ends 0.
+    for which in [1u8, 2] {
+        let (got, other) = run_widowed(&env, &["certify", "--repo", "/nonexistent"], which);
+        assert_eq!(got, Some(2), "fd {which}: {other}");
+        let (got, other) = run_widowed(&env, &["records", "--repo", &red.path_str()], which);
+        assert_eq!(got, Some(0), "fd {which}: {other}");
+    }
+    // `>&-` and `2>&-`: the stream is not there at all.
+    for fd in [1, 2] {
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &red.path_str()]);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+        unsafe {
+            c.pre_exec(move || {
+                libc::close(fd);
+                Ok(())
+            });
+        }
+        let o = c.output().unwrap();
+        assert_code(&o, 1);
+        assert!(!text(&o).1.contains("panicked"));
+    }
+}
+
+/// Run `c` as `nobody` when this test runs as root (permissions bind only
+/// a non-root user), with every path in `owned` handed to nobody first.
+fn as_nobody(c: &mut Command, owned: &[&std::path::Path]) {
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::Uid::effective().is_root() {
+        return;
+    }
+    for p in owned {
+        let o = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+    c.env("HOME", owned[0]);
+    // SAFETY: setgroups/setgid/setuid are async-signal-safe syscalls.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Hand `p` back to this test's user after [`as_nobody`] (git refuses a
+/// repository another user owns).
+fn give_back(p: &std::path::Path) {
+    if nix::unistd::Uid::effective().is_root() {
+        let o = Command::new("chown").arg("-R").arg("0:0").arg(p).output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+}
+
+#[test]
+fn an_unreadable_report_directory_is_report_unreadable_never_a_green() {
+    // The suite writes a passing report beside a failing one it then makes
+    // unreadable: the glob's walk must not skip it into a green.
+    let suite = "#!/bin/sh\nmkdir -p reports/sub\n\
+        echo '<testsuite name=\"a\" tests=\"1\"><testcase classname=\"a\" name=\"ok\"/></testsuite>' > reports/ok.xml\n\
+        echo '<testsuite name=\"b\" tests=\"1\"><testcase classname=\"b\" name=\"bad\"><failure message=\"x\"/></testcase></testsuite>' > reports/sub/bad.xml\n\
+        chmod 000 reports/sub\nexit 0\n";
+    // A "directory" of the glob that is a file.
+    let file_dir = "#!/bin/sh\nprintf x > reports\nexit 0\n";
+    for (script, pattern, named) in [
+        (suite, "reports/**/*.xml", "reports/sub"),
+        (file_dir, "reports/*.xml", "reports"),
+        (file_dir, "reports/junit.xml", "reports/junit.xml"),
+    ] {
+        let env = Env::new();
+        env.write_config(&format!(
+            "[verify.full]\nargv = \"./suite.sh\"\nreport = \"junit-xml\"\nreport_path = \"{pattern}\"\n"
+        ));
+        let repo = Repo::new(&[("suite.sh", script)]);
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &repo.path_str()]);
+        as_nobody(&mut c, &[env.home(), repo.path()]);
+        let o = c.output().unwrap();
+        give_back(repo.path());
+        let (out, err) = text(&o);
+        let err = format!("{out}{err}");
+        assert_code(&o, 3);
+        assert!(err.contains("report-unreadable: "), "{pattern}: {err}");
+        assert!(err.contains(named), "{pattern}: names {named}: {err}");
+        assert_eq!(repo.verified(), None, "{pattern}: the pointer moved");
+        let records = repo.records();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0]["verdict"], "measurement-failed", "{pattern}");
+        assert_only_main_worktree(&repo);
+    }
+}
+
+#[test]
+fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_time() {
+    // The lock lives in the git common dir: every path to the repository
+    // (its own, a symlink to it, a linked worktree) takes the same one.
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let side = tempfile::tempdir().unwrap();
+    let log = side.path().join("log");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        &format!(
+            "#!/bin/sh\necho start >> '{l}'\nsleep 1\necho end >> '{l}'\nexit 0\n",
+            l = log.display()
+        ),
+    )]);
+    let link = side.path().join("link");
+    std::os::unix::fs::symlink(repo.path(), &link).unwrap();
+    let linked = side.path().join("linked");
+    crate::common::git(
+        repo.path(),
+        &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+    );
+    let runs: Vec<_> = [repo.path().to_path_buf(), link, linked]
+        .into_iter()
+        .map(|p| {
+            env.cmd()
+                .args(["certify", "--sha", "main", "--repo"])
+                .arg(p)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let o = r.wait_with_output().unwrap();
+        assert_code(&o, 0);
+    }
+    let got = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        got,
+        "start\nend\n".repeat(3),
+        "two certify runs of one repository overlapped"
+    );
+    assert_eq!(repo.records().len(), 3);
+}
