@@ -263,3 +263,49 @@ fn an_attempts_line_that_is_not_utf8_is_record_corrupt_and_nothing_is_appended_a
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(err.contains("record-corrupt") && err.contains(":2 "), "{err}");
 }
+
+#[test]
+fn a_config_machines_or_catalog_file_with_a_nul_or_non_utf8_byte_is_refused_at_its_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let r = repo.path_str();
+    let good = b"[verify.full]\nargv = \"./suite.sh\"\n".to_vec();
+    for (bytes, line) in [
+        (b"[verify.full]\nargv = \"./suite.sh\"\n# caf\xe9\n".to_vec(), "line 3"),
+        (b"[verify.full]\nargv = \"./suite\x00.sh\"\n".to_vec(), "line 2"),
+        (b"[verify.full]\nargv = \"./suite.sh\"\n# \x00\n".to_vec(), "line 3"),
+    ] {
+        let env = Env::new();
+        std::fs::write(env.home().join("config"), &bytes).unwrap();
+        for args in [vec!["certify", "--repo", &r], vec!["config", "show"]] {
+            let err = crate::common::assert_refused(&env.run(&args), "config-malformed");
+            assert!(err.contains(line), "{args:?} {bytes:?}: {err}");
+        }
+        assert!(repo.records().is_empty());
+    }
+    for (bytes, line) in [
+        (b"[machine.a]\ntransport = \"local\"\n# \xff\nworkhome = \"/tmp\"\n".to_vec(), "line 3"),
+        (b"[machine.a]\ntransport = \"local\"\nworkhome = \"/t\x00mp\"\n".to_vec(), "line 3"),
+    ] {
+        let env = Env::new();
+        std::fs::write(env.home().join("config"), &good).unwrap();
+        let fleet = env.home().join("fleet");
+        std::fs::create_dir(&fleet).unwrap();
+        std::fs::set_permissions(&fleet, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let m = fleet.join("machines.toml");
+        std::fs::write(&m, &bytes).unwrap();
+        std::fs::set_permissions(&m, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let o = env.run(&["certify", "--repo", &r, "--machine", "a"]);
+        let err = crate::common::assert_refused(&o, "machines-malformed");
+        assert!(err.contains(line), "{bytes:?}: {err}");
+    }
+    let env = Env::new();
+    let cat = env.home().join("my-catalog.toml");
+    std::fs::write(&cat, b"# catalog\n# \xff\n").unwrap();
+    let o = env.run(&["--catalog", cat.to_str().unwrap(), "catalog", "show"]);
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("catalog-malformed") && err.contains("line 2"),
+        "{out}{err}"
+    );
+}
