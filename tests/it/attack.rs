@@ -309,3 +309,50 @@ fn a_config_machines_or_catalog_file_with_a_nul_or_non_utf8_byte_is_refused_at_i
         "{out}{err}"
     );
 }
+
+#[test]
+fn a_directory_the_suite_made_unwritable_is_removed_with_its_scratch_tree() {
+    // As a user permissions bind (nobody, when this runs as root): a suite
+    // that leaves `chmod 000` and `chmod 500` directories in its tree.
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nmkdir -p locked/deep ro\ntouch locked/deep/f ro/f\nchmod 000 locked/deep locked\nchmod 500 ro\nexit 0\n",
+    )]);
+    let certify = |env: &Env| {
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &repo.path_str()]);
+        as_nobody(&mut c, &[env.home(), repo.path()]);
+        let o = c.output().unwrap();
+        give_back(repo.path());
+        o
+    };
+    let o = certify(&env);
+    assert_code(&o, 0);
+    let scratch: Vec<_> = std::fs::read_dir(env.home().join("scratch"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(scratch.len(), 1);
+    let left: Vec<_> = std::fs::read_dir(&scratch[0]).unwrap().collect();
+    assert!(left.is_empty(), "the scratch tree was left: {left:?}");
+    assert_only_main_worktree(&repo);
+
+    // A tree an older saphan (or a kill) left so: the next attempt heals it
+    // instead of failing every certify until someone cleans up by hand.
+    let tree = scratch[0].join("tree");
+    std::fs::create_dir_all(tree.join("locked/deep")).unwrap();
+    std::fs::write(tree.join("locked/deep/f"), "x").unwrap();
+    for (p, mode) in [("locked/deep", 0o000), ("locked", 0o000)] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tree.join(p), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let o = certify(&env);
+    let (out, err) = text(&o);
+    assert_code(&o, 0);
+    assert!(!err.contains("<script") || err.lines().count() < 3, "{out}{err}");
+    let left: Vec<_> = std::fs::read_dir(&scratch[0]).unwrap().collect();
+    assert!(left.is_empty(), "the scratch tree was left: {left:?}");
+    assert_eq!(repo.records().len(), 2);
+}
