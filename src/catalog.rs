@@ -252,11 +252,12 @@ impl Catalog {
                     path: p.to_path_buf(),
                     source,
                 })?;
-                let text =
-                    crate::fsutil::utf8_or_where(bytes).map_err(|detail| CatalogError::Malformed {
+                let text = crate::fsutil::utf8_or_where(bytes).map_err(|detail| {
+                    CatalogError::Malformed {
                         origin: p.display().to_string(),
                         detail,
-                    })?;
+                    }
+                })?;
                 Catalog::parse(&text, &p.display().to_string())
             }
         }

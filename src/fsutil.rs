@@ -21,7 +21,10 @@ pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
         let at = e.utf8_error().valid_up_to();
         let b = e.as_bytes();
         let line = b[..at].iter().filter(|c| **c == b'\n').count() + 1;
-        let start = b[..at].iter().rposition(|c| *c == b'\n').map_or(0, |i| i + 1);
+        let start = b[..at]
+            .iter()
+            .rposition(|c| *c == b'\n')
+            .map_or(0, |i| i + 1);
         format!("line {line}, byte {}: it is not UTF-8", at - start + 1)
     })
 }
@@ -29,7 +32,11 @@ pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
 /// The 1-based line of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|c| **c == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|c| **c == b'\n')
+        .count()
+        + 1
 }
 
 /// Why someone other than the current user could change `path` (a file or

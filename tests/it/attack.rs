@@ -118,7 +118,12 @@ fn as_nobody(c: &mut Command, owned: &[&std::path::Path]) {
 /// repository another user owns).
 fn give_back(p: &std::path::Path) {
     if nix::unistd::Uid::effective().is_root() {
-        let o = Command::new("chown").arg("-R").arg("0:0").arg(p).output().unwrap();
+        let o = Command::new("chown")
+            .arg("-R")
+            .arg("0:0")
+            .arg(p)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{o:?}");
     }
 }
@@ -181,7 +186,13 @@ fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_
     let linked = side.path().join("linked");
     crate::common::git(
         repo.path(),
-        &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().unwrap(),
+        ],
     );
     let runs: Vec<_> = [repo.path().to_path_buf(), link, linked]
         .into_iter()
@@ -246,7 +257,10 @@ fn an_attempts_line_that_is_not_utf8_is_record_corrupt_and_nothing_is_appended_a
     }
     // certify refused before measuring: the suite never ran, nothing was
     // appended, no scratch tree is left.
-    assert!(!ran.exists(), "the suite ran although its record could not be kept");
+    assert!(
+        !ran.exists(),
+        "the suite ran although its record could not be kept"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_only_main_worktree(&repo);
 
@@ -261,7 +275,10 @@ fn an_attempts_line_that_is_not_utf8_is_record_corrupt_and_nothing_is_appended_a
     assert_code(&o, 0);
     let (out, err) = text(&o);
     assert_eq!(out.lines().count(), 2, "{out}");
-    assert!(err.contains("record-corrupt") && err.contains(":2 "), "{err}");
+    assert!(
+        err.contains("record-corrupt") && err.contains(":2 "),
+        "{err}"
+    );
 }
 
 #[test]
@@ -271,9 +288,18 @@ fn a_config_machines_or_catalog_file_with_a_nul_or_non_utf8_byte_is_refused_at_i
     let r = repo.path_str();
     let good = b"[verify.full]\nargv = \"./suite.sh\"\n".to_vec();
     for (bytes, line) in [
-        (b"[verify.full]\nargv = \"./suite.sh\"\n# caf\xe9\n".to_vec(), "line 3"),
-        (b"[verify.full]\nargv = \"./suite\x00.sh\"\n".to_vec(), "line 2"),
-        (b"[verify.full]\nargv = \"./suite.sh\"\n# \x00\n".to_vec(), "line 3"),
+        (
+            b"[verify.full]\nargv = \"./suite.sh\"\n# caf\xe9\n".to_vec(),
+            "line 3",
+        ),
+        (
+            b"[verify.full]\nargv = \"./suite\x00.sh\"\n".to_vec(),
+            "line 2",
+        ),
+        (
+            b"[verify.full]\nargv = \"./suite.sh\"\n# \x00\n".to_vec(),
+            "line 3",
+        ),
     ] {
         let env = Env::new();
         std::fs::write(env.home().join("config"), &bytes).unwrap();
@@ -284,8 +310,14 @@ fn a_config_machines_or_catalog_file_with_a_nul_or_non_utf8_byte_is_refused_at_i
         assert!(repo.records().is_empty());
     }
     for (bytes, line) in [
-        (b"[machine.a]\ntransport = \"local\"\n# \xff\nworkhome = \"/tmp\"\n".to_vec(), "line 3"),
-        (b"[machine.a]\ntransport = \"local\"\nworkhome = \"/t\x00mp\"\n".to_vec(), "line 3"),
+        (
+            b"[machine.a]\ntransport = \"local\"\n# \xff\nworkhome = \"/tmp\"\n".to_vec(),
+            "line 3",
+        ),
+        (
+            b"[machine.a]\ntransport = \"local\"\nworkhome = \"/t\x00mp\"\n".to_vec(),
+            "line 3",
+        ),
     ] {
         let env = Env::new();
         std::fs::write(env.home().join("config"), &good).unwrap();
@@ -351,8 +383,38 @@ fn a_directory_the_suite_made_unwritable_is_removed_with_its_scratch_tree() {
     let o = certify(&env);
     let (out, err) = text(&o);
     assert_code(&o, 0);
-    assert!(!err.contains("<script") || err.lines().count() < 3, "{out}{err}");
+    assert!(
+        !err.contains("<script") || err.lines().count() < 3,
+        "{out}{err}"
+    );
     let left: Vec<_> = std::fs::read_dir(&scratch[0]).unwrap().collect();
     assert!(left.is_empty(), "the scratch tree was left: {left:?}");
     assert_eq!(repo.records().len(), 2);
+}
+
+#[test]
+fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+    for (exit, what) in [("1", "red"), ("0", "green")] {
+        let sha = repo.commit(
+            &[(
+                "suite.sh",
+                &format!("#!/bin/sh\ngit update-ref refs/saphan/verified HEAD\nexit {exit}\n"),
+            )],
+            what,
+        );
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+        assert_code(&o, 3);
+        let v = crate::common::json(&o);
+        assert_eq!(v["verdict"], "measurement-failed", "{what}: {v}");
+        assert_eq!(v["failure"], "suite-moved-pointer", "{what}: {v}");
+        // The pointer stands where saphan left it, never on the suite's SHA.
+        assert_eq!(repo.verified().as_deref(), Some(first.as_str()), "{what}");
+        assert_ne!(repo.verified().as_deref(), Some(sha.as_str()));
+    }
 }
