@@ -4,7 +4,6 @@
 //! binary on real git repositories; each test fails without its fix.
 
 use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, text};
-use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 
 /// A pipe whose read end is already closed: a write to the other end fails
@@ -12,7 +11,7 @@ use std::process::{Command, Stdio};
 fn widowed_pipe() -> Stdio {
     let (r, w) = nix::unistd::pipe().unwrap();
     drop(r);
-    Stdio::from(OwnedFd::from(w))
+    Stdio::from(w)
 }
 
 /// `saphan args…` with stdout (`which == 1`) or stderr (`2`) a widowed
