@@ -171,7 +171,14 @@ impl Catalog {
     pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
         let f: File = toml::from_str(text).map_err(|e| CatalogError::Malformed {
             origin: origin.to_string(),
-            detail: e.message().to_string(),
+            detail: match e.span() {
+                Some(sp) => format!(
+                    "line {}: {}",
+                    crate::fsutil::line_of(text, sp.start),
+                    e.message()
+                ),
+                None => e.message().to_string(),
+            },
         })?;
         for (name, row) in &f.capability {
             let bad = |detail: String| CatalogError::Malformed {
@@ -241,9 +248,15 @@ impl Catalog {
         match path {
             None => Catalog::parse(EMBEDDED, "embedded"),
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|source| CatalogError::Read {
+                let bytes = std::fs::read(p).map_err(|source| CatalogError::Read {
                     path: p.to_path_buf(),
                     source,
+                })?;
+                let text = crate::fsutil::utf8_or_where(bytes).map_err(|detail| {
+                    CatalogError::Malformed {
+                        origin: p.display().to_string(),
+                        detail,
+                    }
                 })?;
                 Catalog::parse(&text, &p.display().to_string())
             }

@@ -298,9 +298,28 @@ impl Cmd {
     pub fn display(&self) -> String {
         std::iter::once(&self.program)
             .chain(self.args.iter())
-            .map(|a| a.to_string_lossy().into_owned())
+            .map(|a| shown_arg(&a.to_string_lossy()))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// One argument as [`Cmd::display`] shows it: a script's text (an argument
+/// holding a newline, as `sh -c` takes one of `src/remote/`) by its name —
+/// `<script saphan-heal>` from its `# saphan-heal — …` header, else
+/// `<script of N lines>` — so a failure's one line quotes the command, not
+/// a hundred lines of shell.
+fn shown_arg(a: &str) -> String {
+    if !a.contains('\n') {
+        return a.to_string();
+    }
+    let named = a
+        .strip_prefix("# ")
+        .and_then(|r| r.split_whitespace().next())
+        .filter(|n| n.starts_with("saphan"));
+    match named {
+        Some(n) => format!("<script {n}>"),
+        None => format!("<script of {} lines>", a.lines().count()),
     }
 }
 
@@ -1316,6 +1335,21 @@ mod tests {
         assert_eq!(t.finish(), b"ghij");
     }
     use super::*;
+
+    #[test]
+    fn a_script_argument_is_shown_by_its_name_not_its_text() {
+        let c = Cmd::new("sh").args([
+            "-c",
+            "# saphan-heal — heal\nexit 0\n",
+            "saphan-heal",
+            "line one\nline two",
+            "/r",
+        ]);
+        assert_eq!(
+            c.display(),
+            "sh -c <script saphan-heal> saphan-heal <script of 2 lines> /r"
+        );
+    }
 
     #[tokio::test]
     async fn captures_and_exits() {

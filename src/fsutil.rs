@@ -14,6 +14,31 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
     }
 }
 
+/// `bytes` as text, or where the first byte that is not UTF-8 sits: the
+/// words `line N, byte M` (1-based) for a refusal that names its line.
+pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let b = e.as_bytes();
+        let line = b[..at].iter().filter(|c| **c == b'\n').count() + 1;
+        let start = b[..at]
+            .iter()
+            .rposition(|c| *c == b'\n')
+            .map_or(0, |i| i + 1);
+        format!("line {line}, byte {}: it is not UTF-8", at - start + 1)
+    })
+}
+
+/// The 1-based line of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|c| **c == b'\n')
+        .count()
+        + 1
+}
+
 /// Why someone other than the current user could change `path` (a file or
 /// a directory, symlinks followed): it is owned by another user (root is
 /// accepted only when `allow_root`, as OpenSSH accepts root-owned configs),

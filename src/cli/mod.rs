@@ -132,7 +132,11 @@ pub fn out(text: &str) {
         return;
     }
     let mut so = std::io::stdout().lock();
-    if so.write_all(text.as_bytes()).and_then(|_| so.flush()).is_err() {
+    if so
+        .write_all(text.as_bytes())
+        .and_then(|_| so.flush())
+        .is_err()
+    {
         STDOUT_GONE.store(true, Ordering::Relaxed);
     }
 }

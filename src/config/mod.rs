@@ -452,11 +452,11 @@ pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
         Ok(bytes)
     };
     match read() {
-        Ok(bytes) => String::from_utf8(bytes)
+        Ok(bytes) => crate::fsutil::utf8_or_where(bytes)
             .map(Some)
-            .map_err(|_| ConfigError::Malformed {
+            .map_err(|detail| ConfigError::Malformed {
                 path: path.to_path_buf(),
-                detail: "it is not UTF-8".into(),
+                detail,
             }),
         Err(ConfigError::Unreadable { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>

@@ -90,7 +90,16 @@ impl Machines {
             path: origin.to_path_buf(),
             detail,
         };
-        let raw: RawFile = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            bad(match e.span() {
+                Some(sp) => format!(
+                    "line {}: {}",
+                    crate::fsutil::line_of(text, sp.start),
+                    e.message()
+                ),
+                None => e.message().to_string(),
+            })
+        })?;
         let mut rows = BTreeMap::new();
         for (id, r) in raw.machine {
             if !valid_id(&id) {
@@ -132,8 +141,11 @@ impl Machines {
         let path = home.machines();
         let fleet = path.parent().unwrap_or(home.root());
         super::ledger::perms::check_home_dirs(&[home.root(), fleet, &path])?;
-        match std::fs::read_to_string(&path) {
-            Ok(t) => Machines::parse(&t, &path),
+        match std::fs::read(&path) {
+            Ok(b) => match crate::fsutil::utf8_or_where(b) {
+                Ok(t) => Machines::parse(&t, &path),
+                Err(detail) => Err(FleetError::MachinesMalformed { path, detail }),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Machines::default()),
             Err(e) => Err(FleetError::MachinesMalformed {
                 path,

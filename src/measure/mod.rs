@@ -98,6 +98,7 @@ impl Setup {
     pub async fn open(home: &Home, path: &Path) -> Result<Setup> {
         let repo = Repo::open(path).await?;
         let cfg = Config::load(home)?;
+        crate::record::check_appendable(&crate::record::attempts_path(&repo))?;
         Ok(Setup { repo, cfg })
     }
 
@@ -110,6 +111,9 @@ impl Setup {
         let (repo, sha) = Repo::open_resolving(path, rev).await?;
         let cfg = Config::load(home)?;
         let sha = sha?;
+        // A record this verb could not append is a measurement lost:
+        // refuse before measuring, not after.
+        crate::record::check_appendable(&crate::record::attempts_path(&repo))?;
         Ok((Setup { repo, cfg }, sha))
     }
 

@@ -261,6 +261,19 @@ pub enum RecordError {
     /// No record with that id.
     #[error("no record with id {id} in {path} — `saphan records` lists the ids")]
     NotFound { id: String, path: PathBuf },
+    /// A line of the attempts file holds bytes that are not UTF-8 (a hand
+    /// edit, a disk fault — not a torn append, which ends mid-character):
+    /// no record is read past it and none is appended after it.
+    #[error(
+        "{path}:{line} is not UTF-8 (byte {byte} of the line), so it is no record saphan wrote — nothing was read past it or appended after it; the file is append-only, so move that line aside by hand (`sed -n {line}p` shows it), then re-run"
+    )]
+    Corrupt {
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// 1-based offset of the first bad byte in the line.
+        byte: usize,
+    },
 }
 
 impl Refusal for RecordError {
@@ -268,6 +281,7 @@ impl Refusal for RecordError {
         match self {
             RecordError::NotFound { .. } => "record-not-found",
             RecordError::Interrupted { .. } => "interrupted",
+            RecordError::Corrupt { .. } => "record-corrupt",
         }
     }
 }
@@ -284,25 +298,71 @@ pub fn new_id() -> String {
     format!("{}-{}", crate::clock::now_compact(), hex::encode(b))
 }
 
-/// Append one record as one line.
-pub fn append(path: &Path, rec: &Record) -> Result<(), IoError> {
+/// Append one record as one line, unless the file holds a line that is
+/// not UTF-8 ([`RecordError::Corrupt`]: nothing is appended after it).
+pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
     let line = serde_json::to_string(rec).expect("records serialize");
-    crate::fsutil::append_line(path, &line)
+    check_appendable(path)?;
+    Ok(crate::fsutil::append_line(path, &line)?)
 }
 
 /// [`append`] on a blocking thread (the append locks and fsyncs the file).
-pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), IoError> {
-    let line = serde_json::to_string(rec).expect("records serialize");
+pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
+    let rec = rec.clone();
     let p = path.to_path_buf();
-    tokio::task::spawn_blocking(move || crate::fsutil::append_line(&p, &line))
+    tokio::task::spawn_blocking(move || append(&p, &rec))
         .await
         .unwrap_or_else(|e| {
             Err(IoError::Io {
                 action: "append to",
                 path: path.to_path_buf(),
                 source: std::io::Error::other(e.to_string()),
-            })
+            }
+            .into())
         })
+}
+
+/// The attempts file's bytes (a missing file is none).
+fn read_bytes(path: &Path) -> Result<Vec<u8>, crate::error::Error> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(IoError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        }
+        .into()),
+    }
+}
+
+/// One line of the attempts file as text: `Ok(Some)` when it is UTF-8,
+/// `Ok(None)` when it only ends inside a character (what a torn append
+/// leaves: skipped as corrupt, like any other torn line), and
+/// [`RecordError::Corrupt`] when a byte inside it is not UTF-8.
+fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, RecordError> {
+    match std::str::from_utf8(l) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.error_len().is_none() => Ok(None),
+        Err(e) => Err(RecordError::Corrupt {
+            path: path.to_path_buf(),
+            line: n,
+            byte: e.valid_up_to() + 1,
+        }),
+    }
+}
+
+/// Refuse when `path` holds a line that is not UTF-8: what a certify checks
+/// before it measures, and every append before it appends.
+pub fn check_appendable(path: &Path) -> Result<(), crate::error::Error> {
+    let bytes = read_bytes(path)?;
+    if std::str::from_utf8(&bytes).is_ok() {
+        return Ok(());
+    }
+    for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
+        line_text(path, i + 1, l)?;
+    }
+    Ok(())
 }
 
 /// What `attempts.jsonl` holds: the whole records in append order, and the
@@ -318,22 +378,18 @@ pub struct Attempts {
 
 /// Read `path` (a missing file is empty).
 ///
-/// Errors: only when the file cannot be read at all.
+/// Errors: the file cannot be read at all; [`RecordError::Corrupt`] for a
+/// line that is not UTF-8 (never skipped: it is no torn write of saphan's).
 pub fn read_all(path: &Path) -> Result<Attempts, crate::error::Error> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Attempts::default()),
-        Err(source) => {
-            return Err(IoError::Io {
-                action: "read",
-                path: path.to_path_buf(),
-                source,
-            }
-            .into());
-        }
-    };
+    let bytes = read_bytes(path)?;
     let mut out = Attempts::default();
-    for (i, l) in text.lines().enumerate() {
+    for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        let Some(l) = line_text(path, i + 1, l)? else {
+            out.corrupt
+                .push((i + 1, "a torn write: it ends inside a character".into()));
+            continue;
+        };
         if l.trim().is_empty() {
             continue;
         }

@@ -67,7 +67,13 @@ if dirty; then
   git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
   git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
   c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
-  rm -rf -- "$q" && mkdir -p -- "$q" || exit 1
+  # A directory the suite made unwritable (`chmod 000`) is opened to its
+  # owner first (as rm-tree.sh does), or rm could never empty the parent.
+  rm -rf -- "$q" 2>/dev/null || {
+    find "$q" -type d ! -perm -u=rwx -exec chmod u+rwx {} \; 2>/dev/null
+    rm -rf -- "$q" || exit 1
+  }
+  mkdir -p -- "$q" || exit 1
   rq=$(cd -P -- "$q" && pwd)
   for a in "$c"/worktrees/*; do
     [ -f "$a/gitdir" ] || continue

@@ -59,6 +59,10 @@ kinds! {
     Crash => "crash",
     /// A gitlink commit no local store holds: the SHA was not measured.
     SubmoduleMissing => "submodule-missing",
+    /// The suite itself moved `refs/saphan/verified` (its scratch tree
+    /// shares the repository's refs): the pointer was put back, and the
+    /// attempt is no measurement.
+    SuiteMovedPointer => "suite-moved-pointer",
     // The evidence (docs/reports.md).
     /// A report counting 0 tests that names failures, with exit 0.
     Contradictory => "contradictory",

@@ -52,8 +52,7 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
             .ok_or_else(|| ReportError::Malformed {
                 file: s.rel.clone(),
                 line: 1,
-                why: "its test count and the other matched files' overflow a 64-bit counter"
-                    .into(),
+                why: "its test count and the other matched files' overflow a 64-bit counter".into(),
             })?;
         total.count_derived |= p.count_derived;
         total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
@@ -489,14 +488,10 @@ impl State {
             if self.suites.is_empty()
                 && let Some(d) = self.derived.take()
             {
-                self.parsed.count =
-                    self.parsed
-                        .count
-                        .checked_add(d)
-                        .ok_or_else(|| Fail::At {
-                            offset: self.case_offset,
-                            why: "the suites' test counts overflow a 64-bit counter".into(),
-                        })?;
+                self.parsed.count = self.parsed.count.checked_add(d).ok_or_else(|| Fail::At {
+                    offset: self.case_offset,
+                    why: "the suites' test counts overflow a 64-bit counter".into(),
+                })?;
             }
         }
         if let Some(start) = self.stack.pop() {

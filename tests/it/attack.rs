@@ -4,7 +4,6 @@
 //! binary on real git repositories; each test fails without its fix.
 
 use crate::common::{Env, Repo, assert_code, assert_only_main_worktree, text};
-use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 
 /// A pipe whose read end is already closed: a write to the other end fails
@@ -12,7 +11,7 @@ use std::process::{Command, Stdio};
 fn widowed_pipe() -> Stdio {
     let (r, w) = nix::unistd::pipe().unwrap();
     drop(r);
-    Stdio::from(OwnedFd::from(w))
+    Stdio::from(w)
 }
 
 /// `saphan args…` with stdout (`which == 1`) or stderr (`2`) a widowed
@@ -118,7 +117,12 @@ fn as_nobody(c: &mut Command, owned: &[&std::path::Path]) {
 /// repository another user owns).
 fn give_back(p: &std::path::Path) {
     if nix::unistd::Uid::effective().is_root() {
-        let o = Command::new("chown").arg("-R").arg("0:0").arg(p).output().unwrap();
+        let o = Command::new("chown")
+            .arg("-R")
+            .arg("0:0")
+            .arg(p)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{o:?}");
     }
 }
@@ -181,7 +185,13 @@ fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_
     let linked = side.path().join("linked");
     crate::common::git(
         repo.path(),
-        &["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().unwrap(),
+        ],
     );
     let runs: Vec<_> = [repo.path().to_path_buf(), link, linked]
         .into_iter()
@@ -206,4 +216,204 @@ fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_
         "two certify runs of one repository overlapped"
     );
     assert_eq!(repo.records().len(), 3);
+}
+
+/// `<common>/saphan/attempts.jsonl` of `repo`.
+fn attempts(repo: &Repo) -> std::path::PathBuf {
+    repo.path().join(".git/saphan/attempts.jsonl")
+}
+
+#[test]
+fn an_attempts_line_that_is_not_utf8_is_record_corrupt_and_nothing_is_appended_after_it() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let side = tempfile::tempdir().unwrap();
+    let ran = side.path().join("ran");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        &format!("#!/bin/sh\ntouch '{}'\nexit 0\n", ran.display()),
+    )]);
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    std::fs::remove_file(&ran).unwrap();
+    let path = attempts(&repo);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"{\"id\":\"\xff\xfe hand edit\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let named = format!("{}:2 is not UTF-8", path.display());
+    for args in [
+        vec!["records"],
+        vec!["records", "--json"],
+        vec!["status"],
+        vec!["certify"],
+        vec!["certify", "--json"],
+    ] {
+        let mut a = args.clone();
+        a.extend(["--repo", repo.dir.path().to_str().unwrap()]);
+        let o = env.run(&a);
+        let err = crate::common::assert_refused(&o, "record-corrupt");
+        assert!(err.contains(&named), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // certify refused before measuring: the suite never ran, nothing was
+    // appended, no scratch tree is left.
+    assert!(
+        !ran.exists(),
+        "the suite ran although its record could not be kept"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_only_main_worktree(&repo);
+
+    // A torn append (the file ends inside a character) is no hand edit:
+    // skipped as corrupt, named, and the next record goes on a new line.
+    let mut torn = bytes[..=bytes.iter().position(|b| *b == b'\n').unwrap()].to_vec();
+    torn.extend_from_slice("{\"id\":\"é".as_bytes());
+    torn.pop();
+    std::fs::write(&path, &torn).unwrap();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let o = env.run(&["records", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let (out, err) = text(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        err.contains("record-corrupt") && err.contains(":2 "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_machines_or_catalog_file_with_a_nul_or_non_utf8_byte_is_refused_at_its_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let r = repo.path_str();
+    let good = b"[verify.full]\nargv = \"./suite.sh\"\n".to_vec();
+    for (bytes, line) in [
+        (
+            b"[verify.full]\nargv = \"./suite.sh\"\n# caf\xe9\n".to_vec(),
+            "line 3",
+        ),
+        (
+            b"[verify.full]\nargv = \"./suite\x00.sh\"\n".to_vec(),
+            "line 2",
+        ),
+        (
+            b"[verify.full]\nargv = \"./suite.sh\"\n# \x00\n".to_vec(),
+            "line 3",
+        ),
+    ] {
+        let env = Env::new();
+        std::fs::write(env.home().join("config"), &bytes).unwrap();
+        for args in [vec!["certify", "--repo", &r], vec!["config", "show"]] {
+            let err = crate::common::assert_refused(&env.run(&args), "config-malformed");
+            assert!(err.contains(line), "{args:?} {bytes:?}: {err}");
+        }
+        assert!(repo.records().is_empty());
+    }
+    for (bytes, line) in [
+        (
+            b"[machine.a]\ntransport = \"local\"\n# \xff\nworkhome = \"/tmp\"\n".to_vec(),
+            "line 3",
+        ),
+        (
+            b"[machine.a]\ntransport = \"local\"\nworkhome = \"/t\x00mp\"\n".to_vec(),
+            "line 3",
+        ),
+    ] {
+        let env = Env::new();
+        std::fs::write(env.home().join("config"), &good).unwrap();
+        let fleet = env.home().join("fleet");
+        std::fs::create_dir(&fleet).unwrap();
+        std::fs::set_permissions(&fleet, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let m = fleet.join("machines.toml");
+        std::fs::write(&m, &bytes).unwrap();
+        std::fs::set_permissions(&m, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let o = env.run(&["certify", "--repo", &r, "--machine", "a"]);
+        let err = crate::common::assert_refused(&o, "machines-malformed");
+        assert!(err.contains(line), "{bytes:?}: {err}");
+    }
+    let env = Env::new();
+    let cat = env.home().join("my-catalog.toml");
+    std::fs::write(&cat, b"# catalog\n# \xff\n").unwrap();
+    let o = env.run(&["--catalog", cat.to_str().unwrap(), "catalog", "show"]);
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("catalog-malformed") && err.contains("line 2"),
+        "{out}{err}"
+    );
+}
+
+#[test]
+fn a_directory_the_suite_made_unwritable_is_removed_with_its_scratch_tree() {
+    // As a user permissions bind (nobody, when this runs as root): a suite
+    // that leaves `chmod 000` and `chmod 500` directories in its tree.
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[(
+        "suite.sh",
+        "#!/bin/sh\nmkdir -p locked/deep ro\ntouch locked/deep/f ro/f\nchmod 000 locked/deep locked\nchmod 500 ro\nexit 0\n",
+    )]);
+    let certify = |env: &Env| {
+        let mut c = env.cmd();
+        c.args(["certify", "--repo", &repo.path_str()]);
+        as_nobody(&mut c, &[env.home(), repo.path()]);
+        let o = c.output().unwrap();
+        give_back(repo.path());
+        o
+    };
+    let o = certify(&env);
+    assert_code(&o, 0);
+    let scratch: Vec<_> = std::fs::read_dir(env.home().join("scratch"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(scratch.len(), 1);
+    let left: Vec<_> = std::fs::read_dir(&scratch[0]).unwrap().collect();
+    assert!(left.is_empty(), "the scratch tree was left: {left:?}");
+    assert_only_main_worktree(&repo);
+
+    // A tree an older saphan (or a kill) left so: the next attempt heals it
+    // instead of failing every certify until someone cleans up by hand.
+    let tree = scratch[0].join("tree");
+    std::fs::create_dir_all(tree.join("locked/deep")).unwrap();
+    std::fs::write(tree.join("locked/deep/f"), "x").unwrap();
+    for (p, mode) in [("locked/deep", 0o000), ("locked", 0o000)] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tree.join(p), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let o = certify(&env);
+    let (out, err) = text(&o);
+    assert_code(&o, 0);
+    assert!(
+        !err.contains("<script") || err.lines().count() < 3,
+        "{out}{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&scratch[0]).unwrap().collect();
+    assert!(left.is_empty(), "the scratch tree was left: {left:?}");
+    assert_eq!(repo.records().len(), 2);
+}
+
+#[test]
+fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+    for (exit, what) in [("1", "red"), ("0", "green")] {
+        let sha = repo.commit(
+            &[(
+                "suite.sh",
+                &format!("#!/bin/sh\ngit update-ref refs/saphan/verified HEAD\nexit {exit}\n"),
+            )],
+            what,
+        );
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+        assert_code(&o, 3);
+        let v = crate::common::json(&o);
+        assert_eq!(v["verdict"], "measurement-failed", "{what}: {v}");
+        assert_eq!(v["failure"], "suite-moved-pointer", "{what}: {v}");
+        // The pointer stands where saphan left it, never on the suite's SHA.
+        assert_eq!(repo.verified().as_deref(), Some(first.as_str()), "{what}");
+        assert_ne!(repo.verified().as_deref(), Some(sha.as_str()));
+    }
 }

@@ -3,8 +3,8 @@
 //! compiled once for all of them.
 
 mod admission;
-mod attack;
 mod affected;
+mod attack;
 mod certify;
 mod certify_edges;
 mod common;
