@@ -215,22 +215,101 @@ pub fn list_flags(argv: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The Go variables that choose which packages `./...` matches, or how
+/// they are named (`GOOS`/`GOARCH` and `CGO_ENABLED` select files by
+/// their build constraints, `GOFLAGS` may carry `-tags=`, `GOEXPERIMENT`
+/// adds `goexperiment.*` tags, `GOWORK` and `GO111MODULE` change the
+/// module or GOPATH mode), or which `go` answers (`GOTOOLCHAIN`), or where
+/// Go reads defaults for all of them (`GOENV`, this machine's `go env -w`
+/// file). None of this machine's values reaches a machine's `go test`, so
+/// the listing runs without them (docs/dispatch.md "Splitting").
+pub const LISTING_ENV: [&str; 9] = [
+    "GOOS",
+    "GOARCH",
+    "GOFLAGS",
+    "CGO_ENABLED",
+    "GOEXPERIMENT",
+    "GOWORK",
+    "GO111MODULE",
+    "GOTOOLCHAIN",
+    "GOENV",
+];
+
+/// This machine's `go`, fit to list the machines' packages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalGo {
+    /// The `go` on this machine's PATH.
+    pub path: std::path::PathBuf,
+    /// The machines' GOOS and GOARCH, from the `go version` line every
+    /// machine's `go` capability row records (`go version go1.19.8
+    /// linux/amd64` → `linux`, `amd64`); `None` when the line names none.
+    pub platform: Option<(String, String)>,
+}
+
+/// The GOOS and GOARCH a `go version` line names (its last word,
+/// `linux/amd64`).
+pub fn version_platform(line: &str) -> Option<(String, String)> {
+    let word = line.split_whitespace().last()?;
+    let (os, arch) = word.split_once('/')?;
+    let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+    (ok(os) && ok(arch)).then(|| (os.to_string(), arch.to_string()))
+}
+
+/// The environment changes of a `go` run on this machine that must see
+/// what a machine's `go test` sees: every [`LISTING_ENV`] variable removed
+/// (nothing of this machine's shell reaches a machine), `GOENV=off` (this
+/// machine's `go env -w` file is not the machines'), GOOS/GOARCH pinned to
+/// `platform` (the machines'), then the suite's own `env` entries for
+/// those variables (what the shards' `go test` is given).
+pub fn listing_env(
+    platform: Option<&(String, String)>,
+    env: &[(String, String)],
+) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> =
+        LISTING_ENV.iter().map(|k| (k.to_string(), None)).collect();
+    out.push(("GOENV".into(), Some("off".into())));
+    if let Some((os, arch)) = platform {
+        out.push(("GOOS".into(), Some(os.clone())));
+        out.push(("GOARCH".into(), Some(arch.clone())));
+    }
+    for (k, v) in env {
+        if LISTING_ENV.contains(&k.as_str()) {
+            out.push((k.clone(), Some(v.clone())));
+        }
+    }
+    out
+}
+
+fn with_env(mut cmd: Cmd, changes: &[(String, Option<String>)]) -> Cmd {
+    for (k, v) in changes {
+        cmd = match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd
+}
+
 /// This machine's `go`, when listing with it is honest: the first line of
-/// its `go version` (which names the version and GOOS/GOARCH) must equal
+/// its `go version` (which names the version and GOOS/GOARCH), run
+/// without this machine's Go variables ([`listing_env`]), must equal
 /// every machine's capability row version (`versions`: machine id →
 /// version). Fast, so it refuses before anything is shipped.
 ///
 /// Errors: `split-list-unavailable` (no go here, a machine without a
 /// recorded version, or a different version).
-pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<std::path::PathBuf> {
+pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<LocalGo> {
     let go = exec::which("go").ok_or_else(|| ScheduleError::ListUnavailable {
         why: "no `go` on this machine's PATH".into(),
     })?;
-    let out = exec::run(Cmd::new(&go).arg("version").timeout(LIST_TIMEOUT))
-        .await
-        .map_err(|e| ScheduleError::ListUnavailable {
-            why: format!("`{} version` did not start: {e}", go.display()),
-        })?;
+    let out = exec::run(with_env(
+        Cmd::new(&go).arg("version").timeout(LIST_TIMEOUT),
+        &listing_env(None, &[]),
+    ))
+    .await
+    .map_err(|e| ScheduleError::ListUnavailable {
+        why: format!("`{} version` did not start: {e}", go.display()),
+    })?;
     let here = out
         .stdout_str()
         .lines()
@@ -253,14 +332,19 @@ pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<std::path
             .into());
         }
     }
-    Ok(go)
+    Ok(LocalGo {
+        path: go,
+        platform: version_platform(&here),
+    })
 }
 
 /// List the packages of `./...` at `sha` with this machine's `go` (`go`,
 /// from [`local_go`]) and the suite `argv`'s [`list_flags`], in the
 /// repository's stable scratch tree (under the repository lock, released
-/// at the end): `go list -e ./...`, import paths sorted. It runs while the
-/// machines connect, ship and check out.
+/// at the end): `go list -e ./...`, import paths sorted, in the
+/// environment the machines' `go test` builds in ([`listing_env`], with
+/// the shards' `env`). It runs while the machines connect, ship and check
+/// out.
 ///
 /// Errors: `split-list-failed` (`go list` failed or listed nothing), the
 /// repository lock's and git's.
@@ -269,19 +353,21 @@ pub async fn list_packages(
     repo: &Repo,
     sha: &str,
     argv: &[String],
-    go: &std::path::Path,
+    env: &[(String, String)],
+    go: &LocalGo,
     interrupt: &Interrupt,
 ) -> Result<Vec<String>> {
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(sha).await?;
-    let listed = exec::run(
-        Cmd::new(go)
+    let listed = exec::run(with_env(
+        Cmd::new(&go.path)
             .args(["list", "-e"])
             .args(list_flags(argv))
             .arg("./...")
             .cwd(&scratch.path)
             .timeout(LIST_TIMEOUT),
-    )
+        &listing_env(go.platform.as_ref(), env),
+    ))
     .await;
     let _ = scratch.remove().await;
     drop(bench);
@@ -485,6 +571,43 @@ mod tests {
             "./...",
         ]);
         assert_eq!(list_flags(&argv), s(&["-tags=integration", "-mod=mod"]));
+    }
+
+    #[test]
+    fn the_listing_sees_the_machines_go_environment_not_this_machines() {
+        assert_eq!(
+            version_platform("go version go1.19.8 linux/amd64"),
+            Some(("linux".into(), "amd64".into()))
+        );
+        assert_eq!(version_platform("go version devel"), None);
+        let env = listing_env(
+            Some(&("linux".into(), "amd64".into())),
+            &[
+                ("GOFLAGS".into(), "-tags=x".into()),
+                ("HOME".into(), "/h".into()),
+            ],
+        );
+        // Applied in order: the last change of a variable wins.
+        let last = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(e, _)| e == k)
+                .map(|(_, v)| v.clone())
+        };
+        for k in LISTING_ENV {
+            assert!(last(k).is_some(), "{k} is not set or removed");
+        }
+        assert_eq!(last("GOOS"), Some(Some("linux".into())));
+        assert_eq!(last("GOARCH"), Some(Some("amd64".into())));
+        assert_eq!(last("GOENV"), Some(Some("off".into())));
+        assert_eq!(
+            last("GOFLAGS"),
+            Some(Some("-tags=x".into())),
+            "the suite's own"
+        );
+        assert_eq!(last("CGO_ENABLED"), Some(None));
+        assert_eq!(last("GOWORK"), Some(None));
+        assert_eq!(last("HOME"), None, "not a listing variable");
     }
 
     #[test]

@@ -396,6 +396,7 @@ pub async fn split(
                     job.repo,
                     job.sha,
                     &admitted[0].argv,
+                    job.extra_env,
                     &go,
                     job.interrupt,
                 )

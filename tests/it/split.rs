@@ -641,3 +641,195 @@ fn split_and_unsplit_agree_on_a_real_module() {
         serde_json::json!(["github.com/google/go-cmp/cmp/cmpopts.TestBrokenOnPurpose"])
     );
 }
+
+/// The Go variables that change which packages `./...` matches, or how
+/// they are named: an operator may have any of them exported here.
+const GO_LISTING_ENV: [&str; 7] = [
+    "GOOS",
+    "GOARCH",
+    "GOFLAGS",
+    "CGO_ENABLED",
+    "GOEXPERIMENT",
+    "GOWORK",
+    "GO111MODULE",
+];
+
+/// `saphan --json certify --repo REPO --machine MACHINES EXTRA…` with the
+/// Go listing variables removed, then `env` set.
+fn certify_with(
+    f: &Fleet,
+    repo: &Repo,
+    machines: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let mut c = f.env.cmd();
+    c.args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", machines])
+        .args(extra);
+    for k in GO_LISTING_ENV {
+        c.env_remove(k);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// The verdict-bearing part of a split (its `split` object) or of an
+/// unsplit run (its one record): verdict, failure, count, the named tests
+/// as a set (`go test -json` prints packages as they finish: the order
+/// across packages is not the suite's), and the notes that are the
+/// judgement's (a split's notes prefixed `<machine>: ` are that shard's
+/// own, and differ by design).
+fn judged(v: &Value, machines: &[&str]) -> (Value, Value, Value, Vec<String>, Vec<String>) {
+    let mut named: Vec<String> = v["named_tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_string))
+        .collect();
+    named.sort();
+    let mut notes: Vec<String> = v["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str())
+        .filter(|n| !machines.iter().any(|m| n.starts_with(&format!("{m}: "))))
+        .map(str::to_string)
+        .collect();
+    notes.sort();
+    (
+        v["verdict"].clone(),
+        v["failure"].clone(),
+        v["count"].clone(),
+        named,
+        notes,
+    )
+}
+
+/// Split over m0, m1, m3 with `env` exported here, and the unsplit run on
+/// m0 without it: the same judgement. Returns the unsplit run's.
+fn split_agrees(
+    f: &Fleet,
+    repo: &Repo,
+    env: &[(&str, &str)],
+) -> (Value, Value, Value, Vec<String>, Vec<String>) {
+    let o = certify_with(f, repo, "m0", &[], &[]);
+    let u = json(&o);
+    let unsplit = judged(&u["records"][0], &["m0"]);
+    let o = certify_with(f, repo, "m0,m1,m3", &["--split"], env);
+    let v = json(&o);
+    let split = judged(&v["split"], &["m0", "m1", "m3"]);
+    assert_eq!(
+        split, unsplit,
+        "with {env:?} exported:\nsplit {v}\nunsplit {u}"
+    );
+    assert_eq!(
+        v["split"]["coverage"]["complete"], true,
+        "with {env:?}: {v}"
+    );
+    unsplit
+}
+
+/// A file of `pkg` under a build constraint, and its one passing test
+/// (`TestOnly<pkg>`) under the same constraint.
+fn constrained(pkg: &str, constraint: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            format!("{pkg}/{pkg}.go"),
+            format!(
+                "//go:build {constraint}\n\npackage {pkg}\n\n// V is one.\nfunc V() int {{ return 1 }}\n"
+            ),
+        ),
+        (
+            format!("{pkg}/{pkg}_test.go"),
+            format!(
+                "//go:build {constraint}\n\npackage {pkg}\n\nimport \"testing\"\n\nfunc TestOnly{pkg}(t *testing.T) {{\n\tif V() != 1 {{\n\t\tt.Fatal(\"not one\")\n\t}}\n}}\n"
+            ),
+        ),
+    ]
+}
+
+/// The machines' `go test` builds for their own platform with Go's
+/// defaults (nothing of this machine's environment reaches them): the
+/// packages `--split` lists are the ones it builds, whatever GOOS, GOARCH,
+/// GOFLAGS, CGO_ENABLED, GOEXPERIMENT, GOWORK or GO111MODULE the operator
+/// exported here. A linux-only, an amd64-only and a cgo-only package are
+/// in the suite; a tag-only and an experiment-only package are not. With
+/// GOOS exported, listing with it dropped the linux-only package, and a
+/// red there was a split green.
+#[test]
+fn split_lists_the_packages_the_machines_go_test_builds_whatever_is_exported_here() {
+    if common::skip_unless(
+        Path::new("/usr/bin/gcc").exists(),
+        "no /usr/bin/gcc for the cgo-only package",
+    ) {
+        return;
+    }
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let mut files: Vec<(String, String)> = Vec::new();
+    files.extend(constrained("lin", "linux"));
+    files.extend(constrained("amd", "amd64"));
+    files.extend(constrained("tagged", "saphanextra"));
+    files.extend(constrained("exp", "goexperiment.fieldtrack"));
+    files.push((
+        "cg/cg.go".into(),
+        "package cg\n\n// #define ONE 1\nimport \"C\"\n\n// V is one.\nfunc V() int { return int(C.ONE) }\n"
+            .into(),
+    ));
+    files.push((
+        "cg/cg_test.go".into(),
+        "//go:build cgo\n\npackage cg\n\nimport \"testing\"\n\nfunc TestOnlycg(t *testing.T) {\n\tif V() != 1 {\n\t\tt.Fatal(\"not one\")\n\t}\n}\n"
+            .into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let repo = module(2, &refs);
+    // A workspace elsewhere that does not hold the module.
+    let work = tempfile::tempdir().unwrap();
+    let other = work.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("go.mod"),
+        "module example.com/other\n\ngo 1.19\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.path().join("go.work"),
+        format!("go 1.19\n\nuse {}\n", other.display()),
+    )
+    .unwrap();
+    let gowork = work.path().join("go.work");
+    let exported: Vec<Vec<(&str, &str)>> = vec![
+        vec![],
+        vec![("GOOS", "windows")],
+        vec![("GOARCH", "arm64")],
+        vec![("GOFLAGS", "-tags=saphanextra")],
+        vec![("CGO_ENABLED", "0")],
+        vec![("GOEXPERIMENT", "fieldtrack")],
+        vec![("GOWORK", gowork.to_str().unwrap())],
+        vec![("GO111MODULE", "off")],
+    ];
+    for env in &exported {
+        let (verdict, _, count, _, _) = split_agrees(&f, &repo, env);
+        assert_eq!(verdict, "green", "{env:?}");
+        // p0, p1, lin, amd, cg.
+        assert_eq!(count, 5, "{env:?}");
+    }
+    // The dishonest green that was seen: a red in the linux-only package.
+    repo.commit(
+        &[(
+            "lin/bad_test.go",
+            "//go:build linux\n\npackage lin\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+        )],
+        "break the linux-only package",
+    );
+    let (verdict, _, _, named, _) = split_agrees(&f, &repo, &[("GOOS", "windows")]);
+    assert_eq!(verdict, "red");
+    assert_eq!(named, [format!("{MODULE}/lin.TestBad")]);
+}
