@@ -15,8 +15,8 @@
 //!    the programs by name and the opens of `/proc` files); skipped with a
 //!    line where strace is not installed.
 //!
-//! Figures: docs/certify.md, "What it costs" (8 child processes per
-//! certify since 2026-12-02, 11 before; the overhead against the 15 ms
+//! Figures: docs/certify.md, "What it costs" (10 programs per
+//! certify with the pointer guard, 8 before it, 11 earlier; the overhead against the 15 ms
 //! goal must be read on a quiet machine — at load 3.6–4.5 the raw sequence
 //! itself takes 30–37 ms instead of 12).
 
