@@ -23,7 +23,10 @@
 //!    `FAIL\t<p> [build failed]` (before Go 1.24), the same text as an
 //!    `output` event, and `build-fail` events keyed by `ImportPath`
 //!    (`p [p.test]` or `p.test`), linked to the package's `fail` through
-//!    `FailedBuild`. A `build-fail` nobody links still fails `p`.
+//!    `FailedBuild`. A `build-fail` nobody links still fails `p`. A text
+//!    failure is taken back by a later `pass` or `skip` of that package
+//!    (a test printed it: go1.19's test2json gives a test's `FAIL …` line
+//!    to its package), so it fails nothing.
 //! 5. A test that started and never ended anywhere else — its package
 //!    passed (or was skipped) without its terminal event, it was re-run
 //!    before the earlier run ended, or the stream stopped while it ran — is
