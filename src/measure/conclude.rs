@@ -33,8 +33,13 @@ pub enum Scope {
     Machines,
     /// `certify --split`: one record per shard; the invocation is green
     /// when every shard is green (coverage proven: a shard that did not end
-    /// exactly its packages is not green) and the shards ran tests.
-    Split,
+    /// exactly its packages is not green), the judgement of the shards'
+    /// union is green (`union_green`) and the shards ran tests.
+    Split {
+        /// The split's own verdict (the union of the shards' streams,
+        /// judged as one) is green.
+        union_green: bool,
+    },
     /// `certify --split` of a suite saphan cannot split itself: advisory,
     /// the pointer never moves.
     Advisory,
@@ -130,10 +135,10 @@ fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<Unmoved> {
             Some(disagreement) => Unmoved::MachinesDisagree { disagreement },
             None => Unmoved::NotGreenOnEveryMachine { sha },
         }),
-        Scope::Split => {
+        Scope::Split { union_green } => {
             // A shard of only test-less packages runs 0 tests: the sum counts.
             let total: u64 = records.iter().filter_map(|r| r.count.value()).sum();
-            match (all_green, total) {
+            match (all_green && union_green, total) {
                 (true, 0) => Some(Unmoved::ZeroTests),
                 (true, _) => None,
                 (false, _) => Some(Unmoved::NotGreenOnEveryShard { sha }),

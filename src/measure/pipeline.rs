@@ -660,15 +660,21 @@ pub fn record_of(
     record
 }
 
-/// The package-level terminal events of a fleet bench's go-test-json
-/// stream (brought back as `stdout`); empty when nothing was brought back.
+/// The suite's stdout a fleet bench brought back (`stdout`), when it did.
+pub fn stdout_of(m: &Measured) -> Option<std::path::PathBuf> {
+    let p = m.local.as_ref()?.path().join("stdout");
+    p.is_file().then_some(p)
+}
+
+/// The package ends of a fleet bench's go-test-json stream
+/// ([`crate::report::gojson::package_ends`]); empty when nothing was
+/// brought back.
 pub fn package_ends(m: &Measured) -> Vec<crate::report::gojson::PackageEnd> {
-    match &m.local {
-        Some(d) if d.path().join("stdout").is_file() => {
-            crate::report::gojson::package_ends(&d.path().join("stdout"), "the suite's stdout")
-                .unwrap_or_default()
+    match stdout_of(m) {
+        Some(p) => {
+            crate::report::gojson::package_ends(&p, "the suite's stdout").unwrap_or_default()
         }
-        _ => Vec::new(),
+        None => Vec::new(),
     }
 }
 

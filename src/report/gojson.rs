@@ -23,7 +23,10 @@
 //!    `FAIL\t<p> [build failed]` (before Go 1.24), the same text as an
 //!    `output` event, and `build-fail` events keyed by `ImportPath`
 //!    (`p [p.test]` or `p.test`), linked to the package's `fail` through
-//!    `FailedBuild`. A `build-fail` nobody links still fails `p`.
+//!    `FailedBuild`. A `build-fail` nobody links still fails `p`. A text
+//!    failure is taken back by a later `pass` or `skip` of that package
+//!    (a test printed it: go1.19's test2json gives a test's `FAIL …` line
+//!    to its package), so it fails nothing.
 //! 5. A test that started and never ended anywhere else — its package
 //!    passed (or was skipped) without its terminal event, it was re-run
 //!    before the earlier run ended, or the stream stopped while it ran — is
@@ -59,70 +62,99 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
 }
 
 /// Parse a stream from any buffered reader.
-pub fn parse_reader<R: BufRead>(mut r: R, display: &str) -> Result<Parsed, ReportError> {
-    let mut st = Stream {
-        marker: memchr::memmem::Finder::new(b" failed]"),
-        seq: 0,
-        events: 0,
-        nonjson: 0,
-        count: 0,
-        names: Vec::new(),
-        pkgs: HashMap::new(),
-        named_pkgs: HashSet::new(),
-        failed_pkgs: Vec::new(),
-        failed_set: HashSet::new(),
-        pending_builds: Vec::new(),
-        text_build_failed: Vec::new(),
-        open_pkgs: HashSet::new(),
-        last_open: None,
-        torn_tail: false,
-        unfinished: Vec::new(),
-        cap: Capture::new(),
-    };
-    let mut line = Vec::with_capacity(4096);
-    loop {
-        // A whole line in the reader's buffer is read where it lies.
-        match r.fill_buf() {
-            Ok(buf) => {
-                if let Some(i) = memchr::memchr(b'\n', buf) {
-                    st.line(&buf[..i]);
-                    r.consume(i + 1);
-                    continue;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(source) => {
-                return Err(ReportError::Unreadable {
-                    file: display.to_string(),
-                    source,
-                });
-            }
-        }
-        line.clear();
-        let (more, complete, terminated) =
-            read_line_capped(&mut r, &mut line, MAX_LINE).map_err(|source| {
-                ReportError::Unreadable {
-                    file: display.to_string(),
-                    source,
-                }
-            })?;
-        if !more {
-            break;
-        }
-        if complete {
-            let before = st.nonjson;
-            st.line(&line);
-            if !terminated && st.nonjson > before && line.trim_ascii_start().starts_with(b"{") {
-                st.torn_tail = true;
-            }
-        } else {
-            st.nonjson += 1;
-        }
-        if line.capacity() > 4 * 1024 * 1024 {
-            line.shrink_to(4096);
-        }
+pub fn parse_reader<R: BufRead>(r: R, display: &str) -> Result<Parsed, ReportError> {
+    let mut st = Stream::new();
+    st.feed(r, display)?;
+    st.finish(display)
+}
+
+/// Parse the streams in `paths` as one stream, in order: the judgement of
+/// `certify --split` over its shards' streams is the judgement of their
+/// union, by the same rules as one unsplit stream. `display` names them.
+pub fn parse_files(paths: &[&Path], display: &str) -> Result<Parsed, ReportError> {
+    let mut st = Stream::new();
+    for path in paths {
+        let f = File::open(path).map_err(|source| ReportError::Unreadable {
+            file: display.to_string(),
+            source,
+        })?;
+        st.feed(BufReader::with_capacity(READ_BUF, f), display)?;
     }
     st.finish(display)
+}
+
+impl Stream {
+    fn new() -> Stream {
+        Stream {
+            marker: memchr::memmem::Finder::new(b" failed]"),
+            seq: 0,
+            events: 0,
+            nonjson: 0,
+            count: 0,
+            names: Vec::new(),
+            pkgs: HashMap::new(),
+            named_pkgs: HashSet::new(),
+            failed_pkgs: Vec::new(),
+            failed_set: HashSet::new(),
+            pending_builds: Vec::new(),
+            text_build_failed: Vec::new(),
+            open_pkgs: HashSet::new(),
+            last_open: None,
+            torn_tail: false,
+            unfinished: Vec::new(),
+            cap: Capture::new(),
+            text_only: HashSet::new(),
+            ends: Vec::new(),
+            ended: HashSet::new(),
+        }
+    }
+
+    /// Read every line of `r` into the stream.
+    fn feed<R: BufRead>(&mut self, mut r: R, display: &str) -> Result<(), ReportError> {
+        let st = self;
+        let mut line = Vec::with_capacity(4096);
+        loop {
+            // A whole line in the reader's buffer is read where it lies.
+            match r.fill_buf() {
+                Ok(buf) => {
+                    if let Some(i) = memchr::memchr(b'\n', buf) {
+                        st.line(&buf[..i]);
+                        r.consume(i + 1);
+                        continue;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(ReportError::Unreadable {
+                        file: display.to_string(),
+                        source,
+                    });
+                }
+            }
+            line.clear();
+            let (more, complete, terminated) = read_line_capped(&mut r, &mut line, MAX_LINE)
+                .map_err(|source| ReportError::Unreadable {
+                    file: display.to_string(),
+                    source,
+                })?;
+            if !more {
+                break;
+            }
+            if complete {
+                let before = st.nonjson;
+                st.line(&line);
+                if !terminated && st.nonjson > before && line.trim_ascii_start().starts_with(b"{") {
+                    st.torn_tail = true;
+                }
+            } else {
+                st.nonjson += 1;
+            }
+            if line.capacity() > 4 * 1024 * 1024 {
+                line.shrink_to(4096);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Parse a stream held in memory (tests, fuzzing).
@@ -182,6 +214,26 @@ struct Event<'a> {
     import_path: Option<Cow<'a, str>>,
     #[serde(rename = "FailedBuild", borrow, default)]
     failed_build: Option<Cow<'a, str>>,
+    #[serde(rename = "Elapsed", default)]
+    elapsed: Option<Elapsed>,
+}
+
+/// `Elapsed` as serde reads it: a number, or anything else ignored (the
+/// field never decides whether a line is an event).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Elapsed {
+    Seconds(f64),
+    Other(serde::de::IgnoredAny),
+}
+
+impl Elapsed {
+    fn seconds(&self) -> Option<f64> {
+        match self {
+            Elapsed::Seconds(s) => Some(*s),
+            Elapsed::Other(_) => None,
+        }
+    }
 }
 
 /// Only decoded for the rare line that mentions a build failure.
@@ -204,6 +256,8 @@ struct Fast<'a> {
     test: Option<&'a str>,
     /// The raw value of `Output`, between its quotes.
     output: Option<(usize, usize)>,
+    /// The raw number of `Elapsed`.
+    elapsed: Option<(usize, usize)>,
 }
 
 const HI: u64 = 0x8080_8080_8080_8080;
@@ -293,7 +347,8 @@ fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
     if b.first() != Some(&b'{') {
         return None;
     }
-    let (mut action, mut package, mut test, mut output) = (None, None, None, None);
+    let (mut action, mut package, mut test, mut output, mut elapsed) =
+        (None, None, None, None, None);
     let mut seen = 0u8;
     let mut i = 1;
     loop {
@@ -317,6 +372,7 @@ fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
         let v = k + 2;
         if kind == 5 {
             i = fast_number(b, v)?;
+            elapsed = Some((v, i));
         } else {
             if b.get(v) != Some(&b'"') {
                 return None;
@@ -344,6 +400,7 @@ fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
         package,
         test,
         output,
+        elapsed,
     })
 }
 
@@ -622,6 +679,13 @@ struct Stream {
     unfinished: Vec<String>,
     /// What failing tests wrote.
     cap: Capture,
+    /// Failed packages whose only evidence so far is a `[build failed]` /
+    /// `[setup failed]` text (a later pass or skip of theirs takes it back).
+    text_only: HashSet<String>,
+    /// Package ends so far ([`package_ends`]), in stream order.
+    ends: Vec<PackageEnd>,
+    /// Packages with a package-level terminal event.
+    ended: HashSet<String>,
 }
 
 fn top_level(test: &str) -> bool {
@@ -671,7 +735,7 @@ impl Stream {
             {
                 let p = p.to_string();
                 self.text_build_failed.push(p.clone());
-                self.package_failed(p);
+                self.text_claim(p);
             }
             return;
         }
@@ -684,6 +748,14 @@ impl Stream {
                     test: f.test.map(Cow::Borrowed),
                     import_path: None,
                     failed_build: None,
+                    // Read only where it is kept: a package's end.
+                    elapsed: match (f.test, f.elapsed) {
+                        (None, Some((a, b))) => std::str::from_utf8(&trimmed[a..b])
+                            .ok()
+                            .and_then(|n| n.parse().ok())
+                            .map(Elapsed::Seconds),
+                        _ => None,
+                    },
                 },
                 Some(f.output),
             ),
@@ -743,9 +815,10 @@ impl Stream {
                 if self.marker.find(trimmed).is_some()
                     && let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed)
                 {
-                    // The package is the event's own; the text confirms the failure.
+                    // The package is the event's own; the text claims the
+                    // failure until the package reports otherwise.
                     if o.output.as_deref().and_then(build_failed_text).is_some() {
-                        self.package_failed(pkg.to_string());
+                        self.text_claim(pkg.to_string());
                     }
                 }
                 self.output(pkg, test, trimmed, span);
@@ -817,6 +890,21 @@ impl Stream {
             (a @ ("pass" | "skip" | "fail"), Some(pkg), None) => {
                 let run = self.pkgs.remove(pkg).unwrap_or_default();
                 let failed = a == "fail";
+                self.ends.push(PackageEnd {
+                    package: pkg.to_string(),
+                    action: a.to_string(),
+                    elapsed: ev.elapsed.as_ref().and_then(Elapsed::seconds),
+                });
+                if !self.ended.contains(pkg) {
+                    self.ended.insert(pkg.to_string());
+                }
+                // A package that passed or was skipped did not fail to
+                // build, whatever text said so before (a test can print
+                // `FAIL p [build failed]`).
+                if !failed && self.text_only.remove(pkg) {
+                    self.failed_set.remove(pkg);
+                    self.failed_pkgs.retain(|p| p != pkg);
+                }
                 let mut unfinished: Vec<(u64, String)> = run.lost;
                 let mut rings: HashMap<u64, usize> = HashMap::new();
                 for (name, t) in run.tests {
@@ -940,9 +1028,46 @@ impl Stream {
     }
 
     fn package_failed(&mut self, pkg: String) {
+        self.text_only.remove(&pkg);
         if self.failed_set.insert(pkg.clone()) {
             self.failed_pkgs.push(pkg);
         }
+    }
+
+    /// A `FAIL p [build failed]` / `[setup failed]` text: `p` fails, unless
+    /// it reports a pass or a skip later.
+    fn text_claim(&mut self, pkg: String) {
+        if !self.failed_set.contains(&pkg) {
+            self.failed_set.insert(pkg.clone());
+            self.text_only.insert(pkg.clone());
+            self.failed_pkgs.push(pkg);
+        }
+    }
+
+    /// `build-fail` events no package event linked fail their package.
+    fn settle_builds(&mut self) {
+        for (_, p) in std::mem::take(&mut self.pending_builds) {
+            self.package_failed(p);
+        }
+    }
+
+    /// The stream's package ends: every package-level terminal event, then
+    /// each failed package that had none (a build or setup failure told by
+    /// text or by a `build-fail` event: go ran nothing of it, and it ended
+    /// failed).
+    fn take_ends(&mut self) -> Vec<PackageEnd> {
+        self.settle_builds();
+        let mut ends = std::mem::take(&mut self.ends);
+        for p in &self.failed_pkgs {
+            if !self.ended.contains(p) {
+                ends.push(PackageEnd {
+                    package: p.clone(),
+                    action: "fail".into(),
+                    elapsed: None,
+                });
+            }
+        }
+        ends
     }
 
     fn finish(mut self, display: &str) -> Result<Parsed, ReportError> {
@@ -976,9 +1101,7 @@ impl Stream {
             }
         }
         running.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-        for (_, p) in std::mem::take(&mut self.pending_builds) {
-            self.package_failed(p);
-        }
+        self.settle_builds();
         let mut names = self.names;
         let mut cap = self.cap;
         for p in &self.failed_pkgs {
@@ -1059,69 +1182,25 @@ pub struct PackageEnd {
     pub elapsed: Option<f64>,
 }
 
-/// The fields of a package-level terminal event.
-#[derive(Deserialize)]
-struct EndEvent<'a> {
-    #[serde(rename = "Action", borrow)]
-    action: Option<Cow<'a, str>>,
-    #[serde(rename = "Package", borrow, default)]
-    package: Option<Cow<'a, str>>,
-    #[serde(rename = "Test", borrow, default)]
-    test: Option<Cow<'a, str>>,
-    #[serde(rename = "Elapsed", default)]
-    elapsed: Option<f64>,
-}
-
-/// Every package-level terminal event in the stream at `path`, in stream
-/// order, duplicates kept (a package that ended twice appears twice). One
-/// streaming pass through the same capped line reader as [`parse_file`]:
-/// only lines that mention `"Elapsed"` or `"skip"` are decoded, and only
-/// the four fields above. Lines that are not events are skipped.
+/// Every package end of the stream at `path`, in stream order, duplicates
+/// kept (a package that ended twice appears twice): its package-level
+/// terminal events (`pass`, `fail` or `skip` with a `Package` and no
+/// `Test`), then each package the stream says failed without one (a
+/// `FAIL p [build failed]` / `[setup failed]` text that no later pass of
+/// `p` took back, a `build-fail` event) as a `fail` without `Elapsed`.
+/// The same reader and rules as [`parse_file`] — one judgement of what
+/// ended, for the verdict and for `certify --split`'s coverage — and, unlike
+/// it, a stream without any event still has its text-told ends.
 ///
 /// Errors: the file cannot be read (`report-unreadable`).
 pub fn package_ends(path: &Path, display: &str) -> Result<Vec<PackageEnd>, ReportError> {
-    let unreadable = |source| ReportError::Unreadable {
+    let f = File::open(path).map_err(|source| ReportError::Unreadable {
         file: display.to_string(),
         source,
-    };
-    let f = File::open(path).map_err(unreadable)?;
-    let mut r = BufReader::with_capacity(READ_BUF, f);
-    // Every package-level terminal event test2json writes carries
-    // `Elapsed`, except a `skip` of some older versions.
-    let elapsed = memchr::memmem::Finder::new(b"\"Elapsed\"");
-    let skip = memchr::memmem::Finder::new(b"\"skip\"");
-    let mut out = Vec::new();
-    let mut line = Vec::with_capacity(4096);
-    loop {
-        line.clear();
-        let (more, complete, _) =
-            read_line_capped(&mut r, &mut line, MAX_LINE).map_err(unreadable)?;
-        if !more {
-            break;
-        }
-        let t = line.trim_ascii();
-        if !complete || t.first() != Some(&b'{') {
-            continue;
-        }
-        if elapsed.find(t).is_none() && skip.find(t).is_none() {
-            continue;
-        }
-        let Ok(ev) = serde_json::from_slice::<EndEvent<'_>>(t) else {
-            continue;
-        };
-        if let (Some(a @ ("pass" | "fail" | "skip")), Some(p), None) = (
-            ev.action.as_deref(),
-            ev.package.as_deref(),
-            ev.test.as_deref(),
-        ) {
-            out.push(PackageEnd {
-                package: p.to_string(),
-                action: a.to_string(),
-                elapsed: ev.elapsed,
-            });
-        }
-    }
-    Ok(out)
+    })?;
+    let mut st = Stream::new();
+    st.feed(BufReader::with_capacity(READ_BUF, f), display)?;
+    Ok(st.take_ends())
 }
 
 #[cfg(test)]
@@ -1480,6 +1559,70 @@ mod tests {
             parse_bytes(b"", "stdout").unwrap_err(),
             ReportError::NoEvents { .. }
         ));
+    }
+
+    #[test]
+    fn a_build_failure_told_by_text_ends_its_package_and_a_printed_one_fails_nothing() {
+        // Go 1.19: a build failure is only a text line; a setup failure too.
+        let stream = concat!(
+            "FAIL\tp/bf [build failed]\n",
+            "FAIL\tp/cyc [setup failed]\n",
+            "{\"Action\":\"run\",\"Package\":\"p/pr\",\"Test\":\"TestPrint\"}\n",
+            // test2json gives a `FAIL` line to the package, not the test.
+            "{\"Action\":\"output\",\"Package\":\"p/pr\",\"Output\":\"FAIL\\tp/pr [build failed]\\n\"}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/pr\",\"Test\":\"TestPrint\",\"Elapsed\":0}\n",
+            "{\"Action\":\"pass\",\"Package\":\"p/pr\",\"Elapsed\":0.5}\n",
+        );
+        let p = parse_bytes(stream.as_bytes(), "stdout").unwrap();
+        assert_eq!(
+            p.names,
+            ["p/bf", "p/cyc"],
+            "p/pr passed: its text fails nothing"
+        );
+        assert_eq!(p.count, 1);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("stdout");
+        std::fs::write(&f, stream).unwrap();
+        let ends: Vec<(String, String, Option<f64>)> = package_ends(&f, "stdout")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.package, e.action, e.elapsed))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                ("p/pr".into(), "pass".into(), Some(0.5)),
+                ("p/bf".into(), "fail".into(), None),
+                ("p/cyc".into(), "fail".into(), None),
+            ]
+        );
+        // A stream of text alone has no event (a failed measurement), yet
+        // its package ended.
+        std::fs::write(&f, "FAIL\tp/cyc [setup failed]\n").unwrap();
+        assert!(parse_file(&f, "stdout").is_err());
+        assert_eq!(package_ends(&f, "stdout").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn streams_parsed_as_one_are_judged_as_their_union() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        let b = d.path().join("b");
+        std::fs::write(&a, "FAIL\tp/cyc [setup failed]\n").unwrap();
+        std::fs::write(
+            &b,
+            concat!(
+                "{\"Action\":\"run\",\"Package\":\"p/a\",\"Test\":\"TestA\"}\n",
+                "{\"Action\":\"pass\",\"Package\":\"p/a\",\"Test\":\"TestA\"}\n",
+                "{\"Action\":\"pass\",\"Package\":\"p/a\"}\n",
+            ),
+        )
+        .unwrap();
+        let u = parse_files(&[a.as_path(), b.as_path()], "shards").unwrap();
+        let mut one = std::fs::read(&a).unwrap();
+        one.extend(std::fs::read(&b).unwrap());
+        assert_eq!(u, parse_bytes(&one, "shards").unwrap());
+        assert_eq!((u.count, u.names), (1, vec!["p/cyc".to_string()]));
     }
 
     #[test]

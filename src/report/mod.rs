@@ -517,6 +517,18 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
     }
 }
 
+/// The judgement of `certify --split` over its go-test-json shards: their
+/// streams (`stdouts`, in shard order) parsed as one stream
+/// ([`gojson::parse_files`]) and weighed by [`judge`] against
+/// `termination` (the shards' combined ending) — the same rules, and the
+/// same words, as one unsplit stream's.
+pub fn measure_go_union(stdouts: &[&Path], termination: Termination) -> Measurement {
+    match gojson::parse_files(stdouts, "the suite's stdout") {
+        Ok(p) => judge(p, termination),
+        Err(e) => Measurement::report_failed(&e),
+    }
+}
+
 /// Weigh parsed evidence against how the process ended (corpus README,
 /// "Verdicts"):
 ///

@@ -506,6 +506,18 @@ pub fn coverage_note(c: &ShardCoverage) -> String {
     )
 }
 
+/// The note of a shard that left assigned packages without an end while
+/// its `go test` exited `code`: go said the run failed, the shard's own
+/// verdict (never green) stands, as an unsplit run's would.
+pub fn told_note(c: &ShardCoverage, code: i32) -> String {
+    format!(
+        "{}: {} assigned package(s) never reported an end: {} — the shard's `go test` exited {code}, so it failed by go's own account (go 1.19 writes no event for an untested package that fails to build); the verdict is that failure's, never green",
+        crate::report::FailureKind::ShardCoverageIncomplete,
+        c.missing.len(),
+        c.missing.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

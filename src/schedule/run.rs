@@ -10,6 +10,7 @@
 use super::{Coverage, ShardCoverage};
 use crate::dispatch::{self, Admitted, Batch, DispatchFault, Feed};
 use crate::error::Result;
+use crate::exec::Termination;
 use crate::measure::Executor;
 use crate::measure::bench::Measured;
 use crate::measure::conclude::{self, LockHold, Scope};
@@ -617,6 +618,7 @@ async fn conclude_queue(
     let sharded = done.first().is_some_and(|d| d.work.sharded);
 
     // Coverage: the batches' package-level terminal events, against the list.
+    let mut explained = true;
     let coverage: Option<Coverage> = listed.as_ref().map(|listed| {
         let assigned: Vec<Vec<String>> = done.iter().map(|d| d.work.packages.clone()).collect();
         let ends: Vec<Vec<String>> = done
@@ -630,10 +632,13 @@ async fn conclude_queue(
             .collect();
         let (c, per) = super::coverage(listed, &assigned, &ends);
         for (d, sc) in done.iter_mut().zip(per) {
-            mark_incomplete(&mut d.record, &sc);
+            let told = failed_exit(&d.measured);
+            explained &= mark_incomplete(&mut d.record, &sc, told);
         }
         c
     });
+    // The split's own judgement: the shards' streams as one stream.
+    let union = coverage.as_ref().and_then(|_| union_judgement(&done));
 
     // Every record first (superseded attempts, then the batches'), then the
     // pointer, over the effective attempts.
@@ -642,10 +647,13 @@ async fn conclude_queue(
         record::append_off_runtime(&attempts, r).await?;
     }
     let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
-    let scope = match (sharded, coverage.is_some()) {
+    let outcome = sharded.then(|| outcome(&records, coverage, listed.is_none(), union, explained));
+    let scope = match (sharded, &outcome) {
         (false, _) => Scope::Machines,
-        (true, true) => Scope::Split,
-        (true, false) => Scope::Advisory,
+        (true, Some(o)) if o.coverage.is_some() => Scope::Split {
+            union_green: o.verdict == Verdict::Green,
+        },
+        (true, _) => Scope::Advisory,
     };
     let pointer = conclude::conclude(
         job.repo,
@@ -656,7 +664,7 @@ async fn conclude_queue(
         LockHold::Take(job.interrupt),
     )
     .await?;
-    let outcome = sharded.then(|| Box::new(outcome(&records, coverage, listed.is_none())));
+    let outcome = outcome.map(Box::new);
     let disagreement = if sharded {
         None
     } else {
@@ -697,23 +705,84 @@ async fn conclude_queue(
     }))
 }
 
-/// A shard that did not end exactly its packages is never green: a green
-/// becomes measurement-failed `shard-coverage-incomplete`, and so does a
-/// red (the tests it never ran might have failed too); an attempt that
-/// already failed keeps its own kind (its stream is cut off by that).
-fn mark_incomplete(r: &mut Record, c: &ShardCoverage) {
+/// The exit code of a shard's `go test` that ran to its end and failed
+/// (non-zero); `None` for a zero exit or a run that did not end on its own.
+fn failed_exit(m: &Measured) -> Option<i32> {
+    match m.run.termination {
+        Some(Termination::Exited(c)) if c != 0 => Some(c),
+        _ => None,
+    }
+}
+
+/// A shard that did not end exactly its packages (`c`) is never green. When
+/// it only left packages without an end and its `go test` itself exited
+/// non-zero (`failed_exit`: go says it failed — Go 1.19 exits 2 and writes
+/// nothing on stdout for an untested package that fails to build, as an
+/// unsplit run's stream has no end for it either) the shard's own verdict
+/// stands (it cannot be green) and a note names the packages; returns true.
+/// Otherwise a green becomes measurement-failed `shard-coverage-incomplete`,
+/// and so does a red (the tests it never ran might have failed too); an
+/// attempt that already failed keeps its own kind (its stream is cut off
+/// by that); returns false.
+fn mark_incomplete(r: &mut Record, c: &ShardCoverage, failed_exit: Option<i32>) -> bool {
     if c.complete() {
-        return;
+        return true;
+    }
+    if let (Some(code), true, false) = (
+        failed_exit,
+        c.doubled.is_empty(),
+        r.verdict == Verdict::Green,
+    ) {
+        r.notes.push(super::told_note(c, code));
+        return true;
     }
     r.notes.push(super::coverage_note(c));
     if r.verdict != Verdict::MeasurementFailed {
         r.verdict = Verdict::MeasurementFailed;
         r.failure = Some(FailureKind::ShardCoverageIncomplete);
     }
+    false
 }
 
-/// The invocation's verdict over its shards' effective records.
-fn outcome(records: &[Record], coverage: Option<Coverage>, advisory: bool) -> SplitOutcome {
+/// The judgement of the effective attempts' go-test-json streams as one
+/// stream ([`crate::report::measure_go_union`]), against their combined
+/// ending — the highest exit code, as `go test` itself exits with the
+/// highest status of its packages — when every attempt's suite ran to its
+/// own exit and its stream was brought back; `None` otherwise (a timeout,
+/// a signal, an infrastructure failure: that attempt's own failure
+/// decides).
+fn union_judgement(done: &[Done]) -> Option<crate::report::Measurement> {
+    let mut code = 0;
+    let mut paths = Vec::new();
+    for d in done {
+        match d.measured.run.termination {
+            Some(Termination::Exited(c)) => code = code.max(c),
+            _ => return None,
+        }
+        paths.push(pipeline::stdout_of(&d.measured)?);
+    }
+    let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+    Some(crate::report::measure_go_union(
+        &refs,
+        Termination::Exited(code),
+    ))
+}
+
+/// The invocation's verdict over its shards' effective records: with
+/// `union` (go-test-json, every shard's suite ran to its exit) the
+/// verdict, failure, count and named tests are the union's judgement —
+/// the unsplit run's rules on the same streams — and its notes come first,
+/// unprefixed; otherwise the worst record's. Every record's notes follow,
+/// prefixed with its machine. Incomplete coverage makes it
+/// measurement-failed, unless every hole was `explained` by its shard's
+/// own failing exit and the judgement is not green.
+fn outcome(
+    records: &[Record],
+    coverage: Option<Coverage>,
+    advisory: bool,
+    union: Option<crate::report::Measurement>,
+    explained: bool,
+) -> SplitOutcome {
     let rank = |v: Verdict| match v {
         Verdict::Green => 0,
         Verdict::Red => 1,
@@ -728,29 +797,40 @@ fn outcome(records: &[Record], coverage: Option<Coverage>, advisory: bool) -> Sp
         .iter()
         .find(|r| r.verdict == Verdict::MeasurementFailed)
         .and_then(|r| r.failure.clone());
+    let mut count = records.iter().map(|r| r.count.value()).sum::<Option<u64>>();
+    let mut named_tests: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(u) = union {
+        verdict = u.verdict;
+        failure = u.failure;
+        count = u.count;
+        named_tests = u.named_tests.unwrap_or_default();
+        notes = u.notes;
+    } else {
+        for r in records {
+            if let Avail::Value(ns) = &r.named_tests {
+                for n in ns {
+                    if !named_tests.contains(n) {
+                        named_tests.push(n.clone());
+                    }
+                }
+            }
+        }
+    }
     if let Some(c) = &coverage
         && !c.complete
+        && !(explained && verdict != Verdict::Green)
     {
         verdict = Verdict::MeasurementFailed;
         if failure.is_none() {
             failure = Some(FailureKind::ShardCoverageIncomplete);
         }
     }
-    let count = records.iter().map(|r| r.count.value()).sum::<Option<u64>>();
-    let mut named_tests: Vec<String> = Vec::new();
-    for r in records {
-        if let Avail::Value(ns) = &r.named_tests {
-            for n in ns {
-                if !named_tests.contains(n) {
-                    named_tests.push(n.clone());
-                }
-            }
-        }
-    }
-    let notes = records
-        .iter()
-        .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.machine)))
-        .collect();
+    notes.extend(
+        records
+            .iter()
+            .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.machine))),
+    );
     SplitOutcome {
         verdict,
         failure,

@@ -708,13 +708,20 @@ fn judged(v: &Value, machines: &[&str]) -> (Value, Value, Value, Vec<String>, Ve
     )
 }
 
+type Judged = (Value, Value, Value, Vec<String>, Vec<String>);
+
 /// Split over m0, m1, m3 with `env` exported here, and the unsplit run on
-/// m0 without it: the same judgement. Returns the unsplit run's.
-fn split_agrees(
-    f: &Fleet,
-    repo: &Repo,
-    env: &[(&str, &str)],
-) -> (Value, Value, Value, Vec<String>, Vec<String>) {
+/// m0 without it: the same judgement, and coverage complete. Returns the
+/// unsplit run's judgement.
+fn split_agrees(f: &Fleet, repo: &Repo, env: &[(&str, &str)]) -> Judged {
+    let (j, coverage) = split_judged(f, repo, env);
+    assert_eq!(coverage["complete"], true, "with {env:?}: {coverage}");
+    j
+}
+
+/// [`split_agrees`] without the coverage check; returns the split's
+/// coverage too.
+fn split_judged(f: &Fleet, repo: &Repo, env: &[(&str, &str)]) -> (Judged, Value) {
     let o = certify_with(f, repo, "m0", &[], &[]);
     let u = json(&o);
     let unsplit = judged(&u["records"][0], &["m0"]);
@@ -725,11 +732,7 @@ fn split_agrees(
         split, unsplit,
         "with {env:?} exported:\nsplit {v}\nunsplit {u}"
     );
-    assert_eq!(
-        v["split"]["coverage"]["complete"], true,
-        "with {env:?}: {v}"
-    );
-    unsplit
+    (unsplit, v["split"]["coverage"].clone())
 }
 
 /// A file of `pkg` under a build constraint, and its one passing test
@@ -832,4 +835,106 @@ fn split_lists_the_packages_the_machines_go_test_builds_whatever_is_exported_her
     let (verdict, _, _, named, _) = split_agrees(&f, &repo, &[("GOOS", "windows")]);
     assert_eq!(verdict, "red");
     assert_eq!(named, [format!("{MODULE}/lin.TestBad")]);
+}
+
+/// Package shapes whose split judgement must be the unsplit one on the
+/// same SHA (Debian's go1.19: build failures are plain text on stdout, or
+/// nothing but stderr): a package that fails to build (`FAIL p [build
+/// failed]`), a test whose own output prints that text for another
+/// package (no package fails), a package with only an `init` panic, a
+/// setup failure (`FAIL p [setup failed]`, an import cycle in a test), an
+/// untested package that fails to build (go exits 2 and prints no event
+/// for it) beside a build failure and alone; every module also has a
+/// package without test files and one with only an external test.
+#[test]
+fn split_and_unsplit_agree_on_every_package_shape() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m3"]);
+    assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
+    let m = MODULE;
+    let build_fail: [(&str, &str); 2] = [
+        (
+            "bf/bf.go",
+            "package bf\n\n// F is wrong.\nfunc F() int { return \"x\" }\n",
+        ),
+        (
+            "bf/bf_test.go",
+            "package bf\n\nimport \"testing\"\n\nfunc TestBF(t *testing.T) {}\n",
+        ),
+    ];
+    let printer = format!(
+        "package printer\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestPrint(t *testing.T) {{\n\tfmt.Println(\"FAIL\\t{m}/p0 [build failed]\")\n\tfmt.Println(\"FAIL\\t{m}/printer [build failed]\")\n}}\n"
+    );
+    let init_panic: [(&str, &str); 2] = [
+        (
+            "initp/initp.go",
+            "package initp\n\nfunc init() { panic(\"boom in init\") }\n",
+        ),
+        ("initp/initp_test.go", "package initp\n"),
+    ];
+    let cycle = [
+        ("cyc/cyc.go", "package cyc\n".to_string()),
+        (
+            "cyc/cyc_test.go",
+            format!(
+                "package cyc\n\nimport (\n\t\"testing\"\n\n\t_ \"{m}/cyc2\"\n)\n\nfunc TestC(t *testing.T) {{}}\n"
+            ),
+        ),
+        (
+            "cyc2/cyc2.go",
+            format!("package cyc2\n\nimport _ \"{m}/cyc\"\n"),
+        ),
+    ];
+    let untested_broken: (&str, &str) = (
+        "ntbroken/ntbroken.go",
+        "package ntbroken\n\n// F is wrong.\nfunc F() int { return \"x\" }\n",
+    );
+    let base: [(&str, &str); 1] = [(
+        "xonly/x_test.go",
+        "package xonly_test\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n",
+    )];
+    let with = |shape: &[(&str, &str)]| {
+        let mut all: Vec<(&str, &str)> = base.to_vec();
+        all.extend_from_slice(shape);
+        module(3, &all)
+    };
+    let names = |n: &[&str]| -> Vec<String> { n.iter().map(|x| format!("{m}/{x}")).collect() };
+
+    // Green: 3 tests and xonly's.
+    let (verdict, _, count, named, _) = split_agrees(&f, &with(&[]), &[]);
+    assert_eq!((verdict.as_str(), count.as_u64()), (Some("green"), Some(4)));
+    assert!(named.is_empty());
+
+    let (verdict, _, _, named, _) = split_agrees(&f, &with(&build_fail), &[]);
+    assert_eq!(verdict, "red", "a build failure");
+    assert_eq!(named, names(&["bf"]));
+
+    let (verdict, _, count, named, _) =
+        split_agrees(&f, &with(&[("printer/p_test.go", &printer)]), &[]);
+    assert_eq!(verdict, "green", "printed text fails no package: {named:?}");
+    assert_eq!(count, 5);
+
+    let (verdict, _, _, named, _) = split_agrees(&f, &with(&init_panic), &[]);
+    assert_eq!(verdict, "red", "an init panic");
+    assert_eq!(named, names(&["initp"]));
+
+    let cyc: Vec<(&str, &str)> = cycle.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    let (verdict, _, _, named, _) = split_agrees(&f, &with(&cyc), &[]);
+    assert_eq!(verdict, "red", "a setup failure");
+    assert_eq!(named, names(&["cyc"]));
+
+    // go exits 2 and says nothing on stdout of ntbroken: beside a named
+    // build failure that is the same red, alone the same crash; never green.
+    let mut both: Vec<(&str, &str)> = build_fail.to_vec();
+    both.push(untested_broken);
+    let ((verdict, _, _, named, _), coverage) = split_judged(&f, &with(&both), &[]);
+    assert_eq!(verdict, "red", "an untested package that fails to build");
+    assert_eq!(named, names(&["bf"]));
+    assert_eq!(coverage["missing"], serde_json::json!(names(&["ntbroken"])));
+    let ((verdict, failure, _, named, _), coverage) =
+        split_judged(&f, &with(&[untested_broken]), &[]);
+    assert_eq!(verdict, "measurement-failed");
+    assert_eq!(failure, "crash");
+    assert!(named.is_empty());
+    assert_eq!(coverage["missing"], serde_json::json!(names(&["ntbroken"])));
 }
