@@ -171,14 +171,7 @@ impl Catalog {
     pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
         let f: File = toml::from_str(text).map_err(|e| CatalogError::Malformed {
             origin: origin.to_string(),
-            detail: match e.span() {
-                Some(sp) => format!(
-                    "line {}: {}",
-                    crate::fsutil::line_of(text, sp.start),
-                    e.message()
-                ),
-                None => e.message().to_string(),
-            },
+            detail: crate::fsutil::toml_error_where(text, &e),
         })?;
         for (name, row) in &f.capability {
             let bad = |detail: String| CatalogError::Malformed {

@@ -29,6 +29,16 @@ pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
     })
 }
 
+/// A TOML parse error of `text` as one line for the operator: `line N:
+/// <what toml says>` where the error has a span, its message alone
+/// otherwise.
+pub fn toml_error_where(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(sp) => format!("line {}: {}", line_of(text, sp.start), e.message()),
+        None => e.message().to_string(),
+    }
+}
+
 /// The 1-based line of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());

@@ -90,16 +90,8 @@ impl Machines {
             path: origin.to_path_buf(),
             detail,
         };
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            bad(match e.span() {
-                Some(sp) => format!(
-                    "line {}: {}",
-                    crate::fsutil::line_of(text, sp.start),
-                    e.message()
-                ),
-                None => e.message().to_string(),
-            })
-        })?;
+        let raw: RawFile =
+            toml::from_str(text).map_err(|e| bad(crate::fsutil::toml_error_where(text, &e)))?;
         let mut rows = BTreeMap::new();
         for (id, r) in raw.machine {
             if !valid_id(&id) {
