@@ -246,6 +246,20 @@ impl Cmd {
         self.env.push((k.as_ref().to_owned(), None));
         self
     }
+    /// Apply environment changes in order: `Some(v)` sets, `None` removes
+    /// (the shape [`Cmd::env_changes`] reads back).
+    pub fn env_changes_from<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        mut self,
+        changes: &[(K, Option<V>)],
+    ) -> Cmd {
+        for (k, v) in changes {
+            self.env.push((
+                k.as_ref().to_owned(),
+                v.as_ref().map(|v| v.as_ref().to_owned()),
+            ));
+        }
+        self
+    }
     /// Wall-clock budget; past it the process group is killed.
     pub fn timeout(mut self, d: Duration) -> Cmd {
         self.timeout = Some(d);

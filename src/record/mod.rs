@@ -301,16 +301,23 @@ pub fn new_id() -> String {
 /// Append one record as one line, unless the file holds a line that is
 /// not UTF-8 ([`RecordError::Corrupt`]: nothing is appended after it).
 pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
-    let line = serde_json::to_string(rec).expect("records serialize");
+    append_line(
+        path,
+        &serde_json::to_string(rec).expect("records serialize"),
+    )
+}
+
+/// One serialized record appended, after [`check_appendable`].
+fn append_line(path: &Path, line: &str) -> Result<(), crate::error::Error> {
     check_appendable(path)?;
-    Ok(crate::fsutil::append_line(path, &line)?)
+    Ok(crate::fsutil::append_line(path, line)?)
 }
 
 /// [`append`] on a blocking thread (the append locks and fsyncs the file).
 pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
-    let rec = rec.clone();
+    let line = serde_json::to_string(rec).expect("records serialize");
     let p = path.to_path_buf();
-    tokio::task::spawn_blocking(move || append(&p, &rec))
+    tokio::task::spawn_blocking(move || append_line(&p, &line))
         .await
         .unwrap_or_else(|e| {
             Err(IoError::Io {

@@ -280,16 +280,6 @@ pub fn listing_env(
     out
 }
 
-fn with_env(mut cmd: Cmd, changes: &[(String, Option<String>)]) -> Cmd {
-    for (k, v) in changes {
-        cmd = match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    cmd
-}
-
 /// This machine's `go`, when listing with it is honest: the first line of
 /// its `go version` (which names the version and GOOS/GOARCH), run
 /// without this machine's Go variables ([`listing_env`]), must equal
@@ -302,10 +292,12 @@ pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<LocalGo> 
     let go = exec::which("go").ok_or_else(|| ScheduleError::ListUnavailable {
         why: "no `go` on this machine's PATH".into(),
     })?;
-    let out = exec::run(with_env(
-        Cmd::new(&go).arg("version").timeout(LIST_TIMEOUT),
-        &listing_env(None, &[]),
-    ))
+    let out = exec::run(
+        Cmd::new(&go)
+            .arg("version")
+            .timeout(LIST_TIMEOUT)
+            .env_changes_from(&listing_env(None, &[])),
+    )
     .await
     .map_err(|e| ScheduleError::ListUnavailable {
         why: format!("`{} version` did not start: {e}", go.display()),
@@ -359,15 +351,15 @@ pub async fn list_packages(
 ) -> Result<Vec<String>> {
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(sha).await?;
-    let listed = exec::run(with_env(
+    let listed = exec::run(
         Cmd::new(&go.path)
             .args(["list", "-e"])
             .args(list_flags(argv))
             .arg("./...")
             .cwd(&scratch.path)
-            .timeout(LIST_TIMEOUT),
-        &listing_env(go.platform.as_ref(), env),
-    ))
+            .timeout(LIST_TIMEOUT)
+            .env_changes_from(&listing_env(go.platform.as_ref(), env)),
+    )
     .await;
     let _ = scratch.remove().await;
     drop(bench);
