@@ -11,13 +11,15 @@
 //!    figure docs/certify.md quotes);
 //! 3. the child processes one certify starts (goal: what the work needs —
 //!    `git worktree add` and its checkout, the suite, `git worktree remove`
-//!    and few more), counted from `strace -f` of one untimed certify (with
+//!    and few more), counted from `strace -ff` of one untimed certify (with
 //!    the programs by name and the opens of `/proc` files); skipped with a
 //!    line where strace is not installed.
 //!
-//! Figures: docs/certify.md, "What it costs" (10 programs per
-//! certify with the pointer guard, 8 before it, 11 earlier; the overhead against the 15 ms
-//! goal must be read on a quiet machine — at load 3.6–4.5 the raw sequence
+//! Figures: docs/certify.md, "What it costs" (9 programs per certify:
+//! the pointer guard's two reads run beside the checkout and the removal,
+//! and the second is the pointer's judgement; 10 before that, 8 before the
+//! guard, 11 earlier; the overhead against the 15 ms goal must be read on a
+//! quiet machine — at load 3.6–4.5 the raw sequence
 //! itself takes 30–37 ms instead of 12).
 
 use std::path::Path;
@@ -212,9 +214,14 @@ fn pair(
 /// (each ends with one `exit_group`; saphan's own is not counted), programs
 /// executed (by name), and opens of `/proc/<pid>` files.
 fn children(saphan: &str, repo: &Path, home: &Path) {
-    let log = home.join("strace.log");
+    // One file per process or thread (`-ff`): calls of processes running
+    // at once would otherwise interleave as `<unfinished ...>` and
+    // `<... resumed>` halves in one log.
+    let logs = home.join("strace");
+    std::fs::create_dir_all(&logs).unwrap();
+    let log = logs.join("log");
     let traced = Command::new("strace")
-        .args(["-f", "-qq", "-e", "signal=none"])
+        .args(["-ff", "-qq", "-e", "signal=none"])
         .args(["-e", "trace=execve,exit_group,openat"])
         .arg("-o")
         .arg(&log)
@@ -227,12 +234,16 @@ fn children(saphan: &str, repo: &Path, home: &Path) {
         return;
     };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(&log).unwrap();
+    let mut text = String::new();
+    for f in std::fs::read_dir(&logs).unwrap() {
+        text += &std::fs::read_to_string(f.unwrap().path()).unwrap();
+    }
     let mut forks = 0;
     let mut programs: std::collections::BTreeMap<String, usize> = Default::default();
     let mut proc_opens = 0;
     for l in text.lines() {
-        let call = l.split_once(' ').map(|(_, c)| c.trim_start()).unwrap_or("");
+        // `-ff` files carry no pid prefix: each line is one whole call.
+        let call = l.trim_start();
         // Every process ends with one exit_group (threads end with exit).
         if call.starts_with("exit_group(") {
             forks += 1;
@@ -246,12 +257,16 @@ fn children(saphan: &str, repo: &Path, home: &Path) {
                 .to_string();
             *programs.entry(prog).or_default() += 1;
         }
-        if call.starts_with("openat(") && call.contains("\"/proc/") && !call.contains("/proc/self/")
-        {
+        // A process's files (`/proc/<pid>/…`); `/proc/sys/…` is not one.
+        let of_a_process = call
+            .split("\"/proc/")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+        if call.starts_with("openat(") && of_a_process {
             proc_opens += 1;
         }
     }
-    // saphan itself is the first exec and the last exit_group.
+    // saphan's own exec and exit_group are not children.
     forks -= 1;
     if let Some(n) = programs.get_mut("saphan") {
         *n -= 1;

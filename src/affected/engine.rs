@@ -422,6 +422,7 @@ async fn run_adapter(
                 self_binary: None,
                 catalog: None,
                 progress: &crate::measure::progress::Silent,
+                trunk: None,
             };
             let mut bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
             bench.measure(&job, &measure::Host).await?
@@ -516,6 +517,7 @@ async fn run_remote(
         self_binary: (!self_sha.is_empty()).then_some((me.as_path(), self_sha.as_str())),
         catalog: None,
         progress: &dispatch::Silent,
+        trunk: None,
     };
     let mut bench = dispatch::FleetBench::connect_all(&job, std::slice::from_ref(m))
         .await?

@@ -189,6 +189,7 @@ pub async fn measure_on(
         notes: Vec::new(),
         fleet: None,
         local: None,
+        pointer: None,
     }))
 }
 
@@ -345,6 +346,7 @@ impl Session<'_> {
             argv,
             notes: std::mem::take(&mut self.notes),
             local,
+            pointer: None,
         }
     }
 }

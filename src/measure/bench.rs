@@ -105,6 +105,12 @@ pub struct Measured {
     /// Local copies a fleet machine brought back (`stdout`, `tree/`,
     /// `scope.json`); `None` when nothing was brought back.
     pub local: Option<tempfile::TempDir>,
+    /// This machine's bench only: the verified pointer and the trunk's tip
+    /// ([`Job::trunk`]) read under the bench's lock once the suite ended
+    /// (the pointer as it was before the suite: one the suite moved is
+    /// put back), for the pointer's first judgement; `None` on a fleet
+    /// machine.
+    pub pointer: Option<record::PointerRead>,
 }
 
 /// What a fleet machine's attempt adds to its record.
@@ -168,7 +174,15 @@ impl Bench for LocalBench {
             // A certify attempt keeps its suite log beside its record; the
             // affected tier saves no record, so it keeps no log here.
             let log_dir = job.affected.is_none().then(|| super::log_dir(job.repo));
-            let scratch = self.checkout(job.sha).await?;
+            // The scratch tree shares the repository's refs, so a suite can
+            // move the pointer itself: it is read under the lock while the
+            // tree is checked out, and again while it is removed.
+            let (scratch, before) = tokio::join!(
+                self.checkout(job.sha),
+                record::read_pointer(&self.repo, None)
+            );
+            let scratch = scratch?;
+            let before = before?.pointer;
             job.progress.event(
                 "local",
                 &Event::Run {
@@ -186,9 +200,29 @@ impl Bench for LocalBench {
             let run = super::run_suite_with(&scratch, plan, executor, job.interrupt).await;
             // A container is gone (removed on every path) before its tree.
             executor.settle().await;
-            let removed = scratch.remove().await;
-            let run = run?;
+            let (removed, after) = tokio::join!(
+                scratch.remove(),
+                record::read_pointer(&self.repo, job.trunk)
+            );
+            let mut after = after?;
+            let moved = after.pointer != before;
+            if moved {
+                restore_pointer(&self.repo, before.as_deref(), after.pointer.as_deref()).await?;
+            }
+            let mut run = run?;
             removed?;
+            if moved {
+                run.measurement = crate::report::Measurement::failed(
+                    crate::report::FailureKind::SuiteMovedPointer,
+                    format!(
+                        "the suite moved {} from {} to {} while it ran — it was put back; a suite must not write saphan's refs",
+                        record::VERIFIED_REF,
+                        before.as_deref().unwrap_or("(unset)"),
+                        after.pointer.as_deref().unwrap_or("(deleted)"),
+                    ),
+                );
+                after.pointer = before;
+            }
             job.progress.event(
                 "local",
                 &Event::Done {
@@ -201,9 +235,30 @@ impl Bench for LocalBench {
                 notes: Vec::new(),
                 fleet: None,
                 local: run_dir,
+                pointer: Some(after),
             })
         })
     }
+}
+
+/// Put the verified pointer back to `before` (unset: delete it) from the
+/// value `after` a suite left, with a compare-and-swap on `after`.
+async fn restore_pointer(repo: &Repo, before: Option<&str>, after: Option<&str>) -> Result<()> {
+    let zero = "0".repeat(before.or(after).map_or(40, str::len));
+    let old = after.unwrap_or(&zero);
+    let args: Vec<&str> = match before {
+        Some(b) => vec![
+            "update-ref",
+            "-m",
+            "saphan: put back what the suite moved",
+            record::VERIFIED_REF,
+            b,
+            old,
+        ],
+        None => vec!["update-ref", "-d", record::VERIFIED_REF, old],
+    };
+    crate::git::git(&repo.top, &args).await?;
+    Ok(())
 }
 
 /// A fresh local run dir for the affected tier: `manifest.json` (a copy of

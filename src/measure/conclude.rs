@@ -50,7 +50,14 @@ pub enum LockHold<'a> {
     /// The caller holds it already (local certify holds it for its whole
     /// run, for the scratch path): a second `flock` of the same file from
     /// this process would wait on itself.
-    Held(&'a record::Lock),
+    Held {
+        /// The lock.
+        lock: &'a record::Lock,
+        /// The pointer and the trunk's tip as the holder read them under
+        /// it after the suite (the bench's pointer guard): the pointer's
+        /// first judgement uses them rather than reading them again.
+        read: Option<record::PointerRead>,
+    },
     /// Take it for the pointer move only (dispatch); Ctrl-C while waiting
     /// leaves the pointer unchanged (the records are appended already).
     Take(&'a Interrupt),
@@ -81,9 +88,9 @@ pub async fn conclude(
         return Ok(PointerOutcome::Unchanged(why));
     }
     match lock {
-        LockHold::Held(_) => advance(repo, sha, trunk).await,
+        LockHold::Held { lock: _, read } => advance(repo, sha, trunk, read).await,
         LockHold::Take(interrupt) => match record::Lock::acquire(repo, interrupt).await {
-            Ok(_held) => advance(repo, sha, trunk).await,
+            Ok(_held) => advance(repo, sha, trunk, None).await,
             Err(e)
                 if matches!(
                     e.downcast_ref::<record::RecordError>(),
@@ -102,7 +109,12 @@ pub async fn conclude(
 /// follows ([`record::trunk`]). A pointer found following another trunk
 /// (a certification with another `--trunk` that raced this one past the
 /// early `trunk-mismatch` check and moved it first) stays where it is.
-async fn advance(repo: &Repo, sha: &str, trunk: Option<&str>) -> Result<PointerOutcome> {
+async fn advance(
+    repo: &Repo,
+    sha: &str,
+    trunk: Option<&str>,
+    read: Option<record::PointerRead>,
+) -> Result<PointerOutcome> {
     if let (Some(t), Some(follows)) = (trunk, record::trunk::followed(repo)?)
         && t != follows
     {
@@ -111,7 +123,7 @@ async fn advance(repo: &Repo, sha: &str, trunk: Option<&str>) -> Result<PointerO
             follows,
         }));
     }
-    let outcome = record::advance_verified(repo, sha, trunk).await?;
+    let outcome = record::advance_verified(repo, sha, trunk, read).await?;
     if let (PointerOutcome::Moved, Some(t)) = (&outcome, trunk) {
         record::trunk::follow_if_unset(repo, t).await?;
     }

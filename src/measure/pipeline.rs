@@ -121,6 +121,10 @@ pub struct Job<'a> {
     pub catalog: Option<&'a Catalog>,
     /// Who watches.
     pub progress: &'a dyn Progress,
+    /// The pointer's trunk (certify with one): this machine's bench reads
+    /// its tip with the pointer once the suite has ended
+    /// ([`Measured::pointer`](crate::measure::bench::Measured::pointer)).
+    pub trunk: Option<&'a str>,
 }
 
 /// How many lines of the suite log a person sees on red and
@@ -320,6 +324,7 @@ pub async fn certify(
         self_binary: None,
         catalog: Some(catalog),
         progress,
+        trunk: trunk.as_deref(),
     };
     let attempt = record::new_id();
     let target = |transport: Transport, socket: String, image, user, caches| {
@@ -462,23 +467,10 @@ async fn gate(
 /// move), the stable scratch path, one record.
 async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Result<Certified> {
     let mut bench = LocalBench::open(job.home, job.repo, job.interrupt).await?;
-    // The scratch tree shares the repository's refs, so a suite can move
-    // the pointer itself: read it under the lock before and after.
-    let before = job.repo.read_ref(record::VERIFIED_REF).await?;
+    // The bench guards the pointer against the suite, and reads it with
+    // the trunk's tip under its lock once the suite has ended.
     let mut measured = bench.measure(job, executor).await?;
-    let after = job.repo.read_ref(record::VERIFIED_REF).await?;
-    if after != before {
-        restore_pointer(job.repo, before.as_deref(), after.as_deref()).await?;
-        measured.run.measurement = crate::report::Measurement::failed(
-            crate::report::FailureKind::SuiteMovedPointer,
-            format!(
-                "the suite moved {} from {} to {} while it ran — it was put back; a suite must not write saphan's refs",
-                record::VERIFIED_REF,
-                before.as_deref().unwrap_or("(unset)"),
-                after.as_deref().unwrap_or("(deleted)"),
-            ),
-        );
-    }
+    let read = measured.pointer.take();
     let record = record_of(
         job,
         bench.machine(),
@@ -495,7 +487,10 @@ async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Re
         trunk,
         std::slice::from_ref(&record),
         Scope::Local,
-        LockHold::Held(bench.lock()),
+        LockHold::Held {
+            lock: bench.lock(),
+            read,
+        },
     )
     .await?;
     Ok(Certified::Here(Box::new(Outcome {
@@ -507,26 +502,6 @@ async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Re
         test_output_omitted: measured.run.measurement.test_output_omitted,
         stderr_tail: measured.run.stderr_tail,
     })))
-}
-
-/// Put the verified pointer back to `before` (unset: delete it) from the
-/// value `after` a suite left, with a compare-and-swap on `after`.
-async fn restore_pointer(repo: &Repo, before: Option<&str>, after: Option<&str>) -> Result<()> {
-    let zero = "0".repeat(before.or(after).map_or(40, str::len));
-    let old = after.unwrap_or(&zero);
-    let args: Vec<&str> = match before {
-        Some(b) => vec![
-            "update-ref",
-            "-m",
-            "saphan: put back what the suite moved",
-            record::VERIFIED_REF,
-            b,
-            old,
-        ],
-        None => vec!["update-ref", "-d", record::VERIFIED_REF, old],
-    };
-    crate::git::git(&repo.top, &args).await?;
-    Ok(())
 }
 
 /// A bench per fleet machine, all at once: connect everywhere first (a

@@ -698,14 +698,21 @@ impl Serialize for PointerOutcome {
 /// ([`crate::measure::conclude`]), so the swap only loses to a writer that
 /// does not (an older saphan, a hand-made `git update-ref`).
 /// Returns what happened, for the operator.
+///
+/// `read` is the pointer and the trunk's tip as the caller read them under
+/// the same lock (this machine's bench reads them once the suite has ended,
+/// for its pointer guard): the first judgement uses them instead of asking
+/// git again; a read of another trunk is ignored.
 pub async fn advance_verified(
     repo: &Repo,
     sha: &str,
     trunk: Option<&str>,
+    read: Option<PointerRead>,
 ) -> Result<PointerOutcome, crate::git::GitError> {
     const TRIES: usize = 3;
+    let mut read = read.filter(|r| r.trunk.as_deref() == trunk);
     for _ in 0..TRIES {
-        let old = match judge_move(repo, sha, trunk).await? {
+        let old = match judge_move(repo, sha, trunk, read.take()).await? {
             Move::Unchanged(why) => return Ok(PointerOutcome::Unchanged(why)),
             Move::From(old) => old,
         };
@@ -734,6 +741,42 @@ pub async fn advance_verified(
     }))
 }
 
+/// The verified pointer and, when a trunk is asked for, its tip, read in
+/// one `git for-each-ref` ([`Repo::read_refs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointerRead {
+    /// The trunk asked for (`None`: none; then `tip` is `None`).
+    pub trunk: Option<String>,
+    /// The trunk's tip; `None` when it does not exist (or none was asked for).
+    pub tip: Option<String>,
+    /// The object `refs/saphan/verified` points at; `None` when unset.
+    pub pointer: Option<String>,
+}
+
+/// Read the verified pointer and `trunk`'s tip in one git call.
+///
+/// Errors: git failures other than a ref being absent.
+pub async fn read_pointer(
+    repo: &Repo,
+    trunk: Option<&str>,
+) -> Result<PointerRead, crate::git::GitError> {
+    let (tip, pointer) = match trunk {
+        None => {
+            let [pointer] = repo.read_refs([VERIFIED_REF]).await?;
+            (None, pointer)
+        }
+        Some(t) => {
+            let [tip, pointer] = repo.read_refs([t, VERIFIED_REF]).await?;
+            (tip, pointer)
+        }
+    };
+    Ok(PointerRead {
+        trunk: trunk.map(str::to_string),
+        tip,
+        pointer,
+    })
+}
+
 /// What the pointer rules say about moving to `sha`.
 enum Move {
     /// Leave it, for this reason.
@@ -746,6 +789,7 @@ async fn judge_move(
     repo: &Repo,
     sha: &str,
     trunk: Option<&str>,
+    read: Option<PointerRead>,
 ) -> Result<Move, crate::git::GitError> {
     let is_ancestor = |a: String, b: String| async move {
         crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &a, &b])
@@ -755,8 +799,11 @@ async fn judge_move(
     let Some(trunk) = trunk else {
         return Ok(Move::Unchanged(Unmoved::NoTrunk));
     };
-    // The trunk's tip and the pointer, read in one call.
-    let [tip, pointer] = repo.read_refs([trunk, VERIFIED_REF]).await?;
+    // The trunk's tip and the pointer, read in one call (or given).
+    let PointerRead { tip, pointer, .. } = match read {
+        Some(r) => r,
+        None => read_pointer(repo, Some(trunk)).await?,
+    };
     let Some(tip) = tip else {
         return Ok(Move::Unchanged(Unmoved::TrunkAbsent {
             trunk: trunk.to_string(),

@@ -399,14 +399,13 @@ fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
     assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
-    for (exit, what) in [("1", "red"), ("0", "green")] {
-        let sha = repo.commit(
-            &[(
-                "suite.sh",
-                &format!("#!/bin/sh\ngit update-ref refs/saphan/verified HEAD\nexit {exit}\n"),
-            )],
-            what,
-        );
+    let moves = [
+        ("git update-ref refs/saphan/verified HEAD\nexit 1", "red"),
+        ("git update-ref refs/saphan/verified HEAD\nexit 0", "green"),
+        ("git update-ref -d refs/saphan/verified\nexit 0", "deleted"),
+    ];
+    for (body, what) in moves {
+        let sha = repo.commit(&[("suite.sh", &format!("#!/bin/sh\n{body}\n"))], what);
         let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
         assert_code(&o, 3);
         let v = crate::common::json(&o);
