@@ -212,6 +212,8 @@ fn main() {
                 r["machine"].as_str().unwrap_or(""),
                 if r["retry_of"].is_null() {
                     "attempt"
+                } else if r["notes"].to_string().contains("started as a copy") {
+                    "re-run (a copy started when m4 left a ping unanswered)"
                 } else {
                     "re-run"
                 },

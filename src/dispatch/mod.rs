@@ -141,6 +141,18 @@ pub trait Feed: Send + Sync {
     fn runs_at_most(&self) -> usize {
         1
     }
+    /// The machine left an SSH ping unanswered for half a
+    /// `ServerAliveInterval` while the run `next` handed out last was
+    /// running: it may be cut off (it is declared lost only at the
+    /// keep-alive limit). Told once per run; the run goes on.
+    fn suspect(&self) {}
+    /// Resolves when the run `next` handed out last is no longer needed
+    /// (a copy whose first attempt answered): the run is stopped — its
+    /// group killed, its tree removed — and measured `interrupted`, which
+    /// ends the session. Never, by default.
+    fn unneeded(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A feed of one run, for [`measure_on`].
@@ -578,6 +590,37 @@ async fn locked(
     end
 }
 
+/// `work`, while the machine's SSH server is pinged every half
+/// `ServerAliveInterval`: the first ping left unanswered for half an
+/// interval tells `feed` the machine is suspect ([`Feed::suspect`], once).
+/// Half, so that a machine is suspected well before the keep-alive limit
+/// (`ServerAliveInterval` × `ServerAliveCountMax`, at least one whole
+/// interval) declares it lost; a machine reached without SSH is not asked.
+/// `None` when `feed` says the run is no longer needed
+/// ([`Feed::unneeded`]): `work` is dropped then, which kills its group.
+async fn watching<T>(t: &Transport, feed: &dyn Feed, work: impl Future<Output = T>) -> Option<T> {
+    let watch = async {
+        if let Transport::Ssh(ssh) = t {
+            let half = ssh.keepalive_interval() / 2;
+            loop {
+                let asked = Instant::now();
+                if !ssh.answers_ping(half).await {
+                    feed.suspect();
+                    break;
+                }
+                tokio::time::sleep(half.saturating_sub(asked.elapsed())).await;
+            }
+        }
+        std::future::pending::<std::convert::Infallible>().await
+    };
+    tokio::select! {
+        biased;
+        out = work => Some(out),
+        () = feed.unneeded() => None,
+        never = watch => match never {},
+    }
+}
+
 /// One run of a session in the materialized tree: the suite, then collect.
 async fn run_batch(
     on: On<'_, '_>,
@@ -593,6 +636,7 @@ async fn run_batch(
         executor,
         progress,
         id,
+        feed,
         ..
     } = on;
     let local = tempfile::Builder::new()
@@ -639,8 +683,14 @@ async fn run_batch(
             .log_dir(Some(&log_dir)),
         executor,
         job.interrupt,
-    )
-    .await;
+    );
+    let run = match watching(t, feed, run).await {
+        Some(run) => run,
+        None => Ok(SuiteRun::not_run(
+            FailureKind::Interrupted,
+            "stopped: a copy no longer needed (its first attempt answered)",
+        )),
+    };
     let run_time = t_run.elapsed();
     progress.event(id, &Event::Collect);
     let t_collect = Instant::now();

@@ -3,7 +3,13 @@
 //! ships and checks out at once — while this machine lists the packages —
 //! then pulls the next batch whenever it is free, until no batch is left
 //! and no first attempt is still running anywhere (a free machine stays
-//! ready to re-run a lost one). Records come from [`pipeline::record_of`];
+//! ready to re-run a lost one). A machine that leaves an SSH ping
+//! unanswered for half a keep-alive interval while its first attempt runs
+//! ([`Feed::suspect`]) has a copy of its batch queued for a free machine:
+//! the copy is the re-run if that attempt ends in an infrastructure
+//! failure, and otherwise is stopped or dropped, never counted and never
+//! recorded (docs/dispatch.md, "A copy of a suspect machine's batch").
+//! Records come from [`pipeline::record_of`];
 //! the pointer moves through [`conclude::conclude`] — for a split only when
 //! every batch is green and coverage is proven.
 
@@ -52,15 +58,21 @@ struct Work {
     env: Vec<(String, String)>,
 }
 
-/// A batch waiting to be pulled: a first attempt, or a re-run of a failed
-/// one.
+/// A batch waiting to be pulled: a first attempt, a re-run of a failed
+/// one, or a copy of a first attempt whose machine stopped answering.
 #[derive(Clone)]
 struct Pending {
     work: Work,
     /// The failed attempt's id (a re-run).
     retry_of: Option<String>,
-    /// The machine it failed on (a re-run goes elsewhere first).
+    /// The machine it failed on, or the suspect machine a copy is of (a
+    /// re-run goes elsewhere first; a copy only elsewhere).
     failed_on: Option<usize>,
+    /// A copy of the first attempt running on `failed_on`, started early
+    /// because that machine left an SSH ping unanswered: it counts only if
+    /// that attempt ends in an infrastructure failure (then it is the
+    /// re-run, `retry_of` that attempt); otherwise it is not recorded.
+    copy: bool,
 }
 
 /// A batch's attempt, recorded.
@@ -92,11 +104,29 @@ struct Queue {
     done: Vec<Option<Done>>,
     /// Failed attempts a re-run replaced.
     superseded: Vec<Record>,
+    /// Per planned batch: a copy of its first attempt was queued.
+    copied: Vec<bool>,
+    /// Per planned batch: a copy that ended while the first attempt still
+    /// ran, held until that attempt ends.
+    held: Vec<Option<Done>>,
     /// Runs handed out in all.
     handed: usize,
+    /// Notes for a batch's first attempt, kept until it ends: (batch, note).
+    notes: Vec<(usize, String)>,
+    /// Per machine: the copy it runs is no longer needed (stop it).
+    unneeded: Vec<bool>,
 }
 
 impl Queue {
+    /// The notes kept for batch `i`'s first attempt.
+    fn later_notes(&mut self, i: usize) -> Vec<String> {
+        let (mine, rest) = std::mem::take(&mut self.notes)
+            .into_iter()
+            .partition(|(b, _)| *b == i);
+        self.notes = rest;
+        mine.into_iter().map(|(_, n)| n).collect()
+    }
+
     /// The next batch for machine `t`: a re-run first (the moment a loss
     /// is noticed), then the batch planned for `t`, then a batch whose
     /// machine is gone.
@@ -105,15 +135,19 @@ impl Queue {
         let pos = self
             .pending
             .iter()
-            .position(|p| p.retry_of.is_some() && (fallback || p.failed_on != Some(t)))
+            .position(|p| {
+                (p.retry_of.is_some() && (fallback || p.failed_on != Some(t)))
+                    || (p.copy && p.failed_on != Some(t))
+            })
             .or_else(|| {
                 self.pending
                     .iter()
-                    .position(|p| p.retry_of.is_none() && p.work.prefer == t)
+                    .position(|p| p.retry_of.is_none() && !p.copy && p.work.prefer == t)
             })
             .or_else(|| {
                 self.pending.iter().position(|p| {
                     p.retry_of.is_none()
+                        && !p.copy
                         && (fallback || (!p.work.bound && !self.alive[p.work.prefer]))
                 })
             })?;
@@ -144,10 +178,13 @@ impl Sched<'_, '_> {
     fn plan(&self, works: Vec<Work>) {
         let mut q = self.lock();
         q.done = (0..works.len()).map(|_| None).collect();
+        q.held = (0..works.len()).map(|_| None).collect();
+        q.copied = vec![false; works.len()];
         q.pending.extend(works.into_iter().map(|work| Pending {
             work,
             retry_of: None,
             failed_on: None,
+            copy: false,
         }));
         q.planned = true;
         drop(q);
@@ -187,6 +224,64 @@ impl Sched<'_, '_> {
             &self.ids,
         );
         let i = work.index;
+        let infra = |r: &Record| {
+            r.failure
+                .as_ref()
+                .is_some_and(FailureKind::is_infrastructure)
+        };
+        if p.copy {
+            // Stopped because its first attempt answered (a copy that ended
+            // on its own just then is told as ended).
+            let stopped = std::mem::take(&mut q.unneeded[t])
+                && measured.run.measurement.failure == Some(FailureKind::Interrupted);
+            let copy = Done {
+                work,
+                measured,
+                record: rec,
+            };
+            match q.done[i].take() {
+                // Stopped because the first attempt answered: not counted.
+                Some(mut first) if stopped => {
+                    first.record.notes.push(format!(
+                        "a copy of this batch on {} (started when this machine left an SSH ping unanswered) was stopped and is not counted: this attempt answered",
+                        copy.record.machine
+                    ));
+                    q.done[i] = Some(first);
+                }
+                // The first attempt ended in an infrastructure failure: the
+                // copy is its one re-run.
+                Some(first) if infra(&first.record) && first.record.retry_of.is_none() => {
+                    q.done[i] = Some(adopt(copy, first.record, &mut q.superseded));
+                }
+                // The first attempt answered: it counts, the copy does not.
+                Some(mut first) => {
+                    first
+                        .record
+                        .notes
+                        .push(uncounted(&copy, "its first attempt answered"));
+                    q.done[i] = Some(first);
+                }
+                None if infra(&copy.record) => {
+                    // A copy that failed itself is no re-run: a real one
+                    // may still be needed.
+                    q.copied[i] = false;
+                    let why = uncounted(&copy, "it failed itself");
+                    q.notes.push((i, why));
+                }
+                None => {
+                    tracing::info!(
+                        machine = %copy.record.machine,
+                        batch = i,
+                        verdict = copy.record.verdict.as_str(),
+                        "a copy ended before its first attempt: held until that attempt ends"
+                    );
+                    q.held[i] = Some(copy);
+                }
+            }
+            drop(q);
+            self.wake.notify_waiters();
+            return;
+        }
         match p.retry_of {
             Some(id) => {
                 rec.retry_of = Some(id);
@@ -200,26 +295,98 @@ impl Sched<'_, '_> {
                 });
             }
             None => {
-                let infra = self.failover
-                    && rec
-                        .failure
-                        .as_ref()
-                        .is_some_and(FailureKind::is_infrastructure);
-                if infra {
-                    q.pending.push_front(Pending {
-                        work: work.clone(),
-                        retry_of: Some(rec.id.clone()),
-                        failed_on: Some(t),
-                    });
-                }
-                q.done[i] = Some(Done {
+                rec.notes.append(&mut q.later_notes(i));
+                let failed_over = self.failover && infra(&rec);
+                let held = q.held[i].take();
+                let first = Done {
                     work,
                     measured,
                     record: rec,
-                });
+                };
+                if failed_over && let Some(copy) = held {
+                    // The copy ended already: it is the re-run.
+                    let done = adopt(copy, first.record, &mut q.superseded);
+                    q.done[i] = Some(done);
+                } else if failed_over && q.copied[i] {
+                    // The copy is queued or running: it is the re-run.
+                    let id = first.record.id.clone();
+                    if let Some(c) = q.pending.iter_mut().find(|p| p.copy && p.work.index == i) {
+                        c.copy = false;
+                        c.retry_of = Some(id);
+                    }
+                    q.done[i] = Some(first);
+                } else if failed_over {
+                    q.pending.push_front(Pending {
+                        work: first.work.clone(),
+                        retry_of: Some(first.record.id.clone()),
+                        failed_on: Some(t),
+                        copy: false,
+                    });
+                    q.done[i] = Some(first);
+                } else {
+                    // The first attempt answered (or nothing is retried):
+                    // a copy not started yet is dropped, one that ended is
+                    // not counted, one still running is not counted when it
+                    // ends.
+                    let mut first = first;
+                    q.pending.retain(|p| !(p.copy && p.work.index == i));
+                    // A copy still running is stopped.
+                    for u in 0..q.current.len() {
+                        if q.current[u]
+                            .as_ref()
+                            .is_some_and(|c| c.copy && c.work.index == i)
+                        {
+                            q.unneeded[u] = true;
+                        }
+                    }
+                    if let Some(copy) = held {
+                        first
+                            .record
+                            .notes
+                            .push(uncounted(&copy, "its first attempt answered"));
+                    }
+                    q.done[i] = Some(first);
+                }
                 q.first_running -= 1;
             }
         }
+        drop(q);
+        self.wake.notify_waiters();
+    }
+
+    /// Machine `t` left an SSH ping unanswered while running its batch:
+    /// with failover, queue a copy of that first attempt for another
+    /// machine (once per batch, never for a bound batch, only while
+    /// another machine's session is open to run it).
+    fn suspect(&self, t: usize) {
+        if !self.failover {
+            return;
+        }
+        let mut q = self.lock();
+        let Some(p) = q.current[t].as_ref() else {
+            return;
+        };
+        if p.retry_of.is_some() || p.copy || p.work.bound || q.closed {
+            return;
+        }
+        let i = p.work.index;
+        let elsewhere = (0..q.alive.len()).any(|u| u != t && q.alive[u]);
+        if q.copied[i] || !elsewhere {
+            return;
+        }
+        let work = p.work.clone();
+        q.copied[i] = true;
+        q.pending.push_front(Pending {
+            work,
+            retry_of: None,
+            failed_on: Some(t),
+            copy: true,
+        });
+        tracing::info!(
+            machine = %self.admitted[t].row.id,
+            batch = i,
+            "a ping went unanswered: a copy of its batch is queued for another machine"
+        );
         drop(q);
         self.wake.notify_waiters();
     }
@@ -270,7 +437,7 @@ impl Feed for MachineFeed<'_, '_, '_> {
                         return None;
                     }
                     if let Some(p) = q.take_for(self.t) {
-                        if p.retry_of.is_none() {
+                        if p.retry_of.is_none() && !p.copy {
                             q.first_running += 1;
                         }
                         q.handed += 1;
@@ -293,11 +460,55 @@ impl Feed for MachineFeed<'_, '_, '_> {
     fn done(&self, measured: Measured) {
         self.sched.done(self.t, measured);
     }
+    fn suspect(&self) {
+        self.sched.suspect(self.t);
+    }
+    fn unneeded(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let s = self.sched;
+            loop {
+                let wake = s.wake.notified();
+                tokio::pin!(wake);
+                wake.as_mut().enable();
+                if s.lock().unneeded[self.t] {
+                    return;
+                }
+                wake.await;
+            }
+        })
+    }
     fn runs_at_most(&self) -> usize {
         // Every batch once, and each re-run once.
         let q = self.sched.lock();
         2 * q.done.len().max(self.sched.admitted.len())
     }
+}
+
+/// A copy that ended as the re-run of the `first` attempt (an
+/// infrastructure failure): it carries `retry_of` that attempt, which is
+/// superseded.
+fn adopt(mut copy: Done, first: Record, superseded: &mut Vec<Record>) -> Done {
+    copy.record.retry_of = Some(first.id.clone());
+    copy.record.notes.push(format!(
+        "started as a copy of {} when {} left an SSH ping unanswered; it counts as the re-run because that attempt ended in {}",
+        first.id,
+        first.machine,
+        first
+            .failure
+            .as_ref()
+            .map_or("an infrastructure failure", |f| f.as_str()),
+    ));
+    superseded.push(first);
+    copy
+}
+
+/// The note a first attempt carries about a copy of it that does not count.
+fn uncounted(copy: &Done, why: &str) -> String {
+    format!(
+        "a copy of this batch ran on {} (started when this machine left an SSH ping unanswered) and is not counted: {why} ({})",
+        copy.record.machine,
+        copy.record.verdict.as_str(),
+    )
 }
 
 /// The progress line of a shard: which shard this machine runs.
@@ -504,6 +715,7 @@ async fn run_queue(
         failover,
         queue: Mutex::new(Queue {
             current: vec![None; n],
+            unneeded: vec![false; n],
             alive: vec![false; n],
             fallback: vec![false; n],
             ..Queue::default()
@@ -866,6 +1078,7 @@ mod tests {
             work: w,
             retry_of: None,
             failed_on: None,
+            copy: false,
         }
     }
 
@@ -905,6 +1118,7 @@ mod tests {
             work: work(1, 1, false),
             retry_of: Some("a1".into()),
             failed_on: Some(1),
+            copy: false,
         });
         let p = q.take_for(1).unwrap();
         assert!(
@@ -913,6 +1127,28 @@ mod tests {
         );
         let p = q.take_for(0).unwrap();
         assert_eq!(p.retry_of.as_deref(), Some("a1"));
+    }
+
+    #[test]
+    fn a_copy_goes_first_to_any_machine_but_the_suspect_one_even_a_fallback() {
+        let mut q = queue(3, vec![first(work(1, 1, false))]);
+        q.pending.push_front(Pending {
+            work: work(0, 0, false),
+            retry_of: None,
+            failed_on: Some(0),
+            copy: true,
+        });
+        q.fallback[0] = true;
+        let p = q.take_for(0).unwrap();
+        assert!(
+            !p.copy && p.work.index == 1,
+            "never the copy of its own batch, not even in a second session"
+        );
+        assert!(q.take_for(0).is_none());
+        q.pending.push_back(first(work(2, 2, false)));
+        let p = q.take_for(2).unwrap();
+        assert!(p.copy && p.work.index == 0, "a copy before its own batch");
+        assert_eq!(q.take_for(2).map(|p| p.work.index), Some(2));
     }
 
     #[test]
@@ -928,6 +1164,7 @@ mod tests {
             work: work(0, 0, true),
             retry_of: Some("a0".into()),
             failed_on: Some(0),
+            copy: false,
         });
         assert!(q.take_for(0).is_none(), "not the machine it failed on");
         q.fallback[0] = true;

@@ -237,6 +237,35 @@ impl Ssh {
         Ok(c)
     }
 
+    /// Whether the server of the open connection answers an SSH ping (a
+    /// `keepalive@openssh.com` global request that wants a reply; OpenSSH
+    /// answers it, with a failure, at once) within `within`. `false` when
+    /// it does not answer in time or the connection is closed; `true` when
+    /// no connection is open (nothing to ask). It declares nothing lost:
+    /// that stays the keep-alive limit's (`ServerAliveInterval` ×
+    /// `ServerAliveCountMax`). The scheduler asks it while a batch runs, to
+    /// start a copy of the batch elsewhere early
+    /// ([`crate::dispatch::Feed::suspect`]).
+    pub async fn answers_ping(&self, within: Duration) -> bool {
+        let c = {
+            let guard = self.inner.conn.lock().await;
+            match guard.as_ref() {
+                Some(c) if c.handle.is_closed() => return false,
+                Some(c) => c.clone(),
+                None => return true,
+            }
+        };
+        matches!(
+            tokio::time::timeout(within, c.handle.send_ping()).await,
+            Ok(Ok(()))
+        )
+    }
+
+    /// `ServerAliveInterval` for this machine ([`keepalive`]).
+    pub fn keepalive_interval(&self) -> Duration {
+        keepalive(&self.inner.settings, &self.inner.opts).0
+    }
+
     /// Whether the connection this machine was last using is gone (its
     /// server left unanswered `ServerAliveCountMax` keep-alives sent every
     /// `ServerAliveInterval`, or the server closed it): `Some(why)` naming

@@ -396,6 +396,176 @@ fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
     assert_eq!(repo.records().len(), 4);
 }
 
+/// A machine whose SSH server stalls mid-run (its pings go unanswered,
+/// nothing is cut) has a copy of its shard started on another machine.
+/// When the stalled machine then answers — red — its answer counts and the
+/// copy's does not: a copy never outruns a red. Twice: a copy that ended
+/// green before the red came (held, then not counted), and a copy still
+/// running when the red came (stopped at once: the invocation does not
+/// wait for it). The red record says so, no record carries `retry_of`, the
+/// copy is not recorded, and the pointer stays.
+#[test]
+fn a_stalled_machines_red_counts_and_the_copy_of_its_shard_does_not() {
+    let Some(lab) = Lab::start(2) else { return };
+    if common::skip_unless(Path::new("/usr/bin/go").exists(), "no /usr/bin/go") {
+        return;
+    }
+    stalled_then_red(&lab, true);
+    stalled_then_red(&lab, false);
+}
+
+/// One case of the test above: the copy's package is released on m0
+/// (`copy_ends`: the copy ends green first) or not (it waits until stopped).
+fn stalled_then_red(lab: &Lab, copy_ends: bool) {
+    use std::io::BufRead;
+    let token = format!("saphan-split-copy-{}-{copy_ends}", std::process::id());
+    let test = |pkg: &str| {
+        format!(
+            "package {pkg}\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(home+\"/{token}-{pkg}.started\", nil, 0o644)\n\tfor i := 0; i < 1200; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}-{pkg}.go\"); err == nil {{\n\t\t\tbreak\n\t\t}}\n\t\ttime.Sleep(50 * time.Millisecond)\n\t}}\n\tif _, err := os.Stat(home + \"/{token}.red\"); err == nil {{\n\t\tt.Fatal(\"red on this machine\")\n\t}}\n}}\n"
+        )
+    };
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    for pkg in ["w0", "w1"] {
+        files.push((format!("{pkg}/w.go"), format!("package {pkg}\n")));
+        files.push((format!("{pkg}/w_test.go"), test(pkg)));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    let f = Fleet::new(lab, &["m0", "m1"]);
+    assert_code(&f.admit("m0,m1", "/usr/bin/go"), 0);
+    let home = |h: &str| lab.home_dir(h);
+    let release = |h: &str, pkg: &str| {
+        std::fs::write(home(h).join(format!("{token}-{pkg}.go")), "").unwrap();
+    };
+    std::fs::write(home("m1").join(format!("{token}.red")), "").unwrap();
+    let mut child = f
+        .env
+        .cmd()
+        .env("RUST_LOG", "saphan=info")
+        .args(["--json", "certify", "--repo", repo.path().to_str().unwrap()])
+        .args(["--machine", "m0,m1", "--split", "--timeout", "90s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(l.clone());
+            all += &l;
+            all += "\n";
+        }
+        all
+    });
+    let bound = std::time::Duration::from_secs(120);
+    let started = |h: &str, pkg: &str| home(h).join(format!("{token}-{pkg}.started"));
+    let t0 = std::time::Instant::now();
+    let (on_m0, on_m1) = loop {
+        match (
+            ["w0", "w1"].into_iter().find(|p| started("m0", p).exists()),
+            ["w0", "w1"].into_iter().find(|p| started("m1", p).exists()),
+        ) {
+            (Some(a), Some(b)) => break (a, b),
+            _ if t0.elapsed() > bound => panic!("the shards never started"),
+            _ => std::thread::park_timeout(std::time::Duration::from_millis(50)),
+        }
+    };
+    assert_ne!(on_m0, on_m1);
+    // m0 ends its own shard and is free; m1 stalls until saphan suspects it.
+    release("m0", on_m0);
+    if copy_ends {
+        release("m0", on_m1);
+    }
+    lab.stall("m1");
+    let suspected = loop {
+        match rx.recv_timeout(bound) {
+            Ok(l) if l.contains("a ping went unanswered") => break true,
+            Ok(_) => continue,
+            Err(_) => break false,
+        }
+    };
+    lab.resume("m1");
+    assert!(suspected, "saphan never suspected the stalled m1");
+    // The copy of m1's shard runs on m0 …
+    assert!(
+        wait_for(&started("m0", on_m1), bound),
+        "no copy of m1's shard ({on_m1}) ran on m0"
+    );
+    if copy_ends {
+        // … and ends green there before m1 answers.
+        let ended = loop {
+            match rx.recv_timeout(bound) {
+                Ok(l) if l.contains("a copy ended before its first attempt") => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        assert!(ended, "the copy never ended");
+    }
+    // Only then does m1 answer: red.
+    release("m1", on_m1);
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let status = child.wait().unwrap();
+    let err = lines.join().unwrap();
+    let v: Value = serde_json::from_slice(&stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(status.code(), Some(1), "{v}\n{err}");
+    assert_eq!(v["split"]["verdict"], "red", "{v}");
+    let all = records(&v);
+    assert_eq!(all.len(), 2, "the copy is not recorded: {v}");
+    assert!(all.iter().all(|r| r["retry_of"].is_null()), "{v}");
+    let m1 = all
+        .iter()
+        .find(|r| r["machine"] == "m1")
+        .expect("m1's record");
+    assert_eq!(m1["verdict"], "red", "{m1}");
+    let notes = m1["notes"].to_string();
+    let told = if copy_ends {
+        "a copy of this batch ran on m0"
+    } else {
+        "a copy of this batch on m0 (started when this machine left an SSH ping unanswered) was stopped"
+    };
+    assert!(
+        notes.contains(told) && notes.contains("not counted"),
+        "{m1}"
+    );
+    assert_eq!(repo.verified(), None, "a red moves nothing");
+    assert_eq!(repo.records().len(), 2);
+    // Nothing of a stopped copy keeps running: no process works in this
+    // test's workhomes.
+    let t0 = std::time::Instant::now();
+    let mine = f._work.path().to_string_lossy().to_string();
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_link(e.path().join("cwd")).ok())
+            .map(|c| c.to_string_lossy().to_string())
+            .filter(|c| c.starts_with(&mine))
+            .collect();
+        let left = left.join(", ");
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < bound,
+            "the copy's test process survives on m0: {left}"
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A machine whose sshd is gone after it was admitted: its shard's attempt
 /// is `host-unreachable` (nothing ran there), re-run once on another
 /// machine of the invocation into a green with `retry_of`; coverage is

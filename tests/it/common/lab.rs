@@ -195,10 +195,24 @@ impl Lab {
     pub fn heal(&self, host: &str) {
         self.fault("heal", host)
     }
+    /// Stall `host`'s SSH server (SIGSTOP of its sshd processes,
+    /// `fleet/lab/stall`): pings and keep-alives go unanswered, nothing is
+    /// cut, the suites there keep running.
+    pub fn stall(&self, host: &str) {
+        self.fault("stall", host)
+    }
+    /// Undo [`Lab::stall`] (SIGCONT).
+    pub fn resume(&self, host: &str) {
+        self.fault_with("stall", &["--resume"], host)
+    }
     fn fault(&self, what: &str, host: &str) {
+        self.fault_with(what, &[], host)
+    }
+    fn fault_with(&self, what: &str, flags: &[&str], host: &str) {
         let out = Command::new(script(what))
             .args(["--name", &self.name, "--state"])
             .arg(&self.state)
+            .args(flags)
             .arg(host)
             .output()
             .expect("run fleet/lab script");
