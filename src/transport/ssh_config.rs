@@ -152,23 +152,17 @@ fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
     if depth >= MAX_INCLUDE_DEPTH {
         return Ok(());
     }
-    let Ok(text) = std::fs::read_to_string(file) else {
+    // Bytes, as OpenSSH reads them: a byte that is not UTF-8 (a Latin-1
+    // comment) must not hide the file's Includes from this check.
+    let Ok(text) = std::fs::read(file) else {
         return Ok(());
     };
-    for line in text.lines() {
-        let line = line.trim();
-        let (key, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
-            Some(i) => (
-                &line[..i],
-                line[i..].trim_start_matches(|c: char| c.is_whitespace() || c == '='),
-            ),
-            None => continue,
-        };
-        if !key.eq_ignore_ascii_case("include") {
+    for (key, rest) in directives(&text) {
+        if !key.eq_ignore_ascii_case(b"include") {
             continue;
         }
-        for word in rest.split_whitespace() {
-            for inc in include_targets(word.trim_matches('"')) {
+        for word in include_words(rest) {
+            for inc in include_targets(word) {
                 check_included(&inc, depth + 1)?;
             }
         }
@@ -176,18 +170,63 @@ fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
     Ok(())
 }
 
+/// The directives of an ssh config file's bytes (ssh_config(5)): for each
+/// line, split on `\n`, its keyword (up to the first whitespace or `=`)
+/// and the rest (after the separators), both trimmed; blank lines are
+/// skipped, comments come back as keywords that match nothing. Bytes, not
+/// text: OpenSSH reads bytes, so a byte that is not UTF-8 anywhere in the
+/// file changes no keyword and no path.
+fn directives(text: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let sep = |c: &u8| c.is_ascii_whitespace() || *c == b'=';
+    text.split(|c| *c == b'\n').filter_map(move |line| {
+        let line = line.trim_ascii();
+        let i = line.iter().position(sep).unwrap_or(line.len());
+        let (key, rest) = line.split_at(i);
+        let skip = rest.iter().position(|c| !sep(c)).unwrap_or(rest.len());
+        (!key.is_empty()).then_some((key, &rest[skip..]))
+    })
+}
+
+/// The arguments of an `Include` directive (ssh_config(5): "Arguments may
+/// optionally be enclosed in double quotes (") in order to represent
+/// arguments containing spaces"): whitespace-separated words, a
+/// double-quoted word kept whole with its quotes taken off.
+fn include_words(rest: &[u8]) -> Vec<&[u8]> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        if rest[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let (start, end) = if rest[i] == b'"' {
+            let close = rest[i + 1..].iter().position(|c| *c == b'"');
+            let end = close.map_or(rest.len(), |c| i + 1 + c);
+            (i + 1, end)
+        } else {
+            let len = rest[i..].iter().position(u8::is_ascii_whitespace);
+            (i, len.map_or(rest.len(), |l| i + l))
+        };
+        words.push(&rest[start..end]);
+        i = end + 1;
+    }
+    words
+}
+
 /// The files one `Include` argument names (ssh_config(5): `~` is the home
 /// directory, a relative path is under `~/.ssh`, glob wildcards allowed).
-fn include_targets(arg: &str) -> Vec<PathBuf> {
+fn include_targets(arg: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
-    let path = if let Some(rest) = arg.strip_prefix("~/") {
-        home.join(rest)
-    } else if arg.starts_with('/') {
-        PathBuf::from(arg)
+    let os = |b: &[u8]| std::ffi::OsStr::from_bytes(b).to_os_string();
+    let path = if let Some(rest) = arg.strip_prefix(b"~/") {
+        home.join(os(rest))
+    } else if arg.starts_with(b"/") {
+        PathBuf::from(os(arg))
     } else {
-        home.join(".ssh").join(arg)
+        home.join(".ssh").join(os(arg))
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     match (name, path.parent()) {
@@ -338,23 +377,16 @@ impl SshGCache {
                 continue;
             }
             seen.push(file.clone());
-            let text = String::from_utf8_lossy(&text);
             let mut includes = Vec::new();
-            for line in text.lines() {
-                let line = line.trim();
-                let i = line
-                    .find(|c: char| c.is_whitespace() || c == '=')
-                    .unwrap_or(line.len());
-                let (key, rest) = (&line[..i], &line[i..]);
-                if key.eq_ignore_ascii_case("match")
-                    || key.eq_ignore_ascii_case("canonicalizehostname")
+            for (key, rest) in directives(&text) {
+                if key.eq_ignore_ascii_case(b"match")
+                    || key.eq_ignore_ascii_case(b"canonicalizehostname")
                 {
                     return None;
                 }
-                if key.eq_ignore_ascii_case("include") {
-                    let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '=');
-                    for word in rest.split_whitespace() {
-                        let mut targets = include_targets(word.trim_matches('"'));
+                if key.eq_ignore_ascii_case(b"include") {
+                    for word in include_words(rest) {
+                        let mut targets = include_targets(word);
                         targets.sort();
                         includes.extend(targets);
                     }
@@ -942,6 +974,46 @@ mod tests {
         mode(d.path(), 0o777);
         assert!(check_config_files(&cfg).is_err());
         mode(d.path(), 0o700);
+    }
+
+    /// A byte that is not UTF-8 (a Latin-1 comment) in a config, and a
+    /// file name that is not UTF-8, hide no Include from the check.
+    #[test]
+    fn includes_are_found_in_configs_and_names_that_are_not_utf8() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"caf\xe9.conf");
+        let inc = d.path().join(name);
+        std::fs::write(&inc, "").unwrap();
+        let cfg = d.path().join("config");
+        let mut text = b"# r\xe9seau du bureau\nHost x\n  Include ".to_vec();
+        text.extend_from_slice(inc.as_os_str().as_bytes());
+        text.push(b'\n');
+        std::fs::write(&cfg, &text).unwrap();
+        check_config_files(&cfg).unwrap();
+        std::fs::set_permissions(&inc, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = check_config_files(&cfg).unwrap_err();
+        assert!(
+            matches!(&e, TransportError::ConfigExposed { path, .. } if *path == inc),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn directives_split_keyword_and_arguments_like_ssh() {
+        let text = b"  Include = a  \"b c\"\n\n# Include x\nHostName\th\r\n";
+        let got: Vec<(&[u8], &[u8])> = directives(text).collect();
+        assert_eq!(
+            got,
+            [
+                (&b"Include"[..], &b"a  \"b c\""[..]),
+                (&b"#"[..], &b"Include x"[..]),
+                (&b"HostName"[..], &b"h"[..]),
+            ]
+        );
+        assert_eq!(include_words(got[0].1), [&b"a"[..], &b"b c"[..]]);
+        assert_eq!(include_words(b"\"unclosed x"), [&b"unclosed x"[..]]);
     }
 
     /// Verbatim `ssh -G` output from OpenSSH 9.2 (trimmed to the keys saphan reads
