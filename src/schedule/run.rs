@@ -128,21 +128,25 @@ impl Queue {
     }
 
     /// The next batch for machine `t`: a re-run first (the moment a loss
-    /// is noticed), then the batch planned for `t`, then a batch whose
-    /// machine is gone.
+    /// is noticed), then the batch planned for `t`, then a copy of a
+    /// suspect machine's batch, then a batch whose machine is gone.
     fn take_for(&mut self, t: usize) -> Option<Pending> {
         let fallback = self.fallback[t];
         let pos = self
             .pending
             .iter()
-            .position(|p| {
-                (p.retry_of.is_some() && (fallback || p.failed_on != Some(t)))
-                    || (p.copy && p.failed_on != Some(t))
-            })
+            .position(|p| p.retry_of.is_some() && (fallback || p.failed_on != Some(t)))
             .or_else(|| {
                 self.pending
                     .iter()
                     .position(|p| p.retry_of.is_none() && !p.copy && p.work.prefer == t)
+            })
+            // A copy only goes to a machine with nothing of its own to run
+            // (a stopped copy ends its session), never to the one it copies.
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .position(|p| p.copy && p.failed_on != Some(t))
             })
             .or_else(|| {
                 self.pending.iter().position(|p| {
@@ -783,6 +787,9 @@ async fn run_queue(
             }
             Ev::Ended(t, r) => {
                 sched.lock().alive[t] = false;
+                // A machine waiting for a batch planned for `t` may take it
+                // now (`take_for`: a gone machine's batch is anyone's).
+                sched.wake.notify_waiters();
                 if let Err(e) = r {
                     refused.get_or_insert(e);
                     sched.close();
@@ -1130,7 +1137,7 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_goes_first_to_any_machine_but_the_suspect_one_even_a_fallback() {
+    fn a_copy_goes_to_an_idle_machine_never_the_suspect_one_even_a_fallback() {
         let mut q = queue(3, vec![first(work(1, 1, false))]);
         q.pending.push_front(Pending {
             work: work(0, 0, false),
@@ -1146,9 +1153,13 @@ mod tests {
         );
         assert!(q.take_for(0).is_none());
         q.pending.push_back(first(work(2, 2, false)));
+        assert_eq!(
+            q.take_for(2).map(|p| (p.copy, p.work.index)),
+            Some((false, 2)),
+            "its own batch before a copy"
+        );
         let p = q.take_for(2).unwrap();
-        assert!(p.copy && p.work.index == 0, "a copy before its own batch");
-        assert_eq!(q.take_for(2).map(|p| p.work.index), Some(2));
+        assert!(p.copy && p.work.index == 0, "then the copy");
     }
 
     #[test]

@@ -247,18 +247,20 @@ impl Ssh {
     /// start a copy of the batch elsewhere early
     /// ([`crate::dispatch::Feed::suspect`]).
     pub async fn answers_ping(&self, within: Duration) -> bool {
-        let c = {
-            let guard = self.inner.conn.lock().await;
-            match guard.as_ref() {
-                Some(c) if c.handle.is_closed() => return false,
-                Some(c) => c.clone(),
-                None => return true,
-            }
+        // The bound covers waiting for the connection too (a reconnect
+        // holds it while it connects).
+        let ask = async {
+            let c = {
+                let guard = self.inner.conn.lock().await;
+                match guard.as_ref() {
+                    Some(c) if c.handle.is_closed() => return false,
+                    Some(c) => c.clone(),
+                    None => return true,
+                }
+            };
+            c.handle.send_ping().await.is_ok() && !c.handle.is_closed()
         };
-        matches!(
-            tokio::time::timeout(within, c.handle.send_ping()).await,
-            Ok(Ok(()))
-        )
+        tokio::time::timeout(within, ask).await.unwrap_or(false)
     }
 
     /// `ServerAliveInterval` for this machine ([`keepalive`]).
