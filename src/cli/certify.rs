@@ -180,6 +180,7 @@ pub(crate) fn event_words(event: &Event<'_>) -> String {
             count,
             packages,
             retry_of,
+            copy_of,
         } => {
             let what = match packages.len() {
                 0 => "the suite's own splitter".to_string(),
@@ -187,9 +188,13 @@ pub(crate) fn event_words(event: &Event<'_>) -> String {
                 n if n <= 3 => format!("{n} packages ({})", packages.join(", ")),
                 n => format!("{n} packages ({}, …)", packages[..3].join(", ")),
             };
-            let retry = retry_of
-                .map(|r| format!(", re-running attempt {r}"))
-                .unwrap_or_default();
+            let retry = match (retry_of, copy_of) {
+                (Some(r), _) => format!(", re-running attempt {r}"),
+                (None, Some(m)) => format!(
+                    ", a copy of {m}'s (it left a ping unanswered; counted only if {m} is lost)"
+                ),
+                (None, None) => String::new(),
+            };
             format!("shard {}/{count}: {what}{retry}", index + 1)
         }
         Event::Collect => "collect".into(),
@@ -642,5 +647,28 @@ mod tests {
         assert_eq!(words(312), "shipped 312 B");
         assert_eq!(words(12 * 1024), "shipped 12.00 KiB");
         assert_eq!(words(3 * 1024 * 1024 + 512 * 1024), "shipped 3.50 MiB");
+    }
+
+    #[test]
+    fn a_shard_line_says_whether_it_is_a_re_run_or_a_copy() {
+        let packages = ["m/a".to_string(), "m/b".to_string()];
+        let words = |retry_of, copy_of| {
+            event_words(&Event::Shard {
+                index: 1,
+                count: 4,
+                packages: &packages,
+                retry_of,
+                copy_of,
+            })
+        };
+        assert_eq!(words(None, None), "shard 2/4: 2 packages (m/a, m/b)");
+        assert_eq!(
+            words(Some("a1"), None),
+            "shard 2/4: 2 packages (m/a, m/b), re-running attempt a1"
+        );
+        assert_eq!(
+            words(None, Some("m4")),
+            "shard 2/4: 2 packages (m/a, m/b), a copy of m4's (it left a ping unanswered; counted only if m4 is lost)"
+        );
     }
 }

@@ -46,6 +46,9 @@ pub enum Event<'a> {
         packages: &'a [String],
         /// The attempt id this run re-runs (failover), if any.
         retry_of: Option<&'a str>,
+        /// The suspect machine whose running first attempt this run copies
+        /// (counted only if that attempt ends in an infrastructure failure).
+        copy_of: Option<&'a str>,
     },
     /// Bringing the reports back.
     Collect,

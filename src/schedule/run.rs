@@ -446,7 +446,7 @@ impl Feed for MachineFeed<'_, '_, '_> {
                         }
                         q.handed += 1;
                         let b = s.batch(self.t, &p);
-                        announce(s.job, &s.admitted[self.t].row.id, &p);
+                        announce(s.job, s.admitted, &s.admitted[self.t].row.id, &p);
                         q.current[self.t] = Some(p);
                         return Some(b);
                     }
@@ -516,7 +516,7 @@ fn uncounted(copy: &Done, why: &str) -> String {
 }
 
 /// The progress line of a shard: which shard this machine runs.
-fn announce(job: &Job<'_>, machine: &str, p: &Pending) {
+fn announce(job: &Job<'_>, admitted: &[Admitted], machine: &str, p: &Pending) {
     if p.work.sharded {
         job.progress.event(
             machine,
@@ -525,6 +525,10 @@ fn announce(job: &Job<'_>, machine: &str, p: &Pending) {
                 count: p.work.count,
                 packages: &p.work.packages,
                 retry_of: p.retry_of.as_deref(),
+                copy_of: p
+                    .failed_on
+                    .filter(|_| p.copy)
+                    .map(|t| admitted[t].row.id.as_str()),
             },
         );
     }
