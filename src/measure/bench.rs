@@ -182,7 +182,13 @@ impl Bench for LocalBench {
                 record::read_pointer(&self.repo, None)
             );
             let scratch = scratch?;
-            let before = before?.pointer;
+            let before = match before {
+                Ok(read) => read.pointer,
+                Err(e) => {
+                    let _ = scratch.remove().await;
+                    return Err(e.into());
+                }
+            };
             job.progress.event(
                 "local",
                 &Event::Run {
