@@ -174,16 +174,17 @@ impl Bench for LocalBench {
             // A certify attempt keeps its suite log beside its record; the
             // affected tier saves no record, so it keeps no log here.
             let log_dir = job.affected.is_none().then(|| super::log_dir(job.repo));
-            // The scratch tree shares the repository's refs, so a suite can
-            // move the pointer itself: it is read under the lock while the
-            // tree is checked out, and again while it is removed.
+            // The scratch tree shares the repository's refs and git dir, so
+            // a suite can move the pointer (or rewrite the trunk it follows)
+            // itself: both are read under the lock while the tree is checked
+            // out, and again while it is removed.
             let (scratch, before) = tokio::join!(
                 self.checkout(job.sha),
                 record::read_pointer(&self.repo, None)
             );
             let scratch = scratch?;
             let before = match before {
-                Ok(read) => read.pointer,
+                Ok(read) => Guarded::of(&self.repo, read),
                 Err(e) => {
                     let _ = scratch.remove().await;
                     return Err(e.into());
@@ -211,23 +212,24 @@ impl Bench for LocalBench {
                 record::read_pointer(&self.repo, job.trunk)
             );
             let mut after = after?;
-            let moved = after.pointer != before;
-            if moved {
-                restore_pointer(&self.repo, before.as_deref(), after.pointer.as_deref()).await?;
+            let changed = before.changes(&Guarded::of(&self.repo, after.clone()));
+            let mut words = Vec::new();
+            for change in &changed {
+                words.push(change.put_back(&self.repo, &before).await);
             }
             let mut run = run?;
             removed?;
-            if moved {
+            if !changed.is_empty() {
                 run.measurement = crate::report::Measurement::failed(
                     crate::report::FailureKind::SuiteMovedPointer,
                     format!(
-                        "the suite moved {} from {} to {} while it ran — it was put back; a suite must not write saphan's refs",
-                        record::VERIFIED_REF,
-                        before.as_deref().unwrap_or("(unset)"),
-                        after.pointer.as_deref().unwrap_or("(deleted)"),
+                        "{} — a suite must not write saphan's refs or files",
+                        words.join("; ")
                     ),
                 );
-                after.pointer = before;
+                // The pointer's judgement is made on what saphan left.
+                after.pointer = before.read.pointer.clone();
+                after.symref = before.read.symref.clone();
             }
             job.progress.event(
                 "local",
@@ -247,24 +249,118 @@ impl Bench for LocalBench {
     }
 }
 
-/// Put the verified pointer back to `before` (unset: delete it) from the
-/// value `after` a suite left, with a compare-and-swap on `after`.
-async fn restore_pointer(repo: &Repo, before: Option<&str>, after: Option<&str>) -> Result<()> {
-    let zero = "0".repeat(before.or(after).map_or(40, str::len));
-    let old = after.unwrap_or(&zero);
-    let args: Vec<&str> = match before {
-        Some(b) => vec![
-            "update-ref",
-            "-m",
-            "saphan: put back what the suite moved",
-            record::VERIFIED_REF,
-            b,
-            old,
-        ],
-        None => vec!["update-ref", "-d", record::VERIFIED_REF, old],
-    };
-    crate::git::git(&repo.top, &args).await?;
-    Ok(())
+/// What a suite on this machine's bench must leave as it found it: the
+/// verified pointer (its value, and whether it is the plain ref saphan
+/// writes) and the file naming the trunk it follows
+/// (`<git-common-dir>/saphan/verified-trunk`, [`record::trunk`]).
+struct Guarded {
+    read: record::PointerRead,
+    /// The trunk file's bytes; `None` when it does not exist (or cannot be
+    /// read).
+    follows: Option<Vec<u8>>,
+}
+
+/// One thing a suite changed.
+enum Change {
+    /// The pointer: its value or its kind (now as read after the suite).
+    Pointer(record::PointerRead),
+    /// The trunk file.
+    Follows,
+}
+
+impl Guarded {
+    fn of(repo: &Repo, read: record::PointerRead) -> Guarded {
+        Guarded {
+            read,
+            follows: std::fs::read(record::trunk::path(repo)).ok(),
+        }
+    }
+
+    /// What differs in `after` from `self`.
+    fn changes(&self, after: &Guarded) -> Vec<Change> {
+        let mut out = Vec::new();
+        if (&after.read.pointer, &after.read.symref) != (&self.read.pointer, &self.read.symref) {
+            out.push(Change::Pointer(after.read.clone()));
+        }
+        if after.follows != self.follows {
+            out.push(Change::Follows);
+        }
+        out
+    }
+}
+
+impl Change {
+    /// Put back what `before` had, and say what the suite did and whether
+    /// it was put back (with the command to do it by hand when not).
+    async fn put_back(&self, repo: &Repo, before: &Guarded) -> String {
+        let ptr = record::VERIFIED_REF;
+        let shown = |r: &record::PointerRead| match (&r.pointer, &r.symref) {
+            (_, Some(t)) => format!("a symbolic ref to {t}"),
+            (Some(p), None) => p.clone(),
+            (None, None) => "(unset)".into(),
+        };
+        match self {
+            Change::Pointer(after) => {
+                // `--no-deref`: a symbolic ref the suite made is replaced
+                // itself; the ref it names is never touched.
+                let args: Vec<&str> = match &before.read.pointer {
+                    Some(b) => vec![
+                        "update-ref",
+                        "--no-deref",
+                        "-m",
+                        "saphan: put back what the suite moved",
+                        ptr,
+                        b,
+                    ],
+                    None => vec!["update-ref", "--no-deref", "-d", ptr],
+                };
+                let what = format!(
+                    "the suite moved {ptr} from {} to {} while it ran",
+                    shown(&before.read),
+                    shown(after)
+                );
+                match crate::git::git(&repo.top, &args).await {
+                    Ok(_) => format!("{what} — it was put back"),
+                    Err(e) => {
+                        let by_hand = match &before.read.pointer {
+                            Some(b) => format!("git update-ref --no-deref {ptr} {b}"),
+                            None => format!("git update-ref --no-deref -d {ptr}"),
+                        };
+                        let why = e.to_string();
+                        format!(
+                            "{what} — it could not be put back ({}); put it back by hand: {by_hand}",
+                            why.lines().next().unwrap_or("git failed")
+                        )
+                    }
+                }
+            }
+            Change::Follows => {
+                let file = record::trunk::path(repo);
+                let put = match &before.follows {
+                    Some(bytes) => {
+                        crate::fsutil::atomic_write(&file, bytes).map_err(|e| e.to_string())
+                    }
+                    None => std::fs::remove_file(&file).or_else(|e| {
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            Ok(())
+                        } else {
+                            Err(e.to_string())
+                        }
+                    }),
+                };
+                let what = format!(
+                    "the suite rewrote {} (the trunk the pointer follows) while it ran",
+                    file.display()
+                );
+                match put {
+                    Ok(()) => format!("{what} — it was put back"),
+                    Err(e) => format!(
+                        "{what} — it could not be put back ({e}); restore or remove it by hand"
+                    ),
+                }
+            }
+        }
+    }
 }
 
 /// A fresh local run dir for the affected tier: `manifest.json` (a copy of

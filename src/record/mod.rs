@@ -593,6 +593,13 @@ pub enum Unmoved {
     },
     /// Ctrl-C while waiting for the repository lock to move it.
     Interrupted,
+    /// The pointer is a symbolic ref (to `target`): it follows that ref
+    /// instead of standing on a verified SHA, so it is neither trusted nor
+    /// moved (moving it would move `target`).
+    Symbolic {
+        /// The ref it names.
+        target: String,
+    },
     /// Under the lock, the pointer was found following another trunk
     /// (another certification, racing this one, moved it first).
     FollowsAnotherTrunk {
@@ -674,6 +681,10 @@ impl std::fmt::Display for Unmoved {
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
             ),
+            Unmoved::Symbolic { target } => write!(
+                f,
+                "{VERIFIED_REF} is a symbolic ref to {target}, so it follows that ref instead of a verified SHA — delete it (git update-ref --no-deref -d {VERIFIED_REF}) and certify again"
+            ),
             Unmoved::FollowsAnotherTrunk { trunk, follows } => write!(
                 f,
                 "the pointer follows {follows}, not {trunk} (another certification moved it first) — certify with --trunk {follows}"
@@ -721,6 +732,7 @@ pub async fn advance_verified(
             &repo.top,
             &[
                 "update-ref",
+                "--no-deref",
                 "-m",
                 "saphan certify: green",
                 VERIFIED_REF,
@@ -751,30 +763,52 @@ pub struct PointerRead {
     pub tip: Option<String>,
     /// The object `refs/saphan/verified` points at; `None` when unset.
     pub pointer: Option<String>,
+    /// The ref `refs/saphan/verified` names when it is a symbolic ref
+    /// (`git symbolic-ref`): it would then follow that ref instead of
+    /// standing on a verified SHA. `None` for the plain ref saphan writes.
+    pub symref: Option<String>,
 }
 
-/// Read the verified pointer and `trunk`'s tip in one git call.
+/// Read the verified pointer (its object, and its target when it is a
+/// symbolic ref) and `trunk`'s tip in one `git for-each-ref` (a trunk
+/// named outside `refs/` is read alone, [`Repo::read_ref`]).
 ///
 /// Errors: git failures other than a ref being absent.
 pub async fn read_pointer(
     repo: &Repo,
     trunk: Option<&str>,
 ) -> Result<PointerRead, crate::git::GitError> {
-    let (tip, pointer) = match trunk {
-        None => {
-            let [pointer] = repo.read_refs([VERIFIED_REF]).await?;
-            (None, pointer)
-        }
-        Some(t) => {
-            let [tip, pointer] = repo.read_refs([t, VERIFIED_REF]).await?;
-            (tip, pointer)
-        }
-    };
-    Ok(PointerRead {
+    let full = trunk.filter(|t| t.starts_with("refs/"));
+    let mut args = vec![
+        "for-each-ref",
+        "--format=%(objectname) %(symref) %(refname)",
+        VERIFIED_REF,
+    ];
+    args.extend(full);
+    let out = crate::git::git(&repo.top, &args).await?;
+    let mut read = PointerRead {
         trunk: trunk.map(str::to_string),
-        tip,
-        pointer,
-    })
+        tip: None,
+        pointer: None,
+        symref: None,
+    };
+    // A pattern also lists the refs below it: only exact names count.
+    for line in out.stdout_str().lines() {
+        let mut f = line.splitn(3, ' ');
+        let (Some(oid), Some(symref), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if name == VERIFIED_REF {
+            read.pointer = Some(oid.to_string());
+            read.symref = (!symref.is_empty()).then(|| symref.to_string());
+        } else if Some(name) == full {
+            read.tip = Some(oid.to_string());
+        }
+    }
+    if let Some(t) = trunk.filter(|t| !t.starts_with("refs/")) {
+        read.tip = repo.read_ref(t).await?;
+    }
+    Ok(read)
 }
 
 /// What the pointer rules say about moving to `sha`.
@@ -800,10 +834,20 @@ async fn judge_move(
         return Ok(Move::Unchanged(Unmoved::NoTrunk));
     };
     // The trunk's tip and the pointer, read in one call (or given).
-    let PointerRead { tip, pointer, .. } = match read {
+    let PointerRead {
+        tip,
+        pointer,
+        symref,
+        ..
+    } = match read {
         Some(r) => r,
         None => read_pointer(repo, Some(trunk)).await?,
     };
+    // A symbolic pointer follows another ref: it verifies nothing, and
+    // moving it would move that ref. It is left for the operator.
+    if let Some(target) = symref {
+        return Ok(Move::Unchanged(Unmoved::Symbolic { target }));
+    }
     let Some(tip) = tip else {
         return Ok(Move::Unchanged(Unmoved::TrunkAbsent {
             trunk: trunk.to_string(),

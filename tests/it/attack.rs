@@ -416,3 +416,118 @@ fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
         assert_ne!(repo.verified().as_deref(), Some(sha.as_str()));
     }
 }
+
+/// A suite that makes the pointer a symbolic ref (to the trunk, or
+/// anywhere): the guard sees the kind change even when the value is the
+/// same, puts back the plain ref without following the symbolic one (the
+/// trunk it names never moves), and a pointer found symbolic before a
+/// certify is neither trusted nor moved.
+#[test]
+fn a_symbolic_pointer_never_moves_the_ref_it_names_and_is_never_trusted() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let branch = crate::common::git(repo.path(), &["symbolic-ref", "HEAD"]);
+    let branch = branch.trim().to_string();
+    let symbolic = |r: &Repo| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(r.path())
+            .args(["symbolic-ref", "-q", "refs/saphan/verified"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    // The suite points it at the trunk: same value as the tip, other kind.
+    let tip = repo.commit(
+        &[(
+            "suite.sh",
+            &format!("#!/bin/sh\ngit symbolic-ref refs/saphan/verified {branch}\nexit 0\n"),
+        )],
+        "symbolic",
+    );
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let v = crate::common::json(&o);
+    assert_eq!(v["failure"], "suite-moved-pointer", "{v}");
+    assert!(v["notes"].to_string().contains("a symbolic ref to"), "{v}");
+    assert!(!symbolic(&repo), "the plain ref is back");
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+    assert_eq!(repo.head(), tip, "the trunk never moved");
+
+    // Made symbolic outside any suite: a green neither trusts nor moves it.
+    crate::common::git(
+        repo.path(),
+        &["symbolic-ref", "refs/saphan/verified", &branch],
+    );
+    let tip = repo.commit(&[("suite.sh", "#!/bin/sh\nexit 0\n")], "green");
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let v = crate::common::json(&o);
+    assert!(
+        v["verified_pointer"]
+            .as_str()
+            .is_some_and(|p| p.contains("is a symbolic ref")),
+        "{v}"
+    );
+    assert!(symbolic(&repo));
+    assert_eq!(repo.head(), tip, "the trunk never moved");
+}
+
+/// What a suite does to saphan's state that cannot be put back is still a
+/// measurement with its record (exit 3), naming the command that fixes it;
+/// a suite that rewrites the file naming the pointer's trunk has it put
+/// back.
+#[test]
+fn a_pointer_that_cannot_be_put_back_is_still_recorded_and_the_trunk_file_is_guarded() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let common = repo.path().join(".git");
+    let trunk_file = common.join("saphan/verified-trunk");
+    let follows = std::fs::read(&trunk_file).unwrap();
+
+    repo.commit(
+        &[(
+            "suite.sh",
+            "#!/bin/sh\ngit update-ref refs/saphan/verified HEAD\ntouch \"$(git rev-parse --git-common-dir)/refs/saphan/verified.lock\"\nexit 0\n",
+        )],
+        "locked",
+    );
+    let before = repo.records().len();
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let v = crate::common::json(&o);
+    assert_eq!(v["failure"], "suite-moved-pointer", "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("could not be put back")
+            && notes.contains(&format!(
+                "git update-ref --no-deref refs/saphan/verified {first}"
+            )),
+        "{v}"
+    );
+    assert_eq!(repo.records().len(), before + 1, "the attempt is recorded");
+    std::fs::remove_file(common.join("refs/saphan/verified.lock")).unwrap();
+    crate::common::git(repo.path(), &["update-ref", "refs/saphan/verified", &first]);
+
+    repo.commit(
+        &[(
+            "suite.sh",
+            "#!/bin/sh\necho refs/heads/elsewhere > \"$(git rev-parse --git-common-dir)/saphan/verified-trunk\"\nexit 0\n",
+        )],
+        "trunk file",
+    );
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 3);
+    let v = crate::common::json(&o);
+    assert_eq!(v["failure"], "suite-moved-pointer", "{v}");
+    assert!(v["notes"].to_string().contains("verified-trunk"), "{v}");
+    assert_eq!(std::fs::read(&trunk_file).unwrap(), follows, "put back");
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+}
