@@ -162,7 +162,14 @@ fn check_included(file: &Path, depth: usize) -> Result<(), TransportError> {
             continue;
         }
         for word in include_words(rest) {
-            for inc in include_targets(word) {
+            for inc in include_targets(&word) {
+                // Whoever can write its directory can replace the file.
+                if let Some(dir) = inc.parent() {
+                    check_exposed(
+                        dir,
+                        "whoever can write it can replace an ssh config file it holds",
+                    )?;
+                }
                 check_included(&inc, depth + 1)?;
             }
         }
@@ -187,28 +194,48 @@ fn directives(text: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
-/// The arguments of an `Include` directive (ssh_config(5): "Arguments may
-/// optionally be enclosed in double quotes (") in order to represent
-/// arguments containing spaces"): whitespace-separated words, a
-/// double-quoted word kept whole with its quotes taken off.
-fn include_words(rest: &[u8]) -> Vec<&[u8]> {
+/// The arguments of an `Include` directive, split as OpenSSH splits a
+/// config line (`argv_split` in its misc.c, with comments ending the
+/// line): whitespace separates words; a `"` or `'` opens a quote that the
+/// same character closes, anywhere in a word (`"a b"*.conf` is one word);
+/// a backslash keeps the next `"`, `'` or `\` (and, outside quotes, a
+/// space) literally; an unquoted `#` starts a comment.
+fn include_words(rest: &[u8]) -> Vec<Vec<u8>> {
     let mut words = Vec::new();
     let mut i = 0;
     while i < rest.len() {
-        if rest[i].is_ascii_whitespace() {
+        if matches!(rest[i], b' ' | b'\t') {
             i += 1;
             continue;
         }
-        let (start, end) = if rest[i] == b'"' {
-            let close = rest[i + 1..].iter().position(|c| *c == b'"');
-            let end = close.map_or(rest.len(), |c| i + 1 + c);
-            (i + 1, end)
-        } else {
-            let len = rest[i..].iter().position(u8::is_ascii_whitespace);
-            (i, len.map_or(rest.len(), |l| i + l))
-        };
-        words.push(&rest[start..end]);
-        i = end + 1;
+        if rest[i] == b'#' {
+            break;
+        }
+        let mut word = Vec::new();
+        let mut quote = 0u8;
+        while i < rest.len() {
+            let c = rest[i];
+            if c == b'\\' {
+                let next = rest.get(i + 1).copied();
+                if matches!(next, Some(b'\'' | b'"' | b'\\')) || (quote == 0 && next == Some(b' '))
+                {
+                    i += 1;
+                    word.push(rest[i]);
+                } else {
+                    word.push(c);
+                }
+            } else if quote == 0 && matches!(c, b' ' | b'\t') {
+                break;
+            } else if quote == 0 && matches!(c, b'"' | b'\'') {
+                quote = c;
+            } else if quote != 0 && c == quote {
+                quote = 0;
+            } else {
+                word.push(c);
+            }
+            i += 1;
+        }
+        words.push(word);
     }
     words
 }
@@ -228,23 +255,44 @@ fn include_targets(arg: &[u8]) -> Vec<PathBuf> {
     } else {
         home.join(".ssh").join(os(arg))
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    match (name, path.parent()) {
-        (Some(name), Some(dir)) if name.contains(['*', '?', '[']) => {
-            let Ok(m) = globset::Glob::new(&name).map(|g| g.compile_matcher()) else {
-                return vec![path];
-            };
+    // Wildcards may stand in any component (glob(3), as OpenSSH expands
+    // them): each level is matched against its directory's entries.
+    let mut found = vec![PathBuf::new()];
+    for part in path.components() {
+        let name = part.as_os_str();
+        let glob = name
+            .as_bytes()
+            .iter()
+            .any(|c| matches!(c, b'*' | b'?' | b'['));
+        if !glob {
+            for f in &mut found {
+                f.push(name);
+            }
+            continue;
+        }
+        let Ok(m) = globset::GlobBuilder::new(&name.to_string_lossy())
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+        else {
+            return vec![path];
+        };
+        let mut next = Vec::new();
+        for dir in &found {
             let Ok(entries) = std::fs::read_dir(dir) else {
-                return Vec::new();
+                continue;
             };
-            entries
+            let mut here: Vec<PathBuf> = entries
                 .flatten()
                 .filter(|e| m.is_match(e.file_name()))
                 .map(|e| e.path())
-                .collect()
+                .collect();
+            here.sort();
+            next.extend(here);
         }
-        _ => vec![path],
+        found = next;
     }
+    found
 }
 
 /// `saphan-home-exposed` when `path` (existing) can be changed by someone
@@ -386,7 +434,7 @@ impl SshGCache {
                 }
                 if key.eq_ignore_ascii_case(b"include") {
                     for word in include_words(rest) {
-                        let mut targets = include_targets(word);
+                        let mut targets = include_targets(&word);
                         targets.sort();
                         includes.extend(targets);
                     }
@@ -1000,6 +1048,54 @@ mod tests {
         );
     }
 
+    /// Wildcards in a directory part, a quoted part joined to a glob, a
+    /// backslash-escaped space; and a safe file in a directory others can
+    /// write (they can replace it).
+    #[test]
+    fn includes_through_directory_globs_quotes_and_escapes_are_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode =
+            |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let inc = d.path().join("inc");
+        for sub in ["s1", "with space"] {
+            std::fs::create_dir_all(inc.join(sub)).unwrap();
+            std::fs::write(inc.join(sub).join("a.conf"), "").unwrap();
+        }
+        let root = inc.display();
+        let cases = [
+            (format!("Include {root}/s*/*.conf\n"), inc.join("s1/a.conf")),
+            (
+                format!("Include \"{root}/with space/\"*.conf\n"),
+                inc.join("with space/a.conf"),
+            ),
+            (
+                format!("Include {root}/with\\ space/a.conf\n"),
+                inc.join("with space/a.conf"),
+            ),
+        ];
+        let cfg = d.path().join("config");
+        for (text, target) in cases {
+            std::fs::write(&cfg, &text).unwrap();
+            check_config_files(&cfg).unwrap();
+            mode(&target, 0o666);
+            let e = check_config_files(&cfg).unwrap_err();
+            assert!(
+                matches!(&e, TransportError::ConfigExposed { path, .. } if *path == target),
+                "{text}: {e}"
+            );
+            mode(&target, 0o644);
+            let dir = target.parent().unwrap();
+            mode(dir, 0o777);
+            let e = check_config_files(&cfg).unwrap_err();
+            assert!(
+                matches!(&e, TransportError::ConfigExposed { path, .. } if path == dir),
+                "{text}: {e}"
+            );
+            mode(dir, 0o755);
+        }
+    }
+
     #[test]
     fn directives_split_keyword_and_arguments_like_ssh() {
         let text = b"  Include = a  \"b c\"\n\n# Include x\nHostName\th\r\n";
@@ -1012,8 +1108,17 @@ mod tests {
                 (&b"HostName"[..], &b"h"[..]),
             ]
         );
-        assert_eq!(include_words(got[0].1), [&b"a"[..], &b"b c"[..]]);
-        assert_eq!(include_words(b"\"unclosed x"), [&b"unclosed x"[..]]);
+        let words = |b: &[u8]| include_words(b);
+        assert_eq!(words(got[0].1), [b"a".to_vec(), b"b c".to_vec()]);
+        assert_eq!(words(b"\"unclosed x"), [b"unclosed x".to_vec()]);
+        assert_eq!(
+            words(b"\"/a b/\"*.conf with\\ space 'q'x # not this"),
+            [
+                b"/a b/*.conf".to_vec(),
+                b"with space".to_vec(),
+                b"qx".to_vec()
+            ]
+        );
     }
 
     /// Verbatim `ssh -G` output from OpenSSH 9.2 (trimmed to the keys saphan reads
