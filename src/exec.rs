@@ -318,14 +318,16 @@ impl Cmd {
     }
 }
 
-/// One argument as [`Cmd::display`] shows it: a script's text (an argument
+/// One argument as [`Cmd::display`] shows it: quoted for a POSIX shell
+/// ([`crate::quote::quote`]), except a script's text (an argument
 /// holding a newline, as `sh -c` takes one of `src/remote/`) by its name —
 /// `<script saphan-heal>` from its `# saphan-heal — …` header, else
 /// `<script of N lines>` — so a failure's one line quotes the command, not
 /// a hundred lines of shell.
 fn shown_arg(a: &str) -> String {
     if !a.contains('\n') {
-        return a.to_string();
+        // Quoted for a POSIX shell, so the line can be run by hand as is.
+        return crate::quote::quote(a).unwrap_or_else(|| a.to_string());
     }
     let named = a
         .strip_prefix("# ")
@@ -1351,7 +1353,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_script_argument_is_shown_by_its_name_not_its_text() {
+    fn a_script_argument_is_shown_by_its_name_and_the_rest_quoted() {
         let c = Cmd::new("sh").args([
             "-c",
             "# saphan-heal — heal\nexit 0\n",
@@ -1362,6 +1364,12 @@ mod tests {
         assert_eq!(
             c.display(),
             "sh -c <script saphan-heal> saphan-heal <script of 2 lines> /r"
+        );
+        let c = Cmd::new("git").args(["update-ref", "-m", "saphan: put back", "it's"]);
+        assert_eq!(
+            c.display(),
+            "git update-ref -m 'saphan: put back' 'it'\\''s'",
+            "quoted, to be run by hand as shown"
         );
     }
 

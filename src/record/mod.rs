@@ -593,6 +593,12 @@ pub enum Unmoved {
     },
     /// Ctrl-C while waiting for the repository lock to move it.
     Interrupted,
+    /// git could not write the pointer (a stale `refs/saphan/verified.lock`,
+    /// a ref in the way, a read-only git dir); `detail` is git's first line.
+    WriteFailed {
+        /// What git said.
+        detail: String,
+    },
     /// The pointer is a symbolic ref (to `target`): it follows that ref
     /// instead of standing on a verified SHA, so it is neither trusted nor
     /// moved (moving it would move `target`).
@@ -681,6 +687,10 @@ impl std::fmt::Display for Unmoved {
             Unmoved::Interrupted => f.write_str(
                 "interrupted while waiting for the repository lock to move it — the records are appended; certify again to move it",
             ),
+            Unmoved::WriteFailed { detail } => write!(
+                f,
+                "git could not write {VERIFIED_REF} ({detail}) — the record is appended; fix what git names (a stale {VERIFIED_REF}.lock: remove it once no git runs) and certify again"
+            ),
             Unmoved::Symbolic { target } => write!(
                 f,
                 "{VERIFIED_REF} is a symbolic ref to {target}, so it follows that ref instead of a verified SHA — delete it (git update-ref --no-deref -d {VERIFIED_REF}) and certify again"
@@ -745,7 +755,14 @@ pub async fn advance_verified(
             Ok(_) => return Ok(PointerOutcome::Moved),
             // Lost the swap: someone moved it since it was read. Judge again.
             Err(_) if repo.read_ref(VERIFIED_REF).await? != old => continue,
-            Err(e) => return Err(e),
+            // git could not write it (a stale `.lock`, a ref in the way, a
+            // read-only git dir): the records stand, the pointer stays.
+            Err(e) => {
+                let why = e.to_string();
+                return Ok(PointerOutcome::Unchanged(Unmoved::WriteFailed {
+                    detail: why.lines().next().unwrap_or("git failed").to_string(),
+                }));
+            }
         }
     }
     Ok(PointerOutcome::Unchanged(Unmoved::Contended {

@@ -531,3 +531,34 @@ fn a_pointer_that_cannot_be_put_back_is_still_recorded_and_the_trunk_file_is_gua
     assert_eq!(std::fs::read(&trunk_file).unwrap(), follows, "put back");
     assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
 }
+
+/// A green whose pointer git cannot write (a stale `.lock` the suite left)
+/// keeps its record and says why the pointer stayed; nothing is refused
+/// after the measurement.
+#[test]
+fn a_green_whose_pointer_cannot_be_written_keeps_its_record_and_says_why() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let first = repo.head();
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    repo.commit(
+        &[(
+            "suite.sh",
+            "#!/bin/sh\ntouch \"$(git rev-parse --git-common-dir)/refs/saphan/verified.lock\"\nexit 0\n",
+        )],
+        "lock",
+    );
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let v = crate::common::json(&o);
+    assert_eq!(v["verdict"], "green", "{v}");
+    assert!(
+        v["verified_pointer"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("unchanged: git could not write refs/saphan/verified")),
+        "{v}"
+    );
+    assert_eq!(repo.records().len(), 2);
+    assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
+}
