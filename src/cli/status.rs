@@ -77,9 +77,14 @@ fn render(st: &Status) -> String {
             )
         })
         .unwrap_or_default();
-    match &st.verified {
-        Some(v) => s.push_str(&format!("verified: {v}{behind}\n")),
-        None => s.push_str(&format!("verified: none yet{behind}\n")),
+    match (&st.verified, &st.verified_symbolic) {
+        (_, Some(t)) => s.push_str(&format!(
+            "verified: none — {} is a symbolic ref to {t}, which verifies nothing (delete it: git update-ref --no-deref -d {}){behind}\n",
+            crate::record::VERIFIED_REF,
+            crate::record::VERIFIED_REF
+        )),
+        (Some(v), None) => s.push_str(&format!("verified: {v}{behind}\n")),
+        (None, None) => s.push_str(&format!("verified: none yet{behind}\n")),
     }
     if st.last_attempts.is_empty() {
         s.push_str(&format!(

@@ -26,8 +26,12 @@ pub struct Status {
     pub trunk: Option<String>,
     /// The trunk's head SHA.
     pub trunk_head: Option<String>,
-    /// `refs/saphan/verified`, `None` when it was never moved.
+    /// `refs/saphan/verified`, `None` when it was never moved (or is a
+    /// symbolic ref, which verifies nothing: `verified_symbolic`).
     pub verified: Option<String>,
+    /// The ref `refs/saphan/verified` names when it is a symbolic ref: it
+    /// follows that ref instead of standing on a verified SHA.
+    pub verified_symbolic: Option<String>,
     /// Trunk commits the verified SHA does not contain
     /// (`git rev-list --count <verified>..<trunk>`; every trunk commit when
     /// nothing is verified yet). `None` when there is no trunk.
@@ -261,7 +265,10 @@ pub async fn status(
         Some(t) => repo.read_ref(t).await?,
         None => None,
     };
-    let verified = repo.read_ref(record::VERIFIED_REF).await?;
+    // A symbolic pointer follows another ref: it verifies nothing.
+    let read = record::read_pointer(&repo, None).await?;
+    let verified_symbolic = read.symref.clone();
+    let verified = read.pointer.filter(|_| verified_symbolic.is_none());
     let unverified_commits = match (&trunk_head, &verified) {
         (Some(head), Some(v)) => rev_count(&repo, &format!("{v}..{head}")).await,
         (Some(head), None) => rev_count(&repo, head).await,
@@ -285,6 +292,7 @@ pub async fn status(
         trunk,
         trunk_head,
         verified,
+        verified_symbolic,
         unverified_commits,
         attempts,
         corrupt_lines: all.corrupt.iter().map(|(l, _)| *l).collect(),

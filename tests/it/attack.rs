@@ -562,3 +562,27 @@ fn a_green_whose_pointer_cannot_be_written_keeps_its_record_and_says_why() {
     assert_eq!(repo.records().len(), 2);
     assert_eq!(repo.verified().as_deref(), Some(first.as_str()));
 }
+
+/// `status` does not read a symbolic pointer as a verified SHA.
+#[test]
+fn status_reads_a_symbolic_pointer_as_nothing_verified() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
+    let branch = crate::common::git(repo.path(), &["symbolic-ref", "HEAD"]);
+    crate::common::git(
+        repo.path(),
+        &["symbolic-ref", "refs/saphan/verified", branch.trim()],
+    );
+    let o = env.run(&["status", "--repo", &repo.path_str(), "--json"]);
+    assert_code(&o, 0);
+    let v = crate::common::json(&o);
+    assert!(v["verified"].is_null(), "{v}");
+    assert_eq!(v["verified_symbolic"], branch.trim(), "{v}");
+    let o = env.run(&["status", "--repo", &repo.path_str()]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("verified: none — refs/saphan/verified is a symbolic ref to"),
+        "{out}"
+    );
+}
