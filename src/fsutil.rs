@@ -20,7 +20,7 @@ pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let b = e.as_bytes();
-        let line = b[..at].iter().filter(|c| **c == b'\n').count() + 1;
+        let line = line_of(b, at);
         let start = b[..at]
             .iter()
             .rposition(|c| *c == b'\n')
@@ -34,19 +34,19 @@ pub fn utf8_or_where(bytes: Vec<u8>) -> Result<String, String> {
 /// otherwise.
 pub fn toml_error_where(text: &str, e: &toml::de::Error) -> String {
     match e.span() {
-        Some(sp) => format!("line {}: {}", line_of(text, sp.start), e.message()),
+        Some(sp) => format!(
+            "line {}: {}",
+            line_of(text.as_bytes(), sp.start),
+            e.message()
+        ),
         None => e.message().to_string(),
     }
 }
 
-/// The 1-based line of byte `offset` in `text`.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|c| **c == b'\n')
-        .count()
-        + 1
+/// The 1-based line of byte `offset` in `bytes` (past the end: the last).
+pub fn line_of(bytes: &[u8], offset: usize) -> usize {
+    let end = offset.min(bytes.len());
+    bytes[..end].iter().filter(|c| **c == b'\n').count() + 1
 }
 
 /// Why someone other than the current user could change `path` (a file or

@@ -47,6 +47,15 @@ pub enum GitError {
     LeftoverAlive { pids: Vec<i32>, path: PathBuf },
 }
 
+impl GitError {
+    /// The first line of what happened (git's hints on the lines after it
+    /// are left out), for a note or a reason in a line of its own.
+    pub fn first_line(&self) -> String {
+        let all = self.to_string();
+        all.lines().next().unwrap_or("git failed").to_string()
+    }
+}
+
 impl Refusal for GitError {
     fn name(&self) -> &'static str {
         match self {
@@ -312,8 +321,9 @@ impl Repo {
     }
 
     /// Read several refs in one `git for-each-ref`: for each of `names`
-    /// (full names, `refs/…`), the object it points at, or `None` when it
-    /// does not exist. A symbolic ref reads as its target's object.
+    /// (full names, `refs/…`), what it points at, or `None` when it does
+    /// not exist. A symbolic ref reads as its target's object, with the
+    /// ref it names in [`RefValue::symref`].
     ///
     /// Ref names cannot hold the glob characters `*`, `?` or `[`
     /// (git-check-ref-format(1)), so each name is matched literally; a
@@ -324,7 +334,7 @@ impl Repo {
     pub async fn read_refs<const N: usize>(
         &self,
         names: [&str; N],
-    ) -> Result<[Option<String>; N], GitError> {
+    ) -> Result<[Option<RefValue>; N], GitError> {
         let mut found = [const { None }; N];
         let full: Vec<&str> = names
             .iter()
@@ -333,21 +343,31 @@ impl Repo {
             .collect();
         for (i, n) in names.iter().enumerate() {
             if !n.starts_with("refs/") {
-                found[i] = self.read_ref(n).await?;
+                found[i] = self
+                    .read_ref(n)
+                    .await?
+                    .map(|oid| RefValue { oid, symref: None });
             }
         }
         if full.is_empty() {
             return Ok(found);
         }
-        let mut args = vec!["for-each-ref", "--format=%(objectname) %(refname)"];
+        let mut args = vec![
+            "for-each-ref",
+            "--format=%(objectname) %(symref) %(refname)",
+        ];
         args.extend_from_slice(&full);
         let out = git(&self.top, &args).await?;
         for line in out.stdout_str().lines() {
-            let Some((oid, name)) = line.split_once(' ') else {
+            let mut f = line.splitn(3, ' ');
+            let (Some(oid), Some(symref), Some(name)) = (f.next(), f.next(), f.next()) else {
                 continue;
             };
             if let Some(i) = names.iter().position(|n| *n == name) {
-                found[i] = Some(oid.to_string());
+                found[i] = Some(RefValue {
+                    oid: oid.to_string(),
+                    symref: (!symref.is_empty()).then(|| symref.to_string()),
+                });
             }
         }
         Ok(found)
@@ -358,6 +378,15 @@ impl Repo {
         git(&self.top, &["update-ref", "-m", msg, name, sha]).await?;
         Ok(())
     }
+}
+
+/// What a ref points at ([`Repo::read_refs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefValue {
+    /// The object (a symbolic ref: its target's).
+    pub oid: String,
+    /// The ref a symbolic ref names; `None` for a plain ref.
+    pub symref: Option<String>,
 }
 
 /// A submodule of a commit: its gitlink and where its objects are found

@@ -184,7 +184,7 @@ impl Bench for LocalBench {
             );
             let scratch = scratch?;
             let before = match before {
-                Ok(read) => Guarded::of(&self.repo, read),
+                Ok(read) => super::guard::Guarded::of(&self.repo, read),
                 Err(e) => {
                     let _ = scratch.remove().await;
                     return Err(e.into());
@@ -212,7 +212,7 @@ impl Bench for LocalBench {
                 record::read_pointer(&self.repo, job.trunk)
             );
             let mut after = after?;
-            let changed = before.changes(&Guarded::of(&self.repo, after.clone()));
+            let changed = before.changes(&super::guard::Guarded::of(&self.repo, after.clone()));
             let mut words = Vec::new();
             for change in &changed {
                 words.push(change.put_back(&self.repo, &before).await);
@@ -246,120 +246,6 @@ impl Bench for LocalBench {
                 pointer: Some(after),
             })
         })
-    }
-}
-
-/// What a suite on this machine's bench must leave as it found it: the
-/// verified pointer (its value, and whether it is the plain ref saphan
-/// writes) and the file naming the trunk it follows
-/// (`<git-common-dir>/saphan/verified-trunk`, [`record::trunk`]).
-struct Guarded {
-    read: record::PointerRead,
-    /// The trunk file's bytes; `None` when it does not exist (or cannot be
-    /// read).
-    follows: Option<Vec<u8>>,
-}
-
-/// One thing a suite changed.
-enum Change {
-    /// The pointer: its value or its kind (now as read after the suite).
-    Pointer(record::PointerRead),
-    /// The trunk file.
-    Follows,
-}
-
-impl Guarded {
-    fn of(repo: &Repo, read: record::PointerRead) -> Guarded {
-        Guarded {
-            read,
-            follows: std::fs::read(record::trunk::path(repo)).ok(),
-        }
-    }
-
-    /// What differs in `after` from `self`.
-    fn changes(&self, after: &Guarded) -> Vec<Change> {
-        let mut out = Vec::new();
-        if (&after.read.pointer, &after.read.symref) != (&self.read.pointer, &self.read.symref) {
-            out.push(Change::Pointer(after.read.clone()));
-        }
-        if after.follows != self.follows {
-            out.push(Change::Follows);
-        }
-        out
-    }
-}
-
-impl Change {
-    /// Put back what `before` had, and say what the suite did and whether
-    /// it was put back (with the command to do it by hand when not).
-    async fn put_back(&self, repo: &Repo, before: &Guarded) -> String {
-        let ptr = record::VERIFIED_REF;
-        let shown = |r: &record::PointerRead| match (&r.pointer, &r.symref) {
-            (_, Some(t)) => format!("a symbolic ref to {t}"),
-            (Some(p), None) => p.clone(),
-            (None, None) => "(unset)".into(),
-        };
-        match self {
-            Change::Pointer(after) => {
-                // `--no-deref`: a symbolic ref the suite made is replaced
-                // itself; the ref it names is never touched.
-                let args: Vec<&str> = match &before.read.pointer {
-                    Some(b) => vec![
-                        "update-ref",
-                        "--no-deref",
-                        "-m",
-                        "saphan: put back what the suite moved",
-                        ptr,
-                        b,
-                    ],
-                    None => vec!["update-ref", "--no-deref", "-d", ptr],
-                };
-                let what = format!(
-                    "the suite moved {ptr} from {} to {} while it ran",
-                    shown(&before.read),
-                    shown(after)
-                );
-                match crate::git::git(&repo.top, &args).await {
-                    Ok(_) => format!("{what} — it was put back"),
-                    Err(e) => {
-                        let by_hand = match &before.read.pointer {
-                            Some(b) => format!("git update-ref --no-deref {ptr} {b}"),
-                            None => format!("git update-ref --no-deref -d {ptr}"),
-                        };
-                        let why = e.to_string();
-                        format!(
-                            "{what} — it could not be put back ({}); put it back by hand: {by_hand}",
-                            why.lines().next().unwrap_or("git failed")
-                        )
-                    }
-                }
-            }
-            Change::Follows => {
-                let file = record::trunk::path(repo);
-                let put = match &before.follows {
-                    Some(bytes) => {
-                        crate::fsutil::atomic_write(&file, bytes).map_err(|e| e.to_string())
-                    }
-                    None => std::fs::remove_file(&file).or_else(|e| {
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            Ok(())
-                        } else {
-                            Err(e.to_string())
-                        }
-                    }),
-                };
-                let what = format!(
-                    "the suite rewrote {} (the trunk the pointer follows) while it ran",
-                    file.display()
-                );
-                match put {
-                    Ok(()) => format!("{what} — it was put back"),
-                    Err(e) => format!(
-                        "{what} — it could not be put back ({e}); restore or remove it by hand"
-                    ),
-                }
-            }
-        }
     }
 }
 

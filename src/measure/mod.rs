@@ -24,6 +24,7 @@
 pub mod bench;
 pub mod collect;
 pub mod conclude;
+pub(crate) mod guard;
 pub mod pipeline;
 pub mod progress;
 

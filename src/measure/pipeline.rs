@@ -121,8 +121,9 @@ pub struct Job<'a> {
     pub catalog: Option<&'a Catalog>,
     /// Who watches.
     pub progress: &'a dyn Progress,
-    /// The pointer's trunk (certify with one): this machine's bench reads
-    /// its tip with the pointer once the suite has ended
+    /// The pointer's trunk (certify with one; `None` for the other verbs):
+    /// what the records name and the pointer moves along; this machine's
+    /// bench reads its tip with the pointer once the suite has ended
     /// ([`Measured::pointer`](crate::measure::bench::Measured::pointer)).
     pub trunk: Option<&'a str>,
 }
@@ -342,7 +343,7 @@ pub async fn certify(
     };
     let local = || Transport::Local(crate::transport::Local);
     match gate {
-        Gate::LocalHost => here(&job, &measure::Host, trunk.as_deref()).await,
+        Gate::LocalHost => here(&job, &measure::Host).await,
         Gate::LocalContainer(socket, image) => {
             // The container's Go build cache, kept between runs like the
             // host's own (content-addressed: it speeds builds, never
@@ -363,24 +364,15 @@ pub async fn certify(
                 target(local(), socket, image, Some(user), caches),
                 interrupt.clone(),
             );
-            here(&job, &executor, trunk.as_deref()).await
+            here(&job, &executor).await
         }
         Gate::FleetHost(admitted) if settings.split => {
-            crate::schedule::run::split(
-                &job,
-                &admitted,
-                &measure::Host,
-                trunk.as_deref(),
-                settings.failover,
-            )
-            .await
+            crate::schedule::run::split(&job, &admitted, &measure::Host, settings.failover).await
         }
         Gate::FleetHost(admitted) if settings.failover => {
-            crate::schedule::run::admitted(&job, &admitted, &measure::Host, trunk.as_deref()).await
+            crate::schedule::run::admitted(&job, &admitted, &measure::Host).await
         }
-        Gate::FleetHost(admitted) => {
-            machines(&job, &admitted, &measure::Host, trunk.as_deref()).await
-        }
+        Gate::FleetHost(admitted) => machines(&job, &admitted, &measure::Host).await,
         Gate::FleetContainer(c) => {
             // One container executor for every machine: bollard speaks to
             // each machine's engine over its socket, forwarded through the
@@ -390,7 +382,7 @@ pub async fn certify(
                 target(local(), c.socket.clone(), c.image.clone(), None, Vec::new()),
                 interrupt.clone(),
             );
-            let out = machines(&job, &c.admitted, &executor, trunk.as_deref()).await;
+            let out = machines(&job, &c.admitted, &executor).await;
             // Whatever happened, no container of this attempt stays on a machine.
             let remain = c.sweep(home, &attempt).await;
             match out {
@@ -465,7 +457,8 @@ async fn gate(
 
 /// This machine's bench: the repository lock (held through the pointer
 /// move), the stable scratch path, one record.
-async fn here(job: &Job<'_>, executor: &dyn Executor, trunk: Option<&str>) -> Result<Certified> {
+async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
+    let trunk = job.trunk;
     let mut bench = LocalBench::open(job.home, job.repo, job.interrupt).await?;
     // The bench guards the pointer against the suite, and reads it with
     // the trunk's tip under its lock once the suite has ended.
@@ -512,8 +505,8 @@ async fn machines(
     job: &Job<'_>,
     admitted: &[crate::dispatch::Admitted],
     executor: &(dyn Executor + '_),
-    trunk: Option<&str>,
 ) -> Result<Certified> {
+    let trunk = job.trunk;
     let mut benches = crate::dispatch::FleetBench::connect_all(job, admitted).await?;
     let results = futures_util::future::join_all(benches.iter_mut().map(|b| {
         let machine = b.machine().to_string();

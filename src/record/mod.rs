@@ -738,19 +738,8 @@ pub async fn advance_verified(
             Move::From(old) => old,
         };
         let expected = old.clone().unwrap_or_else(|| "0".repeat(sha.len()));
-        let swapped = crate::git::git(
-            &repo.top,
-            &[
-                "update-ref",
-                "--no-deref",
-                "-m",
-                "saphan certify: green",
-                VERIFIED_REF,
-                sha,
-                &expected,
-            ],
-        )
-        .await;
+        let swapped =
+            write_pointer(repo, Some(sha), Some(&expected), "saphan certify: green").await;
         match swapped {
             Ok(_) => return Ok(PointerOutcome::Moved),
             // Lost the swap: someone moved it since it was read. Judge again.
@@ -758,9 +747,8 @@ pub async fn advance_verified(
             // git could not write it (a stale `.lock`, a ref in the way, a
             // read-only git dir): the records stand, the pointer stays.
             Err(e) => {
-                let why = e.to_string();
                 return Ok(PointerOutcome::Unchanged(Unmoved::WriteFailed {
-                    detail: why.lines().next().unwrap_or("git failed").to_string(),
+                    detail: e.first_line(),
                 }));
             }
         }
@@ -770,8 +758,8 @@ pub async fn advance_verified(
     }))
 }
 
-/// The verified pointer and, when a trunk is asked for, its tip, read in
-/// one `git for-each-ref` ([`Repo::read_refs`]).
+/// The verified pointer and, when a trunk is asked for, its tip
+/// ([`read_pointer`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PointerRead {
     /// The trunk asked for (`None`: none; then `tip` is `None`).
@@ -787,45 +775,52 @@ pub struct PointerRead {
 }
 
 /// Read the verified pointer (its object, and its target when it is a
-/// symbolic ref) and `trunk`'s tip in one `git for-each-ref` (a trunk
-/// named outside `refs/` is read alone, [`Repo::read_ref`]).
+/// symbolic ref) and `trunk`'s tip in one `git for-each-ref`
+/// ([`Repo::read_refs`]).
 ///
 /// Errors: git failures other than a ref being absent.
 pub async fn read_pointer(
     repo: &Repo,
     trunk: Option<&str>,
 ) -> Result<PointerRead, crate::git::GitError> {
-    let full = trunk.filter(|t| t.starts_with("refs/"));
-    let mut args = vec![
-        "for-each-ref",
-        "--format=%(objectname) %(symref) %(refname)",
-        VERIFIED_REF,
-    ];
-    args.extend(full);
-    let out = crate::git::git(&repo.top, &args).await?;
-    let mut read = PointerRead {
-        trunk: trunk.map(str::to_string),
-        tip: None,
-        pointer: None,
-        symref: None,
-    };
-    // A pattern also lists the refs below it: only exact names count.
-    for line in out.stdout_str().lines() {
-        let mut f = line.splitn(3, ' ');
-        let (Some(oid), Some(symref), Some(name)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        if name == VERIFIED_REF {
-            read.pointer = Some(oid.to_string());
-            read.symref = (!symref.is_empty()).then(|| symref.to_string());
-        } else if Some(name) == full {
-            read.tip = Some(oid.to_string());
+    let (pointer, tip) = match trunk {
+        None => {
+            let [pointer] = repo.read_refs([VERIFIED_REF]).await?;
+            (pointer, None)
         }
+        Some(t) => {
+            let [pointer, tip] = repo.read_refs([VERIFIED_REF, t]).await?;
+            (pointer, tip)
+        }
+    };
+    Ok(PointerRead {
+        trunk: trunk.map(str::to_string),
+        tip: tip.map(|t| t.oid),
+        symref: pointer.as_ref().and_then(|p| p.symref.clone()),
+        pointer: pointer.map(|p| p.oid),
+    })
+}
+
+/// Write the verified pointer — to `to`, or delete it when `None` — with a
+/// reflog `msg`, only if it still is `expected` (a compare-and-swap; `None`:
+/// whatever it is now). Always `--no-deref`: a symbolic pointer is replaced
+/// itself, and the ref it names never moves. Every write of the pointer
+/// goes through here.
+///
+/// Errors: git refused (the swap lost, a `.lock` in the way, …).
+pub async fn write_pointer(
+    repo: &Repo,
+    to: Option<&str>,
+    expected: Option<&str>,
+    msg: &str,
+) -> Result<(), crate::git::GitError> {
+    let mut args = vec!["update-ref", "--no-deref", "-m", msg];
+    match to {
+        Some(sha) => args.extend([VERIFIED_REF, sha]),
+        None => args.extend(["-d", VERIFIED_REF]),
     }
-    if let Some(t) = trunk.filter(|t| !t.starts_with("refs/")) {
-        read.tip = repo.read_ref(t).await?;
-    }
-    Ok(read)
+    args.extend(expected);
+    crate::git::git(&repo.top, &args).await.map(drop)
 }
 
 /// What the pointer rules say about moving to `sha`.

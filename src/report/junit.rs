@@ -92,14 +92,9 @@ pub fn parse_bytes(bytes: &[u8], display: &str) -> Result<Parsed, ReportError> {
         Ok(p) => Ok(p),
         Err(fail) => Err(fail.into_error(display, |offset| {
             let end = (offset as usize).min(bytes.len());
-            Some(line_of(&bytes[..end]))
+            Some(crate::fsutil::line_of(bytes, end) as u64)
         })),
     }
-}
-
-/// 1-based line number at the end of `prefix`.
-fn line_of(prefix: &[u8]) -> u64 {
-    prefix.iter().filter(|b| **b == b'\n').count() as u64 + 1
 }
 
 /// 1-based line of byte `offset` in the file, read again in chunks.

@@ -587,9 +587,9 @@ pub async fn split(
     job: &Job<'_>,
     admitted: &[Admitted],
     executor: &(dyn Executor + '_),
-    trunk: Option<&str>,
     failover: bool,
 ) -> Result<Certified> {
+    let trunk = job.trunk;
     let at = if job.suite.report == ReportKind::GoTestJson {
         admitted
             .first()
@@ -678,8 +678,8 @@ pub async fn admitted(
     job: &Job<'_>,
     admitted: &[Admitted],
     executor: &(dyn Executor + '_),
-    trunk: Option<&str>,
 ) -> Result<Certified> {
+    let trunk = job.trunk;
     let works = (0..admitted.len())
         .map(|index| Work {
             sharded: false,

@@ -310,7 +310,9 @@ async fn read_refs_of<const N: usize>(repo: &Repo, names: [&str; N]) -> Vec<Opti
         .read_refs(names)
         .await
         .unwrap()
-        .into()
+        .into_iter()
+        .map(|v| v.map(|v| v.oid))
+        .collect()
 }
 
 fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
