@@ -6,14 +6,14 @@
 //! Run: `cargo bench --bench container`. Prints medians and the ratio
 //! (goal ≤ 1.3). Prints `SKIPPED: …` where no engine, Go or busybox is.
 //!
-//! Three runs (2026-12-02, `--profile dev`, the 2-core lab machine shared
-//! with other builds, load average 12.5–17): container ÷ host min 1.290,
-//! median 1.297, max 1.994 (the container adds 894 / 1648 / 7023 ms).
-//! Phases of the extra run: connected 8–14 ms, created 46–141, started
-//! 185–410, logs read 1–2 ms after the exit, removed 75–97 ms after it.
-//! What remains is the engine's (create, start, and fuse-overlayfs reads
-//! of the image's GOROOT by the go command: docs/docker.md, "What a
-//! container run costs").
+//! Three runs (2026-12-03, release profile, nothing else running, load
+//! average 1.5–2.5 from the bench itself): container ÷ host min 1.143,
+//! median 1.200, max 1.244 (the container adds 97 / 166 / 175 ms). Phases
+//! of the extra run: connected 7–9 ms, toolchain under 1 (the sealed fill
+//! found), created 27–35, started 127–165, logs read 1 ms after the exit,
+//! removed 5–12 ms after it. The first (warm-up) container run fills the
+//! image's toolchain volumes (src/docker/toolchain.rs; docs/docker.md,
+//! "The image's toolchain on volumes"); the timed runs mount them.
 
 #[allow(dead_code)]
 #[path = "../tests/it/common/suite_images.rs"]

@@ -15,6 +15,7 @@
 use super::engine::{
     CLEANUP_BUDGET, cleanup_deadline, connect, read_logs, remove_container, wait_status,
 };
+use super::toolchain;
 use super::{DockerError, Pin};
 use crate::exec::{STDERR_TAIL, Termination};
 use crate::measure::Interrupt;
@@ -460,14 +461,16 @@ pub struct Outcome {
 pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outcome {
     let t0 = Instant::now();
     let mut idle: Option<Docker> = None;
-    let work = run_inner(target, run, &t0, &mut idle);
+    let mut seeding = Duration::ZERO;
+    let work = run_inner(target, run, &t0, &mut seeding, &mut idle);
     let ended = tokio::select! {
         e = work => e,
         _ = interrupt.cancelled() => Ended::Interrupted(
             "the operator pressed Ctrl-C; the suite's container was killed and removed".into(),
         ),
     };
-    let elapsed = t0.elapsed();
+    // The suite's time excludes the toolchain volumes' one-time fill.
+    let elapsed = t0.elapsed().saturating_sub(seeding);
     // A forwarded socket cannot tell a dead SSH connection from an engine
     // that hung up: the transport can.
     let ended = match ended {
@@ -526,12 +529,16 @@ fn phase(name: &'static str, t0: &Instant) {
     );
 }
 
-/// The run itself; `idle` gets the connection back when the run ended with
-/// no request in flight on it (so the removal may reuse it).
+/// The run itself; `seeding` gets the time the image's toolchain volumes
+/// took ([`toolchain::mounts`]: a fill, once per image and engine), which
+/// the suite's budget does not pay; `idle` gets the connection back when
+/// the run ended with no request in flight on it (so the removal may reuse
+/// it).
 async fn run_inner(
     target: &Target,
     run: &Run<'_>,
     t0: &Instant,
+    seeding: &mut Duration,
     idle: &mut Option<Docker>,
 ) -> Ended {
     let engine_fail = Ended::Engine;
@@ -546,6 +553,15 @@ async fn run_inner(
         Err(why) => return engine_fail(why),
     };
     phase("connected", t0);
+    let before = t0.elapsed();
+    let mut taken: Vec<&str> = vec![run.tree];
+    taken.extend(run.read_only.iter().map(String::as_str));
+    taken.extend(target.caches.iter().map(|(_, inside, _)| inside.as_str()));
+    taken.extend(target.scratch.iter().map(|(inside, _)| inside.as_str()));
+    let toolchain =
+        toolchain::mounts(&docker, &target.image.image_id, &target.labels, &taken).await;
+    *seeding = t0.elapsed().saturating_sub(before);
+    phase("toolchain", t0);
     let mut binds = vec![format!("{0}:{0}", run.tree)];
     binds.extend(run.read_only.iter().map(|p| format!("{p}:{p}:ro")));
     let mut env: Vec<String> = target
@@ -591,6 +607,12 @@ async fn run_inner(
         host_config: Some(HostConfig {
             binds: Some(binds),
             tmpfs: (!tmpfs.is_empty()).then_some(tmpfs),
+            mounts: (!toolchain.is_empty()).then(|| {
+                toolchain
+                    .iter()
+                    .map(toolchain::ToolchainMount::to_mount)
+                    .collect()
+            }),
             // Off unless asked; asked, the engine's default network.
             network_mode: (!target.network).then(|| "none".to_string()),
             security_opt: Some(vec!["no-new-privileges".into()]),
@@ -614,7 +636,9 @@ async fn run_inner(
         ));
     }
     phase("started", t0);
-    let left = run.budget.saturating_sub(t0.elapsed());
+    let left = run
+        .budget
+        .saturating_sub(t0.elapsed().saturating_sub(*seeding));
     let code = match tokio::time::timeout(left, wait_status(&docker, &target.name)).await {
         // The budget: the caller's removal (forced) kills the container; a
         // removal that cannot be confirmed turns this into a failed

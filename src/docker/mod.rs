@@ -11,6 +11,8 @@
 //! - [`userns`]: the sandbox-userns probe.
 //! - [`gate`]: the container-class check, `require_container_capability`.
 //! - [`container`]: the suite image pin and the container-class suite run.
+//! - [`toolchain`]: the suite image's Go toolchain, filled once into engine
+//!   volumes and mounted read-only in every suite container of the image.
 //!
 //! A probe never installs, enables, pulls or loads anything: it measures and
 //! names what is missing, with the command that would fix it.
@@ -21,6 +23,7 @@ pub mod gate;
 pub mod output;
 pub mod pin;
 pub mod probe_image;
+pub mod toolchain;
 pub mod userns;
 
 use crate::catalog::Capability;

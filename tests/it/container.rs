@@ -1060,3 +1060,188 @@ fn ctrl_c_during_a_remote_container_run_removes_container_and_tree() {
     }
     assert!(repo.verified().is_none());
 }
+
+/// Wait (at most `bound`) until `done` holds, looking every 100 ms.
+#[track_caller]
+fn wait_for(what: &str, bound: Duration, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < bound, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The toolchain lock container's name for `image` (src/docker/toolchain.rs).
+fn toolchain_lock(image: &str) -> String {
+    format!("saphan-toolchain-{}", &image["sha256:".len()..][..12])
+}
+
+fn container_exists(name: &str) -> bool {
+    let o = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("name=^{name}$")])
+        .output()
+        .unwrap();
+    !String::from_utf8_lossy(&o.stdout).trim().is_empty()
+}
+
+/// The `saphan.toolchain-mounts` label of each sealed toolchain volume of `image`.
+fn toolchain_seals(image: &str) -> Vec<String> {
+    suite_images::toolchain_volumes(image)
+        .iter()
+        .filter_map(|v| {
+            let o = Command::new("docker")
+                .args([
+                    "volume",
+                    "inspect",
+                    "--format",
+                    "{{index .Labels \"saphan.toolchain-mounts\"}}",
+                    v,
+                ])
+                .output()
+                .unwrap();
+            let l = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            (!l.is_empty() && l != "<no value>").then_some(l)
+        })
+        .collect()
+}
+
+/// Issue 22 (container ÷ host): the Go image's GOROOT is filled once into
+/// engine volumes and mounted read-only at its own paths; the suite sees a
+/// mount point there, cannot write it, and its verdict is the host class's.
+#[test]
+fn the_go_toolchain_is_read_from_read_only_volumes() {
+    let Some(here) = Here::new(true) else {
+        return;
+    };
+    let image = go_image();
+    let m = go_module("");
+    let repo = Repo::new(&files(&m));
+    // The first run fills the volumes (or another test's run does: then
+    // this one waits for its lock to go).
+    let o = here.certify(&repo, image, &[]);
+    assert_code(&o, 0);
+    let first = json(&o);
+    let lock = toolchain_lock(image);
+    wait_for("the toolchain fill", Duration::from_secs(300), || {
+        !container_exists(&lock)
+    });
+    let seals = toolchain_seals(image);
+    assert_eq!(seals.len(), 1, "one seal for {image}: {seals:?}");
+    let mounts: Vec<(String, String)> = serde_json::from_str(&seals[0]).unwrap();
+    let paths: Vec<&str> = mounts.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["/usr/lib/go-1.19", "/usr/share/go-1.19/src"],
+        "{seals:?}"
+    );
+
+    // The host class gives the same verdict on the same SHA.
+    let o = here.run(&["certify", "--json", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    let host = json(&o);
+    for k in ["verdict", "count", "named_tests", "sha"] {
+        assert_eq!(first[k], host[k], "{k}: container {first} host {host}");
+    }
+
+    let check = r#"
+func TestToolchainIsAReadOnlyMount(t *testing.T) {
+	if _, err := os.Stat("/.dockerenv"); err != nil {
+		t.Skip("not in a container")
+	}
+	for _, root := range []string{runtime.GOROOT(), "/usr/share/go-1.19/src"} {
+		info, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, line := range strings.Split(string(info), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 5 && f[4] == root {
+				found = true
+				if !strings.HasPrefix(f[5], "ro") {
+					t.Fatalf("%s is mounted %s", root, f[5])
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("%s is not a mount point:\n%s", root, info)
+		}
+		if err := os.WriteFile(filepath.Join(root, "saphan-was-here"), nil, 0o644); err == nil {
+			t.Fatalf("%s is writable", root)
+		}
+	}
+}
+"#;
+    let mut m = go_module(check);
+    m[2].1 = m[2].1.replace(
+        "import \"testing\"",
+        "import (\n\t\"os\"\n\t\"path/filepath\"\n\t\"runtime\"\n\t\"strings\"\n\t\"testing\"\n)",
+    );
+    let sha = repo.commit(&files(&m), "check the toolchain mounts");
+    let o = here.certify(&repo, image, &[]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "green", "{r}\n{}", text(&o).1);
+    assert_eq!(r["sha"], sha);
+    assert_eq!(r["count"], 2, "{r}");
+    assert_eq!(repo.verified().as_deref(), Some(sha.as_str()));
+    assert_eq!(toolchain_seals(image).len(), 1, "the seal is reused");
+    assert_only_main_worktree(&repo);
+    assert_no_container(&repo);
+}
+
+/// Issue 22: the fill's lock is the engine's container name. While another
+/// run holds it a run goes on without volumes (and fills nothing); once it
+/// is gone the next run seals the image — with no mounts for an image that
+/// has no Go toolchain.
+#[test]
+fn a_held_toolchain_lock_runs_without_volumes_and_an_image_without_go_seals_empty() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let image = shell_image();
+    let lock = toolchain_lock(image);
+    // Hold the lock (waiting out another test's fill of this image first),
+    // then forget any seal so that only the lock stands in the way.
+    wait_for("the lock to be free", Duration::from_secs(300), || {
+        Command::new("docker")
+            .args([
+                "create",
+                "--name",
+                &lock,
+                "--label",
+                "saphan.test=lock",
+                image,
+                "/x",
+            ])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    });
+    suite_images::remove_toolchain_volumes(image);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\necho fine\n")]);
+    let o = here.certify(&repo, image, &[]);
+    let during = suite_images::toolchain_volumes(image);
+    let _ = Command::new("docker").args(["rm", "-f", &lock]).output();
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["verdict"], "green");
+
+    let sha = repo.commit(&[("suite.sh", "#!/bin/sh\necho again\n")], "again");
+    let o = here.certify(&repo, image, &[]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["sha"], sha);
+    assert!(during.is_empty(), "filled under a held lock: {during:?}");
+    wait_for("the seal", Duration::from_secs(60), || {
+        !toolchain_seals(image).is_empty()
+    });
+    assert!(
+        toolchain_seals(image).iter().all(|s| s == "[]"),
+        "{:?}",
+        toolchain_seals(image)
+    );
+    assert!(!container_exists(&lock));
+    assert_no_container(&repo);
+}

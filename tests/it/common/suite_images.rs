@@ -18,12 +18,53 @@ const APPLETS: [&str; 12] = [
 ];
 
 static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Image IDs built here: saphan's toolchain volumes of each go at exit.
+static IDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 extern "C" fn remove_images() {
     let made = MADE.lock().map(|m| m.clone()).unwrap_or_default();
     for name in made {
         let _ = Command::new("docker")
             .args(["rmi", "-f", &name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let ids = IDS.lock().map(|m| m.clone()).unwrap_or_default();
+    for id in ids {
+        remove_toolchain_volumes(&id);
+    }
+}
+
+/// The label saphan puts on an image's toolchain volumes
+/// (`src/docker/toolchain.rs`, `LABEL_IMAGE`).
+pub const TOOLCHAIN_LABEL: &str = "saphan.toolchain-image";
+
+/// Names of the toolchain volumes saphan filled for image `id`.
+pub fn toolchain_volumes(id: &str) -> Vec<String> {
+    let o = Command::new("docker")
+        .args([
+            "volume",
+            "ls",
+            "-q",
+            "--filter",
+            &format!("label={TOOLCHAIN_LABEL}={id}"),
+        ])
+        .output()
+        .expect("docker volume ls");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Remove the toolchain volumes of image `id` (those no container holds).
+pub fn remove_toolchain_volumes(id: &str) {
+    let vols = toolchain_volumes(id);
+    if !vols.is_empty() {
+        let _ = Command::new("docker")
+            .args(["volume", "rm", "-f"])
+            .args(&vols)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -117,6 +158,7 @@ fn import(name: &str, tar_args: &[&str], changes: &[&str]) -> String {
     remember(name);
     let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert!(id.starts_with("sha256:") && id.len() == 71, "{id:?}");
+    IDS.lock().unwrap().push(id.clone());
     id
 }
 
