@@ -268,8 +268,9 @@ impl State {
         self.stack.len()
     }
 
-    /// An element opened (`Start`, or the first half of `Empty`).
-    fn open(&mut self, e: &BytesStart<'_>, offset: u64) -> Result<(), Fail> {
+    /// An element opened (`Start`, or the first half of `Empty`: `empty`,
+    /// it closes right after and has no children).
+    fn open(&mut self, e: &BytesStart<'_>, offset: u64, empty: bool) -> Result<(), Fail> {
         if self.root_closed {
             return Err(Fail::At {
                 offset,
@@ -278,7 +279,12 @@ impl State {
         }
         let name = e.name();
         let name: &str = name.as_ref();
-        if !xml::is_name(name.as_bytes()) {
+        // The names a report is made of are names; others are checked.
+        let known = matches!(
+            name,
+            "testcase" | "testsuite" | "failure" | "error" | "skipped" | "property"
+        );
+        if !known && !xml::is_name(name.as_bytes()) {
             return Err(Fail::At {
                 offset,
                 why: format!(
@@ -294,9 +300,12 @@ impl State {
             "testsuite" => self.open_suite(e, depth, offset)?,
             "testcase" if self.case.is_none() => {
                 check_attrs(e, &mut self.attrs, offset)?;
-                // The name is built only if the testcase turns out failing.
+                // The name is built only if the testcase turns out failing
+                // (an empty one cannot: it has no children).
                 self.case_attrs.clear();
-                self.case_attrs.push_str(e.attributes_raw());
+                if !empty {
+                    self.case_attrs.push_str(e.attributes_raw());
+                }
                 self.case_offset = offset;
                 self.case = Some(Case {
                     depth,
@@ -549,11 +558,11 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
         match ev {
             Event::Start(e) => {
                 saw_content = true;
-                st.open(&e, before)?;
+                st.open(&e, before, false)?;
             }
             Event::Empty(e) => {
                 saw_content = true;
-                st.open(&e, before)?;
+                st.open(&e, before, true)?;
                 st.close()?;
             }
             Event::End(_) => st.close()?,

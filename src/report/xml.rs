@@ -129,7 +129,11 @@ pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), Stri
             return Err(format!("`{}` is not an XML name", show(&raw[start..i])));
         }
         let key = &raw[start..i];
-        if out.iter().any(|a| &raw[a.key.clone()] == key) {
+        // Keys are short: a byte loop, not a call per earlier attribute.
+        if out
+            .iter()
+            .any(|a| a.key.len() == key.len() && raw[a.key.clone()].iter().eq(key.iter()))
+        {
             return Err(format!("duplicate attribute `{}`", show(key)));
         }
         while i < n && ws(raw[i]) {
