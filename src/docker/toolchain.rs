@@ -103,6 +103,10 @@ const SYSTEM_DIRS: &[&str] = &[
     "/var",
 ];
 
+/// Directories the engine fills from the kernel, not the image: nothing
+/// at or under them is ever mounted over.
+const KERNEL_DIRS: &[&str] = &["/proc", "/sys", "/dev"];
+
 /// One read-only volume mount of the image's toolchain: the volume holds
 /// the image's content at `path`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -499,7 +503,8 @@ pub fn goroot(candidates: &[(String, Option<Stat>)]) -> Option<String> {
 /// `pkg/tool`, `src` and `pkg`: none unless `pkg/tool` is there (it is no
 /// GOROOT otherwise); GOROOT itself, and each child that is a symbolic link
 /// out of it, at the resolved path. A path that is a system directory
-/// ([`SYSTEM_DIRS`]) or not absolute, or one inside another, is left out.
+/// ([`SYSTEM_DIRS`]), at or under `/proc`, `/sys` or `/dev`, not absolute,
+/// or inside another, is left out.
 pub fn roots(goroot: &str, children: &[(&str, Option<Stat>)]) -> Vec<String> {
     let has_tool = children
         .iter()
@@ -524,6 +529,7 @@ pub fn roots(goroot: &str, children: &[(&str, Option<Stat>)]) -> Vec<String> {
         p.starts_with('/')
             && !p.split('/').any(|c| c == ".." || c == ".")
             && !SYSTEM_DIRS.contains(&p.trim_end_matches('/'))
+            && !KERNEL_DIRS.iter().any(|k| overlaps(p, k))
     };
     let mut keep: Vec<String> = Vec::new();
     for p in out.iter().filter(|p| clean(p)) {
@@ -616,6 +622,11 @@ mod tests {
         ];
         assert_eq!(roots("/opt/go", &to_usr), vec!["/opt/go"]);
         assert!(roots("/opt/../usr", &plain).is_empty());
+        // Nothing at or under the kernel's file systems, GOROOT or a link.
+        assert!(roots("/proc/self/go", &plain).is_empty());
+        assert!(roots("/dev/shm/go", &plain).is_empty());
+        let to_sys = [("pkg/tool", st(true, None)), ("src", st(true, Some("/sys/kernel/src")))];
+        assert_eq!(roots("/opt/go", &to_sys), vec!["/opt/go"]);
     }
 
     #[test]
