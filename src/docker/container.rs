@@ -446,6 +446,8 @@ pub struct Outcome {
     pub ended: Ended,
     /// Start to exit (or to the kill).
     pub elapsed: Duration,
+    /// The image's toolchain volumes the suite ran with (read-only).
+    pub toolchain: Vec<toolchain::ToolchainMount>,
 }
 
 /// Run the suite `run` in a container on `target`, and remove the container
@@ -462,7 +464,8 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
     let t0 = Instant::now();
     let mut idle: Option<Docker> = None;
     let mut seeding = Duration::ZERO;
-    let work = run_inner(target, run, &t0, &mut seeding, &mut idle);
+    let mut toolchain = Vec::new();
+    let work = run_inner(target, run, &t0, &mut seeding, &mut toolchain, &mut idle);
     let ended = tokio::select! {
         e = work => e,
         _ = interrupt.cancelled() => Ended::Interrupted(
@@ -515,7 +518,11 @@ pub async fn run(target: &Target, run: &Run<'_>, interrupt: &Interrupt) -> Outco
             }
         }
     };
-    Outcome { ended, elapsed }
+    Outcome {
+        ended,
+        elapsed,
+        toolchain,
+    }
 }
 
 /// A debug event `container phase` naming how far a container run got and
@@ -531,7 +538,8 @@ fn phase(name: &'static str, t0: &Instant) {
 
 /// The run itself; `seeding` gets the time the image's toolchain volumes
 /// took ([`toolchain::mounts`]: a fill, once per image and engine), which
-/// the suite's budget does not pay; `idle` gets the connection back when
+/// the suite's budget does not pay; `used` the toolchain volumes the suite
+/// ran with; `idle` gets the connection back when
 /// the run ended with no request in flight on it (so the removal may reuse
 /// it).
 async fn run_inner(
@@ -539,6 +547,7 @@ async fn run_inner(
     run: &Run<'_>,
     t0: &Instant,
     seeding: &mut Duration,
+    used: &mut Vec<toolchain::ToolchainMount>,
     idle: &mut Option<Docker>,
 ) -> Ended {
     let engine_fail = Ended::Engine;
@@ -558,7 +567,7 @@ async fn run_inner(
     taken.extend(run.read_only.iter().map(String::as_str));
     taken.extend(target.caches.iter().map(|(_, inside, _)| inside.as_str()));
     taken.extend(target.scratch.iter().map(|(inside, _)| inside.as_str()));
-    let toolchain =
+    let mut toolchain =
         toolchain::mounts(&docker, &target.image.image_id, &target.labels, &taken).await;
     *seeding = t0.elapsed().saturating_sub(before);
     phase("toolchain", t0);
@@ -620,21 +629,55 @@ async fn run_inner(
         }),
         ..Default::default()
     };
-    let opts = CreateContainerOptions {
-        name: Some(target.name.clone()),
-        ..Default::default()
+    // With the toolchain volumes first; should the engine refuse to create
+    // or start the container with them, once more without (they are a
+    // speed-up, never a reason to fail).
+    let mut tries = if toolchain.is_empty() {
+        vec![body]
+    } else {
+        let mut plain = body.clone();
+        if let Some(h) = plain.host_config.as_mut() {
+            h.mounts = None;
+        }
+        vec![plain, body]
     };
-    if let Err(e) = docker.create_container(Some(opts), body).await {
-        return engine_fail(format!(
-            "the engine refused to create the suite container: {e}"
-        ));
+    loop {
+        let Some(body) = tries.pop() else {
+            unreachable!("the last try returns")
+        };
+        let last = tries.is_empty();
+        let opts = CreateContainerOptions {
+            name: Some(target.name.clone()),
+            ..Default::default()
+        };
+        let failed = match docker.create_container(Some(opts), body).await {
+            Err(e) => format!("the engine refused to create the suite container: {e}"),
+            Ok(_) => {
+                phase("created", t0);
+                match docker.start_container(&target.name, None).await {
+                    Err(e) => format!("the engine refused to start the suite container: {e}"),
+                    Ok(()) => break,
+                }
+            }
+        };
+        if last {
+            return engine_fail(failed);
+        }
+        tracing::warn!(error = %failed, "the suite container did not start with the toolchain volumes; again without them");
+        if let Err(why) = remove_container(
+            &target.transport,
+            &target.socket,
+            Some(&docker),
+            &target.name,
+            cleanup_deadline(),
+        )
+        .await
+        {
+            return engine_fail(format!("{failed}; and it could not be removed: {why}"));
+        }
+        toolchain.clear();
     }
-    phase("created", t0);
-    if let Err(e) = docker.start_container(&target.name, None).await {
-        return engine_fail(format!(
-            "the engine refused to start the suite container: {e}"
-        ));
-    }
+    *used = toolchain;
     phase("started", t0);
     let left = run
         .budget
@@ -949,6 +992,19 @@ impl LocalExecutor {
             let Ok(o) = rx.await else {
                 return Err(engine("the container run ended without a result".into()));
             };
+            if !o.toolchain.is_empty()
+                && let Ok(mut n) = notes.lock()
+            {
+                let list: Vec<String> = o
+                    .toolchain
+                    .iter()
+                    .map(|m| format!("{} ({})", m.path, m.volume))
+                    .collect();
+                n.push(format!(
+                    "the image's Go toolchain was read from read-only copies on engine volumes: {}",
+                    list.join(", ")
+                ));
+            }
             match o.ended {
                 Ended::Finished { status, stderr } => Ok(crate::exec::Output {
                     status,

@@ -32,10 +32,21 @@
 //!    mounts them; when that returns, the copy is complete, and the seal is
 //!    created last. An image without a Go toolchain gets a seal with no
 //!    mounts, so it is looked at once.
-//! 3. The lock container is removed on every path; one left by a saphan
-//!    killed mid-fill carries [`LABEL_CONTROLLER`](super::container::LABEL_CONTROLLER)
-//!    and is reaped like a suite container. A fill that never sealed leaves
-//!    unsealed volumes that nothing mounts.
+//!    Under the lock the lookup is made again (another run may have just
+//!    sealed), and volumes of the image that no valid seal names — what a
+//!    fill that died left — are removed before filling.
+//! 3. The lock container is removed when the fill ends, however it ends
+//!    (its own budget included); one left by a saphan interrupted or killed
+//!    mid-fill carries [`LABEL_CONTROLLER`](super::container::LABEL_CONTROLLER)
+//!    and is reaped like a suite container by the next run on the engine.
+//!
+//! Every path is checked as the engine will use it: links in GOROOT's path
+//! and in its children's are resolved component by component first (the
+//! engine follows them when it copies and when it mounts), and a path that
+//! is not [`mountable`] — a system directory, the kernel's file systems, a
+//! path not in plain form — is never filled. A seal is checked the same way
+//! when it is read. The volumes are trusted as the engine is: whoever can
+//! create volumes on it can also run anything there.
 //!
 //! Nothing here decides a verdict: a failure at any step is a `warn` event
 //! and the run goes on without volumes. The operator's guide is
@@ -161,23 +172,13 @@ pub async fn mounts(
     };
     let found = match found {
         Some(m) => m,
-        None => {
-            match tokio::time::timeout(FILL_BUDGET, fill_locked(docker, image_id, labels)).await {
-                Ok(Ok(m)) => m,
-                Ok(Err(e)) => {
-                    tracing::warn!(image = image_id, error = %e, "toolchain volumes not filled");
-                    Vec::new()
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        image = image_id,
-                        budget_s = FILL_BUDGET.as_secs(),
-                        "toolchain volume fill ran out of time"
-                    );
-                    Vec::new()
-                }
+        None => match fill_locked(docker, image_id, labels).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(image = image_id, error = %e, "toolchain volumes not filled");
+                Vec::new()
             }
-        }
+        },
     };
     if let Some(m) = found
         .iter()
@@ -187,6 +188,20 @@ pub async fn mounts(
         return Vec::new();
     }
     found
+}
+
+/// Whether a volume may be mounted at `p`: an absolute path in plain form
+/// (no empty, `.` or `..` component, no trailing `/`), not a system
+/// directory ([`SYSTEM_DIRS`]) and not at or under `/proc`, `/sys` or
+/// `/dev`.
+pub fn mountable(p: &str) -> bool {
+    p.len() > 1
+        && p.starts_with('/')
+        && !p[1..]
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        && !SYSTEM_DIRS.contains(&p)
+        && !KERNEL_DIRS.iter().any(|k| overlaps(p, k))
 }
 
 /// Whether two absolute paths are the same or one holds the other.
@@ -204,6 +219,40 @@ async fn sealed(
     docker: &Docker,
     image_id: &str,
 ) -> Result<Option<Vec<ToolchainMount>>, bollard::errors::Error> {
+    let vols = labelled(docker, image_id).await?;
+    let names: HashSet<&str> = vols.iter().map(|v| v.name.as_str()).collect();
+    let mut seals: Vec<(&str, &str)> = vols
+        .iter()
+        .filter_map(|v| Some((v.name.as_str(), v.labels.get(LABEL_MOUNTS)?.as_str())))
+        .collect();
+    seals.sort();
+    Ok(seals.into_iter().find_map(|(seal, json)| {
+        let m: Vec<(String, String)> = serde_json::from_str(json).ok()?;
+        // A seal is taken only as a fill writes one: every path one this
+        // module would mount, every volume there.
+        let fits = m
+            .iter()
+            .all(|(p, v)| mountable(p) && names.contains(v.as_str()));
+        if !fits {
+            tracing::warn!(
+                seal,
+                mounts = json,
+                "a toolchain seal that names what no fill would; ignored"
+            );
+        }
+        fits.then(|| {
+            m.into_iter()
+                .map(|(path, volume)| ToolchainMount { path, volume })
+                .collect()
+        })
+    }))
+}
+
+/// The volumes labelled as `image_id`'s toolchain.
+async fn labelled(
+    docker: &Docker,
+    image_id: &str,
+) -> Result<Vec<bollard::models::Volume>, bollard::errors::Error> {
     let opts = ListVolumesOptions {
         filters: Some(
             [(
@@ -213,22 +262,11 @@ async fn sealed(
             .into(),
         ),
     };
-    let listed = docker.list_volumes(Some(opts)).await?;
-    let vols = listed.volumes.unwrap_or_default();
-    let names: HashSet<&str> = vols.iter().map(|v| v.name.as_str()).collect();
-    let mut seals: Vec<(&str, &str)> = vols
-        .iter()
-        .filter_map(|v| Some((v.name.as_str(), v.labels.get(LABEL_MOUNTS)?.as_str())))
-        .collect();
-    seals.sort();
-    Ok(seals.into_iter().find_map(|(_, json)| {
-        let m: Vec<(String, String)> = serde_json::from_str(json).ok()?;
-        m.iter().all(|(_, v)| names.contains(v.as_str())).then(|| {
-            m.into_iter()
-                .map(|(path, volume)| ToolchainMount { path, volume })
-                .collect()
-        })
-    }))
+    Ok(docker
+        .list_volumes(Some(opts))
+        .await?
+        .volumes
+        .unwrap_or_default())
 }
 
 /// The lock container's name for `image_id`.
@@ -273,11 +311,41 @@ async fn fill_locked(
         }
         Err(e) => return Err(format!("creating the lock container {lock}: {e}")),
     }
-    let filled = fill(docker, image_id, &lock, body).await;
+    let filled =
+        match tokio::time::timeout(FILL_BUDGET, fill_held(docker, image_id, &lock, body)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "the fill ran past its {} s budget",
+                FILL_BUDGET.as_secs()
+            )),
+        };
     if let Err(e) = remove(docker, &lock).await {
         tracing::warn!(container = %lock, error = %e, "toolchain lock container not removed; remove it: docker rm -f {lock}");
     }
     filled
+}
+
+/// With the lock held: a seal another run finished meanwhile, else a new
+/// fill. What carries this image's label and no valid seal names is what a
+/// fill that died left (only the lock's holder fills), and is removed
+/// first.
+async fn fill_held(
+    docker: &Docker,
+    image_id: &str,
+    lock: &str,
+    body: ContainerCreateBody,
+) -> Result<Vec<ToolchainMount>, String> {
+    let looked = |e: bollard::errors::Error| format!("looking up the toolchain volumes: {e}");
+    if let Some(m) = sealed(docker, image_id).await.map_err(looked)? {
+        return Ok(m);
+    }
+    for v in labelled(docker, image_id).await.map_err(looked)? {
+        tracing::info!(volume = %v.name, "removing a toolchain volume no seal names");
+        let _ = docker
+            .remove_volume(&v.name, None::<RemoveVolumeOptions>)
+            .await;
+    }
+    fill(docker, image_id, lock, body).await
 }
 
 /// The fill itself, the lock held (`lock` is the created container the
@@ -298,10 +366,23 @@ async fn fill(
         candidates.push((p.clone(), stat(docker, lock, &p).await?));
     }
     let mut paths = Vec::new();
-    if let Some(g) = goroot(&candidates) {
+    // The engine follows links in a mount's path, so the checks are made
+    // on the real paths: GOROOT's, and each child link's.
+    let g = match goroot(&candidates) {
+        Some(g) => realpath(docker, lock, &g).await?,
+        None => None,
+    };
+    if let Some(g) = g {
         let mut children = Vec::new();
         for c in ["pkg/tool", "src", "pkg"] {
-            children.push((c, stat(docker, lock, &format!("{g}/{c}")).await?));
+            let mut st = stat(docker, lock, &format!("{g}/{c}")).await?;
+            if let Some(Stat { link: Some(l), .. }) = st.as_mut() {
+                match realpath(docker, lock, l).await? {
+                    Some(r) => *l = r,
+                    None => st = None,
+                }
+            }
+            children.push((c, st));
         }
         paths = roots(&g, &children);
     }
@@ -443,6 +524,34 @@ async fn stat(docker: &Docker, container: &str, path: &str) -> Result<Option<Sta
     }))
 }
 
+/// `path` with every symbolic link in it resolved, component by component,
+/// in the created container `container` (the engine resolves a link's
+/// target in the container's root); `None` when a component is absent.
+async fn realpath(docker: &Docker, container: &str, path: &str) -> Result<Option<String>, String> {
+    // Deeper than any toolchain; a path past it is not one.
+    const MAX_COMPONENTS: usize = 64;
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    if comps.len() > MAX_COMPONENTS || comps.iter().any(|c| *c == "." || *c == "..") {
+        return Ok(None);
+    }
+    let mut real = String::new();
+    for c in comps {
+        let next = format!("{real}/{c}");
+        let Some((mode, target)) = lstat(docker, container, &next).await? else {
+            return Ok(None);
+        };
+        real = if mode & (1 << 27) != 0 && !target.is_empty() {
+            if !target.starts_with('/') {
+                return Ok(None);
+            }
+            target.trim_end_matches('/').to_string()
+        } else {
+            next
+        };
+    }
+    Ok(Some(if real.is_empty() { "/".into() } else { real }))
+}
+
 /// The engine's archive stat of `path`: its mode (Go's `os.FileMode`
 /// bits) and, for a symbolic link, the resolved target.
 async fn lstat(
@@ -502,9 +611,9 @@ pub fn goroot(candidates: &[(String, Option<Stat>)]) -> Option<String> {
 /// The paths to fill for GOROOT `goroot` given the stats of its children
 /// `pkg/tool`, `src` and `pkg`: none unless `pkg/tool` is there (it is no
 /// GOROOT otherwise); GOROOT itself, and each child that is a symbolic link
-/// out of it, at the resolved path. A path that is a system directory
-/// ([`SYSTEM_DIRS`]), at or under `/proc`, `/sys` or `/dev`, not absolute,
-/// or inside another, is left out.
+/// out of it, at the resolved path. `goroot` and the links are real paths
+/// (no link left in them). A path that is not [`mountable`], or inside
+/// another, is left out.
 pub fn roots(goroot: &str, children: &[(&str, Option<Stat>)]) -> Vec<String> {
     let has_tool = children
         .iter()
@@ -525,21 +634,16 @@ pub fn roots(goroot: &str, children: &[(&str, Option<Stat>)]) -> Vec<String> {
             out.push(l.clone());
         }
     }
-    let clean = |p: &String| {
-        p.starts_with('/')
-            && !p.split('/').any(|c| c == ".." || c == ".")
-            && !SYSTEM_DIRS.contains(&p.trim_end_matches('/'))
-            && !KERNEL_DIRS.iter().any(|k| overlaps(p, k))
-    };
+    let clean = |p: &String| mountable(p);
     let mut keep: Vec<String> = Vec::new();
     for p in out.iter().filter(|p| clean(p)) {
         if !keep.iter().any(|k| overlaps(k, p)) {
-            keep.push(p.trim_end_matches('/').to_string());
+            keep.push(p.clone());
         }
     }
     // GOROOT itself refused (a system directory): its children alone would
     // leave the sources half on volumes — fill nothing.
-    if keep.first().map(String::as_str) != Some(goroot.trim_end_matches('/')) {
+    if keep.first().map(String::as_str) != Some(goroot) {
         return Vec::new();
     }
     keep
@@ -625,8 +729,35 @@ mod tests {
         // Nothing at or under the kernel's file systems, GOROOT or a link.
         assert!(roots("/proc/self/go", &plain).is_empty());
         assert!(roots("/dev/shm/go", &plain).is_empty());
-        let to_sys = [("pkg/tool", st(true, None)), ("src", st(true, Some("/sys/kernel/src")))];
+        let to_sys = [
+            ("pkg/tool", st(true, None)),
+            ("src", st(true, Some("/sys/kernel/src"))),
+        ];
         assert_eq!(roots("/opt/go", &to_sys), vec!["/opt/go"]);
+    }
+
+    #[test]
+    fn only_plain_paths_outside_the_system_are_mountable() {
+        assert!(mountable("/opt/go"));
+        assert!(mountable("/usr/lib/go-1.19"));
+        for p in [
+            "/",
+            "//usr",
+            "/usr/",
+            "/usr//lib/go",
+            "/opt/./go",
+            "/opt/../usr",
+            "opt/go",
+            "",
+            "/usr",
+            "/usr/local",
+            "/proc",
+            "/proc/self/x",
+            "/sys/x",
+            "/dev/shm/go",
+        ] {
+            assert!(!mountable(p), "{p:?}");
+        }
     }
 
     #[test]

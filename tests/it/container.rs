@@ -1186,6 +1186,11 @@ func TestToolchainIsAReadOnlyMount(t *testing.T) {
     assert_eq!(r["count"], 2, "{r}");
     assert_eq!(repo.verified().as_deref(), Some(sha.as_str()));
     assert_eq!(toolchain_seals(image).len(), 1, "the seal is reused");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("read-only copies on engine volumes: /usr/lib/go-1.19 (saphan-toolchain-"),
+        "{r}"
+    );
     assert_only_main_worktree(&repo);
     assert_no_container(&repo);
 }
@@ -1243,5 +1248,119 @@ fn a_held_toolchain_lock_runs_without_volumes_and_an_image_without_go_seals_empt
         toolchain_seals(image)
     );
     assert!(!container_exists(&lock));
+    assert_no_container(&repo);
+}
+
+/// Review (helper-31): a GOROOT reached through a symbolic link into a
+/// system directory — or `/` itself — had that directory mounted over
+/// (read-only `/usr/local`; with `/`, every run of the image failed to
+/// start). Paths are resolved as the engine will follow them, then
+/// checked: nothing is mounted and the runs are green.
+#[test]
+fn a_toolchain_reached_through_a_link_into_the_system_is_never_mounted() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let cases = [
+        // GOROOT=/opt/go, /opt/go -> /usr/local (a system directory).
+        (
+            "lnk-usr-local",
+            "mkdir -p usr/local/bin usr/local/pkg/tool usr/local/src opt && echo x > usr/local/bin/go && ln -s /usr/local opt/go",
+            vec!["ENV GOROOT=/opt/go", "ENV PATH=/bin"],
+        ),
+        // go on PATH through /x -> /: GOROOT would be `/`.
+        (
+            "lnk-root",
+            "mkdir -p pkg/tool src && echo x > bin/go && ln -s / x",
+            vec!["ENV PATH=/x/bin:/bin"],
+        ),
+        // GOROOT=//usr: not in plain form, and /usr besides.
+        (
+            "dbl-slash",
+            "mkdir -p usr/bin usr/pkg/tool usr/src && echo x > usr/bin/go",
+            vec!["ENV GOROOT=//usr", "ENV PATH=/bin"],
+        ),
+    ];
+    let suite = "#!/bin/sh\n! grep -E ' / (/usr|/usr/local|/x|/opt/go) ro' /proc/self/mountinfo || exit 7\necho fine\n";
+    for (tag, layout, env) in cases {
+        let image = suite_images::linked_toolchain_image(tag, layout, &env);
+        let repo = Repo::new(&[("suite.sh", suite)]);
+        for round in 0..2 {
+            let o = here.certify(&repo, &image, &[]);
+            assert_code(&o, 0);
+            let r = json(&o);
+            assert_eq!(
+                r["verdict"],
+                "green",
+                "{tag} round {round}: {r}\n{}",
+                text(&o).1
+            );
+            assert!(!r["notes"].to_string().contains("toolchain"), "{tag}: {r}");
+            if round == 0 {
+                repo.commit(&[("suite.sh", &format!("{suite}# again\n"))], "again");
+            }
+        }
+        assert_eq!(toolchain_seals(&image), ["[]"], "{tag}");
+        assert_no_container(&repo);
+    }
+}
+
+/// Review (helper-31): a seal the engine holds is checked as a fill would
+/// write it, and a suite container the engine will not start with the
+/// volumes is started without them — a seal naming `/etc` is ignored, one
+/// whose mount the engine refuses (a directory volume over a file) costs a
+/// retry, and neither turns a run into a failed measurement.
+#[test]
+fn a_seal_no_fill_would_write_never_fails_a_run() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env
+        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    let image = suite_images::linked_toolchain_image("forged", "true", &["ENV PATH=/bin"]);
+    let vol = format!("saphan-test-forged-{}", std::process::id());
+    let label = format!("{}={image}", suite_images::TOOLCHAIN_LABEL);
+    let docker = |args: &[&str]| {
+        let o = Command::new("docker").args(args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "docker {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    docker(&["volume", "create", "--label", &label, &vol]);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\necho fine\n")]);
+    for (n, mounts) in [("etc", "/etc"), ("file", "/bin/busybox")]
+        .iter()
+        .enumerate()
+    {
+        let seal = format!("aaa-{}-{}-sealed", mounts.0, std::process::id());
+        let mounts_label = format!("saphan.toolchain-mounts=[[\"{}\",\"{vol}\"]]", mounts.1);
+        docker(&[
+            "volume",
+            "create",
+            "--label",
+            &label,
+            "--label",
+            &mounts_label,
+            &seal,
+        ]);
+        if n > 0 {
+            repo.commit(
+                &[("suite.sh", &format!("#!/bin/sh\necho fine {n}\n"))],
+                "again",
+            );
+        }
+        let o = here.certify(&repo, &image, &[]);
+        assert_code(&o, 0);
+        let r = json(&o);
+        assert_eq!(r["verdict"], "green", "{}: {r}\n{}", mounts.0, text(&o).1);
+        assert!(!r["notes"].to_string().contains("toolchain"), "{r}");
+        let _ = Command::new("docker")
+            .args(["volume", "rm", "-f", &seal])
+            .output();
+    }
     assert_no_container(&repo);
 }

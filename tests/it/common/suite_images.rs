@@ -176,6 +176,35 @@ pub fn shell_image() -> &'static str {
     })
 }
 
+/// A busybox image with a fake Go toolchain reached through a symbolic
+/// link into a system directory (`env` its `ENV` lines, `extra` run in the
+/// staging root by `sh -c` to lay the toolchain out): its image ID. Built
+/// on every call, under a name with `tag`.
+pub fn linked_toolchain_image(tag: &str, layout: &str, env: &[&str]) -> String {
+    let s = stage(false);
+    let root = s.path();
+    let st = Command::new("sh")
+        .args(["-c", layout])
+        .current_dir(root)
+        .status()
+        .expect("run sh");
+    assert!(st.success(), "layout {layout:?}");
+    let mut parts: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    parts.sort();
+    let mut args = vec!["-C", root.to_str().unwrap()];
+    args.extend(parts.iter().map(String::as_str));
+    let mut changes = vec!["ENV HOME=/tmp"];
+    changes.extend(env);
+    import(
+        &format!("saphan-test-{tag}:p{}", std::process::id()),
+        &args,
+        &changes,
+    )
+}
+
 /// The busybox image plus this machine's `git` (its binary and the shared
 /// libraries `ldd` names), for suites that ask git about their tree: its
 /// image ID. Built once.
