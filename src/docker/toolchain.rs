@@ -192,7 +192,7 @@ pub async fn mounts(
 
 /// Whether a volume may be mounted at `p`: an absolute path in plain form
 /// (no empty, `.` or `..` component, no trailing `/`), not a system
-/// directory ([`SYSTEM_DIRS`]) and not at or under `/proc`, `/sys` or
+/// directory (`/`, `/usr`, `/etc`, …) and not at or under `/proc`, `/sys` or
 /// `/dev`.
 pub fn mountable(p: &str) -> bool {
     p.len() > 1
