@@ -632,37 +632,9 @@ async fn run_inner(
     // With the toolchain volumes first; should the engine refuse to create
     // or start the container with them, once more without (they are a
     // speed-up, never a reason to fail).
-    let mut tries = if toolchain.is_empty() {
-        vec![body]
-    } else {
-        let mut plain = body.clone();
-        if let Some(h) = plain.host_config.as_mut() {
-            h.mounts = None;
-        }
-        vec![plain, body]
-    };
-    loop {
-        let Some(body) = tries.pop() else {
-            unreachable!("the last try returns")
-        };
-        let last = tries.is_empty();
-        let opts = CreateContainerOptions {
-            name: Some(target.name.clone()),
-            ..Default::default()
-        };
-        let failed = match docker.create_container(Some(opts), body).await {
-            Err(e) => format!("the engine refused to create the suite container: {e}"),
-            Ok(_) => {
-                phase("created", t0);
-                match docker.start_container(&target.name, None).await {
-                    Err(e) => format!("the engine refused to start the suite container: {e}"),
-                    Ok(()) => break,
-                }
-            }
-        };
-        if last {
-            return engine_fail(failed);
-        }
+    let again = (!toolchain.is_empty()).then(|| body.clone());
+    let mut started = create_and_start(&docker, &target.name, body, t0).await;
+    if let (Err(failed), Some(mut body)) = (&started, again) {
         tracing::warn!(error = %failed, "the suite container did not start with the toolchain volumes; again without them");
         if let Err(why) = remove_container(
             &target.transport,
@@ -676,6 +648,13 @@ async fn run_inner(
             return engine_fail(format!("{failed}; and it could not be removed: {why}"));
         }
         toolchain.clear();
+        if let Some(h) = body.host_config.as_mut() {
+            h.mounts = None;
+        }
+        started = create_and_start(&docker, &target.name, body, t0).await;
+    }
+    if let Err(failed) = started {
+        return engine_fail(failed);
     }
     *used = toolchain;
     phase("started", t0);
@@ -716,6 +695,29 @@ async fn run_inner(
         status,
         stderr: logs.stderr,
     }
+}
+
+/// Create the suite container `name` from `body` and start it; `Err` says
+/// which the engine refused.
+async fn create_and_start(
+    docker: &Docker,
+    name: &str,
+    body: ContainerCreateBody,
+    t0: &Instant,
+) -> Result<(), String> {
+    let opts = CreateContainerOptions {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    docker
+        .create_container(Some(opts), body)
+        .await
+        .map_err(|e| format!("the engine refused to create the suite container: {e}"))?;
+    phase("created", t0);
+    docker
+        .start_container(name, None)
+        .await
+        .map_err(|e| format!("the engine refused to start the suite container: {e}"))
 }
 
 /// The container class as the measurement core's

@@ -641,8 +641,9 @@ pub(crate) fn cleanup_deadline() -> tokio::time::Instant {
     tokio::time::Instant::now() + 2 * CLEANUP_BUDGET
 }
 
-/// One forced removal request on `d`, as [`remove_container`] judges it.
-async fn remove_on(d: &Docker, name_or_id: &str) -> Result<(), String> {
+/// One forced removal request on `d`, as [`remove_container`] judges it
+/// (gone already counts as removed).
+pub(super) async fn remove_on(d: &Docker, name_or_id: &str) -> Result<(), String> {
     let opts = RemoveContainerOptions {
         force: true,
         v: true,

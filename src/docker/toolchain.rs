@@ -24,7 +24,7 @@
 //!    others run without volumes this time. The image's GOROOT is found as
 //!    the go command finds its own ([`goroot`]): the image's `GOROOT`
 //!    variable, else `bin/go`'s parent on the image's `PATH`, symbolic links
-//!    resolved by the engine's path stat; it must hold `pkg/tool`. Its
+//!    resolved component by component; it must hold `pkg/tool`. Its
 //!    `src` and `pkg`, when they are symbolic links out of it (Debian's
 //!    layout: `/usr/lib/go-1.19/src -> /usr/share/go-1.19/src`), get
 //!    volumes of their own ([`roots`]). Fresh volumes (names with a random
@@ -52,13 +52,13 @@
 //! and the run goes on without volumes. The operator's guide is
 //! `docs/docker.md`, "The image's toolchain on volumes".
 
+use super::engine::remove_on;
 use bollard::Docker;
 use bollard::models::{
     ContainerCreateBody, HostConfig, Mount, MountType, MountVolumeOptions, VolumeCreateRequest,
 };
 use bollard::query_parameters::{
-    ContainerArchiveInfoOptions, CreateContainerOptions, ListVolumesOptions,
-    RemoveContainerOptions, RemoveVolumeOptions,
+    ContainerArchiveInfoOptions, CreateContainerOptions, ListVolumesOptions, RemoveVolumeOptions,
 };
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -319,7 +319,7 @@ async fn fill_locked(
                 FILL_BUDGET.as_secs()
             )),
         };
-    if let Err(e) = remove(docker, &lock).await {
+    if let Err(e) = remove_on(docker, &lock).await {
         tracing::warn!(container = %lock, error = %e, "toolchain lock container not removed; remove it: docker rm -f {lock}");
     }
     filled
@@ -366,23 +366,10 @@ async fn fill(
         candidates.push((p.clone(), stat(docker, lock, &p).await?));
     }
     let mut paths = Vec::new();
-    // The engine follows links in a mount's path, so the checks are made
-    // on the real paths: GOROOT's, and each child link's.
-    let g = match goroot(&candidates) {
-        Some(g) => realpath(docker, lock, &g).await?,
-        None => None,
-    };
-    if let Some(g) = g {
+    if let Some(g) = goroot(&candidates) {
         let mut children = Vec::new();
         for c in ["pkg/tool", "src", "pkg"] {
-            let mut st = stat(docker, lock, &format!("{g}/{c}")).await?;
-            if let Some(Stat { link: Some(l), .. }) = st.as_mut() {
-                match realpath(docker, lock, l).await? {
-                    Some(r) => *l = r,
-                    None => st = None,
-                }
-            }
-            children.push((c, st));
+            children.push((c, stat(docker, lock, &format!("{g}/{c}")).await?));
         }
         paths = roots(&g, &children);
     }
@@ -391,8 +378,7 @@ async fn fill(
         let _ = getrandom::fill(&mut b);
         hex::encode(b)
     };
-    let hex = image_id.strip_prefix("sha256:").unwrap_or(image_id);
-    let base = format!("saphan-toolchain-{}-{nonce}", &hex[..hex.len().min(12)]);
+    let base = format!("{}-{nonce}", lock_name(image_id));
     let label = |extra: Option<String>| {
         let mut l = HashMap::from([(LABEL_IMAGE.to_string(), image_id.to_string())]);
         if let Some(m) = extra {
@@ -440,7 +426,7 @@ async fn fill(
             ..Default::default()
         };
         let created = docker.create_container(Some(opts), body).await;
-        let _ = remove(docker, &filler).await;
+        let _ = remove_on(docker, &filler).await;
         if let Err(e) = created {
             discard(docker, &made).await;
             return Err(format!("filling the toolchain volumes: {e}"));
@@ -477,57 +463,26 @@ async fn discard(docker: &Docker, made: &[ToolchainMount]) {
     }
 }
 
-/// Remove a never-started helper container (404 counts as removed).
-async fn remove(docker: &Docker, name: &str) -> Result<(), bollard::errors::Error> {
-    let opts = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..Default::default()
-    };
-    match docker.remove_container(name, Some(opts)).await {
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
-        r => r,
-    }
-}
-
-/// A path in the image as the engine's archive stat answers.
+/// A path in the image, its links resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
-    /// A directory (after the engine resolved symbolic links).
+    /// What the path leads to is a directory.
     pub dir: bool,
-    /// The resolved absolute path when the path itself is a symbolic link.
+    /// The real path (every symbolic link in it resolved) when it is not
+    /// the path itself.
     pub link: Option<String>,
 }
 
-/// `path` in the created container `container`; `None` when absent (or a
-/// symbolic link to nothing).
-async fn stat(docker: &Docker, container: &str, path: &str) -> Result<Option<Stat>, String> {
-    // The engine's answer is about the path itself (lstat), with the link's
-    // target resolved to an absolute path: a link is looked at twice.
-    let Some((mode, target)) = lstat(docker, container, path).await? else {
-        return Ok(None);
-    };
-    // Go's os.FileMode: ModeDir is bit 31, ModeSymlink bit 27.
-    const DIR: u32 = 1 << 31;
-    const LINK: u32 = 1 << 27;
-    if mode & LINK == 0 || target.is_empty() {
-        return Ok(Some(Stat {
-            dir: mode & DIR != 0,
-            link: None,
-        }));
-    }
-    Ok(lstat(docker, container, &target).await?.map(|(m, _)| Stat {
-        dir: m & DIR != 0,
-        link: Some(target),
-    }))
-}
+/// Go's `os.FileMode` bits in the engine's archive stat: a directory, a
+/// symbolic link.
+const MODE_DIR: u32 = 1 << 31;
+const MODE_LINK: u32 = 1 << 27;
 
-/// `path` with every symbolic link in it resolved, component by component,
-/// in the created container `container` (the engine resolves a link's
-/// target in the container's root); `None` when a component is absent.
-async fn realpath(docker: &Docker, container: &str, path: &str) -> Result<Option<String>, String> {
+/// `path` in the created container `container`, its links resolved
+/// component by component — as the engine follows them when it copies
+/// into a volume and when it mounts one, so every check is made on the
+/// real path. `None` when a component is absent (or a link leads nowhere).
+async fn stat(docker: &Docker, container: &str, path: &str) -> Result<Option<Stat>, String> {
     // Deeper than any toolchain; a path past it is not one.
     const MAX_COMPONENTS: usize = 64;
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
@@ -535,21 +490,37 @@ async fn realpath(docker: &Docker, container: &str, path: &str) -> Result<Option
         return Ok(None);
     }
     let mut real = String::new();
+    let mut dir = true;
     for c in comps {
         let next = format!("{real}/{c}");
-        let Some((mode, target)) = lstat(docker, container, &next).await? else {
+        let Some((mut mode, target)) = lstat(docker, container, &next).await? else {
             return Ok(None);
         };
-        real = if mode & (1 << 27) != 0 && !target.is_empty() {
+        // The engine answers for the path itself (lstat), a link's target
+        // resolved to an absolute path: that target is looked at in turn.
+        real = if mode & MODE_LINK != 0 && !target.is_empty() {
             if !target.starts_with('/') {
                 return Ok(None);
             }
+            let Some((m, _)) = lstat(docker, container, &target).await? else {
+                return Ok(None);
+            };
+            mode = m;
             target.trim_end_matches('/').to_string()
         } else {
             next
         };
+        dir = mode & MODE_DIR != 0;
     }
-    Ok(Some(if real.is_empty() { "/".into() } else { real }))
+    let real = if real.is_empty() {
+        "/".to_string()
+    } else {
+        real
+    };
+    Ok(Some(Stat {
+        dir,
+        link: (real != path).then_some(real),
+    }))
 }
 
 /// The engine's archive stat of `path`: its mode (Go's `os.FileMode`
