@@ -617,7 +617,13 @@ pub async fn run_suite_with(
         r = executor.execute(t, cmd) => Some(r),
         _ = intr.cancelled() => None,
     };
-    let elapsed = t0.elapsed();
+    // The suite's wall time as its executor measured it, start to exit
+    // (a container run leaves out the one-time fill of its image's
+    // toolchain volumes); the core's own clock when nothing came back.
+    let elapsed = match &outcome {
+        Some(Ok(out)) => out.elapsed,
+        _ => t0.elapsed(),
+    };
     // Interrupted mid-run: the suite's processes ran (and were killed)
     // under the same containment as a run that ended.
     let interrupted = outcome.is_none();
