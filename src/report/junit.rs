@@ -1,9 +1,14 @@
 //! junit-xml: a streaming reader of JUnit XML reports (the Surefire shape and
 //! its many cousins: pytest, Gradle, jest-junit, PHPUnit, nextest …).
 //!
-//! The file is read as a stream of quick-xml events through a fixed buffer;
-//! no document tree is built, so memory stays flat however large the report
-//! (it grows only with the longest single event and with the failing names).
+//! The file is read through a window of 256 KiB that quick-xml
+//! parses as a slice, so events are borrowed from the window, never copied;
+//! an event the window's end cuts is read again from its start once the
+//! window is refilled (`xml::Window`). No document tree is built, so memory
+//! stays flat however large the report (it grows only with the longest
+//! single event and with the failing names), and the result is the same for
+//! every window size (the corpus and the proptests hold it to that, from a
+//! one-byte window up).
 //!
 //! Rules (`../shared/corpus/README.md`, "JUnit XML"):
 //!
@@ -22,19 +27,17 @@
 //!    `name`, at the position of that suite.
 //! 5. A UTF-8 BOM and an XML declaration are accepted.
 
-use super::xml::{self, AttrSpan, Chars};
+use super::xml::{self, AttrSpan};
 use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, files};
 use quick_xml::encoding::EncodingError;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
-/// Buffer size for reading report files.
+/// The window a report file is read through (bytes): one read's worth.
 const READ_BUF: usize = 256 * 1024;
-/// Event buffers larger than this are given back after the event.
-const KEEP_BUF: usize = 1024 * 1024;
 
 /// Select the files `pattern` matches under `root` and parse each one; the
 /// files sum independently (an original run and its re-run both count).
@@ -79,7 +82,7 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
         source,
     };
     let f = File::open(path).map_err(unreadable)?;
-    match parse_stream(BufReader::with_capacity(READ_BUF, f)) {
+    match parse_stream(f, READ_BUF) {
         Ok(p) => Ok(p),
         Err(fail) => Err(fail.into_error(display, |offset| line_in_file(path, offset))),
     }
@@ -88,7 +91,20 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
 /// Parse a report held in memory (tests, fuzzing). Same rules and errors as
 /// [`parse_file`].
 pub fn parse_bytes(bytes: &[u8], display: &str) -> Result<Parsed, ReportError> {
-    match parse_stream(bytes) {
+    // One window holds it all (the read that finds its end included).
+    parse_bytes_through(bytes, display, bytes.len() + 1)
+}
+
+/// [`parse_bytes`] read through a window of `window` bytes, as a file is
+/// read through one of 256 KiB: the same result for every window size is
+/// what the corpus tests hold the streaming parse to. Not an interface.
+#[doc(hidden)]
+pub fn parse_bytes_through(
+    bytes: &[u8],
+    display: &str,
+    window: usize,
+) -> Result<Parsed, ReportError> {
+    match parse_stream(bytes, window) {
         Ok(p) => Ok(p),
         Err(fail) => Err(fail.into_error(display, |offset| {
             let end = (offset as usize).min(bytes.len());
@@ -515,28 +531,127 @@ impl State {
     }
 }
 
-/// The streaming parse over any buffered reader.
-fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
-    let mut reader = Reader::from_reader(Chars::new(input));
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Parsing state that is not the report's: what the document held so far.
+#[derive(Default)]
+struct Seen {
+    /// Anything but whitespace and a byte-order mark.
+    content: bool,
+    /// Any event at all (the XML declaration must be the first).
+    event: bool,
+}
+
+/// The streaming parse: quick-xml reads each [`xml::Window`] as a slice;
+/// an event the window's end cuts is read again from its start after a
+/// refill. `cap` is the read size in bytes.
+fn parse_stream<R: Read>(input: R, cap: usize) -> Result<Parsed, Fail> {
+    let refill_failed = |e| match e {
+        xml::Refill::Io(e) => Fail::Io(e),
+        xml::Refill::Forbidden { offset, why } => Fail::At { offset, why },
+    };
+    let mut win = xml::Window::new(input, cap);
+    win.refill(0).map_err(refill_failed)?;
+    let mut st = State::new();
+    let mut seen = Seen::default();
+    loop {
+        match parse_window(&win, &mut st, &mut seen)? {
+            None => break,
+            Some(keep) => win.refill(keep).map_err(refill_failed)?,
+        }
+    }
+    st.finish(&seen, win.base() + win.bytes().len() as u64)
+}
+
+/// An error quick-xml may give only because the event runs past the window
+/// (it would read on to the event's end, however far).
+fn cut_short(e: &quick_xml::Error) -> bool {
+    use quick_xml::errors::{IllFormedError, SyntaxError};
+    matches!(
+        e,
+        quick_xml::Error::Syntax(
+            SyntaxError::UnclosedTag
+                | SyntaxError::UnclosedSingleQuotedAttributeValue
+                | SyntaxError::UnclosedDoubleQuotedAttributeValue
+                | SyntaxError::UnclosedComment
+                | SyntaxError::UnclosedCData
+                | SyntaxError::UnclosedDoctype
+                | SyntaxError::UnclosedPI
+                | SyntaxError::UnclosedXmlDecl
+        ) | quick_xml::Error::IllFormed(IllFormedError::UnclosedReference)
+    )
+}
+
+/// Other errors look a few bytes past an event's start at most (`<!` and
+/// the keyword after it): a window this long decides them.
+const LOOKAHEAD: usize = 64;
+
+/// Parse the events the window holds whole. `Ok(None)`: the document
+/// ended. `Ok(Some(keep))`: the window's end cut an event that begins at
+/// `keep` (a window offset); refill from there and call again.
+fn parse_window<R: Read>(
+    win: &xml::Window<R>,
+    st: &mut State,
+    seen: &mut Seen,
+) -> Result<Option<usize>, Fail> {
+    let bytes = win.bytes();
+    // quick-xml drops a byte-order mark at the start of what it reads.
+    // Only the file's own first bytes may be one; elsewhere U+FEFF is text.
+    // So that is read here: the text run it begins, as quick-xml reads one
+    // (up to the next `<` or `&`).
+    let mut skip = 0;
+    if win.base() == 0 && bytes.starts_with(BOM) {
+        skip = BOM.len();
+    }
+    if bytes[skip..].starts_with(BOM) {
+        let whole = win.at_eof();
+        let before = win.base() + skip as u64;
+        let run = &bytes[skip..];
+        let end = match memchr::memchr2(b'<', b'&', run) {
+            Some(i) => i,
+            None if whole => run.len(),
+            None => return Ok(Some(skip)),
+        };
+        let t = match std::str::from_utf8(&run[..end]) {
+            Ok(t) => t,
+            // Decided as quick-xml's errors are (below).
+            Err(_) if !whole && !win.holds(skip, LOOKAHEAD) => return Ok(Some(skip)),
+            Err(u) => {
+                return Err(Fail::At {
+                    offset: before + u.valid_up_to() as u64,
+                    why: quick_xml::Error::Encoding(EncodingError::Utf8(u)).to_string(),
+                });
+            }
+        };
+        st.event(Event::Text(quick_xml::events::BytesText::from_escaped(t)), before, seen)?;
+        skip += end;
+    }
+    let mut reader = Reader::from_reader(&bytes[skip..]);
     {
+        // End tags are matched in `State` (a window's reader has not seen
+        // the elements the earlier windows opened).
         let c = reader.config_mut();
-        c.check_end_names = true;
-        c.allow_unmatched_ends = false;
+        c.check_end_names = false;
+        c.allow_unmatched_ends = true;
         c.expand_empty_elements = false;
     }
-    let mut st = State::new();
-    let mut buf = Vec::with_capacity(8 * 1024);
-    let mut saw_content = false;
-    let mut saw_event = false;
+    let at = |rel: u64| win.base() + skip as u64 + rel;
+    let whole = win.at_eof();
     loop {
-        let before = reader.buffer_position();
-        let ev = match reader.read_event_into(&mut buf) {
+        let rel = reader.buffer_position();
+        let before = at(rel);
+        let keep = skip + rel as usize;
+        let ev = match reader.read_event() {
+            Ok(Event::Eof) if whole => return Ok(None),
+            Ok(Event::Eof) => return Ok(Some(keep)),
+            // An event that reaches the window's end may go on past it.
+            Ok(_) if !whole && skip + reader.buffer_position() as usize >= bytes.len() => {
+                return Ok(Some(keep));
+            }
             Ok(ev) => ev,
-            Err(quick_xml::Error::Io(e)) => {
-                if let Some((offset, why)) = reader.get_ref().bad.clone() {
-                    return Err(Fail::At { offset, why });
-                }
-                return Err(Fail::Io(std::io::Error::new(e.kind(), e.to_string())));
+            Err(e) if !whole && (cut_short(&e) || !win.holds(keep, LOOKAHEAD)) => {
+                return Ok(Some(keep));
             }
             Err(e) => {
                 // quick-xml keeps no position for bytes that are not UTF-8:
@@ -545,7 +660,7 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                     quick_xml::Error::Encoding(EncodingError::Utf8(u)) => {
                         before + u.valid_up_to() as u64
                     }
-                    _ => reader.error_position(),
+                    _ => at(reader.error_position()),
                 };
                 return Err(Fail::At {
                     offset,
@@ -553,140 +668,151 @@ fn parse_stream<R: BufRead>(input: R) -> Result<Parsed, Fail> {
                 });
             }
         };
-        let first = !saw_event;
-        saw_event = true;
+        st.event(ev, before, seen)?;
+    }
+}
+
+impl State {
+    /// One whole event, which begins at file offset `before`.
+    fn event(&mut self, ev: Event<'_>, before: u64, seen: &mut Seen) -> Result<(), Fail> {
+        let first = !seen.event;
+        seen.event = true;
+        let at = |why: String| Fail::At {
+            offset: before,
+            why,
+        };
         match ev {
             Event::Start(e) => {
-                saw_content = true;
-                st.open(&e, before, false)?;
+                seen.content = true;
+                self.open(&e, before, false)?;
             }
             Event::Empty(e) => {
-                saw_content = true;
-                st.open(&e, before, true)?;
-                st.close()?;
+                seen.content = true;
+                self.open(&e, before, true)?;
+                self.close()?;
             }
-            Event::End(_) => st.close()?,
-            Event::Text(t) => {
-                if let Some(d) = st.cap_depth
-                    && st.depth() >= d
-                {
-                    st.cap_ring.push_text(&t);
+            Event::End(e) => {
+                let name = e.name();
+                let name: &str = name.as_ref();
+                if self.depth() == 0 {
+                    return Err(at(format!("`</{}>` closes no open element", xml::show(name.as_bytes()))));
                 }
-                let blank = xml::text_is_blank(&t).map_err(|why| Fail::At {
-                    offset: before,
-                    why: why.into(),
-                })?;
-                if !blank {
-                    saw_content = true;
-                    if st.depth() == 0 {
-                        return Err(Fail::At {
-                            offset: before,
-                            why: "text outside the root element (this is not XML)".into(),
-                        });
-                    }
+                if name != self.innermost() {
+                    return Err(at(format!(
+                        "`</{}>` where `</{}>` was expected",
+                        xml::show(name.as_bytes()),
+                        xml::show(self.innermost().as_bytes())
+                    )));
                 }
+                self.close()?;
             }
+            Event::Text(t) => self.text(&t, before, seen)?,
             Event::CData(c) => {
-                if let Some(d) = st.cap_depth
-                    && st.depth() >= d
+                if let Some(d) = self.cap_depth
+                    && self.depth() >= d
                 {
-                    st.cap_ring.push_text(&c);
+                    self.cap_ring.push_text(&c);
                 }
-                saw_content = true;
-                if st.depth() == 0 {
-                    return Err(Fail::At {
-                        offset: before,
-                        why: "CDATA outside the root element".into(),
-                    });
+                seen.content = true;
+                if self.depth() == 0 {
+                    return Err(at("CDATA outside the root element".into()));
                 }
             }
             Event::GeneralRef(r) => {
-                saw_content = true;
-                if st.depth() == 0 {
-                    return Err(Fail::At {
-                        offset: before,
-                        why: "a reference outside the root element".into(),
-                    });
+                seen.content = true;
+                if self.depth() == 0 {
+                    return Err(at("a reference outside the root element".into()));
                 }
-                xml::check_reference(r.as_bytes(), st.saw_doctype).map_err(|why| Fail::At {
-                    offset: before,
-                    why,
-                })?;
-                if let Some(d) = st.cap_depth
-                    && st.depth() >= d
+                xml::check_reference(r.as_bytes(), self.saw_doctype).map_err(at)?;
+                if let Some(d) = self.cap_depth
+                    && self.depth() >= d
                 {
                     match r.resolve_char_ref() {
-                        Ok(Some(c)) => st.cap_ring.push_text(c.encode_utf8(&mut [0; 4])),
+                        Ok(Some(c)) => self.cap_ring.push_text(c.encode_utf8(&mut [0; 4])),
                         _ => {
                             if let Some(t) = quick_xml::escape::resolve_predefined_entity(&r) {
-                                st.cap_ring.push_text(t);
+                                self.cap_ring.push_text(t);
                             }
                         }
                     }
                 }
             }
             Event::DocType(_) => {
-                saw_content = true;
-                if st.saw_doctype || st.depth() > 0 || st.root_closed {
-                    return Err(Fail::At {
-                        offset: before,
-                        why: "a DOCTYPE may appear once, before the root element".into(),
-                    });
+                seen.content = true;
+                if self.saw_doctype || self.depth() > 0 || self.root_closed {
+                    return Err(at("a DOCTYPE may appear once, before the root element".into()));
                 }
-                st.saw_doctype = true;
+                self.saw_doctype = true;
             }
             Event::Decl(d) => {
-                saw_content = true;
+                seen.content = true;
                 // Only at the very start (after a byte-order mark at most).
-                xml::check_decl(&d, first && before <= 3).map_err(|why| Fail::At {
-                    offset: before,
-                    why: why.into(),
-                })?;
+                xml::check_decl(&d, first && before <= BOM.len() as u64)
+                    .map_err(|why| at(why.into()))?;
             }
             Event::PI(p) => {
-                saw_content = true;
-                xml::check_pi(&p).map_err(|why| Fail::At {
-                    offset: before,
-                    why,
-                })?;
+                seen.content = true;
+                xml::check_pi(&p).map_err(at)?;
             }
             Event::Comment(c) => {
-                saw_content = true;
-                xml::check_comment(&c).map_err(|why| Fail::At {
-                    offset: before,
-                    why: why.into(),
-                })?;
+                seen.content = true;
+                xml::check_comment(&c).map_err(|why| at(why.into()))?;
             }
-            Event::Eof => break,
+            Event::Eof => {}
         }
-        buf.clear();
-        if buf.capacity() > KEEP_BUF {
-            buf.shrink_to(8 * 1024);
+        Ok(())
+    }
+
+    /// A run of text (or a U+FEFF that is not the file's byte-order mark).
+    fn text(&mut self, t: &str, before: u64, seen: &mut Seen) -> Result<(), Fail> {
+        seen.event = true;
+        if let Some(d) = self.cap_depth
+            && self.depth() >= d
+        {
+            self.cap_ring.push_text(t);
         }
+        let blank = xml::text_is_blank(t).map_err(|why| Fail::At {
+            offset: before,
+            why: why.into(),
+        })?;
+        if !blank {
+            seen.content = true;
+            if self.depth() == 0 {
+                return Err(Fail::At {
+                    offset: before,
+                    why: "text outside the root element (this is not XML)".into(),
+                });
+            }
+        }
+        Ok(())
     }
-    let end = reader.buffer_position();
-    if !saw_content {
-        return Err(Fail::Empty);
+
+    /// The document ended: what it amounts to.
+    /// `end` is the file's length: errors about what is missing point there.
+    fn finish(self, seen: &Seen, end: u64) -> Result<Parsed, Fail> {
+        if !seen.content {
+            return Err(Fail::Empty);
+        }
+        if self.depth() > 0 {
+            return Err(Fail::At {
+                offset: end,
+                why: format!(
+                    "the file ends inside <{}> before its elements close (truncated?)",
+                    self.innermost()
+                ),
+            });
+        }
+        if !self.root_closed {
+            return Err(Fail::At {
+                offset: end,
+                why: "no root element".into(),
+            });
+        }
+        if !self.saw_suite {
+            return Err(Fail::NoTestsuite);
+        }
+        Ok(self.parsed)
     }
-    if st.depth() > 0 {
-        return Err(Fail::At {
-            offset: end,
-            why: format!(
-                "the file ends inside <{}> before its elements close (truncated?)",
-                st.innermost()
-            ),
-        });
-    }
-    if !st.root_closed {
-        return Err(Fail::At {
-            offset: end,
-            why: "no root element".into(),
-        });
-    }
-    if !st.saw_suite {
-        return Err(Fail::NoTestsuite);
-    }
-    Ok(st.parsed)
 }
 
 #[cfg(test)]
@@ -987,12 +1113,12 @@ mod tests {
     fn forbidden_characters_straddling_buffers_are_found() {
         let x = fill("T", "\u{FFFE}");
         for cap in 1..12 {
-            let r = parse_stream(std::io::BufReader::with_capacity(cap, x.as_bytes()));
+            let r = parse_stream(x.as_bytes(), cap);
             assert!(matches!(r, Err(Fail::At { .. })), "capacity {cap}: {r:?}");
         }
         let good = fill("T", "\u{FFFD}\u{EFBF}é");
         for cap in 1..12 {
-            let r = parse_stream(std::io::BufReader::with_capacity(cap, good.as_bytes()));
+            let r = parse_stream(good.as_bytes(), cap);
             assert_eq!(r.map(|p| p.count).ok(), Some(2), "capacity {cap}");
         }
     }
@@ -1021,7 +1147,7 @@ mod tests {
             docs.push(raw);
             for d in docs {
                 let whole = parse_bytes(&d, "t.xml");
-                let streamed = parse_stream(std::io::BufReader::with_capacity(cap, &d[..]));
+                let streamed = parse_stream(&d[..], cap);
                 for green in [
                     whole.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),
                     streamed.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),
@@ -1029,6 +1155,37 @@ mod tests {
                     proptest::prop_assert_ne!(green, Some(crate::report::Verdict::Green), "{}", String::from_utf8_lossy(&d));
                 }
             }
+        }
+
+        /// The streaming parse reads the same whatever the window: events
+        /// cut by a window's end, a character split by a read, a U+FEFF
+        /// that is text and not the file's byte-order mark.
+        #[test]
+        fn every_window_size_reads_what_the_whole_file_reads(parts in proptest::collection::vec(proptest::sample::select(vec![
+            "<testsuites>", "</testsuites>", "<testsuite tests='3' skipped='1' name='s'>", "<testsuite name=\"é&amp;x\">",
+            "</testsuite>", "<testcase classname='c' name='n'>", "<testcase name='m' time=\"0.1\"/>", "</testcase>",
+            "<failure message='a &lt; b'>", "</failure>", "<error/>", "<skipped/>", "&amp;", "&#x1F600;", "&bogus;",
+            "&am", "<![CDATA[x]]y]]>", "<![CDA", "<!-- c -->", "<!--", "<?pi x?>", "<?xml version='1.0'?>",
+            "<!DOCTYPE r>", "<!", "text ", "é", "日本", "\u{1F600}", "\n", "\t", "<", ">", "'", "\"", "]]>",
+            "\u{FEFF}", "</ testcase>", "<testcase name='x\ny'>", "\u{7}",
+        ]), 0..40), cap in 1usize..48) {
+            let s: String = parts.concat();
+            let whole = format!("{:?}", parse_bytes(s.as_bytes(), "soup.xml"));
+            let through = format!("{:?}", parse_bytes_through(s.as_bytes(), "soup.xml", cap));
+            proptest::prop_assert_eq!(whole, through, "window {} over {:?}", cap, s);
+        }
+
+        /// The same with bytes that are not UTF-8 or not XML characters.
+        #[test]
+        fn every_window_size_refuses_what_the_whole_file_refuses(parts in proptest::collection::vec(proptest::sample::select(vec![
+            &b"<testsuite tests='1'>"[..], b"</testsuite>", b"<testcase name='a'>", b"</testcase>", b"<failure>",
+            b"</failure>", b"x", b"\xC3\xA9", b"\xE6\x97", b"\xA5", b"\xFF", b"\xF0\x9F\x98\x80", b"\xEF\xBF",
+            b"\xBE", b"\xEF\xBB\xBF", b"\x00", b"\x0C", b"\n", b"&amp;", b"&#", b"<!", b"<![CDATA[", b"]]>", b"-->",
+        ]), 0..40), cap in 1usize..48) {
+            let b: Vec<u8> = parts.concat();
+            let whole = format!("{:?}", parse_bytes(&b, "soup.xml"));
+            let through = format!("{:?}", parse_bytes_through(&b, "soup.xml", cap));
+            proptest::prop_assert_eq!(whole, through, "window {} over {:?}", cap, String::from_utf8_lossy(&b));
         }
 
         #[test]

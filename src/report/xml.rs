@@ -5,7 +5,7 @@
 //! than XML 1.0 asks, so what it lets through is checked here:
 //!
 //! * characters XML forbids anywhere (§2.2), before quick-xml sees them
-//!   ([`Chars`], one vectorizable pass per buffer);
+//!   ([`Window`], one vectorizable pass per read);
 //! * attributes (§3.1, §3.3.3, §4.1): whitespace before each
 //!   `name="value"`, Names, no duplicates, no `<` in values, every `&` a
 //!   known reference — one fused scan per element that also hands the
@@ -21,7 +21,7 @@ use quick_xml::events::attributes::Attribute;
 use quick_xml::events::{BytesDecl, BytesPI};
 use quick_xml::name::QName;
 use std::borrow::Cow;
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::ops::Range;
 
 /// Is `s` only XML whitespace?
@@ -67,7 +67,7 @@ const HI: u64 = 0x8080_8080_8080_8080;
 
 /// The first byte at or after `i` in an attribute value quoted by `q` that
 /// ends a plain run: `q`, `<`, `&` or a control (tab, CR and LF are
-/// normalized; the others never get this far, [`Chars`] refuses them).
+/// normalized; the others never get this far, [`Window`] refuses them).
 /// Eight bytes at a time: the lowest flagged byte of each test is exact.
 #[inline]
 fn value_stop(raw: &[u8], mut i: usize, q: u8) -> usize {
@@ -317,37 +317,161 @@ pub(super) fn check_reference(r: &[u8], declared_ok: bool) -> Result<(), String>
     }
 }
 
-/// Reads through an inner reader and refuses, before quick-xml sees them,
-/// the bytes XML 1.0 forbids everywhere in a document (§2.2): C0 controls
-/// other than tab, LF and CR, and U+FFFE / U+FFFF. (quick-xml already
-/// refuses bytes that are not UTF-8.) One vectorizable pass per buffer.
-pub(super) struct Chars<R> {
-    inner: R,
-    /// Bytes of the inner buffer already checked.
-    checked: usize,
-    /// Absolute offset of the inner buffer's start.
-    pos: u64,
-    /// The last two bytes checked (a U+FFFE may straddle two buffers).
-    prev: [u8; 2],
-    /// The first forbidden character: (absolute offset, what it is).
-    pub bad: Option<(u64, String)>,
+/// A window onto a report as it is read: a byte range of the file that
+/// quick-xml parses as a slice (no copy per event), refilled from the
+/// source as parsing reaches its end.
+///
+/// quick-xml's slice reader sees one window at a time; where an event runs
+/// past the window's end, the caller keeps the bytes from that event's start
+/// and asks for a refill ([`Window::refill`]), which moves them to the front
+/// and reads on. So the window holds at most one buffer plus the event being
+/// read: memory stays flat however large the report, and grows only with
+/// the longest single event (as any streaming reader's does).
+///
+/// Every byte read is checked once for the characters XML 1.0 forbids
+/// everywhere in a document (§2.2): C0 controls other than tab, LF and CR,
+/// and U+FFFE / U+FFFF. The window ends before the first one, which is
+/// refused when parsing reaches it. (quick-xml refuses bytes that are not UTF-8; the
+/// window ends on a character boundary until the source is exhausted, so a
+/// character cut by a read never looks broken.)
+pub(super) struct Window<R> {
+    src: R,
+    /// `data[..end]` holds file bytes `base..base + end`.
+    data: Vec<u8>,
+    end: usize,
+    /// Parsing may go up to here: `end`, less a character the read cut.
+    limit: usize,
+    base: u64,
+    /// The source is exhausted: everything up to `end` is all there is.
+    eof: bool,
+    /// The size the window starts at and shrinks back to (bytes).
+    cap: usize,
+    /// A forbidden character at `limit`: the refill that would read past
+    /// it fails with this instead, so it is refused where parsing reaches
+    /// it, whatever the window's size.
+    bad: Option<(u64, String)>,
 }
 
-impl<R> Chars<R> {
-    pub fn new(inner: R) -> Chars<R> {
-        Chars {
-            inner,
-            checked: 0,
-            pos: 0,
-            prev: [0; 2],
+/// Why a [`Window`] could not be refilled.
+#[derive(Debug)]
+pub(super) enum Refill {
+    Io(std::io::Error),
+    /// A character XML forbids, at this file offset.
+    Forbidden { offset: u64, why: String },
+}
+
+/// A window that has grown past this many bytes for one long event is
+/// given back once that event is behind it.
+const KEEP_WINDOW: usize = 1024 * 1024;
+
+impl<R: Read> Window<R> {
+    /// An empty window over `src` that reads `cap` bytes at a time (at
+    /// least 1); call [`Window::refill`]`(0)` before the first parse.
+    pub fn new(src: R, cap: usize) -> Window<R> {
+        Window {
+            src,
+            data: Vec::new(),
+            end: 0,
+            limit: 0,
+            base: 0,
+            eof: false,
+            cap: cap.max(1),
             bad: None,
         }
     }
+
+    /// The bytes to parse now.
+    pub fn bytes(&self) -> &[u8] {
+        &self.data[..self.limit]
+    }
+
+    /// The file offset of `bytes()[0]`.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Nothing more will come: `bytes()` runs to the end of the file.
+    pub fn at_eof(&self) -> bool {
+        self.eof && self.bad.is_none()
+    }
+
+    /// At least `n` bytes from `bytes()[at]` on are here (or all there is).
+    pub fn holds(&self, at: usize, n: usize) -> bool {
+        self.at_eof() || self.limit - at >= n
+    }
+
+    /// Drop `bytes()[..keep]`, move the rest to the front and read on until
+    /// the window is full or the source is exhausted. With nothing to drop
+    /// (`keep == 0`) and the window full, it doubles: the event being read
+    /// is longer than the window.
+    pub fn refill(&mut self, keep: usize) -> Result<(), Refill> {
+        debug_assert!(keep <= self.limit);
+        if let Some((offset, why)) = self.bad.take() {
+            return Err(Refill::Forbidden { offset, why });
+        }
+        if keep == 0 && self.end == self.data.len() {
+            let grown = (self.data.len() * 2).max(self.cap);
+            self.data.resize(grown, 0);
+        } else if keep > 0 {
+            self.data.copy_within(keep..self.end, 0);
+            self.end -= keep;
+            self.base += keep as u64;
+            if self.data.len() > KEEP_WINDOW.max(self.cap) && self.end < self.cap {
+                self.data.truncate(self.cap);
+                self.data.shrink_to_fit();
+            }
+        }
+        let fresh = self.end;
+        while self.end < self.data.len() && !self.eof {
+            match self.src.read(&mut self.data[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Refill::Io(e)),
+            }
+        }
+        // From two bytes back: a U+FFFE begun by the last read. (Those bytes
+        // are still here: a character cut by a read lies past `limit`, and
+        // nothing past `limit` is dropped.)
+        let from = fresh.saturating_sub(2);
+        self.limit = if self.eof {
+            self.end
+        } else {
+            char_boundary(&self.data[..self.end])
+        };
+        if let Some((at, why)) = forbidden(&self.data[from..self.end]) {
+            self.limit = from + at;
+            self.bad = Some((self.base + self.limit as u64, why));
+        }
+        Ok(())
+    }
 }
 
-/// Offset and description of the first forbidden character in `b`, given
-/// the two bytes before it.
-fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
+/// The end of `b` less a UTF-8 character its last bytes begin but do not
+/// finish (bytes that could never be UTF-8 are left for quick-xml to refuse).
+fn char_boundary(b: &[u8]) -> usize {
+    let n = b.len();
+    for i in (n.saturating_sub(3)..n).rev() {
+        let c = b[i];
+        if c < 0x80 {
+            return n;
+        }
+        if c >= 0xC0 {
+            let need = if c < 0xE0 {
+                2
+            } else if c < 0xF0 {
+                3
+            } else {
+                4
+            };
+            return if i + need > n { i } else { n };
+        }
+    }
+    n
+}
+
+/// Offset and description of the first forbidden character in `b`.
+fn forbidden(b: &[u8]) -> Option<(usize, String)> {
     let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
     // Fast: one vectorizable pass that notes any control (bit 0) and any
     // non-ASCII byte (bit 7); the exact positions are looked for only then.
@@ -359,17 +483,13 @@ fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
     } else {
         None
     };
-    // U+FFFE / U+FFFF are EF BF BE / EF BF BF, possibly begun in `prev`.
-    let nonchar = |x: u8| x == 0xBE || x == 0xBF;
-    let mut fffe_at = None;
-    let straddles = (prev == [0xEF, 0xBF] && b.first().copied().is_some_and(nonchar))
-        || (prev[1] == 0xEF && b.len() >= 2 && b[0] == 0xBF && nonchar(b[1]));
-    if straddles {
-        fffe_at = Some(0);
-    } else if seen & 0x80 != 0 {
-        fffe_at = memchr::memmem::find_iter(b, b"\xEF\xBF")
-            .find(|&k| b.get(k + 2).copied().is_some_and(nonchar));
-    }
+    // U+FFFE / U+FFFF are EF BF BE / EF BF BF.
+    let fffe_at = if seen & 0x80 != 0 {
+        memchr::memmem::find_iter(b, b"\xEF\xBF")
+            .find(|&k| b.get(k + 2).is_some_and(|&x| x == 0xBE || x == 0xBF))
+    } else {
+        None
+    };
     match (ctl_at, fffe_at) {
         (Some(c), f) if f.is_none_or(|f| c < f) => Some((
             c,
@@ -377,63 +497,6 @@ fn forbidden(b: &[u8], prev: [u8; 2]) -> Option<(usize, String)> {
         )),
         (_, Some(f)) => Some((f, "U+FFFE/U+FFFF is not allowed in XML".to_string())),
         _ => None,
-    }
-}
-
-impl<R: BufRead> Read for Chars<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let b = self.fill_buf()?;
-        let n = b.len().min(out.len());
-        out[..n].copy_from_slice(&b[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> Chars<R> {
-    /// Check the part of the inner buffer not checked yet. Kept out of line:
-    /// quick-xml asks for the buffer once per step, and most asks find
-    /// nothing new to check.
-    #[inline(never)]
-    fn check_fresh(&mut self) -> std::io::Result<()> {
-        let buf = self.inner.fill_buf()?;
-        let fresh = &buf[self.checked..];
-        if let Some((at, why)) = forbidden(fresh, self.prev) {
-            self.bad = Some((self.pos + (self.checked + at) as u64, why));
-            return Err(forbidden_error());
-        }
-        let tail = &buf[buf.len().saturating_sub(2)..];
-        self.prev = match tail {
-            [a, b] => [*a, *b],
-            [b] => [self.prev[1], *b],
-            _ => self.prev,
-        };
-        self.checked = buf.len();
-        Ok(())
-    }
-}
-
-#[cold]
-fn forbidden_error() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, "forbidden character")
-}
-
-impl<R: BufRead> BufRead for Chars<R> {
-    #[inline]
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.bad.is_some() {
-            return Err(forbidden_error());
-        }
-        if self.checked < self.inner.fill_buf()?.len() {
-            self.check_fresh()?;
-        }
-        self.inner.fill_buf()
-    }
-    #[inline]
-    fn consume(&mut self, amt: usize) {
-        self.inner.consume(amt);
-        self.checked = self.checked.saturating_sub(amt);
-        self.pos += amt as u64;
     }
 }
 

@@ -259,3 +259,35 @@ fn claims_failures(path: &std::path::Path) -> bool {
             })
         })
 }
+
+/// A report file is read through a window (256 KiB in certify), refilled as
+/// parsing reaches its end. Every JUnit file of the corpus reads the same —
+/// count, names, output, or the same refusal at the same line — through
+/// windows of every size from one byte up, as it does read whole.
+#[test]
+fn every_junit_file_reads_the_same_through_any_window() {
+    let dir = corpus();
+    if common::skip_unless(
+        dir.join("MANIFEST.tsv").is_file(),
+        "the corpus MANIFEST.tsv is absent (../shared/corpus, or set SAPHAN_CORPUS)",
+    ) {
+        return;
+    }
+    let mut files = 0;
+    for row in rows(&dir) {
+        if !row.file.starts_with("junit/") {
+            continue;
+        }
+        let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
+        let whole = format!("{:?}", saphan::report::junit::parse_bytes(&bytes, &row.file));
+        for window in (1..=96).chain([127, 128, 255, 256, 1000, 4096, 65536]) {
+            let through = format!(
+                "{:?}",
+                saphan::report::junit::parse_bytes_through(&bytes, &row.file, window)
+            );
+            assert_eq!(whole, through, "{} through a {window}-byte window", row.file);
+        }
+        files += 1;
+    }
+    assert!(files >= 20, "only {files} JUnit files in the corpus");
+}
