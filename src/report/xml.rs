@@ -88,6 +88,29 @@ fn value_stop(raw: &[u8], mut i: usize, q: u8) -> usize {
         .unwrap_or(raw.len() - i)
 }
 
+/// The end of the run of ASCII lowercase letters at `i`, eight bytes at a
+/// time (most attribute names are such a run: `name`, `classname`, `time`).
+/// Bytes are masked to seven bits first, so no sum carries into the next
+/// byte; a byte with its top bit set is never a letter.
+#[inline]
+fn lowercase_run(raw: &[u8], mut i: usize) -> usize {
+    while i + 8 <= raw.len() {
+        let w = u64::from_le_bytes(raw[i..i + 8].try_into().unwrap_or([0; 8]));
+        let w7 = w & !HI;
+        // Top bit of each byte: at least `a`, and not past `z`, and ASCII.
+        let lower = w7.wrapping_add(LO * (0x80 - b'a' as u64))
+            & !w7.wrapping_add(LO * (0x80 - b'z' as u64 - 1))
+            & !w
+            & HI;
+        let run = (!lower & HI).trailing_zeros() / 8;
+        i += run as usize;
+        if run < 8 {
+            break;
+        }
+    }
+    i
+}
+
 /// Check an element's attributes and note where each one lies in `out`
 /// (cleared first). `raw` is everything after the element name. One pass
 /// over the bytes; quick-xml checks less than this (it lets `<` and a
@@ -114,6 +137,7 @@ pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), Stri
         // The usual ASCII name is scanned and validated in one pass; a
         // name with other bytes ends at whitespace or `=` and is checked whole.
         let start = i;
+        i = lowercase_run(raw, i);
         while i < n && ASCII_NAME[raw[i] as usize] & 2 != 0 {
             i += 1;
         }
@@ -475,9 +499,18 @@ fn forbidden(b: &[u8]) -> Option<(usize, String)> {
     let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
     // Fast: one vectorizable pass that notes any control (bit 0) and any
     // non-ASCII byte (bit 7); the exact positions are looked for only then.
-    let seen = b.chunks(64).fold(0u8, |acc, ch| {
-        acc | ch.iter().fold(0u8, |a, &c| a | (ctl(c) as u8) | (c & 0x80))
-    });
+    // (`&` not `&&`: no branch per byte, so the compiler uses vector compares.)
+    let flag = |c: u8| {
+        ((c < 0x20) as u8 & (c != b'\t') as u8 & (c != b'\n') as u8 & (c != b'\r') as u8)
+            | (c & 0x80)
+    };
+    let mut words = b.chunks_exact(64);
+    let mut seen = 0u8;
+    for w in &mut words {
+        let w: &[u8; 64] = w.try_into().unwrap_or(&[0; 64]);
+        seen |= w.iter().fold(0u8, |a, &c| a | flag(c));
+    }
+    seen |= words.remainder().iter().fold(0u8, |a, &c| a | flag(c));
     let ctl_at = if seen & 1 != 0 {
         b.iter().position(|&c| ctl(c))
     } else {
@@ -644,6 +677,26 @@ mod tests {
     }
 
     #[test]
+    fn lowercase_runs_stop_at_the_first_other_byte() {
+        // Exact where eight bytes remain; the byte loop after it does the rest.
+        for s in [
+            "name=", "classname=\"", "abcdefgh", "abcdefghijklmnopq=", "aZ", "a`", "a{", "az@", "xé", "",
+            "timestamp ", "a\u{e1}", "zzzzzzzzzzzzzzzz", "abcdefg\u{e1}abc",
+        ] {
+            let b = s.as_bytes();
+            let want = b.iter().position(|c| !c.is_ascii_lowercase()).unwrap_or(b.len());
+            let got = lowercase_run(b, 0);
+            assert!(got == want || (got < want && got + 8 > b.len()), "{s:?}: {got} for {want}");
+        }
+        for c in 0..=255u8 {
+            let mut b = [b'q'; 16];
+            b[3] = c;
+            let want = if c.is_ascii_lowercase() { 16 } else { 3 };
+            assert_eq!(lowercase_run(&b, 0), want, "byte {c:#04x}");
+        }
+    }
+
+    #[test]
     fn text_runs_short_and_long() {
         assert_eq!(text_is_blank("\n  \t"), Ok(true));
         assert_eq!(text_is_blank(" x "), Ok(false));
@@ -656,6 +709,16 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn short_text_runs_read_as_the_byte_rules_say(t in "[ \t\r\n\\]>x\u{0}\u{80}é]{0,40}") {
+            let want = if t.contains("]]>") {
+                Err(CDATA_END)
+            } else {
+                Ok(is_blank(&t))
+            };
+            proptest::prop_assert_eq!(text_is_blank(&t), want);
+        }
+
         #[test]
         fn fast_attribute_path_never_accepts_what_quick_xml_rejects(raw in "[ a-c=\"'<&;/x\t\n\r1é·]{0,24}|( [ab]=\"[x&;lt#\t\n\r']{0,12}\"){1,3}") {
             let mut spans = Vec::new();
