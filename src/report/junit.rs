@@ -545,7 +545,8 @@ struct Seen {
 
 /// The streaming parse: quick-xml reads each [`xml::Window`] as a slice;
 /// an event the window's end cuts is read again from its start after a
-/// refill. `cap` is the read size in bytes.
+/// refill. `cap` is the window's size in bytes (it grows only for an event
+/// longer than that).
 fn parse_stream<R: Read>(input: R, cap: usize) -> Result<Parsed, Fail> {
     let refill_failed = |e| match e {
         xml::Refill::Io(e) => Fail::Io(e),

@@ -370,6 +370,10 @@ pub(super) struct Window<R> {
     eof: bool,
     /// The size the window starts at and shrinks back to (bytes).
     cap: usize,
+    /// The window's size now (bytes): `cap`, doubled for each time one
+    /// event did not fit. `data` is zero-filled one `cap` at a time as
+    /// reads reach it, so a size never read into costs no memory.
+    size: usize,
     /// A forbidden character at `limit`: the refill that would read past
     /// it fails with this instead, so it is refused where parsing reaches
     /// it, whatever the window's size.
@@ -400,6 +404,7 @@ impl<R: Read> Window<R> {
             base: 0,
             eof: false,
             cap: cap.max(1),
+            size: cap.max(1),
             bad: None,
         }
     }
@@ -433,20 +438,24 @@ impl<R: Read> Window<R> {
         if let Some((offset, why)) = self.bad.take() {
             return Err(Refill::Forbidden { offset, why });
         }
-        if keep == 0 && self.end == self.data.len() {
-            let grown = (self.data.len() * 2).max(self.cap);
-            self.data.resize(grown, 0);
+        if keep == 0 && self.end >= self.size {
+            self.size *= 2;
         } else if keep > 0 {
             self.data.copy_within(keep..self.end, 0);
             self.end -= keep;
             self.base += keep as u64;
-            if self.data.len() > KEEP_WINDOW.max(self.cap) && self.end < self.cap {
+            if self.size > KEEP_WINDOW.max(self.cap) && self.end < self.cap {
+                self.size = self.cap;
                 self.data.truncate(self.cap);
                 self.data.shrink_to_fit();
             }
         }
         let fresh = self.end;
-        while self.end < self.data.len() && !self.eof {
+        while self.end < self.size && !self.eof {
+            if self.end == self.data.len() {
+                let more = (self.data.len() + self.cap).min(self.size);
+                self.data.resize(more, 0);
+            }
             match self.src.read(&mut self.data[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.end += n,
