@@ -625,7 +625,11 @@ fn parse_window<R: Read>(
                 });
             }
         };
-        st.event(Event::Text(quick_xml::events::BytesText::from_escaped(t)), before, seen)?;
+        st.event(
+            Event::Text(quick_xml::events::BytesText::from_escaped(t)),
+            before,
+            seen,
+        )?;
         skip += end;
     }
     let mut reader = Reader::from_reader(&bytes[skip..]);
@@ -696,7 +700,10 @@ impl State {
                 let name = e.name();
                 let name: &str = name.as_ref();
                 if self.depth() == 0 {
-                    return Err(at(format!("`</{}>` closes no open element", xml::show(name.as_bytes()))));
+                    return Err(at(format!(
+                        "`</{}>` closes no open element",
+                        xml::show(name.as_bytes())
+                    )));
                 }
                 if name != self.innermost() {
                     return Err(at(format!(
@@ -741,7 +748,9 @@ impl State {
             Event::DocType(_) => {
                 seen.content = true;
                 if self.saw_doctype || self.depth() > 0 || self.root_closed {
-                    return Err(at("a DOCTYPE may appear once, before the root element".into()));
+                    return Err(at(
+                        "a DOCTYPE may appear once, before the root element".into()
+                    ));
                 }
                 self.saw_doctype = true;
             }

@@ -385,7 +385,10 @@ pub(super) struct Window<R> {
 pub(super) enum Refill {
     Io(std::io::Error),
     /// A character XML forbids, at this file offset.
-    Forbidden { offset: u64, why: String },
+    Forbidden {
+        offset: u64,
+        why: String,
+    },
 }
 
 /// A window that has grown past this many bytes for one long event is
@@ -689,13 +692,31 @@ mod tests {
     fn lowercase_runs_stop_at_the_first_other_byte() {
         // Exact where eight bytes remain; the byte loop after it does the rest.
         for s in [
-            "name=", "classname=\"", "abcdefgh", "abcdefghijklmnopq=", "aZ", "a`", "a{", "az@", "xé", "",
-            "timestamp ", "a\u{e1}", "zzzzzzzzzzzzzzzz", "abcdefg\u{e1}abc",
+            "name=",
+            "classname=\"",
+            "abcdefgh",
+            "abcdefghijklmnopq=",
+            "aZ",
+            "a`",
+            "a{",
+            "az@",
+            "xé",
+            "",
+            "timestamp ",
+            "a\u{e1}",
+            "zzzzzzzzzzzzzzzz",
+            "abcdefg\u{e1}abc",
         ] {
             let b = s.as_bytes();
-            let want = b.iter().position(|c| !c.is_ascii_lowercase()).unwrap_or(b.len());
+            let want = b
+                .iter()
+                .position(|c| !c.is_ascii_lowercase())
+                .unwrap_or(b.len());
             let got = lowercase_run(b, 0);
-            assert!(got == want || (got < want && got + 8 > b.len()), "{s:?}: {got} for {want}");
+            assert!(
+                got == want || (got < want && got + 8 > b.len()),
+                "{s:?}: {got} for {want}"
+            );
         }
         for c in 0..=255u8 {
             let mut b = [b'q'; 16];

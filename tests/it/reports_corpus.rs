@@ -279,13 +279,20 @@ fn every_junit_file_reads_the_same_through_any_window() {
             continue;
         }
         let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
-        let whole = format!("{:?}", saphan::report::junit::parse_bytes(&bytes, &row.file));
+        let whole = format!(
+            "{:?}",
+            saphan::report::junit::parse_bytes(&bytes, &row.file)
+        );
         for window in (1..=96).chain([127, 128, 255, 256, 1000, 4096, 65536]) {
             let through = format!(
                 "{:?}",
                 saphan::report::junit::parse_bytes_through(&bytes, &row.file, window)
             );
-            assert_eq!(whole, through, "{} through a {window}-byte window", row.file);
+            assert_eq!(
+                whole, through,
+                "{} through a {window}-byte window",
+                row.file
+            );
         }
         files += 1;
     }
