@@ -190,6 +190,10 @@ struct State {
     saw_suite: bool,
     root_closed: bool,
     saw_doctype: bool,
+    /// Anything but whitespace and the byte-order mark was read.
+    saw_content: bool,
+    /// Any event was read (the XML declaration must be the first).
+    saw_event: bool,
     /// The failure text being kept: the depth of the `<failure>`/`<error>`
     /// whose text is read. Text anywhere else is never decoded or copied.
     cap_depth: Option<usize>,
@@ -273,6 +277,8 @@ impl State {
             saw_suite: false,
             root_closed: false,
             saw_doctype: false,
+            saw_content: false,
+            saw_event: false,
             cap_depth: None,
             cap_ring: LineRing::default(),
             cap_message: None,
@@ -534,15 +540,6 @@ impl State {
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Parsing state that is not the report's: what the document held so far.
-#[derive(Default)]
-struct Seen {
-    /// Anything but whitespace and a byte-order mark.
-    content: bool,
-    /// Any event at all (the XML declaration must be the first).
-    event: bool,
-}
-
 /// The streaming parse: quick-xml reads each [`xml::Window`] as a slice;
 /// an event the window's end cuts is read again from its start after a
 /// refill. `cap` is the window's size in bytes (it grows only for an event
@@ -555,14 +552,13 @@ fn parse_stream<R: Read>(input: R, cap: usize) -> Result<Parsed, Fail> {
     let mut win = xml::Window::new(input, cap);
     win.refill(0).map_err(refill_failed)?;
     let mut st = State::new();
-    let mut seen = Seen::default();
     loop {
-        match parse_window(&win, &mut st, &mut seen)? {
+        match parse_window(&win, &mut st)? {
             None => break,
             Some(keep) => win.refill(keep).map_err(refill_failed)?,
         }
     }
-    st.finish(&seen, win.base() + win.bytes().len() as u64)
+    st.finish(win.base() + win.bytes().len() as u64)
 }
 
 /// An error quick-xml may give only because the event runs past the window
@@ -588,15 +584,32 @@ fn cut_short(e: &quick_xml::Error) -> bool {
 /// the keyword after it): a window this long decides them.
 const LOOKAHEAD: usize = 64;
 
+/// Could more of the file change error `e` of the event at window offset
+/// `keep`? Then it is no verdict yet: refill from `keep` and read again.
+fn undecided<R: Read>(win: &xml::Window<R>, keep: usize, e: &quick_xml::Error) -> bool {
+    !win.at_eof() && (cut_short(e) || !win.holds(keep, LOOKAHEAD))
+}
+
+/// quick-xml's error for the event at file offset `before`, at `position`
+/// (where quick-xml places it). quick-xml keeps no position for bytes that
+/// are not UTF-8: they lie `valid_up_to` into the event.
+fn quick_xml_fail(e: quick_xml::Error, before: u64, position: u64) -> Fail {
+    let offset = match &e {
+        quick_xml::Error::Encoding(EncodingError::Utf8(u)) => before + u.valid_up_to() as u64,
+        _ => position,
+    };
+    Fail::At {
+        offset,
+        why: e.to_string(),
+    }
+}
+
 /// Parse the events the window holds whole. `Ok(None)`: the document
 /// ended. `Ok(Some(keep))`: the window's end cut an event that begins at
 /// `keep` (a window offset); refill from there and call again.
-fn parse_window<R: Read>(
-    win: &xml::Window<R>,
-    st: &mut State,
-    seen: &mut Seen,
-) -> Result<Option<usize>, Fail> {
+fn parse_window<R: Read>(win: &xml::Window<R>, st: &mut State) -> Result<Option<usize>, Fail> {
     let bytes = win.bytes();
+    let whole = win.at_eof();
     // quick-xml drops a byte-order mark at the start of what it reads.
     // Only the file's own first bytes may be one; elsewhere U+FEFF is text.
     // So that is read here: the text run it begins, as quick-xml reads one
@@ -606,7 +619,6 @@ fn parse_window<R: Read>(
         skip = BOM.len();
     }
     if bytes[skip..].starts_with(BOM) {
-        let whole = win.at_eof();
         let before = win.base() + skip as u64;
         let run = &bytes[skip..];
         let end = match memchr::memchr2(b'<', b'&', run) {
@@ -616,19 +628,17 @@ fn parse_window<R: Read>(
         };
         let t = match std::str::from_utf8(&run[..end]) {
             Ok(t) => t,
-            // Decided as quick-xml's errors are (below).
-            Err(_) if !whole && !win.holds(skip, LOOKAHEAD) => return Ok(Some(skip)),
             Err(u) => {
-                return Err(Fail::At {
-                    offset: before + u.valid_up_to() as u64,
-                    why: quick_xml::Error::Encoding(EncodingError::Utf8(u)).to_string(),
-                });
+                let e = quick_xml::Error::Encoding(EncodingError::Utf8(u));
+                if undecided(win, skip, &e) {
+                    return Ok(Some(skip));
+                }
+                return Err(quick_xml_fail(e, before, before));
             }
         };
         st.event(
             Event::Text(quick_xml::events::BytesText::from_escaped(t)),
             before,
-            seen,
         )?;
         skip += end;
     }
@@ -642,7 +652,6 @@ fn parse_window<R: Read>(
         c.expand_empty_elements = false;
     }
     let at = |rel: u64| win.base() + skip as u64 + rel;
-    let whole = win.at_eof();
     loop {
         let rel = reader.buffer_position();
         let before = at(rel);
@@ -655,44 +664,29 @@ fn parse_window<R: Read>(
                 return Ok(Some(keep));
             }
             Ok(ev) => ev,
-            Err(e) if !whole && (cut_short(&e) || !win.holds(keep, LOOKAHEAD)) => {
-                return Ok(Some(keep));
-            }
-            Err(e) => {
-                // quick-xml keeps no position for bytes that are not UTF-8:
-                // they lie `valid_up_to` into the event that starts here.
-                let offset = match &e {
-                    quick_xml::Error::Encoding(EncodingError::Utf8(u)) => {
-                        before + u.valid_up_to() as u64
-                    }
-                    _ => at(reader.error_position()),
-                };
-                return Err(Fail::At {
-                    offset,
-                    why: e.to_string(),
-                });
-            }
+            Err(e) if undecided(win, keep, &e) => return Ok(Some(keep)),
+            Err(e) => return Err(quick_xml_fail(e, before, at(reader.error_position()))),
         };
-        st.event(ev, before, seen)?;
+        st.event(ev, before)?;
     }
 }
 
 impl State {
     /// One whole event, which begins at file offset `before`.
-    fn event(&mut self, ev: Event<'_>, before: u64, seen: &mut Seen) -> Result<(), Fail> {
-        let first = !seen.event;
-        seen.event = true;
+    fn event(&mut self, ev: Event<'_>, before: u64) -> Result<(), Fail> {
+        let first = !self.saw_event;
+        self.saw_event = true;
         let at = |why: String| Fail::At {
             offset: before,
             why,
         };
         match ev {
             Event::Start(e) => {
-                seen.content = true;
+                self.saw_content = true;
                 self.open(&e, before, false)?;
             }
             Event::Empty(e) => {
-                seen.content = true;
+                self.saw_content = true;
                 self.open(&e, before, true)?;
                 self.close()?;
             }
@@ -714,20 +708,20 @@ impl State {
                 }
                 self.close()?;
             }
-            Event::Text(t) => self.text(&t, before, seen)?,
+            Event::Text(t) => self.text(&t, before)?,
             Event::CData(c) => {
                 if let Some(d) = self.cap_depth
                     && self.depth() >= d
                 {
                     self.cap_ring.push_text(&c);
                 }
-                seen.content = true;
+                self.saw_content = true;
                 if self.depth() == 0 {
                     return Err(at("CDATA outside the root element".into()));
                 }
             }
             Event::GeneralRef(r) => {
-                seen.content = true;
+                self.saw_content = true;
                 if self.depth() == 0 {
                     return Err(at("a reference outside the root element".into()));
                 }
@@ -746,7 +740,7 @@ impl State {
                 }
             }
             Event::DocType(_) => {
-                seen.content = true;
+                self.saw_content = true;
                 if self.saw_doctype || self.depth() > 0 || self.root_closed {
                     return Err(at(
                         "a DOCTYPE may appear once, before the root element".into()
@@ -755,17 +749,17 @@ impl State {
                 self.saw_doctype = true;
             }
             Event::Decl(d) => {
-                seen.content = true;
+                self.saw_content = true;
                 // Only at the very start (after a byte-order mark at most).
                 xml::check_decl(&d, first && before <= BOM.len() as u64)
                     .map_err(|why| at(why.into()))?;
             }
             Event::PI(p) => {
-                seen.content = true;
+                self.saw_content = true;
                 xml::check_pi(&p).map_err(at)?;
             }
             Event::Comment(c) => {
-                seen.content = true;
+                self.saw_content = true;
                 xml::check_comment(&c).map_err(|why| at(why.into()))?;
             }
             Event::Eof => {}
@@ -773,9 +767,9 @@ impl State {
         Ok(())
     }
 
-    /// A run of text (or a U+FEFF that is not the file's byte-order mark).
-    fn text(&mut self, t: &str, before: u64, seen: &mut Seen) -> Result<(), Fail> {
-        seen.event = true;
+    /// A run of text (one that begins with a U+FEFF past the file's start
+    /// included).
+    fn text(&mut self, t: &str, before: u64) -> Result<(), Fail> {
         if let Some(d) = self.cap_depth
             && self.depth() >= d
         {
@@ -786,7 +780,7 @@ impl State {
             why: why.into(),
         })?;
         if !blank {
-            seen.content = true;
+            self.saw_content = true;
             if self.depth() == 0 {
                 return Err(Fail::At {
                     offset: before,
@@ -799,8 +793,8 @@ impl State {
 
     /// The document ended: what it amounts to.
     /// `end` is the file's length: errors about what is missing point there.
-    fn finish(self, seen: &Seen, end: u64) -> Result<Parsed, Fail> {
-        if !seen.content {
+    fn finish(self, end: u64) -> Result<Parsed, Fail> {
+        if !self.saw_content {
             return Err(Fail::Empty);
         }
         if self.depth() > 0 {

@@ -355,9 +355,9 @@ pub(super) fn check_reference(r: &[u8], declared_ok: bool) -> Result<(), String>
 /// Every byte read is checked once for the characters XML 1.0 forbids
 /// everywhere in a document (§2.2): C0 controls other than tab, LF and CR,
 /// and U+FFFE / U+FFFF. The window ends before the first one, which is
-/// refused when parsing reaches it. (quick-xml refuses bytes that are not UTF-8; the
-/// window ends on a character boundary until the source is exhausted, so a
-/// character cut by a read never looks broken.)
+/// refused when parsing reaches it. (quick-xml refuses bytes that are not
+/// UTF-8; the window ends on a character boundary until the source is
+/// exhausted, so a character cut by a read never looks broken.)
 pub(super) struct Window<R> {
     src: R,
     /// `data[..end]` holds file bytes `base..base + end`.
@@ -396,8 +396,8 @@ pub(super) enum Refill {
 const KEEP_WINDOW: usize = 1024 * 1024;
 
 impl<R: Read> Window<R> {
-    /// An empty window over `src` that reads `cap` bytes at a time (at
-    /// least 1); call [`Window::refill`]`(0)` before the first parse.
+    /// An empty window of `cap` bytes (at least 1) over `src`; call
+    /// [`Window::refill`]`(0)` before the first parse.
     pub fn new(src: R, cap: usize) -> Window<R> {
         Window {
             src,
@@ -508,14 +508,13 @@ fn char_boundary(b: &[u8]) -> usize {
 
 /// Offset and description of the first forbidden character in `b`.
 fn forbidden(b: &[u8]) -> Option<(usize, String)> {
-    let ctl = |c: u8| c < 0x20 && c != b'\t' && c != b'\n' && c != b'\r';
+    // A control other than tab, LF and CR: 1, else 0. (`&` not `&&`: no
+    // branch per byte, so the compiler uses vector compares.)
+    let ctl =
+        |c: u8| (c < 0x20) as u8 & (c != b'\t') as u8 & (c != b'\n') as u8 & (c != b'\r') as u8;
     // Fast: one vectorizable pass that notes any control (bit 0) and any
     // non-ASCII byte (bit 7); the exact positions are looked for only then.
-    // (`&` not `&&`: no branch per byte, so the compiler uses vector compares.)
-    let flag = |c: u8| {
-        ((c < 0x20) as u8 & (c != b'\t') as u8 & (c != b'\n') as u8 & (c != b'\r') as u8)
-            | (c & 0x80)
-    };
+    let flag = |c: u8| ctl(c) | (c & 0x80);
     let mut words = b.chunks_exact(64);
     let mut seen = 0u8;
     for w in &mut words {
@@ -524,7 +523,7 @@ fn forbidden(b: &[u8]) -> Option<(usize, String)> {
     }
     seen |= words.remainder().iter().fold(0u8, |a, &c| a | flag(c));
     let ctl_at = if seen & 1 != 0 {
-        b.iter().position(|&c| ctl(c))
+        b.iter().position(|&c| ctl(c) != 0)
     } else {
         None
     };

@@ -14,6 +14,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The declaration most tests here run: `./suite.sh` in the tree, judged by
+/// its exit status.
+const EXITCODE_SUITE: &str = "[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n";
+
 /// A home whose machine `local` (this one) has a fresh docker-oci row
 /// measured with a catalog pinned to the real probe image.
 struct Here {
@@ -206,8 +210,7 @@ fn exitcode_suite_runs_without_network_as_the_trees_owner() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     // Network off: only the loopback interface; the tree is the working
     // directory, writable by the user the suite runs as.
     let uid = nix::unistd::getuid().to_string();
@@ -238,8 +241,7 @@ fn timeout_kills_and_removes_the_container() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")]);
     let t0 = Instant::now();
     let o = here.certify(&repo, shell_image(), &["--timeout", "3s"]);
@@ -262,8 +264,7 @@ fn ctrl_c_mid_run_records_interrupted_and_removes_the_container() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")]);
     let label = repo_label(&repo);
     let p = repo.path_str();
@@ -323,8 +324,7 @@ fn absent_image_and_tag_are_refused_with_nothing_run() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let missing = format!("sha256:{}", "ab".repeat(32));
     let o = here.certify(&repo, &missing, &[]);
@@ -370,8 +370,7 @@ fn a_machine_without_a_fresh_docker_oci_row_is_refused() {
     let Some(here) = Here::setup(false, false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let err = assert_refused(
         &here.certify(&repo, shell_image(), &[]),
@@ -648,8 +647,7 @@ fn certify_on_a_lab_host_runs_the_suite_in_its_engine() {
     assert_no_container(&repo);
 
     // The budget: the suite image's `sleep` outlives it; the container goes.
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     repo.commit(&[("suite.sh", "#!/bin/sh\nexec sleep 300\n")], "slow");
     let t0 = Instant::now();
     let o = here.certify(
@@ -706,8 +704,7 @@ fn a_local_row_is_a_fleet_machine_for_container_class() {
         .tempdir()
         .unwrap();
     fleet_rows(&here, &[("here", "local", "here")], work.path());
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\n[ -f suite.sh ] && echo fine\n")]);
     let o = here.certify(&repo, shell_image(), &["--machine", "here"]);
     assert_code(&o, 0);
@@ -753,8 +750,7 @@ fn container_class_on_two_machines_sharing_one_engine_is_green_on_both() {
         ],
         work.path(),
     );
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     // Long enough that the machines' containers exist at once.
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nsleep 2\necho fine\n")]);
     let o = here.certify(&repo, shell_image(), &["--machine", "m0,m1,here"]);
@@ -882,8 +878,7 @@ fn a_partitioned_container_run_is_connection_lost_at_the_keepalive_limit() {
         .tempdir()
         .unwrap();
     fleet_rows(&here, &[("m0", "ssh", "m0")], work.path());
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
     let child = spawn_certify(&here, &repo, "m0", &["--timeout", "10m"]);
     running_attempt(&repo);
@@ -928,8 +923,7 @@ fn the_next_run_removes_the_container_of_a_killed_saphan() {
         .tempdir()
         .unwrap();
     fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
     let mut child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
     let old = running_attempt(&repo);
@@ -1034,8 +1028,7 @@ fn ctrl_c_during_a_remote_container_run_removes_container_and_tree() {
         .tempdir()
         .unwrap();
     fleet_rows(&here, &[("m1", "ssh", "m1")], work.path());
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexec sleep 900\n")]);
     let child = spawn_certify(&here, &repo, "m1", &["--timeout", "10m"]);
     let attempt = running_attempt(&repo);
@@ -1204,8 +1197,7 @@ fn a_held_toolchain_lock_runs_without_volumes_and_an_image_without_go_seals_empt
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let image = shell_image();
     let lock = toolchain_lock(image);
     // Hold the lock (waiting out another test's fill of this image first),
@@ -1261,8 +1253,7 @@ fn a_toolchain_reached_through_a_link_into_the_system_is_never_mounted() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let cases = [
         // GOROOT=/opt/go, /opt/go -> /usr/local (a system directory).
         (
@@ -1317,8 +1308,7 @@ fn a_seal_no_fill_would_write_never_fails_a_run() {
     let Some(here) = Here::new(false) else {
         return;
     };
-    here.env
-        .write_config("[verify.full]\nargv = \"./suite.sh\"\nreport = \"exitcode\"\n");
+    here.env.write_config(EXITCODE_SUITE);
     let image = suite_images::linked_toolchain_image("forged", "true", &["ENV PATH=/bin"]);
     let vol = format!("saphan-test-forged-{}", std::process::id());
     let label = format!("{}={image}", suite_images::TOOLCHAIN_LABEL);
