@@ -8,6 +8,7 @@
 use crate::error::Refusal;
 use crate::exec::{self, Cmd, Output};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Budget for one git plumbing call (not for the suite).
@@ -284,26 +285,62 @@ impl Repo {
 
     /// Every file path (blobs and links) in the tree of commit `sha`.
     ///
-    /// One `git ls-tree -r -z --full-tree` listing; its gitlinks are kept
-    /// for [`Repo::submodules`] of the same commit in this process, which
-    /// then lists nothing again.
-    pub async fn tree_files(&self, sha: &str) -> Result<Vec<String>, GitError> {
-        let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
-        let mut names = Vec::new();
-        for entry in out.stdout.split(|b| *b == 0) {
-            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-                continue;
-            };
-            names.push(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
-        }
-        let links = gitlinks(&out.stdout);
-        if let Ok(mut c) = LISTED.lock() {
-            if c.len() >= 8 {
-                c.remove(0);
+    /// One `git ls-tree -r -z --full-tree` listing per commit in this
+    /// process, shared: a listing already under way ([`Repo::list_ahead`])
+    /// is waited for, not started again, and [`Repo::submodules`] of the
+    /// same commit reads its gitlinks from it.
+    pub async fn tree_files(&self, sha: &str) -> Result<Arc<[String]>, GitError> {
+        Ok(self.listing(sha).await?.files.clone())
+    }
+
+    /// Start listing the tree of `sha` in the background, for a
+    /// [`Repo::tree_files`] or [`Repo::submodules`] of it that is sure to
+    /// come (a certification's checkout reads its gitlinks), so the
+    /// listing runs beside what comes first. A failure is not reported
+    /// here: the caller that needs the listing runs it again and gets the
+    /// error.
+    pub fn list_ahead(&self, sha: &str) {
+        let (repo, sha) = (self.clone(), sha.to_string());
+        tokio::spawn(async move {
+            let _ = repo.listing(&sha).await;
+        });
+    }
+
+    /// The listing of `sha`'s tree: from this process's memo (a commit's
+    /// tree never changes, so it is never stale), else one `git ls-tree`.
+    async fn listing(&self, sha: &str) -> Result<Arc<Listing>, GitError> {
+        let cell = {
+            let mut memo = LISTINGS.lock().unwrap_or_else(|e| e.into_inner());
+            let key = (self.top.clone(), sha.to_string());
+            match memo.iter().find(|(k, _)| *k == key) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    if memo.len() >= 8 {
+                        memo.remove(0);
+                    }
+                    let c = Arc::new(tokio::sync::OnceCell::new());
+                    memo.push((key, c.clone()));
+                    c
+                }
             }
-            c.push(((self.top.clone(), sha.to_string()), links));
-        }
-        Ok(names)
+        };
+        let listed = cell
+            .get_or_try_init(|| async {
+                let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
+                let mut names = Vec::new();
+                for entry in out.stdout.split(|b| *b == 0) {
+                    let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                        continue;
+                    };
+                    names.push(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
+                }
+                Ok::<_, GitError>(Arc::new(Listing {
+                    files: names.into(),
+                    links: gitlinks(&out.stdout),
+                }))
+            })
+            .await?;
+        Ok(listed.clone())
     }
 
     /// `<common-dir>/saphan`: repository-scoped saphan state.
@@ -403,12 +440,22 @@ pub struct Submodule {
     pub store: Option<Repo>,
 }
 
-/// The gitlinks (path, commit) of the last few commits [`Repo::tree_files`]
-/// listed in this process, by (repository top, SHA): a commit's tree never
-/// changes, so the listing is never stale.
+/// One commit's tree, as `git ls-tree -r -z --full-tree` lists it.
+#[derive(Debug)]
+struct Listing {
+    /// Every path (blobs, links and gitlinks).
+    files: Arc<[String]>,
+    /// The gitlinks: (path, commit).
+    links: Vec<(String, String)>,
+}
+
+/// The listings of the last few commits listed (or being listed) in this
+/// process, by (repository top, SHA); a listing under way is one cell that
+/// every caller waits on.
 #[allow(clippy::type_complexity)]
-static LISTED: std::sync::Mutex<Vec<((PathBuf, String), Vec<(String, String)>)>> =
-    std::sync::Mutex::new(Vec::new());
+static LISTINGS: std::sync::Mutex<
+    Vec<((PathBuf, String), Arc<tokio::sync::OnceCell<Arc<Listing>>>)>,
+> = std::sync::Mutex::new(Vec::new());
 
 /// The gitlinks (mode 160000) of a `git ls-tree -r -z --full-tree` listing:
 /// (path, commit).
@@ -436,19 +483,8 @@ impl Repo {
     ///
     /// Errors: git failures reading the tree.
     pub async fn submodules(&self, sha: &str) -> Result<Vec<Submodule>, GitError> {
-        let key = (self.top.clone(), sha.to_string());
-        let listed = LISTED
-            .lock()
-            .ok()
-            .and_then(|c| c.iter().find(|(k, _)| *k == key).map(|(_, l)| l.clone()));
-        let links = match listed {
-            Some(l) => l,
-            None => gitlinks(
-                &git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha])
-                    .await?
-                    .stdout,
-            ),
-        };
+        let listed = self.listing(sha).await?;
+        let links = listed.links.clone();
         if links.is_empty() {
             return Ok(Vec::new());
         }

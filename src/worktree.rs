@@ -246,6 +246,11 @@ async fn add(
     parent: Option<tempfile::TempDir>,
     local: Option<&crate::git::Repo>,
 ) -> Result<Scratch, GitError> {
+    // The tree's gitlinks are read below: listed (once per process) beside
+    // the checkout rather than after it.
+    if let (true, Some(r)) = (t.is_local(), local) {
+        r.list_ahead(sha);
+    }
     run_ok(
         t,
         git_cmd(

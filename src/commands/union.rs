@@ -219,7 +219,7 @@ pub async fn verify_union(
     let setup = measure::Setup::open(home, &s.repo).await?;
     let repo = &setup.repo;
     let base = repo.resolve(&s.base).await?;
-    let (suite, _) = setup.full_suite(&base, "measure a union in").await?;
+    let suite = setup.full_suite(&base, "measure a union in").await?;
     let provisions = setup.provisions()?;
     let mut heads = Vec::with_capacity(s.streams.len());
     for name in &s.streams {
@@ -229,10 +229,10 @@ pub async fn verify_union(
         });
     }
     let union = build_union(repo, &base, &heads).await?;
-    let tree_files = repo.tree_files(&union).await?;
-    crate::suite::preflight_local(&suite, catalog, &union, |p| {
-        tree_files.iter().any(|f| f == p)
-    })?;
+    measure::against_tree(repo, &union, |in_tree| {
+        crate::suite::preflight_local(&suite, catalog, &union, in_tree)
+    })
+    .await??;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
     let bench = LocalBench::open(home, repo, interrupt).await?;

@@ -756,7 +756,7 @@ pub async fn select(
         settings.rev.as_deref().unwrap_or("HEAD"),
     )
     .await?;
-    let (mut suite, _) = setup.full_suite(&sha, "certify").await?;
+    let mut suite = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
     let (chosen, left_out) = if settings.class == crate::measure::pipeline::Class::Container {
         let pin = match settings.image.as_deref() {

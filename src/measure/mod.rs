@@ -127,21 +127,43 @@ impl Setup {
     }
 
     /// The full suite for commit `sha` (declared `verify.full`, or default-go
-    /// when the tree has `go.mod`), and the tree's file list.
-    /// `purpose` completes the no-declaration refusal ("certify", …).
+    /// when the tree has `go.mod`). The tree is listed only when the answer
+    /// depends on it ([`against_tree`]): a declared suite does not wait for
+    /// it. `purpose` completes the no-declaration refusal ("certify", …).
     ///
     /// Errors: the spec's no-declaration refusal, git failures.
-    pub async fn full_suite(
-        &self,
-        sha: &str,
-        purpose: &str,
-    ) -> Result<(ResolvedSuite, Vec<String>)> {
-        let files = self.repo.tree_files(sha).await?;
-        let suite = crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, |p| {
-            files.iter().any(|f| f == p)
-        })?;
-        Ok((suite, files))
+    pub async fn full_suite(&self, sha: &str, purpose: &str) -> Result<ResolvedSuite> {
+        against_tree(&self.repo, sha, |in_tree| {
+            crate::suite::resolve_full(&self.cfg, &self.repo.top, purpose, in_tree)
+        })
+        .await?
+        .map_err(Into::into)
     }
+}
+
+/// `check` of the tree of commit `sha`, listing the tree only when `check`
+/// asks about a path of it: a first call answers every path with `false`
+/// and counts only when no path was asked; otherwise the listing
+/// ([`Repo::tree_files`], shared with a [`Repo::list_ahead`] under way) is
+/// awaited and `check` runs again on it. `check` must answer the same for
+/// the same tree (no side effects): it may run twice.
+///
+/// Errors: git failures listing the tree.
+pub async fn against_tree<T>(
+    repo: &Repo,
+    sha: &str,
+    check: impl Fn(&dyn Fn(&str) -> bool) -> T,
+) -> std::result::Result<T, crate::git::GitError> {
+    let asked = std::cell::Cell::new(false);
+    let blind = check(&|_| {
+        asked.set(true);
+        false
+    });
+    if !asked.get() {
+        return Ok(blind);
+    }
+    let files = repo.tree_files(sha).await?;
+    Ok(check(&|p| files.iter().any(|f| f == p)))
 }
 
 /// The provision entries of `cfg` that apply to `repo`, preflighted

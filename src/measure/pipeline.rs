@@ -282,7 +282,7 @@ pub async fn certify(
     )
     .await?;
     let repo = &setup.repo;
-    let (mut suite, tree_files) = setup.full_suite(&sha, "certify").await?;
+    let mut suite = setup.full_suite(&sha, "certify").await?;
     let provisions = setup.provisions()?;
     // The pointer's trunk: `trunk-mismatch` is refused here, before any
     // gate, lock or machine.
@@ -294,16 +294,7 @@ pub async fn certify(
     if settings.split && settings.class == Class::Container {
         return Err(crate::schedule::ScheduleError::ContainerClass.into());
     }
-    let gate = gate(
-        home,
-        catalog,
-        settings,
-        &fleet,
-        &mut suite,
-        &sha,
-        &tree_files,
-    )
-    .await?;
+    let gate = gate(home, catalog, settings, &fleet, &mut suite, repo, &sha).await?;
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = if fleet.is_empty() {
         Vec::new()
@@ -409,15 +400,16 @@ async fn gate(
     settings: &Settings,
     fleet: &[String],
     suite: &mut ResolvedSuite,
+    repo: &crate::git::Repo,
     sha: &str,
-    tree_files: &[String],
 ) -> Result<Gate> {
     if settings.class == Class::Host {
         if fleet.is_empty() {
             // The suite runs on this host: its toolchain must be here.
-            crate::suite::preflight_local(suite, catalog, sha, |p| {
-                tree_files.iter().any(|f| f == p)
-            })?;
+            measure::against_tree(repo, sha, |in_tree| {
+                crate::suite::preflight_local(suite, catalog, sha, in_tree)
+            })
+            .await??;
             return Ok(Gate::LocalHost);
         }
         return Ok(Gate::FleetHost(crate::dispatch::admit_all(

@@ -325,3 +325,72 @@ fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
     assert!(o.status.success(), "git {args:?}");
     String::from_utf8(o.stdout).unwrap().trim_end().to_string()
 }
+
+/// Every `git` command line a certify ran, through a `git` first on PATH
+/// that logs its arguments (one line each) and runs the real one.
+fn git_runs(env: &Env, repo: &Repo, args: &[&str]) -> (std::process::Output, Vec<String>) {
+    let shim = tempfile::tempdir().unwrap();
+    let log = shim.path().join("log");
+    let real = crate::common::which("git").expect("git on PATH");
+    std::fs::write(
+        shim.path().join("git"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        shim.path().join("git"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        shim.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = env
+        .cmd()
+        .args(["certify", "--repo", &repo.path_str()])
+        .args(args)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let runs = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (o, runs)
+}
+
+#[test]
+fn a_certify_lists_its_commit_tree_once_whatever_asks_for_it() {
+    // Three things read the tree: the suite's resolution (default-go asks
+    // for go.mod), the toolchain check (a program path in the commit) and
+    // the checkout (gitlinks). One listing serves them all, and a declared
+    // suite run from PATH does not wait for it.
+    let repo = Repo::new(&[("t.sh", "#!/bin/sh\nexit 0\n"), ("go.mod", "module x\n")]);
+    for config in [
+        "[verify.full]\nargv = \"true\"\nreport = \"exitcode\"\n",
+        "[verify.full]\nargv = \"./t.sh\"\nreport = \"exitcode\"\n",
+    ] {
+        let env = Env::new();
+        env.write_config(config);
+        let (o, runs) = git_runs(&env, &repo, &[]);
+        assert_code(&o, 0);
+        let listings = runs.iter().filter(|r| r.contains("ls-tree")).count();
+        assert_eq!(listings, 1, "{config}: {runs:#?}");
+    }
+    // A program path the commit lacks is still refused, from the listing.
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"./absent.sh\"\nreport = \"exitcode\"\n");
+    let (o, _) = git_runs(&env, &repo, &[]);
+    let (_, err) = text(&o);
+    assert!(err.contains("absent.sh"), "{err}");
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert_only_main_worktree(&repo);
+}
