@@ -15,7 +15,8 @@
 //!    the programs by name and the opens of `/proc` files); skipped with a
 //!    line where strace is not installed.
 //!
-//! Figures: docs/certify.md, "What it costs" (9 programs per certify:
+//! Figures: docs/certify.md, "What it costs" (9 programs per certify;
+//! since 2026-12-03 a declared suite's tree listing runs beside the checkout;
 //! the pointer guard's two reads run beside the checkout and the removal,
 //! and the second is the pointer's judgement; 10 before that, 8 before the
 //! guard, 11 earlier; the overhead against the 15 ms goal must be read on a
