@@ -261,7 +261,12 @@ enum Gate {
 /// here, before any lock, tree or connection: bad repo or revision, no
 /// suite, bad config, provision sources, the toolchain on PATH or the
 /// machines' admission from the ledger, the container class's pin, gate and
-/// image), then the benches, the run, the records and the pointer.
+/// image), then the benches, the run, the records and the pointer. The
+/// commit's tree is listed before the lock only when a refusal depends on
+/// it (no declared suite, a program path in the commit); otherwise beside
+/// the checkout, so a `git ls-tree` that fails there (a timeout, an object
+/// missing) ends the attempt after the lock — an error, no record, the
+/// scratch tree removed.
 ///
 /// Errors: the refusals above, `machine-unknown`,
 /// `verification-toolchain-absent` (with the machine and remedy lines), a

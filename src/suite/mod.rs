@@ -178,6 +178,11 @@ fn no_suite_text(top: &Path, verb: &str, detected: Option<stack::Proposal>) -> S
 /// itself: `in_tree` says whether the measured commit `sha` carries it, and
 /// when it does not the refusal is [`SuiteError::ProgramNotInCommit`]
 /// (`suite-program-not-in-commit`), not a toolchain to install.
+///
+/// Pure apart from the PATH lookup, which runs only where `in_tree` is not
+/// asked: [`crate::measure::against_tree`] may call it twice (once without
+/// the tree's listing), and keeps the first answer only when `in_tree` was
+/// not consulted.
 pub fn preflight_local(
     suite: &ResolvedSuite,
     catalog: &Catalog,

@@ -326,27 +326,27 @@ fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap().trim_end().to_string()
 }
 
-/// Every `git` command line a certify ran, through a `git` first on PATH
-/// that logs its arguments (one line each) and runs the real one.
-fn git_runs(env: &Env, repo: &Repo, args: &[&str]) -> (std::process::Output, Vec<String>) {
+/// What a certify started, in order: every `git` command line, and every
+/// `sh -c` by its script's name (`sh saphan-prepare`), through a `git` and
+/// an `sh` first on PATH that log a line each and run the real ones.
+fn runs_of(env: &Env, repo: &Repo, args: &[&str]) -> (std::process::Output, Vec<String>) {
+    use std::os::unix::fs::PermissionsExt;
     let shim = tempfile::tempdir().unwrap();
     let log = shim.path().join("log");
-    let real = crate::common::which("git").expect("git on PATH");
-    std::fs::write(
-        shim.path().join("git"),
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            real.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        shim.path().join("git"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    for (name, line) in [("git", "git $*"), ("sh", "sh $3")] {
+        let real = crate::common::which(name).expect("on PATH");
+        let f = shim.path().join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"{line}\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let path = format!(
         "{}:{}",
         shim.path().display(),
@@ -368,29 +368,46 @@ fn git_runs(env: &Env, repo: &Repo, args: &[&str]) -> (std::process::Output, Vec
 }
 
 #[test]
-fn a_certify_lists_its_commit_tree_once_whatever_asks_for_it() {
+fn a_certify_lists_its_commit_tree_once_and_waits_for_it_only_when_asked() {
     // Three things read the tree: the suite's resolution (default-go asks
     // for go.mod), the toolchain check (a program path in the commit) and
-    // the checkout (gitlinks). One listing serves them all, and a declared
-    // suite run from PATH does not wait for it.
+    // the checkout (gitlinks). One listing serves them all. A suite run
+    // from PATH asks nothing before the lock, so the listing starts after
+    // the lock's first step (`prepare.sh`, which the checkout waits for);
+    // a program path in the commit is checked against it before the lock.
     let repo = Repo::new(&[("t.sh", "#!/bin/sh\nexit 0\n"), ("go.mod", "module x\n")]);
-    for config in [
-        "[verify.full]\nargv = \"true\"\nreport = \"exitcode\"\n",
-        "[verify.full]\nargv = \"./t.sh\"\nreport = \"exitcode\"\n",
+    for (config, listed_first) in [
+        (
+            "[verify.full]\nargv = \"true\"\nreport = \"exitcode\"\n",
+            false,
+        ),
+        (
+            "[verify.full]\nargv = \"./t.sh\"\nreport = \"exitcode\"\n",
+            true,
+        ),
     ] {
         let env = Env::new();
         env.write_config(config);
-        let (o, runs) = git_runs(&env, &repo, &[]);
+        let (o, runs) = runs_of(&env, &repo, &[]);
         assert_code(&o, 0);
-        let listings = runs.iter().filter(|r| r.contains("ls-tree")).count();
-        assert_eq!(listings, 1, "{config}: {runs:#?}");
+        let at = |what: &str| {
+            let all: Vec<usize> = (0..runs.len())
+                .filter(|i| runs[*i].contains(what))
+                .collect();
+            assert_eq!(all.len(), 1, "{config}: one `{what}`: {runs:#?}");
+            all[0]
+        };
+        let (listing, prepare) = (at("ls-tree"), at("sh saphan-prepare"));
+        assert_eq!(listing < prepare, listed_first, "{config}: {runs:#?}");
     }
-    // A program path the commit lacks is still refused, from the listing.
+    // A program path the commit lacks is still refused, from the listing,
+    // before the lock.
     let env = Env::new();
     env.write_config("[verify.full]\nargv = \"./absent.sh\"\nreport = \"exitcode\"\n");
-    let (o, _) = git_runs(&env, &repo, &[]);
+    let (o, runs) = runs_of(&env, &repo, &[]);
     let (_, err) = text(&o);
     assert!(err.contains("absent.sh"), "{err}");
     assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(!runs.iter().any(|r| r.starts_with("sh ")), "{runs:#?}");
     assert_only_main_worktree(&repo);
 }
