@@ -327,17 +327,7 @@ impl Repo {
         let listed = cell
             .get_or_try_init(|| async {
                 let out = git(&self.top, &["ls-tree", "-r", "-z", "--full-tree", sha]).await?;
-                let mut names = Vec::new();
-                for entry in out.stdout.split(|b| *b == 0) {
-                    let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-                        continue;
-                    };
-                    names.push(String::from_utf8_lossy(&entry[tab + 1..]).into_owned());
-                }
-                Ok::<_, GitError>(Arc::new(Listing {
-                    files: names.into(),
-                    links: gitlinks(&out.stdout),
-                }))
+                Ok::<_, GitError>(Arc::new(Listing::parse(&out.stdout)))
             })
             .await?;
         Ok(listed.clone())
@@ -457,24 +447,31 @@ static LISTINGS: std::sync::Mutex<
     Vec<((PathBuf, String), Arc<tokio::sync::OnceCell<Arc<Listing>>>)>,
 > = std::sync::Mutex::new(Vec::new());
 
-/// The gitlinks (mode 160000) of a `git ls-tree -r -z --full-tree` listing:
-/// (path, commit).
-fn gitlinks(listing: &[u8]) -> Vec<(String, String)> {
-    let mut links = Vec::new();
-    for entry in listing.split(|b| *b == 0) {
-        let e = String::from_utf8_lossy(entry);
-        let Some((meta, path)) = e.split_once('\t') else {
-            continue;
-        };
-        let mut f = meta.split_whitespace();
-        if f.next() == Some("160000")
-            && f.next() == Some("commit")
-            && let Some(c) = f.next()
-        {
-            links.push((path.to_string(), c.to_string()));
+impl Listing {
+    /// `git ls-tree -r -z --full-tree` output: NUL-terminated entries
+    /// `<mode> <type> <object>\t<path>`; a gitlink is mode 160000, type
+    /// `commit`, its object the submodule's commit.
+    fn parse(out: &[u8]) -> Listing {
+        let (mut files, mut links) = (Vec::new(), Vec::new());
+        for entry in out.split(|b| *b == 0) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+            let mut meta = entry[..tab].split(|b| *b == b' ');
+            if meta.next() == Some(b"160000")
+                && meta.next() == Some(b"commit")
+                && let Some(c) = meta.next()
+            {
+                links.push((path.clone(), String::from_utf8_lossy(c).into_owned()));
+            }
+            files.push(path);
+        }
+        Listing {
+            files: files.into(),
+            links,
         }
     }
-    links
 }
 
 impl Repo {
@@ -484,7 +481,7 @@ impl Repo {
     /// Errors: git failures reading the tree.
     pub async fn submodules(&self, sha: &str) -> Result<Vec<Submodule>, GitError> {
         let listed = self.listing(sha).await?;
-        let links = listed.links.clone();
+        let links = &listed.links;
         if links.is_empty() {
             return Ok(Vec::new());
         }
@@ -518,12 +515,12 @@ impl Repo {
         for (path, commit) in links {
             let name = names
                 .iter()
-                .find(|(p, _)| *p == path)
+                .find(|(p, _)| p == path)
                 .map(|(_, n)| n.clone())
                 .unwrap_or_else(|| path.clone());
             let mut candidates = vec![
                 self.common_dir.join("modules").join(&name),
-                self.top.join(&path),
+                self.top.join(path),
             ];
             candidates.dedup();
             let mut store = None;
@@ -559,11 +556,30 @@ impl Repo {
                 }
             }
             subs.push(Submodule {
-                path,
-                commit,
+                path: path.clone(),
+                commit: commit.clone(),
                 store,
             });
         }
         Ok(subs)
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    #[test]
+    fn a_listing_keeps_every_path_and_the_gitlinks_apart() {
+        let out = b"100644 blob 1111111111111111111111111111111111111111\ta b.txt\0\
+160000 commit 2222222222222222222222222222222222222222\tvendor/sub\0\
+120000 blob 3333333333333333333333333333333333333333\tlink\0";
+        let l = super::Listing::parse(out);
+        assert_eq!(&*l.files, ["a b.txt", "vendor/sub", "link"]);
+        assert_eq!(
+            l.links,
+            [(
+                "vendor/sub".to_string(),
+                "2222222222222222222222222222222222222222".to_string()
+            )]
+        );
     }
 }

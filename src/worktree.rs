@@ -248,7 +248,9 @@ async fn add(
 ) -> Result<Scratch, GitError> {
     // The tree's gitlinks are read below: listed (once per process) beside
     // the checkout rather than after it.
-    if let (true, Some(r)) = (t.is_local(), local) {
+    if t.is_local()
+        && let Some(r) = local
+    {
         r.list_ahead(sha);
     }
     run_ok(
