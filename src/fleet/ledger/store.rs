@@ -7,7 +7,7 @@
 
 use super::chain::{
     Head, ZERO_HASH, check_chain_and_head, check_head_only, check_link, head_path, line_hash,
-    read_head, sign_head, sign_row, verify_line,
+    read_chained_line, read_head, sign_head, sign_row, verify_line,
 };
 use super::key::{load_key, load_or_create_key};
 use super::note::{self, Note};
@@ -15,7 +15,7 @@ use super::perms::{check_home_dirs, ledger_dirs};
 use super::row::{CapabilityRow, MachineFacts, Row};
 use crate::fleet::FleetError;
 use crate::home::Home;
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -164,40 +164,16 @@ impl Ledger {
         let vk = key.verifying_key();
         let head = read_head(&path, &vk)?;
         refuse_vanished(&path, &key_path, &lines, head.as_ref())?;
-        // Verification is the cost of every ledger read: spread it over the
-        // cores, then keep file order (and report the first bad line).
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(lines.len() / 256 + 1);
-        let chunk = lines.len().div_ceil(threads.max(1)).max(1);
-        type Verified = Result<Vec<(Row, u64, String)>, FleetError>;
-        let verified: Vec<Verified> = std::thread::scope(|s| {
-            let handles: Vec<_> = lines
-                .chunks(chunk)
-                .map(|part| {
-                    let (path, vk) = (&path, &vk);
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|(n, l)| verify_line(path, *n, l, vk))
-                            .collect::<Verified>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("verification thread"))
-                .collect()
-        });
-        let mut rows = Vec::with_capacity(lines.len());
-        let mut links = Vec::with_capacity(lines.len());
-        for part in verified {
-            for (r, seq, prev) in part? {
-                rows.push(r);
-                links.push((seq, prev));
-            }
-        }
-        check_chain_and_head(&path, &lines, &links, head.as_ref())?;
+        // The signed head and the chain of line hashes tie every line up to
+        // the head to bytes this key signed: those lines are read without
+        // their own signatures (one verification per read, not one per row
+        // of history). Rows past the head, and any ledger whose chain or
+        // head does not hold, are verified line by line, which names the
+        // first bad line exactly as before.
+        let rows = match read_chained(&path, &lines, head.as_ref(), &vk) {
+            Some(read) => read,
+            None => verify_all(&path, &lines, &vk, head.as_ref())?,
+        };
         if let Some(h) = &head {
             let past = lines.len() as u64 - h.count;
             if past > 0 {
@@ -368,6 +344,80 @@ impl Ledger {
     }
 }
 
+/// Rows, `seq`s and `prev`s of `lines` when the chain holds up to a signed
+/// `head`: lines `1..=head.count` read by [`read_chained_line`] (their bytes
+/// are bound to the head by the chain), later ones by [`verify_line`].
+/// `None` when there is no head, or any line, link or the head fails — the
+/// caller then verifies every line ([`verify_all`]) and refuses by name.
+fn read_chained(
+    path: &Path,
+    lines: &[(usize, &str)],
+    head: Option<&Head>,
+    vk: &VerifyingKey,
+) -> Option<Vec<Row>> {
+    let head = head?;
+    let mut rows = Vec::with_capacity(lines.len());
+    let mut links = Vec::with_capacity(lines.len());
+    for (n, l) in lines {
+        let read = if (*n as u64) <= head.count {
+            read_chained_line(path, *n, l)
+        } else {
+            verify_line(path, *n, l, vk)
+        };
+        let (r, seq, prev) = read.ok()?;
+        rows.push(r);
+        links.push((seq, prev));
+    }
+    check_chain_and_head(path, lines, &links, Some(head)).ok()?;
+    Some(rows)
+}
+
+/// Every line's signature verified (spread over the cores: this is the
+/// path for a ledger whose chain or head does not hold, or has no head),
+/// then the chain and the head; the first bad line is the refusal.
+///
+/// Errors: `ledger-row-tampered`, `ledger-row-malformed`,
+/// `ledger-chain-broken`, `ledger-head-mismatch`.
+fn verify_all(
+    path: &Path,
+    lines: &[(usize, &str)],
+    vk: &VerifyingKey,
+    head: Option<&Head>,
+) -> Result<Vec<Row>, FleetError> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(lines.len() / 256 + 1);
+    let chunk = lines.len().div_ceil(threads.max(1)).max(1);
+    type Verified = Result<Vec<(Row, u64, String)>, FleetError>;
+    let verified: Vec<Verified> = std::thread::scope(|s| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|(n, l)| verify_line(path, *n, l, vk))
+                        .collect::<Verified>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("verification thread"))
+            .collect()
+    });
+    let mut rows = Vec::with_capacity(lines.len());
+    let mut links = Vec::with_capacity(lines.len());
+    for part in verified {
+        for (r, seq, prev) in part? {
+            rows.push(r);
+            links.push((seq, prev));
+        }
+    }
+    check_chain_and_head(path, lines, &links, head)?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +496,46 @@ mod tests {
         l.append_facts(facts("m3")).unwrap();
         let l = Ledger::open(&home).unwrap();
         assert_eq!(l.rows().len(), 4);
+    }
+
+    #[test]
+    fn rows_past_the_head_are_verified_by_their_signatures_though_the_chain_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let l = Ledger::open(&home).unwrap();
+        l.append_facts(facts("m0")).unwrap();
+        l.append_facts(facts("m1")).unwrap();
+        let head2 = std::fs::read(head_path(&home.ledger())).unwrap();
+        l.append_facts(facts("m2")).unwrap();
+        // The head back at 2 rows: line 3 is past it, its `prev` still the
+        // hash of line 2, so the chain and the head both hold.
+        std::fs::write(head_path(&home.ledger()), &head2).unwrap();
+        assert_eq!(Ledger::open(&home).unwrap().rows().len(), 3);
+        // An edit of line 3 breaks no link; only its signature shows it.
+        let text = std::fs::read_to_string(home.ledger()).unwrap();
+        let edited = {
+            let mut lines: Vec<String> = text.lines().map(String::from).collect();
+            lines[2] = lines[2].replacen("\"cpus\":2", "\"cpus\":64", 1);
+            assert_ne!(lines[2], text.lines().nth(2).unwrap());
+            lines.join("\n") + "\n"
+        };
+        std::fs::write(home.ledger(), &edited).unwrap();
+        let e = Ledger::open(&home).unwrap_err();
+        assert_eq!(e.name(), "ledger-row-tampered");
+        assert!(e.line().contains("line 3"), "{}", e.line());
+        // Nothing is appended onto it either.
+        l.append_facts(facts("m3")).unwrap_err();
+        // The same edit under the head (line 2 of 4) breaks the chain at
+        // line 3; the line-by-line reading still names line 2.
+        std::fs::write(home.ledger(), &text).unwrap();
+        let l = Ledger::open(&home).unwrap();
+        l.append_facts(facts("m3")).unwrap();
+        let text = std::fs::read_to_string(home.ledger()).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[1] = lines[1].replacen("\"cpus\":2", "\"cpus\":64", 1);
+        std::fs::write(home.ledger(), lines.join("\n") + "\n").unwrap();
+        let e = Ledger::open(&home).unwrap_err();
+        assert_eq!(e.name(), "ledger-row-tampered");
+        assert!(e.line().contains("line 2"), "{}", e.line());
     }
 }
