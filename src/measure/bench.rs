@@ -203,14 +203,29 @@ impl Bench for LocalBench {
                 .report_root(reports.as_deref())
                 .keep_stdout(keep.as_deref())
                 .log_dir(log_dir.as_deref())
-                .catalog(job.catalog);
-            let run = super::run_suite_with(&scratch, plan, executor, job.interrupt).await;
+                .catalog(job.catalog)
+                .log_deferred();
+            let mut run = super::run_suite_with(&scratch, plan, executor, job.interrupt).await;
             // A container is gone (removed on every path) before its tree.
             executor.settle().await;
-            let (removed, after) = tokio::join!(
+            // The log is written (and fsynced) while the tree is removed;
+            // the record that names it is appended after both.
+            let pending = run.as_mut().ok().and_then(|r| r.pending_log.take());
+            let (removed, after, log) = tokio::join!(
                 scratch.remove(),
-                record::read_pointer(&self.repo, job.trunk)
+                record::read_pointer(&self.repo, job.trunk),
+                async {
+                    match pending {
+                        Some(p) => p.write().await,
+                        None => None,
+                    }
+                }
             );
+            if let Ok(run) = run.as_mut()
+                && run.log.is_none()
+            {
+                run.log = log;
+            }
             let mut after = after?;
             let changed = before.changes(&super::guard::Guarded::of(&self.repo, after.clone()));
             let mut words = Vec::new();

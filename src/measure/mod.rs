@@ -265,6 +265,10 @@ pub struct SuiteRun {
     pub program: Program,
     /// The kept suite log, when [`Plan::log_dir`] asked for one.
     pub log: Option<SuiteLog>,
+    /// The suite log still to be written, when the plan deferred it
+    /// ([`Plan::log_deferred`]): `log` is `None` until its owner writes it
+    /// ([`PendingLog::write`]) and puts the result there.
+    pub pending_log: Option<PendingLog>,
     /// Submodules checked out at their gitlinks: (path, commit).
     pub submodules: Vec<(String, String)>,
     /// What ran the suite when the executor says ([`Executor::container_run`]).
@@ -289,6 +293,7 @@ impl SuiteRun {
             id: crate::record::new_id(),
             program: Program::default(),
             log: None,
+            pending_log: None,
             submodules: Vec::new(),
             container: None,
             containment: None,
@@ -419,11 +424,44 @@ async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// Write the bounded suite log of one attempt to `dir/<id>.log` (atomic),
-/// off the runtime: stdout (whole when it fits, else its first
-/// [`LOG_HEAD`] bytes, an elision line, and its last bytes), then stderr's
-/// kept tail.
-async fn write_log(dir: PathBuf, id: String, stdout: PathBuf, stderr: Vec<u8>) -> Option<SuiteLog> {
+/// A suite log read and bounded, not yet written ([`PendingLog::write`]).
+#[derive(Debug, Clone)]
+pub struct PendingLog {
+    /// `<log_dir>/<record id>.log`, absolute.
+    path: PathBuf,
+    /// Its bytes, at most [`LOG_CAP`] and a few lines.
+    bytes: Vec<u8>,
+}
+
+impl PendingLog {
+    /// Write it (atomic: temp file, fsync, rename, fsync the directory),
+    /// off the runtime. `None` when it cannot be written: the record then
+    /// names no log.
+    pub async fn write(self) -> Option<SuiteLog> {
+        tokio::task::spawn_blocking(move || {
+            let dir = self.path.parent()?;
+            std::fs::create_dir_all(dir).ok()?;
+            crate::fsutil::atomic_write(&self.path, &self.bytes).ok()?;
+            Some(SuiteLog {
+                sha256: crate::fsutil::sha256_hex(&self.bytes),
+                path: self.path,
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+/// Read the bounded suite log of one attempt, for `dir/<id>.log`, off the
+/// runtime: stdout (whole when it fits, else its first [`LOG_HEAD`] bytes,
+/// an elision line, and its last bytes), then stderr's kept tail.
+async fn read_log(
+    dir: PathBuf,
+    id: String,
+    stdout: PathBuf,
+    stderr: Vec<u8>,
+) -> Option<PendingLog> {
     tokio::task::spawn_blocking(move || {
         use std::io::{Read, Seek, SeekFrom};
         let mut f = std::fs::File::open(&stdout).ok();
@@ -461,12 +499,9 @@ async fn write_log(dir: PathBuf, id: String, stdout: PathBuf, stderr: Vec<u8>) -
         }
         log.extend_from_slice(b"=== suite stderr (last 1 MiB) ===\n");
         log.extend_from_slice(&stderr);
-        std::fs::create_dir_all(&dir).ok()?;
-        let path = dir.join(format!("{id}.log"));
-        crate::fsutil::atomic_write(&path, &log).ok()?;
-        Some(SuiteLog {
-            path,
-            sha256: crate::fsutil::sha256_hex(&log),
+        Some(PendingLog {
+            path: dir.join(format!("{id}.log")),
+            bytes: log,
         })
     })
     .await
@@ -498,6 +533,10 @@ pub struct Plan<'a> {
     /// The catalog, to find the program's version command (local runs);
     /// `None` = only default-go's `go version`.
     pub catalog: Option<&'a crate::catalog::Catalog>,
+    /// Leave the log's write to the caller ([`SuiteRun::pending_log`]), so
+    /// it can run beside the tree's removal; `false` = written before
+    /// [`run_suite_with`] returns.
+    pub log_deferred: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -515,6 +554,7 @@ impl<'a> Plan<'a> {
             keep_stdout: None,
             log_dir: None,
             catalog: None,
+            log_deferred: false,
         }
     }
     /// With extra environment for the suite.
@@ -538,6 +578,14 @@ impl<'a> Plan<'a> {
     /// Keeping the bounded suite log in the local directory `dir`.
     pub fn log_dir(self, log_dir: Option<&'a Path>) -> Self {
         Plan { log_dir, ..self }
+    }
+    /// Returning the log unwritten, in [`SuiteRun::pending_log`]: the
+    /// caller writes it ([`PendingLog::write`]) before it records the run.
+    pub fn log_deferred(self) -> Self {
+        Plan {
+            log_deferred: true,
+            ..self
+        }
     }
     /// With the catalog (the program's version command, local runs).
     pub fn catalog(self, catalog: Option<&'a crate::catalog::Catalog>) -> Self {
@@ -732,9 +780,9 @@ pub async fn run_suite_with(
         }
     };
     measurement.notes.extend(executor.take_notes());
-    let log = match plan.log_dir {
+    let pending = match plan.log_dir {
         Some(dir) => {
-            write_log(
+            read_log(
                 dir.to_path_buf(),
                 id.clone(),
                 stdout_path.clone(),
@@ -743,6 +791,11 @@ pub async fn run_suite_with(
             .await
         }
         None => None,
+    };
+    let (log, pending_log) = match pending {
+        Some(p) if plan.log_deferred => (None, Some(p)),
+        Some(p) => (p.write().await, None),
+        None => (None, None),
     };
     let containment = match (
         executor.container_run(),
@@ -762,6 +815,7 @@ pub async fn run_suite_with(
         id,
         program,
         log,
+        pending_log,
         submodules: scratch.submodules.clone(),
         container: executor.container_run(),
         containment,

@@ -112,6 +112,7 @@ async fn the_core_measures_a_tree_on_an_ssh_machine() {
             keep_stdout: None,
             log_dir: Some(&logs),
             catalog: None,
+            log_deferred: false,
         },
         &intr,
     )
@@ -179,6 +180,7 @@ async fn a_report_symlink_leaving_the_tree_on_the_machine_is_refused() {
             keep_stdout: None,
             log_dir: None,
             catalog: None,
+            log_deferred: false,
         },
         &intr,
     )
