@@ -309,8 +309,20 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
 
 /// One serialized record appended, after [`check_appendable`].
 fn append_line(path: &Path, line: &str) -> Result<(), crate::error::Error> {
-    check_appendable(path)?;
-    Ok(crate::fsutil::append_line(path, line)?)
+    let checked = checked_len(path)?;
+    crate::fsutil::append_line(path, line)?;
+    // Nothing else was appended between the check and this line (the
+    // file grew by exactly the line, or by it and the newline that closes
+    // a torn last line): the file is still known clean, so the next check
+    // need not read it again.
+    if let Ok(meta) = std::fs::metadata(path) {
+        let grew = meta.len().saturating_sub(checked);
+        let n = line.len() as u64 + 1;
+        if grew == n || grew == n + 1 {
+            remember_clean(path, &meta);
+        }
+    }
+    Ok(())
 }
 
 /// [`append`] on a blocking thread (the append locks and fsyncs the file).
@@ -361,15 +373,81 @@ fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, 
 
 /// Refuse when `path` holds a line that is not UTF-8: what a certify checks
 /// before it measures, and every append before it appends.
+///
+/// The file is read whole unless it is, by its `stat`, the file the last
+/// check or append here left clean: same device and inode, size,
+/// modification and status-change times (nanoseconds), as kept in
+/// `attempts.checked` beside it ([`checked_path`]). Any other writer —
+/// an edit, a copy over it, an append by another program — changes one of
+/// them (the status-change time cannot be set back), so a check costs one
+/// `stat` and one small read, not the file's whole history, while the file
+/// is saphan's alone. The one blind spot is a same-size rewrite inside the
+/// kernel's timestamp tick (a few milliseconds) after saphan's own append,
+/// on kernels before Linux 6.13 (whose multigrain timestamps give a file
+/// whose times were just read a fine-grained time on its next change).
 pub fn check_appendable(path: &Path) -> Result<(), crate::error::Error> {
+    checked_len(path).map(drop)
+}
+
+/// [`check_appendable`], giving the length it found clean.
+fn checked_len(path: &Path) -> Result<u64, crate::error::Error> {
+    let before = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => {
+            return Err(IoError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            }
+            .into());
+        }
+    };
+    if std::fs::read(checked_path(path)).ok() == Some(stat_identity(&before).into_bytes()) {
+        return Ok(before.len());
+    }
     let bytes = read_bytes(path)?;
-    if std::str::from_utf8(&bytes).is_ok() {
-        return Ok(());
+    if std::str::from_utf8(&bytes).is_err() {
+        for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
+            line_text(path, i + 1, l)?;
+        }
     }
-    for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
-        line_text(path, i + 1, l)?;
+    // Remembered only when nothing changed while it was read.
+    if let Ok(after) = std::fs::metadata(path)
+        && stat_identity(&after) == stat_identity(&before)
+        && after.len() == bytes.len() as u64
+    {
+        remember_clean(path, &after);
     }
-    Ok(())
+    Ok(bytes.len() as u64)
+}
+
+/// `attempts.checked` beside the attempts file: the `stat` identity of the
+/// attempts file as it was last found clean ([`check_appendable`]). A
+/// cache only: missing, torn or stale, the next check reads the file whole.
+pub fn checked_path(path: &Path) -> PathBuf {
+    path.with_extension("checked")
+}
+
+/// One line: device, inode, size, mtime and ctime (seconds.nanoseconds).
+fn stat_identity(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{} {} {} {}.{:09} {}.{:09}\n",
+        m.dev(),
+        m.ino(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
+}
+
+/// Keep `meta` as the clean state of `path`, best effort (a failed write
+/// only means the next check reads the file).
+fn remember_clean(path: &Path, meta: &std::fs::Metadata) {
+    let _ = std::fs::write(checked_path(path), stat_identity(meta));
 }
 
 /// What `attempts.jsonl` holds: the whole records in append order, and the
@@ -929,5 +1007,60 @@ mod pointer_tests {
             assert_eq!(o.to_string(), words);
             assert_eq!(serde_json::to_value(&o).unwrap(), serde_json::json!(words));
         }
+    }
+}
+
+#[cfg(test)]
+mod attempts_tests {
+    use super::*;
+
+    #[test]
+    fn the_clean_check_is_remembered_by_stat_and_any_other_writer_voids_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("attempts.jsonl");
+        // A missing file is clean and leaves nothing behind.
+        check_appendable(&path).unwrap();
+        assert!(!checked_path(&path).exists());
+        append_line(&path, r#"{"id":"a"}"#).unwrap();
+        append_line(&path, r#"{"id":"b"}"#).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(checked_path(&path)).unwrap(),
+            stat_identity(&meta),
+            "an append that followed its own check is remembered"
+        );
+        check_appendable(&path).unwrap();
+        // A same-size edit in place (a byte that is not UTF-8): the times
+        // change, so the file is read again and refused.
+        {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_at(b"\xff", 8).unwrap();
+        }
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), meta.len());
+        let e = check_appendable(&path).unwrap_err();
+        assert_eq!(e.name(), "record-corrupt");
+        assert!(append_line(&path, r#"{"id":"c"}"#).is_err());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), meta.len());
+        // Mended by hand, and the cache torn: read whole, found clean,
+        // remembered again.
+        std::fs::write(&path, "{\"id\":\"a\"}\n{\"id\":\"b\"}\n").unwrap();
+        std::fs::write(checked_path(&path), "12 3").unwrap();
+        check_appendable(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(checked_path(&path)).unwrap(),
+            stat_identity(&std::fs::metadata(&path).unwrap())
+        );
+        // Another program's append (a line that is not UTF-8) after it:
+        // the size changed, so it is read and refused.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"id\":\"x\xfe\"}\n"))
+            .unwrap();
+        assert_eq!(
+            check_appendable(&path).unwrap_err().name(),
+            "record-corrupt"
+        );
     }
 }
