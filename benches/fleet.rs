@@ -266,11 +266,11 @@ fn main() {
         secs(saphan64c),
         secs(cpu64c)
     );
+    // Wall time only: saphan's CPU for 64 hosts is 16 times the work of 4
+    // hosts by construction; what must not grow is its CPU per host (below).
     for (what, t64, t4) in [
         ("wall, 6 probe invocations", saphan64, saphan4),
         ("wall, 1 probe of 6 capabilities", saphan64c, saphan4c),
-        ("saphan CPU, 6 probe invocations", cpu64, cpu4),
-        ("saphan CPU, 1 probe of 6 capabilities", cpu64c, cpu4c),
     ] {
         let ratio = t64.as_secs_f64() / t4.as_secs_f64();
         println!(
