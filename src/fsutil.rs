@@ -162,6 +162,25 @@ pub fn resolve_link(path: &Path) -> std::path::PathBuf {
 ///
 /// Errors: [`IoError::Io`] naming the path.
 pub fn append_line(path: &Path, line: &str) -> Result<(), IoError> {
+    append_line_seen(path, line).map(drop)
+}
+
+/// The file as [`append_line`] saw it through its own open descriptor:
+/// just before its write and just after it (before the sync, which changes
+/// no time), and the bytes it wrote.
+#[derive(Debug)]
+pub struct Appended {
+    /// `fstat` before the write.
+    pub before: fs::Metadata,
+    /// `fstat` right after the write.
+    pub after: fs::Metadata,
+    /// Bytes written: the line, its newline, and a newline first when the
+    /// file ended torn.
+    pub written: u64,
+}
+
+/// [`append_line`], saying what it saw ([`Appended`]).
+pub fn append_line_seen(path: &Path, line: &str) -> Result<Appended, IoError> {
     debug_assert!(!line.contains('\n'));
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io("create directory", dir))?;
@@ -178,9 +197,15 @@ pub fn append_line(path: &Path, line: &str) -> Result<(), IoError> {
     }
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
+    let before = f.metadata().map_err(io("stat", path))?;
     f.write_all(&buf).map_err(io("append to", path))?;
+    let after = f.metadata().map_err(io("stat", path))?;
     f.sync_data().map_err(io("sync", path))?;
-    Ok(())
+    Ok(Appended {
+        before,
+        after,
+        written: buf.len() as u64,
+    })
 }
 
 /// Whether the open file is non-empty and its last byte is not `\n`.

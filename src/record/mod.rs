@@ -309,18 +309,30 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
 
 /// One serialized record appended, after [`check_appendable`].
 fn append_line(path: &Path, line: &str) -> Result<(), crate::error::Error> {
-    let checked = checked_len(path)?;
-    crate::fsutil::append_line(path, line)?;
-    // Nothing else was appended between the check and this line (the
-    // file grew by exactly the line, or by it and the newline that closes
-    // a torn last line): the file is still known clean, so the next check
-    // need not read it again.
-    if let Ok(meta) = std::fs::metadata(path) {
-        let grew = meta.len().saturating_sub(checked);
-        let n = line.len() as u64 + 1;
-        if grew == n || grew == n + 1 {
-            remember_clean(path, &meta);
-        }
+    let checked = checked_identity(path)?;
+    append_checked(path, line, checked)
+}
+
+/// Append `line` to `path`, which [`checked_identity`] found clean as
+/// `checked`, and remember the result clean when nothing else wrote the
+/// file in between.
+fn append_checked(
+    path: &Path,
+    line: &str,
+    checked: Option<String>,
+) -> Result<(), crate::error::Error> {
+    let seen = crate::fsutil::append_line_seen(path, line)?;
+    // Remembered clean only when the file, seen through the append's own
+    // descriptor, was the checked file just before the write (same stat, or
+    // still empty where there was none) and grew by exactly the bytes
+    // written: then nothing else touched it between the check and the
+    // write's own stat.
+    let was_checked = match &checked {
+        Some(id) => *id == stat_identity(&seen.before),
+        None => seen.before.len() == 0,
+    };
+    if was_checked && seen.after.len() == seen.before.len() + seen.written {
+        remember_clean(path, &seen.after);
     }
     Ok(())
 }
@@ -381,19 +393,24 @@ fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, 
 /// an edit, a copy over it, an append by another program — changes one of
 /// them (the status-change time cannot be set back), so a check costs one
 /// `stat` and one small read, not the file's whole history, while the file
-/// is saphan's alone. The one blind spot is a same-size rewrite inside the
-/// kernel's timestamp tick (a few milliseconds) after saphan's own append,
-/// on kernels before Linux 6.13 (whose multigrain timestamps give a file
-/// whose times were just read a fine-grained time on its next change).
+/// is saphan's alone. An append remembers its result only when the file,
+/// `fstat`ed through its own descriptor just before and just after its
+/// write, was the checked file and grew by exactly what it wrote. What is
+/// left unseen: a same-size rewrite between that write and its `fstat`
+/// (microseconds), or within the kernel's timestamp tick (a few
+/// milliseconds) after it on kernels before Linux 6.13, whose multigrain
+/// timestamps give a file whose times were just read a fine-grained time on
+/// its next change (on filesystems that opt in, ext4, xfs, btrfs, tmpfs).
 pub fn check_appendable(path: &Path) -> Result<(), crate::error::Error> {
-    checked_len(path).map(drop)
+    checked_identity(path).map(drop)
 }
 
-/// [`check_appendable`], giving the length it found clean.
-fn checked_len(path: &Path) -> Result<u64, crate::error::Error> {
+/// [`check_appendable`], giving the [`stat_identity`] of the file it found
+/// clean (`None`: there was no file).
+fn checked_identity(path: &Path) -> Result<Option<String>, crate::error::Error> {
     let before = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(IoError::Io {
                 action: "read",
@@ -403,8 +420,9 @@ fn checked_len(path: &Path) -> Result<u64, crate::error::Error> {
             .into());
         }
     };
-    if std::fs::read(checked_path(path)).ok() == Some(stat_identity(&before).into_bytes()) {
-        return Ok(before.len());
+    let identity = stat_identity(&before);
+    if std::fs::read(checked_path(path)).ok().as_deref() == Some(identity.as_bytes()) {
+        return Ok(Some(identity));
     }
     let bytes = read_bytes(path)?;
     if std::str::from_utf8(&bytes).is_err() {
@@ -413,13 +431,15 @@ fn checked_len(path: &Path) -> Result<u64, crate::error::Error> {
         }
     }
     // Remembered only when nothing changed while it was read.
-    if let Ok(after) = std::fs::metadata(path)
-        && stat_identity(&after) == stat_identity(&before)
-        && after.len() == bytes.len() as u64
-    {
-        remember_clean(path, &after);
+    match std::fs::metadata(path) {
+        Ok(after) if stat_identity(&after) == identity && after.len() == bytes.len() as u64 => {
+            remember_clean(path, &after);
+            Ok(Some(identity))
+        }
+        // Changed under the read: clean as read, but no identity to vouch
+        // for, so the append after it remembers nothing.
+        _ => Ok(Some(String::new())),
     }
-    Ok(bytes.len() as u64)
 }
 
 /// `attempts.checked` beside the attempts file: the `stat` identity of the
@@ -1051,6 +1071,24 @@ mod attempts_tests {
             std::fs::read_to_string(checked_path(&path)).unwrap(),
             stat_identity(&std::fs::metadata(&path).unwrap())
         );
+        // An edit between a check and the append after it (another
+        // program, in place, same size): the append sees the file changed
+        // before its write and remembers nothing, so the next check reads
+        // the file and refuses.
+        let checked = checked_identity(&path).unwrap();
+        let clean = std::fs::read(&path).unwrap();
+        {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_at(b"\xfe", 8).unwrap();
+        }
+        append_checked(&path, r#"{"id":"e"}"#, checked).unwrap();
+        assert_eq!(
+            check_appendable(&path).unwrap_err().name(),
+            "record-corrupt"
+        );
+        std::fs::write(&path, &clean).unwrap();
+        check_appendable(&path).unwrap();
         // Another program's append (a line that is not UTF-8) after it:
         // the size changed, so it is read and refused.
         std::fs::OpenOptions::new()

@@ -23,12 +23,14 @@
 //! not): otherwise `saphan-home-exposed` ([`check_home_dirs`]), since whoever
 //! can write them can swap the key directory, the ledger or its head. Every
 //! read checks every row; a row that fails is refused as
-//! `ledger-row-tampered`, naming the line. A read verifies one signature for
-//! the rows the signed head covers — the head's, since each line's `prev`
-//! is the hash of the line before and the head holds the hash of its last,
-//! the head binds every byte of every line up to it — and one per row past
-//! the head; when a link or the head does not hold, every line's signature
-//! is verified in order, so the refusal names the first bad line as before.
+//! `ledger-row-tampered`, naming the line. A read verifies two signatures
+//! for the rows the signed head covers — the head's, since each line's
+//! `prev` is the hash of the line before and the head holds the hash of its
+//! last, the head binds every byte of every line up to it; and that last
+//! row's own, so a head re-signed under a swapped key is still refused —
+//! and one per row past the head; when a link, the head or one of those
+//! signatures does not hold, every line's signature is verified in order,
+//! so the refusal names the first bad line as before.
 //! (A read costs one verification, not one per row of history: `machine
 //! probe` at 4 hosts and ~100 rows went from 34 to 24 ms of CPU.)
 //!

@@ -344,9 +344,11 @@ impl Ledger {
     }
 }
 
-/// Rows, `seq`s and `prev`s of `lines` when the chain holds up to a signed
-/// `head`: lines `1..=head.count` read by [`read_chained_line`] (their bytes
-/// are bound to the head by the chain), later ones by [`verify_line`].
+/// Rows of `lines` when the chain holds up to a signed `head`: lines before
+/// line `head.count` read by [`read_chained_line`] (their bytes are bound
+/// to the head by the chain), that line and later ones by [`verify_line`]
+/// (two signatures per read, the head's and its row's, plus one per row
+/// past the head).
 /// `None` when there is no head, or any line, link or the head fails — the
 /// caller then verifies every line ([`verify_all`]) and refuses by name.
 fn read_chained(
@@ -359,7 +361,10 @@ fn read_chained(
     let mut rows = Vec::with_capacity(lines.len());
     let mut links = Vec::with_capacity(lines.len());
     for (n, l) in lines {
-        let read = if (*n as u64) <= head.count {
+        // Line `count` (the row the head names) is verified too: a head
+        // re-signed under a swapped key, over rows the old key signed, then
+        // fails here and is refused line by line, as every read did before.
+        let read = if (*n as u64) < head.count {
             read_chained_line(path, *n, l)
         } else {
             verify_line(path, *n, l, vk)
@@ -537,5 +542,29 @@ mod tests {
         let e = Ledger::open(&home).unwrap_err();
         assert_eq!(e.name(), "ledger-row-tampered");
         assert!(e.line().contains("line 2"), "{}", e.line());
+    }
+
+    #[test]
+    fn a_head_re_signed_under_a_swapped_key_is_refused_at_the_first_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        let l = Ledger::open(&home).unwrap();
+        for m in ["m0", "m1", "m2"] {
+            l.append_facts(facts(m)).unwrap();
+        }
+        // Another key in the key file, and the head signed again with it
+        // over the same rows (the rows still carry the old key's signatures).
+        let other = SigningKey::from_bytes(&[7u8; 32]);
+        std::fs::write(home.signing_key(), other.to_bytes()).unwrap();
+        let text = std::fs::read_to_string(home.ledger()).unwrap();
+        let last = text.lines().last().unwrap();
+        let head = Head {
+            count: 3,
+            last: line_hash(last),
+        };
+        std::fs::write(head_path(&home.ledger()), sign_head(&other, &head)).unwrap();
+        let e = Ledger::open(&home).unwrap_err();
+        assert_eq!(e.name(), "ledger-row-tampered");
+        assert!(e.line().contains("line 1"), "{}", e.line());
     }
 }
