@@ -309,18 +309,13 @@ pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
 
 /// One serialized record appended, after [`check_appendable`].
 fn append_line(path: &Path, line: &str) -> Result<(), crate::error::Error> {
-    let checked = checked_identity(path)?;
+    let checked = check(path)?;
     append_checked(path, line, checked)
 }
 
-/// Append `line` to `path`, which [`checked_identity`] found clean as
-/// `checked`, and remember the result clean when nothing else wrote the
-/// file in between.
-fn append_checked(
-    path: &Path,
-    line: &str,
-    checked: Option<String>,
-) -> Result<(), crate::error::Error> {
+/// Append `line` to `path`, which [`check`] found clean as `checked`, and
+/// remember the result clean when nothing else wrote the file in between.
+fn append_checked(path: &Path, line: &str, checked: Checked) -> Result<(), crate::error::Error> {
     let seen = crate::fsutil::append_line_seen(path, line)?;
     // Remembered clean only when the file, seen through the append's own
     // descriptor, was the checked file just before the write (same stat, or
@@ -328,8 +323,9 @@ fn append_checked(
     // written: then nothing else touched it between the check and the
     // write's own stat.
     let was_checked = match &checked {
-        Some(id) => *id == stat_identity(&seen.before),
-        None => seen.before.len() == 0,
+        Checked::Absent => seen.before.len() == 0,
+        Checked::Clean(id) => *id == stat_identity(&seen.before),
+        Checked::Unvouched => false,
     };
     if was_checked && seen.after.len() == seen.before.len() + seen.written {
         remember_clean(path, &seen.after);
@@ -402,15 +398,26 @@ fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, 
 /// timestamps give a file whose times were just read a fine-grained time on
 /// its next change (on filesystems that opt in, ext4, xfs, btrfs, tmpfs).
 pub fn check_appendable(path: &Path) -> Result<(), crate::error::Error> {
-    checked_identity(path).map(drop)
+    check(path).map(drop)
 }
 
-/// [`check_appendable`], giving the [`stat_identity`] of the file it found
-/// clean (`None`: there was no file).
-fn checked_identity(path: &Path) -> Result<Option<String>, crate::error::Error> {
+/// What [`check`] found clean.
+#[derive(Debug)]
+enum Checked {
+    /// No file.
+    Absent,
+    /// The file with this [`stat_identity`].
+    Clean(String),
+    /// The file as read, which changed while it was read: nothing to vouch
+    /// for, so the append after it remembers nothing.
+    Unvouched,
+}
+
+/// [`check_appendable`], saying what it found clean.
+fn check(path: &Path) -> Result<Checked, crate::error::Error> {
     let before = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Checked::Absent),
         Err(source) => {
             return Err(IoError::Io {
                 action: "read",
@@ -422,7 +429,7 @@ fn checked_identity(path: &Path) -> Result<Option<String>, crate::error::Error> 
     };
     let identity = stat_identity(&before);
     if std::fs::read(checked_path(path)).ok().as_deref() == Some(identity.as_bytes()) {
-        return Ok(Some(identity));
+        return Ok(Checked::Clean(identity));
     }
     let bytes = read_bytes(path)?;
     if std::str::from_utf8(&bytes).is_err() {
@@ -434,11 +441,9 @@ fn checked_identity(path: &Path) -> Result<Option<String>, crate::error::Error> 
     match std::fs::metadata(path) {
         Ok(after) if stat_identity(&after) == identity && after.len() == bytes.len() as u64 => {
             remember_clean(path, &after);
-            Ok(Some(identity))
+            Ok(Checked::Clean(identity))
         }
-        // Changed under the read: clean as read, but no identity to vouch
-        // for, so the append after it remembers nothing.
-        _ => Ok(Some(String::new())),
+        _ => Ok(Checked::Unvouched),
     }
 }
 
@@ -1034,6 +1039,14 @@ mod pointer_tests {
 mod attempts_tests {
     use super::*;
 
+    /// Another program's edit in place: byte `at` of `path` becomes `b`,
+    /// the size unchanged.
+    fn overwrite_byte(path: &Path, at: u64, b: u8) {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_at(&[b], at).unwrap();
+    }
+
     #[test]
     fn the_clean_check_is_remembered_by_stat_and_any_other_writer_voids_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -1052,11 +1065,7 @@ mod attempts_tests {
         check_appendable(&path).unwrap();
         // A same-size edit in place (a byte that is not UTF-8): the times
         // change, so the file is read again and refused.
-        {
-            use std::os::unix::fs::FileExt;
-            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-            f.write_at(b"\xff", 8).unwrap();
-        }
+        overwrite_byte(&path, 8, 0xff);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), meta.len());
         let e = check_appendable(&path).unwrap_err();
         assert_eq!(e.name(), "record-corrupt");
@@ -1075,13 +1084,9 @@ mod attempts_tests {
         // program, in place, same size): the append sees the file changed
         // before its write and remembers nothing, so the next check reads
         // the file and refuses.
-        let checked = checked_identity(&path).unwrap();
+        let checked = check(&path).unwrap();
         let clean = std::fs::read(&path).unwrap();
-        {
-            use std::os::unix::fs::FileExt;
-            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-            f.write_at(b"\xfe", 8).unwrap();
-        }
+        overwrite_byte(&path, 8, 0xfe);
         append_checked(&path, r#"{"id":"e"}"#, checked).unwrap();
         assert_eq!(
             check_appendable(&path).unwrap_err().name(),

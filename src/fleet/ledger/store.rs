@@ -165,11 +165,11 @@ impl Ledger {
         let head = read_head(&path, &vk)?;
         refuse_vanished(&path, &key_path, &lines, head.as_ref())?;
         // The signed head and the chain of line hashes tie every line up to
-        // the head to bytes this key signed: those lines are read without
-        // their own signatures (one verification per read, not one per row
-        // of history). Rows past the head, and any ledger whose chain or
-        // head does not hold, are verified line by line, which names the
-        // first bad line exactly as before.
+        // the head to bytes this key signed: the lines before the head's own
+        // row are read without their signatures (two verifications per
+        // read, not one per row of history). The head's row, rows past it,
+        // and any ledger whose chain or head does not hold are verified line
+        // by line, which names the first bad line exactly as before.
         let rows = match read_chained(&path, &lines, head.as_ref(), &vk) {
             Some(read) => read,
             None => verify_all(&path, &lines, &vk, head.as_ref())?,
