@@ -76,14 +76,8 @@ fn boot_id() -> Option<String> {
 /// Field 22 (start time, clock ticks since boot) of `/proc/<pid>/stat`;
 /// `None` when no such process lives (a zombie counts as ended).
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace();
-    // After the comm: field 3 is the state, field 22 the start time.
-    if f.next()? == "Z" {
-        return None;
-    }
-    f.nth(18)?.parse().ok()
+    let st = crate::exec::proc_stat(i32::try_from(pid).ok()?)?;
+    (!st.ended()).then_some(st.start_time)
 }
 
 /// Whether the attempt whose container carries `controller` (a

@@ -358,21 +358,17 @@ pub fn version_timeout(budget: Duration, n: usize) -> u64 {
     per.saturating_sub(2).max(1)
 }
 
-/// SIGKILL every process group noted in `dir` (one file per `timeout` pid).
-fn kill_noted_groups(dir: &std::path::Path) {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::Pid;
+/// SIGKILL every process group noted in `dir` (one file per `timeout` pid)
+/// and wait, at most [`crate::exec::GRACE`], until they have ended.
+async fn kill_noted_groups(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    for e in entries.flatten() {
-        if let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
-            && pid > 1
-        {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    }
+    let pgids: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect();
+    crate::exec::kill_groups(&pgids, crate::exec::GRACE).await;
 }
 
 /// Probe toolchain capabilities on one machine: one exec of [`SCRIPT`] for
@@ -443,7 +439,7 @@ pub async fn probe_toolchains(
             // Dropping the exec killed the script's process group; the
             // version commands run under `timeout` in groups of their own.
             if let Some(d) = &pid_dir {
-                kill_noted_groups(d.path());
+                kill_noted_groups(d.path()).await;
             }
             return Err(FleetError::Interrupted { machine: machine.id.clone() });
         }
