@@ -79,9 +79,11 @@ pub const STDOUT_TAIL: usize = 64 * 1024 * 1024;
 
 /// How much captured stdout of a remote command is kept: its last 16 MiB.
 /// Lower than [`STDOUT_TAIL`] because what a remote machine sends before
-/// saphan's own script (a login shell's noise) is not saphan's to hold
-/// (issue 13.5: a probe against a host that floods 300 MB stays under
-/// 64 MiB). Remote commands whose output is large stream it to a file.
+/// saphan's own script (a login shell's noise) is not saphan's to hold; a
+/// script that frames its output is read through [`Sink::CaptureFrom`] and
+/// holds none of it (issue 13.5: a probe against a host that floods 300 MB
+/// stays under 64 MiB). Remote commands whose output is large stream it to
+/// a file.
 pub const REMOTE_STDOUT_TAIL: usize = 16 * 1024 * 1024;
 
 /// A boxed async reader, as [`Input::open`] hands it out.
@@ -175,6 +177,11 @@ pub const GIT_LOCAL_ENV: &[&str] = &[
 pub enum Sink {
     /// Collected into [`Output::stdout`].
     Capture,
+    /// Collected into [`Output::stdout`] from the first occurrence of these
+    /// bytes on, the bytes included; nothing before them is held (what a
+    /// login shell prints before a script's own begin line, however much).
+    /// Empty when they never came.
+    CaptureFrom(Vec<u8>),
     /// Streamed into this file (created or truncated); [`Output::stdout`] stays empty.
     File(PathBuf),
     /// Discarded.
@@ -401,6 +408,9 @@ impl Output {
 pub struct TailBuf {
     cap: usize,
     buf: std::collections::VecDeque<u8>,
+    /// While `Some`, nothing is kept but the bytes that may begin it
+    /// ([`TailBuf::from_marker`]).
+    marker: Option<Vec<u8>>,
 }
 
 /// Up to this many bytes a [`TailBuf`] grows by doubling; past it, it
@@ -413,10 +423,40 @@ impl TailBuf {
         TailBuf {
             cap,
             buf: std::collections::VecDeque::new(),
+            marker: None,
+        }
+    }
+    /// An empty buffer that keeps nothing until `marker` has been pushed
+    /// (across any split of the pushes), then at most `cap` bytes from the
+    /// marker's first byte on. An empty marker is there at once.
+    pub fn from_marker(cap: usize, marker: Vec<u8>) -> TailBuf {
+        TailBuf {
+            marker: (!marker.is_empty()).then_some(marker),
+            ..TailBuf::new(cap)
         }
     }
     /// Append bytes, dropping the oldest beyond the cap first.
     pub fn push(&mut self, bytes: &[u8]) {
+        if let Some(m) = &self.marker {
+            // Held: fewer bytes than the marker, the end of what came so
+            // far that may be its beginning.
+            let mut seen: Vec<u8> = self.buf.drain(..).collect();
+            seen.extend_from_slice(bytes);
+            match memchr::memmem::find(&seen, m) {
+                Some(at) => {
+                    self.marker = None;
+                    self.keep(&seen[at..]);
+                }
+                None => {
+                    let held = seen.len().min(m.len() - 1);
+                    self.buf.extend(&seen[seen.len() - held..]);
+                }
+            }
+            return;
+        }
+        self.keep(bytes);
+    }
+    fn keep(&mut self, bytes: &[u8]) {
         let bytes = if bytes.len() >= self.cap {
             self.buf.clear();
             &bytes[bytes.len() - self.cap..]
@@ -436,8 +476,12 @@ impl TailBuf {
         }
         self.buf.extend(bytes);
     }
-    /// The last `cap` bytes, in order (the ring is made contiguous in place).
+    /// The last `cap` bytes, in order (the ring is made contiguous in
+    /// place); nothing when a marker was awaited and never came.
     pub fn finish(self) -> Vec<u8> {
+        if self.marker.is_some() {
+            return Vec::new();
+        }
         Vec::from(self.buf)
     }
 }
@@ -462,16 +506,15 @@ impl Drop for GroupGuard {
 }
 
 /// Read `r` to end-of-file or until `stop` flips, into `file` or the
-/// returned buffer, which keeps only the last `tail` bytes.
+/// returned buffer `out`.
 /// After the loop the file is flushed and synced (not bounded by `stop`:
 /// that is local disk, not a pipe someone else holds).
 async fn drain<R: AsyncRead + Unpin>(
     mut r: R,
     mut file: Option<tokio::fs::File>,
-    tail: usize,
+    mut out: TailBuf,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<u8> {
-    let mut out = TailBuf::new(tail);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = tokio::select! {
@@ -664,8 +707,12 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         });
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let out_task = stdout.map(|s| tokio::spawn(drain(s, file, STDOUT_TAIL, stop_rx.clone())));
-    let err_task = stderr.map(|s| tokio::spawn(drain(s, None, STDERR_TAIL, stop_rx)));
+    let stdout_buf = match &cmd.stdout {
+        Sink::CaptureFrom(m) => TailBuf::from_marker(STDOUT_TAIL, m.clone()),
+        _ => TailBuf::new(STDOUT_TAIL),
+    };
+    let out_task = stdout.map(|s| tokio::spawn(drain(s, file, stdout_buf, stop_rx.clone())));
+    let err_task = stderr.map(|s| tokio::spawn(drain(s, None, TailBuf::new(STDERR_TAIL), stop_rx)));
 
     let waited = match cmd.timeout {
         Some(t) => tokio::time::timeout(t, child.wait()).await.ok(),
@@ -1436,6 +1483,30 @@ mod tests {
         t.push(b"abcdefgh");
         t.push(b"ij");
         assert_eq!(t.finish(), b"ghij");
+    }
+
+    #[test]
+    fn a_marked_tail_keeps_from_the_first_marker_wherever_the_pushes_split() {
+        let noise = b"x\n@@begin".repeat(50);
+        let text = [&noise[..], b"\n@@begin N\nbody\n@@begin N\nend\n"].concat();
+        let want = b"\n@@begin N\nbody\n@@begin N\nend\n";
+        for size in 1..=text.len() {
+            let mut t = TailBuf::from_marker(1024, b"\n@@begin N\n".to_vec());
+            for chunk in text.chunks(size) {
+                t.push(chunk);
+                assert!(t.buf.len() <= 1024);
+            }
+            assert_eq!(t.finish(), want, "pushes of {size} bytes");
+        }
+        // Never seen: nothing, however much came.
+        let mut t = TailBuf::from_marker(8, b"MARK".to_vec());
+        t.push(&b"MAR".repeat(1000));
+        assert!(t.buf.len() < 4);
+        assert_eq!(t.finish(), b"");
+        // After the marker the cap holds as for any tail.
+        let mut t = TailBuf::from_marker(6, b"M".to_vec());
+        t.push(b"aaMbcdefgh");
+        assert_eq!(t.finish(), b"cdefgh");
     }
     use super::*;
 

@@ -177,6 +177,13 @@ pub struct ScriptItem<'a> {
     pub entry: &'a Capability,
 }
 
+/// The line that opens the probe script's output, with the newline before
+/// it (the script prints that newline itself: a greeting without one
+/// cannot hide the marker).
+fn begin_line(nonce: &str) -> String {
+    format!("\n@@saphan begin {nonce}\n")
+}
+
 /// Read the probe script's output into one finding per item, in order.
 /// What the login shell printed before the line `@@saphan begin NONCE` or
 /// after the line `@@saphan end NONCE` is ignored; between them, anything
@@ -192,7 +199,7 @@ pub fn read_script_output(
         machine: machine.into(),
         detail,
     };
-    let begin = format!("\n@@saphan begin {nonce}\n");
+    let begin = begin_line(nonce);
     let start = out
         .windows(begin.len())
         .position(|w| w == begin.as_bytes())
@@ -430,8 +437,11 @@ pub async fn probe_toolchains(
         argv.push(path.clone());
         argv.extend(version);
     }
+    // What the login shell prints before the script's begin line is
+    // dropped as it streams in, however much of it there is.
+    let begin = begin_line(&nonce);
     let out = tokio::select! {
-        r = t.exec(&argv, timeout) => r.map_err(|source| FleetError::Transport {
+        r = t.exec_from(&argv, timeout, begin.as_bytes()) => r.map_err(|source| FleetError::Transport {
             machine: machine.id.clone(),
             source: Box::new(source),
         })?,

@@ -336,14 +336,49 @@ impl Transport {
     /// Run `argv` (no shell) with a budget. Remote implementations quote every
     /// word for the remote shell; no word is ever spliced in unquoted.
     pub async fn exec(&self, argv: &[String], timeout: Duration) -> Result<Output, TransportError> {
+        self.exec_into(argv, timeout, None).await
+    }
+
+    /// [`Transport::exec`] of a script that frames its output: stdout is
+    /// kept from the first occurrence of `begin` on
+    /// ([`exec::Sink::CaptureFrom`]), so whatever a login shell prints
+    /// before the script runs is dropped as it arrives, never held.
+    pub async fn exec_from(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        begin: &[u8],
+    ) -> Result<Output, TransportError> {
+        self.exec_into(argv, timeout, Some(begin.to_vec())).await
+    }
+
+    async fn exec_into(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        begin: Option<Vec<u8>>,
+    ) -> Result<Output, TransportError> {
         match self {
-            Transport::Local(_) => exec::run(Cmd::from_argv(argv).timeout(timeout))
-                .await
-                .map_err(|source| TransportError::Spawn {
-                    program: argv[0].clone(),
-                    source,
-                }),
-            Transport::Ssh(s) => s.exec(argv, timeout).await,
+            Transport::Local(_) => {
+                let cmd = Cmd::from_argv(argv).timeout(timeout);
+                let cmd = match begin {
+                    Some(m) => cmd.stdout(exec::Sink::CaptureFrom(m)),
+                    None => cmd,
+                };
+                exec::run(cmd)
+                    .await
+                    .map_err(|source| TransportError::Spawn {
+                        program: argv[0].clone(),
+                        source,
+                    })
+            }
+            Transport::Ssh(s) => {
+                let sink = match begin {
+                    Some(m) => ssh::OutSink::CaptureFrom(m),
+                    None => ssh::OutSink::Capture,
+                };
+                s.exec(argv, timeout, sink).await
+            }
         }
     }
 

@@ -342,10 +342,16 @@ impl Ssh {
         }
     }
 
-    /// Run `argv` remotely, every word quoted for the remote shell.
-    pub async fn exec(&self, argv: &[String], timeout: Duration) -> Result<Output, TransportError> {
+    /// Run `argv` remotely, every word quoted for the remote shell; its
+    /// stdout captured as `sink` says.
+    pub(super) async fn exec(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        sink: OutSink,
+    ) -> Result<Output, TransportError> {
         let line = command_line(argv)?;
-        self.run_line(&line, None, None, timeout).await
+        self.run_line_with(&line, None, sink, timeout, None).await
     }
 
     /// Copy a local file to `remote`: written to a temp file beside it, given
@@ -499,12 +505,12 @@ impl Ssh {
     ) -> Result<Output, TransportError> {
         let start = Instant::now();
         let deadline = tokio::time::Instant::now() + timeout;
-        let (mut out_file, discard) = match sink {
-            OutSink::File(f) => (Some(f), false),
-            OutSink::Capture => (None, false),
-            OutSink::Null => (None, true),
+        let (mut out_file, discard, mut stdout) = match sink {
+            OutSink::File(f) => (Some(f), false, TailBuf::new(0)),
+            OutSink::Capture => (None, false, TailBuf::new(REMOTE_STDOUT_TAIL)),
+            OutSink::CaptureFrom(m) => (None, false, TailBuf::from_marker(REMOTE_STDOUT_TAIL, m)),
+            OutSink::Null => (None, true, TailBuf::new(0)),
         };
-        let mut stdout = TailBuf::new(REMOTE_STDOUT_TAIL);
         let mut stderr = TailBuf::new(STDERR_TAIL);
         let timed_out = |stdout: TailBuf, stderr: TailBuf| Output {
             status: Termination::TimedOut,
@@ -727,6 +733,9 @@ fn dead_after(interval: Duration, count: u32) -> Duration {
 pub(super) enum OutSink {
     /// Kept in memory, its last [`REMOTE_STDOUT_TAIL`] bytes.
     Capture,
+    /// Kept in memory from the first occurrence of these bytes on (at most
+    /// [`REMOTE_STDOUT_TAIL`]); see [`crate::exec::Sink::CaptureFrom`].
+    CaptureFrom(Vec<u8>),
     /// Streamed into this local file.
     File(tokio::fs::File),
     /// Read and dropped.

@@ -159,7 +159,9 @@ impl Drop for GroupGuard {
             let ssh = self.ssh.clone();
             rt.spawn(async move {
                 let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
-                let _ = ssh.exec(&argv, Duration::from_secs(10)).await;
+                let _ = ssh
+                    .exec(&argv, Duration::from_secs(10), OutSink::Capture)
+                    .await;
             });
         }
     }
@@ -295,6 +297,7 @@ impl Ssh {
             .map_err(copy(format!("the stdin of `{}`", cmd.display())))?;
         let sink = match cmd.sink() {
             Sink::Capture => OutSink::Capture,
+            Sink::CaptureFrom(m) => OutSink::CaptureFrom(m.clone()),
             Sink::Null => OutSink::Null,
             Sink::File(p) => OutSink::File(tokio::fs::File::create(p).await.map_err(copy(
                 format!("the stdout of `{}` to {}", cmd.display(), p.display()),
@@ -309,7 +312,9 @@ impl Ssh {
                     let p = pgid.lock().ok().and_then(|g| *g);
                     if let Some(p) = p {
                         let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
-                        let _ = ssh.exec(&argv, crate::cancel::FORCE_BOUND).await;
+                        let _ = ssh
+                            .exec(&argv, crate::cancel::FORCE_BOUND, OutSink::Capture)
+                            .await;
                     }
                 })
             }))
