@@ -130,6 +130,44 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     Ok(())
 }
 
+/// Write `path`, a file only this writer names (a suite log named after its
+/// record's id), whole or not at all: the bytes go to `.<name>.partial`
+/// beside it (mode 0600), are fsynced and renamed into place, then the
+/// directory is fsynced. Creates parent directories.
+///
+/// Unlike [`atomic_write`] it never lists the directory for the temp files
+/// of killed writers: the directory grows with history (one log per
+/// attempt), and sweeping it made every write cost more than the last. A
+/// writer killed mid-write leaves `.<name>.partial`, which nothing names
+/// and the next writer of that name replaces.
+///
+/// Errors: [`IoError::Io`] naming the path.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(".partial");
+    let tmp = dir.join(name);
+    // A killed writer's partial goes first, so the new one is made afresh
+    // (its mode and owner are this writer's).
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io("create", &tmp))?;
+    f.write_all(bytes).map_err(io("write", &tmp))?;
+    f.sync_all().map_err(io("sync", &tmp))?;
+    fs::rename(&tmp, path).map_err(io("rename into place", path))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 /// Follow `path` through symlinks (up to 40 hops) to the path a write should
 /// replace. A dangling link resolves to its (missing) target; a non-link is
 /// returned unchanged.
@@ -351,6 +389,31 @@ pub fn open_regular(path: &Path) -> Result<File, OpenRegular> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_new_replaces_a_killed_writers_partial_and_leaves_only_the_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let logs = d.path().join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        // What a writer killed mid-write left.
+        std::fs::write(logs.join(".a.log.partial"), b"half").unwrap();
+        write_new(&logs.join("a.log"), b"whole\n").unwrap();
+        assert_eq!(std::fs::read(logs.join("a.log")).unwrap(), b"whole\n");
+        let names: Vec<_> = std::fs::read_dir(&logs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.log"]);
+        let mode = std::fs::metadata(logs.join("a.log"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Parents are made.
+        write_new(&d.path().join("x/y/b.log"), b"").unwrap();
+        assert!(d.path().join("x/y/b.log").is_file());
+    }
 
     #[test]
     fn append_after_torn_line_starts_a_new_line() {

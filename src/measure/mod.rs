@@ -434,14 +434,14 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
-    /// Write it (atomic: temp file, fsync, rename, fsync the directory),
-    /// off the runtime. `None` when it cannot be written: the record then
-    /// names no log.
+    /// Write it (whole or not at all: [`crate::fsutil::write_new`]), off
+    /// the runtime. `None` when it cannot be written: the record then names
+    /// no log.
     pub async fn write(self) -> Option<SuiteLog> {
         tokio::task::spawn_blocking(move || {
             let dir = self.path.parent()?;
             std::fs::create_dir_all(dir).ok()?;
-            crate::fsutil::atomic_write(&self.path, &self.bytes).ok()?;
+            crate::fsutil::write_new(&self.path, &self.bytes).ok()?;
             Some(SuiteLog {
                 sha256: crate::fsutil::sha256_hex(&self.bytes),
                 path: self.path,
