@@ -30,7 +30,7 @@
 use super::xml::{self, AttrSpan};
 use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, files};
 use quick_xml::encoding::EncodingError;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::Event;
 use quick_xml::reader::Reader;
 use std::fs::File;
 use std::io::Read;
@@ -82,7 +82,7 @@ pub fn parse_file(path: &Path, display: &str) -> Result<Parsed, ReportError> {
         source,
     };
     let f = File::open(path).map_err(unreadable)?;
-    match parse_stream(f, READ_BUF) {
+    match parse_stream(f, READ_BUF, Reading::Fast) {
         Ok(p) => Ok(p),
         Err(fail) => Err(fail.into_error(display, |offset| line_in_file(path, offset))),
     }
@@ -104,7 +104,28 @@ pub fn parse_bytes_through(
     display: &str,
     window: usize,
 ) -> Result<Parsed, ReportError> {
-    match parse_stream(bytes, window) {
+    parse_slice(bytes, display, window, Reading::Fast)
+}
+
+/// [`parse_bytes_through`] with every event read by quick-xml, none by the
+/// fast path (`fast_event`): the tests hold the two to the same result.
+/// Not an interface.
+#[doc(hidden)]
+pub fn parse_bytes_quick_xml_only(
+    bytes: &[u8],
+    display: &str,
+    window: usize,
+) -> Result<Parsed, ReportError> {
+    parse_slice(bytes, display, window, Reading::QuickXmlOnly)
+}
+
+fn parse_slice(
+    bytes: &[u8],
+    display: &str,
+    window: usize,
+    reading: Reading,
+) -> Result<Parsed, ReportError> {
+    match parse_stream(bytes, window, reading) {
         Ok(p) => Ok(p),
         Err(fail) => Err(fail.into_error(display, |offset| {
             let end = (offset as usize).min(bytes.len());
@@ -236,15 +257,10 @@ fn value<'a>(raw: &'a str, a: &AttrSpan, offset: u64) -> Result<std::borrow::Cow
     xml::attr_value(raw, a).map_err(|x| attr_err(offset, x))
 }
 
-/// [`check_attrs`] over raw attribute text.
+/// Check an element's raw attribute text (the XML rules in
+/// [`xml::scan_attrs`]) and note where they lie in `spans`.
 fn check_attr_spans(raw: &str, spans: &mut Vec<AttrSpan>, offset: u64) -> Result<(), Fail> {
     xml::scan_attrs(raw.as_bytes(), spans).map_err(|why| attr_err(offset, why))
-}
-
-/// Check an element's attributes (the XML rules in [`xml::scan_attrs`]) and
-/// note where they lie in `spans`.
-fn check_attrs(e: &BytesStart<'_>, spans: &mut Vec<AttrSpan>, offset: u64) -> Result<(), Fail> {
-    xml::scan_attrs(e.attributes_raw().as_bytes(), spans).map_err(|why| attr_err(offset, why))
 }
 
 fn attr_err(offset: u64, e: impl std::fmt::Display) -> Fail {
@@ -291,16 +307,24 @@ impl State {
     }
 
     /// An element opened (`Start`, or the first half of `Empty`: `empty`,
-    /// it closes right after and has no children).
-    fn open(&mut self, e: &BytesStart<'_>, offset: u64, empty: bool) -> Result<(), Fail> {
+    /// it closes right after and has no children). `raw` is its attribute
+    /// text; `checked`: [`xml::start_tag`] has checked it already and
+    /// `self.attrs` holds its spans, else it is checked here, after the
+    /// element's own place and name.
+    fn open(
+        &mut self,
+        name: &str,
+        raw: &str,
+        checked: bool,
+        offset: u64,
+        empty: bool,
+    ) -> Result<(), Fail> {
         if self.root_closed {
             return Err(Fail::At {
                 offset,
                 why: "a second root element after the first one closed".into(),
             });
         }
-        let name = e.name();
-        let name: &str = name.as_ref();
         // The names a report is made of are names; others are checked.
         let known = matches!(
             name,
@@ -318,15 +342,17 @@ impl State {
         self.stack.push(self.stack_names.len());
         self.stack_names.push_str(name);
         let depth = self.depth();
+        if !checked {
+            check_attr_spans(raw, &mut self.attrs, offset)?;
+        }
         match name {
-            "testsuite" => self.open_suite(e, depth, offset)?,
+            "testsuite" => self.open_suite(raw, depth, offset)?,
             "testcase" if self.case.is_none() => {
-                check_attrs(e, &mut self.attrs, offset)?;
                 // The name is built only if the testcase turns out failing
                 // (an empty one cannot: it has no children).
                 self.case_attrs.clear();
                 if !empty {
-                    self.case_attrs.push_str(e.attributes_raw());
+                    self.case_attrs.push_str(raw);
                 }
                 self.case_offset = offset;
                 self.case = Some(Case {
@@ -336,15 +362,13 @@ impl State {
                 });
             }
             _ => {
-                check_attrs(e, &mut self.attrs, offset)?;
                 let in_case = self.case.as_ref().map(|c| c.depth + 1 == depth);
                 match name {
                     "failure" | "error" if in_case == Some(true) => {
                         let keep = self.parsed.output.len() < OUTPUT_TESTS;
                         if let Some(c) = self.case.as_mut() {
                             if !c.failing && keep {
-                                self.cap_message =
-                                    message_attr(e.attributes_raw(), &self.attrs, offset)?;
+                                self.cap_message = message_attr(raw, &self.attrs, offset)?;
                             }
                             c.failing = true;
                         }
@@ -374,7 +398,7 @@ impl State {
                     if self.parsed.output.len() < OUTPUT_TESTS {
                         self.cap_depth = Some(depth);
                         self.cap_suite = Some(n.clone());
-                        self.cap_message = message_attr(e.attributes_raw(), &self.attrs, offset)?;
+                        self.cap_message = message_attr(raw, &self.attrs, offset)?;
                     } else {
                         self.parsed.output_omitted += 1;
                     }
@@ -385,9 +409,9 @@ impl State {
         Ok(())
     }
 
-    fn open_suite(&mut self, e: &BytesStart<'_>, depth: usize, offset: u64) -> Result<(), Fail> {
-        check_attrs(e, &mut self.attrs, offset)?;
-        let raw = e.attributes_raw();
+    /// A `<testsuite>` opened; its attributes `raw` are checked and their
+    /// spans in `self.attrs`.
+    fn open_suite(&mut self, raw: &str, depth: usize, offset: u64) -> Result<(), Fail> {
         let outermost = self.suites.is_empty();
         let mut name = String::new();
         let mut tests = None;
@@ -540,11 +564,20 @@ impl State {
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Who reads the events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// The commonest events by [`fast_event`], the others by quick-xml.
+    Fast,
+    /// Every event by quick-xml (what the tests compare the fast path with).
+    QuickXmlOnly,
+}
+
 /// The streaming parse: quick-xml reads each [`xml::Window`] as a slice;
 /// an event the window's end cuts is read again from its start after a
 /// refill. `cap` is the window's size in bytes (it grows only for an event
 /// longer than that).
-fn parse_stream<R: Read>(input: R, cap: usize) -> Result<Parsed, Fail> {
+fn parse_stream<R: Read>(input: R, cap: usize, reading: Reading) -> Result<Parsed, Fail> {
     let refill_failed = |e| match e {
         xml::Refill::Io(e) => Fail::Io(e),
         xml::Refill::Forbidden { offset, why } => Fail::At { offset, why },
@@ -553,7 +586,7 @@ fn parse_stream<R: Read>(input: R, cap: usize) -> Result<Parsed, Fail> {
     win.refill(0).map_err(refill_failed)?;
     let mut st = State::new();
     loop {
-        match parse_window(&win, &mut st)? {
+        match parse_window(&win, &mut st, reading)? {
             None => break,
             Some(keep) => win.refill(keep).map_err(refill_failed)?,
         }
@@ -607,42 +640,29 @@ fn quick_xml_fail(e: quick_xml::Error, before: u64, position: u64) -> Fail {
 /// Parse the events the window holds whole. `Ok(None)`: the document
 /// ended. `Ok(Some(keep))`: the window's end cut an event that begins at
 /// `keep` (a window offset); refill from there and call again.
-fn parse_window<R: Read>(win: &xml::Window<R>, st: &mut State) -> Result<Option<usize>, Fail> {
+///
+/// The commonest events are read without quick-xml ([`fast_event`]);
+/// quick-xml's reader is moved to wherever it is asked next. It is asked
+/// only at an event's start, never in the middle of one of its own text
+/// runs (after a text event it may be about to read a reference or markup
+/// it has already begun).
+fn parse_window<R: Read>(
+    win: &xml::Window<R>,
+    st: &mut State,
+    reading: Reading,
+) -> Result<Option<usize>, Fail> {
     let bytes = win.bytes();
     let whole = win.at_eof();
+    let base = win.base();
     // quick-xml drops a byte-order mark at the start of what it reads.
-    // Only the file's own first bytes may be one; elsewhere U+FEFF is text.
-    // So that is read here: the text run it begins, as quick-xml reads one
-    // (up to the next `<` or `&`).
-    let mut skip = 0;
-    if win.base() == 0 && bytes.starts_with(BOM) {
-        skip = BOM.len();
-    }
-    if bytes[skip..].starts_with(BOM) {
-        let before = win.base() + skip as u64;
-        let run = &bytes[skip..];
-        let end = match memchr::memchr2(b'<', b'&', run) {
-            Some(i) => i,
-            None if whole => run.len(),
-            None => return Ok(Some(skip)),
-        };
-        let t = match std::str::from_utf8(&run[..end]) {
-            Ok(t) => t,
-            Err(u) => {
-                let e = quick_xml::Error::Encoding(EncodingError::Utf8(u));
-                if undecided(win, skip, &e) {
-                    return Ok(Some(skip));
-                }
-                return Err(quick_xml_fail(e, before, before));
-            }
-        };
-        st.event(
-            Event::Text(quick_xml::events::BytesText::from_escaped(t)),
-            before,
-        )?;
-        skip += end;
-    }
-    let mut reader = Reader::from_reader(&bytes[skip..]);
+    // Only the file's own first bytes may be one; elsewhere U+FEFF is text
+    // ([`bom_text`]).
+    let mut pos = if base == 0 && bytes.starts_with(BOM) {
+        BOM.len()
+    } else {
+        0
+    };
+    let mut reader = Reader::from_reader(&bytes[pos..]);
     {
         // End tags are matched in `State` (a window's reader has not seen
         // the elements the earlier windows opened).
@@ -651,23 +671,128 @@ fn parse_window<R: Read>(win: &xml::Window<R>, st: &mut State) -> Result<Option<
         c.allow_unmatched_ends = true;
         c.expand_empty_elements = false;
     }
-    let at = |rel: u64| win.base() + skip as u64 + rel;
+    let mut mid_text = false;
     loop {
+        let before = base + pos as u64;
+        if !mid_text {
+            if reading == Reading::Fast
+                && let Some(len) = fast_event(st, &bytes[pos..], before, whole)?
+            {
+                pos += len;
+                continue;
+            }
+            if bytes[pos..].starts_with(BOM) {
+                match bom_text(win, pos, st)? {
+                    Some(end) => pos = end,
+                    None => return Ok(Some(pos)),
+                }
+                continue;
+            }
+            *reader.get_mut() = &bytes[pos..];
+        }
+        // The reader's offsets count from where it was made; only their
+        // differences are used.
         let rel = reader.buffer_position();
-        let before = at(rel);
-        let keep = skip + rel as usize;
         let ev = match reader.read_event() {
             Ok(Event::Eof) if whole => return Ok(None),
-            Ok(Event::Eof) => return Ok(Some(keep)),
+            Ok(Event::Eof) => return Ok(Some(pos)),
             // An event that reaches the window's end may go on past it.
-            Ok(_) if !whole && skip + reader.buffer_position() as usize >= bytes.len() => {
-                return Ok(Some(keep));
+            Ok(_) if !whole && pos + (reader.buffer_position() - rel) as usize >= bytes.len() => {
+                return Ok(Some(pos));
             }
             Ok(ev) => ev,
-            Err(e) if undecided(win, keep, &e) => return Ok(Some(keep)),
-            Err(e) => return Err(quick_xml_fail(e, before, at(reader.error_position()))),
+            Err(e) if undecided(win, pos, &e) => return Ok(Some(pos)),
+            Err(e) => {
+                let at = before + reader.error_position().saturating_sub(rel);
+                return Err(quick_xml_fail(e, before, at));
+            }
         };
+        mid_text = matches!(ev, Event::Text(_));
+        pos += (reader.buffer_position() - rel) as usize;
         st.event(ev, before)?;
+    }
+}
+
+/// The text run that begins with a U+FEFF at window offset `pos`, read as
+/// quick-xml reads a text run (up to the next `<` or `&`), since a reader
+/// would drop the U+FEFF as a byte-order mark. `Ok(Some(end))`: read, up to
+/// `end`; `Ok(None)`: the window's end may cut it, refill from `pos`.
+fn bom_text<R: Read>(
+    win: &xml::Window<R>,
+    pos: usize,
+    st: &mut State,
+) -> Result<Option<usize>, Fail> {
+    let before = win.base() + pos as u64;
+    let run = &win.bytes()[pos..];
+    let end = match memchr::memchr2(b'<', b'&', run) {
+        Some(i) => i,
+        None if win.at_eof() => run.len(),
+        None => return Ok(None),
+    };
+    let t = match std::str::from_utf8(&run[..end]) {
+        Ok(t) => t,
+        Err(u) => {
+            let e = quick_xml::Error::Encoding(EncodingError::Utf8(u));
+            if undecided(win, pos, &e) {
+                return Ok(None);
+            }
+            return Err(quick_xml_fail(e, before, before));
+        }
+    };
+    st.event(
+        Event::Text(quick_xml::events::BytesText::from_escaped(t)),
+        before,
+    )?;
+    Ok(Some(pos + end))
+}
+
+/// The event at the front of `b` (at file offset `before`) read without
+/// quick-xml when its shape is plain: a start or empty tag
+/// [`xml::start_tag`] reads, the end tag of the innermost open element
+/// spelled exactly, or whitespace up to the next `<` (outside a failure's
+/// kept text). These are most of a report's events; `State` sees them as
+/// it sees quick-xml's. `Ok(Some(len))`: read, `len` bytes; `Ok(None)`:
+/// quick-xml reads it. Unless `t` runs to the end of the file (`whole`),
+/// an event that reaches its end is left to quick-xml, which waits for the
+/// next window (where a forbidden character there is refused first).
+fn fast_event(st: &mut State, b: &[u8], before: u64, whole: bool) -> Result<Option<usize>, Fail> {
+    let inside = |len: usize| len < b.len() || whole;
+    match b.first() {
+        Some(b'<') if b.get(1) == Some(&b'/') => {
+            let name = st.innermost().as_bytes();
+            let len = name.len() + 3;
+            if st.depth() == 0
+                || !b[2..].starts_with(name)
+                || b.get(len - 1) != Some(&b'>')
+                || !inside(len)
+            {
+                return Ok(None);
+            }
+            st.saw_event = true;
+            st.close()?;
+            Ok(Some(len))
+        }
+        Some(b'<') => {
+            let Some(t) = xml::start_tag(b, &mut st.attrs).filter(|t| inside(t.len)) else {
+                return Ok(None);
+            };
+            st.saw_event = true;
+            st.saw_content = true;
+            st.open(t.name, t.attrs, true, before, t.empty)?;
+            if t.empty {
+                st.close()?;
+            }
+            Ok(Some(t.len))
+        }
+        Some(b' ' | b'\t' | b'\r' | b'\n') if st.cap_depth.is_none() => {
+            let len = xml::blank_run(b);
+            if b.get(len) != Some(&b'<') {
+                return Ok(None);
+            }
+            st.saw_event = true;
+            Ok(Some(len))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -683,11 +808,11 @@ impl State {
         match ev {
             Event::Start(e) => {
                 self.saw_content = true;
-                self.open(&e, before, false)?;
+                self.open(e.name().as_ref(), e.attributes_raw(), false, before, false)?;
             }
             Event::Empty(e) => {
                 self.saw_content = true;
-                self.open(&e, before, true)?;
+                self.open(e.name().as_ref(), e.attributes_raw(), false, before, true)?;
                 self.close()?;
             }
             Event::End(e) => {
@@ -1117,18 +1242,144 @@ mod tests {
     fn forbidden_characters_straddling_buffers_are_found() {
         let x = fill("T", "\u{FFFE}");
         for cap in 1..12 {
-            let r = parse_stream(x.as_bytes(), cap);
+            let r = parse_stream(x.as_bytes(), cap, Reading::Fast);
             assert!(matches!(r, Err(Fail::At { .. })), "capacity {cap}: {r:?}");
         }
         let good = fill("T", "\u{FFFD}\u{EFBF}é");
         for cap in 1..12 {
-            let r = parse_stream(good.as_bytes(), cap);
+            let r = parse_stream(good.as_bytes(), cap, Reading::Fast);
             assert_eq!(r.map(|p| p.count).ok(), Some(2), "capacity {cap}");
+        }
+    }
+
+    /// What the fast path and quick-xml both read, whole and through
+    /// windows of `caps`: the same, refusals and their lines included.
+    fn fast_path_agrees(d: &[u8], caps: impl IntoIterator<Item = usize>) -> Result<(), String> {
+        for cap in caps.into_iter().chain([d.len() + 1]) {
+            let fast = format!("{:?}", parse_bytes_through(d, "t.xml", cap));
+            let quick = format!("{:?}", parse_bytes_quick_xml_only(d, "t.xml", cap));
+            if fast != quick {
+                return Err(format!(
+                    "window {cap} over {:?}:\n fast  {fast}\n quick {quick}",
+                    String::from_utf8_lossy(d)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tags at the edges of what the fast path takes: every one reads as
+    /// quick-xml reads it, inside a passing report and as its root.
+    const TAG_EDGES: &[&str] = &[
+        "<a/>",
+        "<a />",
+        "<a\t/>",
+        "<a>",
+        "<a >",
+        "<a b='1'/>",
+        "<a b='1' />",
+        "<a b='1'>",
+        "<a b = \"1\"\n/>",
+        "<a b='x>y'/>",
+        "<a b=\"it's\"/>",
+        "<a b='1'c='2'/>",
+        "<a/ >",
+        "<a//>",
+        "<a / >",
+        "<a b='1'/ >",
+        "<é a='1'/>",
+        "<a é='1'/>",
+        "<a é/>",
+        "<a é>",
+        "<a b='\t'/>",
+        "<a b='&#9;&lt;'/>",
+        "<a b='&bogus;'/>",
+        "<a b='&amp'/>",
+        "<a b='<'/>",
+        "<a b=1/>",
+        "<a b='1' b='2'/>",
+        "<a:b x:y='1'/>",
+        "<_a.b-c1/>",
+        "<a b='1",
+        "<a b",
+        "<a",
+        "<1a/>",
+        "<-a/>",
+        "<a\u{FEFF}/>",
+        "<a b='\u{FEFF}'/>",
+        "<a/>\u{FEFF}",
+        "</a>",
+        "</a >",
+        "</ a>",
+        "</b>",
+        "</>",
+        " <a/>",
+        "\n\t<a/>",
+        " &amp;<a/>",
+        " \u{FEFF}<a/>",
+    ];
+
+    #[test]
+    fn the_fast_path_reads_what_quick_xml_reads() {
+        let mut docs: Vec<String> = vec![fill("", "")];
+        for (slot, bads) in MALFORMED {
+            docs.extend(bads.iter().map(|bad| fill(slot, bad)));
+        }
+        // A tag that ends where a forbidden character stands: that is
+        // refused first, as when quick-xml reads the tag.
+        docs.extend(["<é a='1'/><a/>\u{7}", "<a/><b/>\u{0}", "<a></a>\u{1}"].map(String::from));
+        for tag in TAG_EDGES {
+            docs.push(fill("T", tag));
+            docs.push(fill("R", tag));
+            docs.push(tag.to_string());
+            docs.push(format!("<testsuite tests='1'>{tag}</testsuite>"));
+        }
+        for d in &docs {
+            if let Err(e) = fast_path_agrees(d.as_bytes(), (1..=40).chain([64, 4096])) {
+                panic!("{e}");
+            }
         }
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The fast path reads any soup of report pieces and tag edges as
+        /// quick-xml reads it, through any window.
+        #[test]
+        fn the_fast_path_reads_any_soup_as_quick_xml_does(parts in proptest::collection::vec(proptest::sample::select(
+            [
+                &[
+                    "<testsuites>", "</testsuites>", "<testsuite tests='3' skipped='1' name='s'>", "</testsuite>",
+                    "</testsuite >", "<testcase classname='c' name='n'>", "<testcase name='m' time=\"0.1\"/>",
+                    "</testcase>", "<failure message='a &lt; b'>", "</failure>", "<error/>", "<skipped/>",
+                    "&amp;", "&am", "<![CDATA[x]]>", "<!-- c -->", "<?pi x?>", "<?xml version='1.0'?>",
+                    "<!DOCTYPE r>", "text ", "é", "\u{FEFF}", " ", "\n", "\t", "<", ">", "/", "'", "\"",
+                    "=", "]]>", "\u{7}",
+                ][..],
+                TAG_EDGES,
+            ]
+            .concat(),
+        ), 0..40), cap in 1usize..64) {
+            let s: String = parts.concat();
+            if let Err(e) = fast_path_agrees(s.as_bytes(), [cap]) {
+                proptest::prop_assert!(false, "{}", e);
+            }
+        }
+
+        /// The same with bytes that are not UTF-8, in tags and out.
+        #[test]
+        fn the_fast_path_reads_any_bytes_as_quick_xml_does(parts in proptest::collection::vec(proptest::sample::select(vec![
+            &b"<testsuite tests='1'>"[..], b"</testsuite>", b"<testcase name='a'>", b"<testcase name='\xff'/>",
+            b"<testcase n\xC3\xA9='1'/>", b"<\xC3\xA9/>", b"<a b='\xE6\x97'/>", b"</testcase>", b"<failure>",
+            b"</failure>", b"x", b" ", b"\n", b"\xC3\xA9", b"\xE6\x97", b"\xA5", b"\xFF", b"\xEF\xBF",
+            b"\xBE", b"\xEF\xBB\xBF", b"\x00", b"&amp;", b"<!", b"<![CDATA[", b"]]>", b"/>", b">", b"'",
+        ]), 0..40), cap in 1usize..64) {
+            let b: Vec<u8> = parts.concat();
+            if let Err(e) = fast_path_agrees(&b, [cap]) {
+                proptest::prop_assert!(false, "{}", e);
+            }
+        }
+
         #[test]
         fn never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
             let _ = parse_bytes(&bytes, "fuzz.xml");
@@ -1151,7 +1402,7 @@ mod tests {
             docs.push(raw);
             for d in docs {
                 let whole = parse_bytes(&d, "t.xml");
-                let streamed = parse_stream(&d[..], cap);
+                let streamed = parse_stream(&d[..], cap, Reading::Fast);
                 for green in [
                     whole.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),
                     streamed.ok().map(|p| crate::report::judge(p, crate::exec::Termination::Exited(0)).verdict),

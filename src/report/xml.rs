@@ -116,6 +116,16 @@ fn lowercase_run(raw: &[u8], mut i: usize) -> usize {
 /// over the bytes; quick-xml checks less than this (it lets `<` and a
 /// missing separator through), so it is not asked.
 pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), String> {
+    scan::<false>(raw, out).map(|_| ())
+}
+
+/// [`scan_attrs`] over `raw`, or with `TAG` over what follows an element's
+/// name up to the tag's end: then a `>` or `/>` where an attribute could
+/// begin ends the attributes, and the answer is where (the offset of that
+/// `>` or `/`) and whether it was `/>`; running out of bytes first is an
+/// error with no message (the caller hands the tag to quick-xml).
+#[inline]
+fn scan<const TAG: bool>(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(usize, bool), String> {
     let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     out.clear();
     let mut i = 0;
@@ -126,7 +136,17 @@ pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), Stri
             i += 1;
         }
         if i == n {
-            return Ok(());
+            return if TAG {
+                Err(String::new())
+            } else {
+                Ok((n, false))
+            };
+        }
+        if TAG && raw[i] == b'>' {
+            return Ok((i, false));
+        }
+        if TAG && raw[i] == b'/' && raw.get(i + 1) == Some(&b'>') {
+            return Ok((i, true));
         }
         if i == before {
             return Err(format!(
@@ -240,6 +260,59 @@ pub(super) fn attr_value<'a>(raw: &'a str, a: &AttrSpan) -> Result<Cow<'a, str>,
     }
     .normalized_value(XmlVersion::Implicit1_0)
     .map_err(|e| e.to_string())
+}
+
+/// A start or empty tag read whole from the front of `b` (which begins
+/// with `<`), its attributes checked as [`scan_attrs`] checks them and
+/// their spans in `out`.
+#[derive(Debug)]
+pub(super) struct StartTag<'a> {
+    /// The element's name.
+    pub name: &'a str,
+    /// Everything after the name up to `>` or `/>`, as quick-xml's
+    /// `attributes_raw` gives it: `out`'s spans index it.
+    pub attrs: &'a str,
+    /// It was `<name …/>`.
+    pub empty: bool,
+    /// Its length in bytes, through its `>`.
+    pub len: usize,
+}
+
+/// The start or empty tag at the front of `b` (`b[0]` is `<`) when its
+/// shape is plain: an ASCII name, attributes [`scan_attrs`] accepts, and
+/// its `>` inside `b`. Then it is exactly the event quick-xml would read
+/// there (its first `>` outside quotes ends the tag; the name is what
+/// precedes the first whitespace), read in one pass instead of two.
+/// `None` for anything else — a tag the window cuts, any name or attribute
+/// that does not pass, bytes that are not UTF-8 — and quick-xml reads it,
+/// so every refusal keeps its words and its position.
+pub(super) fn start_tag<'a>(b: &'a [u8], out: &mut Vec<AttrSpan>) -> Option<StartTag<'a>> {
+    if ASCII_NAME[*b.get(1)? as usize] & 1 == 0 {
+        return None;
+    }
+    let mut i = lowercase_run(b, 1);
+    while i < b.len() && ASCII_NAME[b[i] as usize] & 2 != 0 {
+        i += 1;
+    }
+    if !matches!(b.get(i)?, b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/') {
+        return None;
+    }
+    let (at, empty) = scan::<true>(&b[i..], out).ok()?;
+    let len = i + at + if empty { 2 } else { 1 };
+    let s = std::str::from_utf8(&b[..len]).ok()?;
+    Some(StartTag {
+        name: s.get(1..i)?,
+        attrs: s.get(i..i + at)?,
+        empty,
+        len,
+    })
+}
+
+/// The length of the run of XML whitespace at the front of `b`.
+pub(super) fn blank_run(b: &[u8]) -> usize {
+    b.iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(b.len())
 }
 
 /// The span of attribute `key`, if the element has it.

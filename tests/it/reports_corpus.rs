@@ -297,3 +297,35 @@ fn every_junit_file_reads_the_same_through_any_window() {
     }
     assert!(files >= 20, "only {files} JUnit files in the corpus");
 }
+
+/// The commonest events of a report (start, empty and end tags, the
+/// whitespace between them) are read without quick-xml; every JUnit file
+/// of the corpus reads the same — count, names, output, or the same refusal
+/// at the same line — as when quick-xml reads every event, through windows
+/// small and large.
+#[test]
+fn every_junit_file_reads_the_same_without_the_fast_path() {
+    let Some(dir) = corpus_or_skip() else {
+        return;
+    };
+    let mut files = 0;
+    for row in rows(&dir) {
+        if !row.file.starts_with("junit/") {
+            continue;
+        }
+        let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
+        for window in (1..=32).chain([64, 255, 4096, bytes.len() + 1]) {
+            let fast = format!(
+                "{:?}",
+                saphan::report::junit::parse_bytes_through(&bytes, &row.file, window)
+            );
+            let quick = format!(
+                "{:?}",
+                saphan::report::junit::parse_bytes_quick_xml_only(&bytes, &row.file, window)
+            );
+            assert_eq!(fast, quick, "{} through a {window}-byte window", row.file);
+        }
+        files += 1;
+    }
+    assert!(files >= 20, "only {files} JUnit files in the corpus");
+}
