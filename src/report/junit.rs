@@ -671,12 +671,16 @@ fn parse_window<R: Read>(
         c.allow_unmatched_ends = true;
         c.expand_empty_elements = false;
     }
+    // What the fast path may read: as far as the window is UTF-8, checked
+    // once here instead of once per event.
+    let text = xml::utf8_prefix(bytes);
     let mut mid_text = false;
     loop {
         let before = base + pos as u64;
         if !mid_text {
             if reading == Reading::Fast
-                && let Some(len) = fast_event(st, &bytes[pos..], before, whole)?
+                && let Some(t) = text.get(pos..)
+                && let Some(len) = fast_event(st, t, before, whole)?
             {
                 pos += len;
                 continue;
@@ -755,7 +759,8 @@ fn bom_text<R: Read>(
 /// quick-xml reads it. Unless `t` runs to the end of the file (`whole`),
 /// an event that reaches its end is left to quick-xml, which waits for the
 /// next window (where a forbidden character there is refused first).
-fn fast_event(st: &mut State, b: &[u8], before: u64, whole: bool) -> Result<Option<usize>, Fail> {
+fn fast_event(st: &mut State, t: &str, before: u64, whole: bool) -> Result<Option<usize>, Fail> {
+    let b = t.as_bytes();
     let inside = |len: usize| len < b.len() || whole;
     match b.first() {
         Some(b'<') if b.get(1) == Some(&b'/') => {
@@ -773,7 +778,7 @@ fn fast_event(st: &mut State, b: &[u8], before: u64, whole: bool) -> Result<Opti
             Ok(Some(len))
         }
         Some(b'<') => {
-            let Some(t) = xml::start_tag(b, &mut st.attrs).filter(|t| inside(t.len)) else {
+            let Some(t) = xml::start_tag(t, &mut st.attrs).filter(|t| inside(t.len)) else {
                 return Ok(None);
             };
             st.saw_event = true;

@@ -278,15 +278,16 @@ pub(super) struct StartTag<'a> {
     pub len: usize,
 }
 
-/// The start or empty tag at the front of `b` (`b[0]` is `<`) when its
-/// shape is plain: an ASCII name, attributes [`scan_attrs`] accepts, and
-/// its `>` inside `b`. Then it is exactly the event quick-xml would read
-/// there (its first `>` outside quotes ends the tag; the name is what
+/// The start or empty tag at the front of `s` (`s` begins with `<`) when
+/// its shape is plain: an ASCII name, attributes [`scan_attrs`] accepts,
+/// and its `>` inside `s`. Then it is exactly the event quick-xml would
+/// read there (its first `>` outside quotes ends the tag; the name is what
 /// precedes the first whitespace), read in one pass instead of two.
 /// `None` for anything else — a tag the window cuts, any name or attribute
-/// that does not pass, bytes that are not UTF-8 — and quick-xml reads it,
-/// so every refusal keeps its words and its position.
-pub(super) fn start_tag<'a>(b: &'a [u8], out: &mut Vec<AttrSpan>) -> Option<StartTag<'a>> {
+/// that does not pass — and quick-xml reads it, so every refusal keeps its
+/// words and its position.
+pub(super) fn start_tag<'a>(s: &'a str, out: &mut Vec<AttrSpan>) -> Option<StartTag<'a>> {
+    let b = s.as_bytes();
     if ASCII_NAME[*b.get(1)? as usize] & 1 == 0 {
         return None;
     }
@@ -298,14 +299,21 @@ pub(super) fn start_tag<'a>(b: &'a [u8], out: &mut Vec<AttrSpan>) -> Option<Star
         return None;
     }
     let (at, empty) = scan::<true>(&b[i..], out).ok()?;
-    let len = i + at + if empty { 2 } else { 1 };
-    let s = std::str::from_utf8(&b[..len]).ok()?;
     Some(StartTag {
         name: s.get(1..i)?,
         attrs: s.get(i..i + at)?,
         empty,
-        len,
+        len: i + at + if empty { 2 } else { 1 },
     })
+}
+
+/// The longest start of `b` that is UTF-8 (all of it, or up to the first
+/// byte that is not: quick-xml refuses that one when it reaches it).
+pub(super) fn utf8_prefix(b: &[u8]) -> &str {
+    match std::str::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default(),
+    }
 }
 
 /// The length of the run of XML whitespace at the front of `b`.
