@@ -4,7 +4,11 @@
 //! The file is read through a window of 256 KiB that quick-xml
 //! parses as a slice, so events are borrowed from the window, never copied;
 //! an event the window's end cuts is read again from its start once the
-//! window is refilled (`xml::Window`). No document tree is built, so memory
+//! window is refilled (`xml::Window`). The commonest events — start, empty
+//! and end tags of plain shape and the whitespace between them — are read
+//! without quick-xml, in the one pass that checks their attributes
+//! (`fast_event`); the tests hold that to reading exactly what quick-xml
+//! reads, refusals included. No document tree is built, so memory
 //! stays flat however large the report (it grows only with the longest
 //! single event and with the failing names), and the result is the same for
 //! every window size (the corpus and the proptests hold it to that, from a
@@ -789,7 +793,7 @@ fn fast_event(st: &mut State, t: &str, before: u64, whole: bool) -> Result<Optio
             }
             Ok(Some(t.len))
         }
-        Some(b' ' | b'\t' | b'\r' | b'\n') if st.cap_depth.is_none() => {
+        Some(&c) if xml::is_ws(c) && st.cap_depth.is_none() => {
             let len = xml::blank_run(b);
             if b.get(len) != Some(&b'<') {
                 return Ok(None);

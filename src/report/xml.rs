@@ -10,7 +10,8 @@
 //!   `name="value"`, Names, no duplicates, no `<` in values, every `&` a
 //!   known reference — one fused scan per element that also hands the
 //!   values' spans to the reader ([`scan_attrs`]), so nothing is parsed
-//!   twice;
+//!   twice; for a tag of plain shape the same scan also finds the tag's
+//!   end ([`start_tag`]), and quick-xml does not read it at all;
 //! * names (§2.3), references (§4.1), comments (§2.5), processing
 //!   instructions (§2.6), the XML declaration (§2.8), `]]>` in text (§2.4).
 //!
@@ -24,9 +25,14 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::ops::Range;
 
+/// Is `b` XML whitespace (§2.3 `S`)?
+pub(super) fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
 /// Is `s` only XML whitespace?
 pub(super) fn is_blank(s: &str) -> bool {
-    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    s.bytes().all(is_ws)
 }
 
 /// A text run: refused if it holds `]]>` ([`check_text`]); else whether it
@@ -126,13 +132,12 @@ pub(super) fn scan_attrs(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(), Stri
 /// error with no message (the caller hands the tag to quick-xml).
 #[inline]
 fn scan<const TAG: bool>(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(usize, bool), String> {
-    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     out.clear();
     let mut i = 0;
     let n = raw.len();
     loop {
         let before = i;
-        while i < n && ws(raw[i]) {
+        while i < n && is_ws(raw[i]) {
             i += 1;
         }
         if i == n {
@@ -161,8 +166,8 @@ fn scan<const TAG: bool>(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(usize, 
         while i < n && ASCII_NAME[raw[i] as usize] & 2 != 0 {
             i += 1;
         }
-        if i < n && !ws(raw[i]) && raw[i] != b'=' {
-            while i < n && !ws(raw[i]) && raw[i] != b'=' {
+        if i < n && !is_ws(raw[i]) && raw[i] != b'=' {
+            while i < n && !is_ws(raw[i]) && raw[i] != b'=' {
                 i += 1;
             }
             let key = &raw[start..i];
@@ -180,14 +185,14 @@ fn scan<const TAG: bool>(raw: &[u8], out: &mut Vec<AttrSpan>) -> Result<(usize, 
         {
             return Err(format!("duplicate attribute `{}`", show(key)));
         }
-        while i < n && ws(raw[i]) {
+        while i < n && is_ws(raw[i]) {
             i += 1;
         }
         if i == n || raw[i] != b'=' {
             return Err(format!("attribute `{}` has no `=\"value\"`", show(key)));
         }
         i += 1;
-        while i < n && ws(raw[i]) {
+        while i < n && is_ws(raw[i]) {
             i += 1;
         }
         if i == n || !matches!(raw[i], b'"' | b'\'') {
@@ -262,8 +267,7 @@ pub(super) fn attr_value<'a>(raw: &'a str, a: &AttrSpan) -> Result<Cow<'a, str>,
     .map_err(|e| e.to_string())
 }
 
-/// A start or empty tag read whole from the front of `b` (which begins
-/// with `<`), its attributes checked as [`scan_attrs`] checks them and
+/// A start or empty tag read whole by [`start_tag`], its attributes checked as [`scan_attrs`] checks them and
 /// their spans in `out`.
 #[derive(Debug)]
 pub(super) struct StartTag<'a> {
@@ -295,7 +299,8 @@ pub(super) fn start_tag<'a>(s: &'a str, out: &mut Vec<AttrSpan>) -> Option<Start
     while i < b.len() && ASCII_NAME[b[i] as usize] & 2 != 0 {
         i += 1;
     }
-    if !matches!(b.get(i)?, b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/') {
+    let after = *b.get(i)?;
+    if !(is_ws(after) || after == b'>' || after == b'/') {
         return None;
     }
     let (at, empty) = scan::<true>(&b[i..], out).ok()?;
@@ -318,9 +323,7 @@ pub(super) fn utf8_prefix(b: &[u8]) -> &str {
 
 /// The length of the run of XML whitespace at the front of `b`.
 pub(super) fn blank_run(b: &[u8]) -> usize {
-    b.iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-        .unwrap_or(b.len())
+    b.iter().position(|&c| !is_ws(c)).unwrap_or(b.len())
 }
 
 /// The span of attribute `key`, if the element has it.
