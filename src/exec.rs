@@ -399,7 +399,7 @@ impl Output {
 /// reads from a child, local or remote, goes through one of these or a file.
 ///
 /// Its memory is bounded by `cap` and reached in few steps: it doubles up
-/// to [`TAIL_GROW`], then takes its whole cap in one reservation (pages
+/// to `TAIL_GROW`, then takes its whole cap in one reservation (pages
 /// the kernel hands out only as they are written). A flood therefore costs
 /// one `cap`-sized region — never a cascade of doubled copies that the
 /// allocator may keep resident after each move (issue 13.5's 64 MiB peak

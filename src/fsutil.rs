@@ -335,7 +335,7 @@ pub fn sweep_leftovers(dir: &Path, prefix: &str) {
 /// removed on drop; first removes the ones killed runs left there
 /// ([`sweep_leftovers`]).
 ///
-/// The per-user parent ([`user_tmp`]) keeps that sweep to saphan's own
+/// The per-user parent (`user_tmp`) keeps that sweep to saphan's own
 /// entries: listing the whole of `$TMPDIR` on every certify cost whatever
 /// the machine's other programs had left there. Where the parent cannot be
 /// used, the directory is made straight in `$TMPDIR`, swept as before.
