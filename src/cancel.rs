@@ -167,8 +167,8 @@ pub fn register_remote(kill: RemoteKill) -> Registration {
     Registration(id)
 }
 
-/// Kill every registered group: local ones at once, remote ones for at most
-/// [`FORCE_BOUND`].
+/// Kill every registered group, local and remote, and wait at most
+/// [`FORCE_BOUND`] for them to end (local ones: [`crate::exec::kill_groups`]).
 pub async fn kill_all_groups() {
     let (local, remote) = match groups().lock() {
         Ok(mut g) => (
@@ -177,14 +177,12 @@ pub async fn kill_all_groups() {
         ),
         Err(_) => return,
     };
-    for p in local {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(p),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
     let kills = futures_util::future::join_all(remote.into_iter().map(|k| k()));
-    let _ = tokio::time::timeout(FORCE_BOUND, kills).await;
+    let _ = tokio::time::timeout(
+        FORCE_BOUND,
+        futures_util::future::join(crate::exec::kill_groups(&local, FORCE_BOUND), kills),
+    )
+    .await;
 }
 
 /// Listen for SIGINT, SIGTERM and SIGHUP (once per process; later calls do

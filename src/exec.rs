@@ -1660,6 +1660,35 @@ mod tests {
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 
+    /// `kill_groups` returns only once the group's processes have ended: a
+    /// process holding 1.5 GB takes a while to die after SIGKILL (its
+    /// memory is freed first), and is still running the moment `killpg`
+    /// returns — never when `kill_groups` does.
+    #[tokio::test]
+    async fn killed_groups_have_ended_when_kill_groups_returns() {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("perl")
+            .args([
+                "-e",
+                "$SIG{TERM} = 'IGNORE'; $| = 1; my $x = 'a' x 1_500_000_000; print \"ready\\n\"; sleep 300",
+            ])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "ready\n");
+        let pid = child.id() as i32;
+        kill_groups(&[pid], Duration::from_secs(30)).await;
+        let st = proc_stat(pid);
+        assert!(st.is_none_or(|s| s.ended()), "{pid} still runs: {st:?}");
+        child.wait().unwrap();
+    }
+
     #[tokio::test]
     async fn stdin_is_fed() {
         let o = run(Cmd::new("cat").stdin(b"abc".to_vec())).await.unwrap();
