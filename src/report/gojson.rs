@@ -343,6 +343,25 @@ fn fast_number(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
+/// The key of test2json's layout that `b` (just past a key's opening
+/// quote) starts with, up to its colon (`Action":`): (the length of those
+/// bytes, the key's bit, its kind). Each key is compared whole, as a
+/// literal the compiler turns into a few loads, so there is no search for
+/// the closing quote.
+#[inline]
+fn fast_key(b: &[u8]) -> Option<(usize, u8, u8)> {
+    let key = |k: &[u8], bit, kind| Some((k.len(), bit, kind));
+    match b.first()? {
+        b'T' if b.starts_with(b"Time\":") => key(b"Time\":", 1, 0),
+        b'A' if b.starts_with(b"Action\":") => key(b"Action\":", 2, 1),
+        b'P' if b.starts_with(b"Package\":") => key(b"Package\":", 4, 2),
+        b'T' if b.starts_with(b"Test\":") => key(b"Test\":", 8, 3),
+        b'O' if b.starts_with(b"Output\":") => key(b"Output\":", 16, 4),
+        b'E' if b.starts_with(b"Elapsed\":") => key(b"Elapsed\":", 32, 5),
+        _ => None,
+    }
+}
+
 fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
     if b.first() != Some(&b'{') {
         return None;
@@ -355,21 +374,12 @@ fn fast_event(b: &[u8]) -> Option<Fast<'_>> {
         if b.get(i) != Some(&b'"') {
             return None;
         }
-        let k = i + 1 + memchr::memchr(b'"', b.get(i + 1..)?)?;
-        let (bit, kind) = match &b[i + 1..k] {
-            b"Time" => (1, 0),
-            b"Action" => (2, 1),
-            b"Package" => (4, 2),
-            b"Test" => (8, 3),
-            b"Output" => (16, 4),
-            b"Elapsed" => (32, 5),
-            _ => return None,
-        };
-        if seen & bit != 0 || b.get(k + 1) != Some(&b':') {
+        let (key, bit, kind) = fast_key(&b[i + 1..])?;
+        if seen & bit != 0 {
             return None;
         }
         seen |= bit;
-        let v = k + 2;
+        let v = i + 1 + key;
         if kind == 5 {
             i = fast_number(b, v)?;
             elapsed = Some((v, i));
