@@ -734,6 +734,23 @@ pub fn build_package(import_path: &str) -> &str {
     ip.strip_suffix(".test").unwrap_or(ip)
 }
 
+/// Whether the `Output` of an event line can start with `FAIL`, as
+/// [`build_failed_text`] needs, so whether the line is worth searching for
+/// `" failed]"`. `span` is where the fast path found the value (`Some(None)`:
+/// the line has no `Output`), `None` when the fast path did not read the
+/// line. A raw value that starts with neither `FAIL` nor an escape cannot
+/// decode to text starting with `FAIL`.
+fn may_say_failed(line: &[u8], span: Option<Option<(usize, usize)>>) -> bool {
+    match span {
+        Some(Some((start, _))) => {
+            let v = &line[start..];
+            v.starts_with(b"FAIL") || v.starts_with(b"\\")
+        }
+        Some(None) => false,
+        None => true,
+    }
+}
+
 /// `FAIL\t<p> [build failed]` (or `[setup failed]`) → `p`.
 fn build_failed_text(line: &str) -> Option<&str> {
     let rest = line.trim_end().strip_prefix("FAIL")?;
@@ -835,7 +852,8 @@ impl Stream {
                 }
             }
             ("output", Some(pkg), test) => {
-                if self.marker.find(trimmed).is_some()
+                if may_say_failed(trimmed, span)
+                    && self.marker.find(trimmed).is_some()
                     && let Ok(o) = serde_json::from_slice::<OutputOnly<'_>>(trimmed)
                 {
                     // The package is the event's own; the text claims the
@@ -1423,6 +1441,25 @@ mod tests {
         );
         assert_eq!(p.names, ["p"]);
         assert_eq!(p.count, 0);
+    }
+
+    #[test]
+    fn build_output_event_read_by_either_path_or_escaped_fails_its_package() {
+        // The fast path's layout, serde's (a space after a colon), and a
+        // value whose `FAIL` starts with an escape: each names the package.
+        for line in [
+            "{\"Time\":\"2026-01-01T00:00:00Z\",\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"FAIL\\tp [build failed]\\n\"}\n",
+            "{\"Action\": \"output\",\"Package\":\"p\",\"Output\":\"FAIL\\tp [build failed]\\n\"}\n",
+            "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"\\u0046AIL\\tp [setup failed]\\n\"}\n",
+        ] {
+            let p = ok(line);
+            assert_eq!(p.names, ["p"], "{line}");
+        }
+        // Output that only mentions a build failure names nothing.
+        let p = ok(
+            "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"ok  \\tp [build failed]\\n\"}\n",
+        );
+        assert!(p.names.is_empty());
     }
 
     #[test]
