@@ -106,6 +106,7 @@ impl Stream {
             torn_tail: false,
             unfinished: Vec::new(),
             cap: Capture::new(),
+            spare: Spare::default(),
             text_only: HashSet::default(),
             ends: Vec::new(),
             ended: HashSet::default(),
@@ -453,6 +454,61 @@ struct PkgRun {
     ring: Option<usize>,
 }
 
+/// What ended package runs leave for the next ones: their emptied test
+/// maps (capacity kept) and their tests' name buffers, so a stream of many
+/// packages allocates about once for its largest package instead of once
+/// per test. Bounded: little is kept of a huge package.
+#[derive(Default)]
+struct Spare {
+    maps: Vec<HashMap<String, TestRun>>,
+    names: Vec<String>,
+}
+
+impl Spare {
+    /// Test maps kept (package runs mostly come one at a time).
+    const MAPS: usize = 4;
+    /// Most entries a kept map may have room for, and most names kept.
+    const ENTRIES: usize = 4096;
+    /// Most bytes a kept name buffer may hold.
+    const NAME_BYTES: usize = 256;
+
+    /// A new package run, over a kept map when there is one.
+    fn run(&mut self) -> PkgRun {
+        PkgRun {
+            tests: self.maps.pop().unwrap_or_default(),
+            ..PkgRun::default()
+        }
+    }
+
+    /// `test` as a map key, in a kept buffer when there is one.
+    fn name(&mut self, test: &str) -> String {
+        match self.names.pop() {
+            Some(mut n) => {
+                n.clear();
+                n.push_str(test);
+                n
+            }
+            None => test.to_string(),
+        }
+    }
+
+    /// Keep an ended run's test map, emptied by `drain`, if it has room
+    /// (a package that ran no test leaves none worth keeping).
+    fn keep_map(&mut self, map: HashMap<String, TestRun>) {
+        debug_assert!(map.is_empty());
+        if self.maps.len() < Self::MAPS && (1..=Self::ENTRIES).contains(&map.capacity()) {
+            self.maps.push(map);
+        }
+    }
+
+    /// Keep the buffer of a test name no longer needed.
+    fn keep_name(&mut self, name: String) {
+        if self.names.len() < Self::ENTRIES && name.capacity() <= Self::NAME_BYTES {
+            self.names.push(name);
+        }
+    }
+}
+
 /// The last [`OUTPUT_LINES`] `Output` values one test wrote, kept as the
 /// raw, still JSON-escaped bytes between the quotes: nothing is decoded
 /// unless the test fails. Slots are reused, so a test that writes a
@@ -705,6 +761,8 @@ struct Stream {
     unfinished: Vec<String>,
     /// What failing tests wrote.
     cap: Capture,
+    /// Maps and names of ended package runs, for the next ones.
+    spare: Spare,
     /// Failed packages whose only evidence so far is a `[build failed]` /
     /// `[setup failed]` text (a later pass or skip of theirs takes it back).
     text_only: HashSet<String>,
@@ -840,12 +898,14 @@ impl Stream {
             ("start", Some(pkg), None) => {
                 // A new run of the package (Go 1.20+): a previous run that
                 // never reported its end is closed for counting.
-                if let Some(run) = self.pkgs.remove(pkg) {
+                if let Some(mut run) = self.pkgs.remove(pkg) {
                     self.count += finished_top_level(&run);
                     self.cap.release(run.ring);
-                    for t in run.tests.into_values() {
+                    for (name, t) in run.tests.drain() {
                         self.cap.release(t.ring);
+                        self.spare.keep_name(name);
                     }
+                    self.spare.keep_map(run.tests);
                 }
             }
             ("build-fail", _, _) => {
@@ -870,16 +930,23 @@ impl Stream {
             ("run", Some(pkg), Some(test)) => {
                 let run = match self.pkgs.get_mut(pkg) {
                     Some(r) => r,
-                    None => self.pkgs.entry(pkg.to_string()).or_default(),
+                    None => self
+                        .pkgs
+                        .entry(pkg.to_string())
+                        .or_insert_with(|| self.spare.run()),
                 };
-                let prev = run.tests.insert(
-                    test.to_string(),
-                    TestRun {
-                        seq,
-                        last: None,
-                        ring: None,
-                    },
-                );
+                let fresh = TestRun {
+                    seq,
+                    last: None,
+                    ring: None,
+                };
+                let prev = match run.tests.get_mut(test) {
+                    Some(t) => Some(std::mem::replace(t, fresh)),
+                    None => {
+                        run.tests.insert(self.spare.name(test), fresh);
+                        None
+                    }
+                };
                 // A re-run starts its output afresh.
                 self.cap.release(prev.as_ref().and_then(|p| p.ring));
                 match prev {
@@ -900,7 +967,10 @@ impl Stream {
                 };
                 let run = match self.pkgs.get_mut(pkg) {
                     Some(r) => r,
-                    None => self.pkgs.entry(pkg.to_string()).or_default(),
+                    None => self
+                        .pkgs
+                        .entry(pkg.to_string())
+                        .or_insert_with(|| self.spare.run()),
                 };
                 let ring = match run.tests.get_mut(test) {
                     Some(t) => {
@@ -932,7 +1002,7 @@ impl Stream {
                 }
             }
             (a @ ("pass" | "skip" | "fail"), Some(pkg), None) => {
-                let run = self.pkgs.remove(pkg).unwrap_or_default();
+                let mut run = self.pkgs.remove(pkg).unwrap_or_default();
                 let failed = a == "fail";
                 self.ends.push(PackageEnd {
                     package: pkg.to_string(),
@@ -951,7 +1021,7 @@ impl Stream {
                 }
                 let mut unfinished: Vec<(u64, String)> = run.lost;
                 let mut rings: HashMap<u64, usize> = HashMap::default();
-                for (name, t) in run.tests {
+                for (name, t) in run.tests.drain() {
                     match t.last {
                         Some(Term::Pass | Term::Fail) if top_level(&name) => self.count += 1,
                         None => {
@@ -968,7 +1038,9 @@ impl Stream {
                         _ => {}
                     }
                     self.cap.release(t.ring);
+                    self.spare.keep_name(name);
                 }
+                self.spare.keep_map(run.tests);
                 if failed
                     && let Some(r) = run.ring
                     && self.cap.rings[r].total > 0
@@ -1044,7 +1116,10 @@ impl Stream {
         }
         let run = match self.pkgs.get_mut(pkg) {
             Some(r) => r,
-            None => self.pkgs.entry(pkg.to_string()).or_default(),
+            None => self
+                .pkgs
+                .entry(pkg.to_string())
+                .or_insert_with(|| self.spare.run()),
         };
         let slot = if test.is_empty() {
             &mut run.ring
@@ -1463,6 +1538,41 @@ mod tests {
             "{\"Action\":\"output\",\"Package\":\"p\",\"Output\":\"ok  \\tp [build failed]\\n\"}\n",
         );
         assert!(p.names.is_empty());
+    }
+
+    /// Ended runs' maps and names are reused: nothing of one package (or
+    /// one run of it) is seen in the next, interleaved or not.
+    #[test]
+    fn reused_runs_keep_packages_and_reruns_apart() {
+        let s = [
+            ev("start", "p", None),
+            ev("run", "p", Some("TestA")),
+            ev("run", "p", Some("TestB")),
+            ev("pass", "p", Some("TestA")),
+            // p starts again with TestB open: that run is closed, TestA counted.
+            ev("start", "p", None),
+            ev("run", "p", Some("TestB")),
+            ev("pass", "p", Some("TestB")),
+            ev("pass", "p", None),
+            // Same names in other packages, interleaved.
+            ev("run", "q", Some("TestA")),
+            ev("run", "r", Some("TestA")),
+            ev("fail", "r", Some("TestA")),
+            ev("run", "q", Some("TestB")),
+            ev("pass", "q", Some("TestB")),
+            ev("fail", "q", None),
+            ev("fail", "r", None),
+            // p once more, after its maps went to q and r.
+            ev("run", "p", Some("TestC")),
+            ev("pass", "p", None),
+        ]
+        .concat();
+        let p = ok(&s);
+        assert_eq!(p.names, ["r.TestA", "q.TestA"]);
+        // p: TestA, TestB; q: TestB and the unfinished TestA; r: TestA.
+        assert_eq!(p.count, 5);
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+        assert!(p.notes[0].contains(": p.TestC —"), "{}", p.notes[0]);
     }
 
     #[test]
