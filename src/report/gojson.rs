@@ -95,7 +95,7 @@ impl Stream {
             nonjson: 0,
             count: 0,
             names: Vec::new(),
-            pkgs: HashMap::default(),
+            pkgs: Runs::default(),
             named_pkgs: HashSet::default(),
             failed_pkgs: Vec::new(),
             failed_set: HashSet::default(),
@@ -454,6 +454,42 @@ struct PkgRun {
     ring: Option<usize>,
 }
 
+/// The package runs in flight. The run the last look-up found is held
+/// apart: events of one package come in runs, so most look-ups compare one
+/// name and hash none.
+#[derive(Default)]
+struct Runs {
+    last: Option<(String, PkgRun)>,
+    rest: HashMap<String, PkgRun>,
+}
+
+impl Runs {
+    /// The run of `pkg`, begun over `spare` if it has none.
+    fn run(&mut self, pkg: &str, spare: &mut Spare) -> &mut PkgRun {
+        if self.last.as_ref().is_none_or(|(p, _)| p != pkg) {
+            let found = self.rest.remove_entry(pkg);
+            let run = found.unwrap_or_else(|| (pkg.to_string(), spare.run()));
+            if let Some((p, r)) = self.last.replace(run) {
+                self.rest.insert(p, r);
+            }
+        }
+        &mut self.last.as_mut().expect("set above").1
+    }
+
+    /// Take the run of `pkg` out, if it has one.
+    fn remove(&mut self, pkg: &str) -> Option<PkgRun> {
+        match &self.last {
+            Some((p, _)) if p == pkg => self.last.take().map(|(_, r)| r),
+            _ => self.rest.remove(pkg),
+        }
+    }
+
+    /// Every run in flight, in no particular order.
+    fn into_all(self) -> impl Iterator<Item = (String, PkgRun)> {
+        self.last.into_iter().chain(self.rest)
+    }
+}
+
 /// What ended package runs leave for the next ones: their emptied test
 /// maps (capacity kept) and their tests' name buffers, so a stream of many
 /// packages allocates about once for its largest package instead of once
@@ -738,7 +774,7 @@ struct Stream {
     count: u64,
     names: Vec<String>,
     /// Package runs in flight.
-    pkgs: HashMap<String, PkgRun>,
+    pkgs: Runs,
     /// Packages that named at least one failing test.
     named_pkgs: HashSet<String>,
     /// Packages that failed, in order of their first failure.
@@ -928,13 +964,7 @@ impl Stream {
                 self.output(pkg, test, trimmed, span);
             }
             ("run", Some(pkg), Some(test)) => {
-                let run = match self.pkgs.get_mut(pkg) {
-                    Some(r) => r,
-                    None => self
-                        .pkgs
-                        .entry(pkg.to_string())
-                        .or_insert_with(|| self.spare.run()),
-                };
+                let run = self.pkgs.run(pkg, &mut self.spare);
                 let fresh = TestRun {
                     seq,
                     last: None,
@@ -965,13 +995,7 @@ impl Stream {
                     "fail" => Term::Fail,
                     _ => Term::Skip,
                 };
-                let run = match self.pkgs.get_mut(pkg) {
-                    Some(r) => r,
-                    None => self
-                        .pkgs
-                        .entry(pkg.to_string())
-                        .or_insert_with(|| self.spare.run()),
-                };
+                let run = self.pkgs.run(pkg, &mut self.spare);
                 let ring = match run.tests.get_mut(test) {
                     Some(t) => {
                         t.last = Some(term);
@@ -1114,13 +1138,7 @@ impl Stream {
             cap.rings[i].push(raw);
             return;
         }
-        let run = match self.pkgs.get_mut(pkg) {
-            Some(r) => r,
-            None => self
-                .pkgs
-                .entry(pkg.to_string())
-                .or_insert_with(|| self.spare.run()),
-        };
+        let run = self.pkgs.run(pkg, &mut self.spare);
         let slot = if test.is_empty() {
             &mut run.ring
         } else {
@@ -1205,7 +1223,7 @@ impl Stream {
         let pkgs = std::mem::take(&mut self.pkgs);
         let mut unfinished_pkgs = Vec::new();
         let mut running: Vec<(String, u64, String)> = Vec::new();
-        for (pkg, run) in pkgs {
+        for (pkg, run) in pkgs.into_all() {
             let mut open: Vec<(u64, String)> = run.lost;
             for (name, t) in run.tests {
                 match t.last {
