@@ -331,33 +331,14 @@ pub fn sweep_leftovers(dir: &Path, prefix: &str) {
     }
 }
 
-/// A fresh private directory `$TMPDIR/saphan-<uid>/<prefix><pid>-<random>`,
-/// removed on drop; first removes the ones killed runs left there
+/// A fresh private directory `$TMPDIR/<prefix><pid>-<random>`, removed on
+/// drop; first removes the ones killed runs left behind
 /// ([`sweep_leftovers`]).
-///
-/// The per-user parent (`user_tmp`) keeps that sweep to saphan's own
-/// entries: listing the whole of `$TMPDIR` on every certify cost whatever
-/// the machine's other programs had left there. Where the parent cannot be
-/// used, the directory is made straight in `$TMPDIR`, swept as before.
 pub fn run_tempdir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
-    let tmp = std::env::temp_dir();
-    let base = user_tmp(&tmp).unwrap_or(tmp);
-    sweep_leftovers(&base, prefix);
+    sweep_leftovers(&std::env::temp_dir(), prefix);
     tempfile::Builder::new()
         .prefix(&own_prefix(prefix))
-        .tempdir_in(&base)
-}
-
-/// `<tmp>/saphan-<uid>`, made 0700 when missing; `None` unless it is a
-/// directory (not a symlink) this user owns that no one else can write —
-/// one another user made first in a shared `/tmp` is never used.
-fn user_tmp(tmp: &Path) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let uid = nix::unistd::geteuid().as_raw();
-    let dir = tmp.join(format!("saphan-{uid}"));
-    let _ = fs::DirBuilder::new().mode(0o700).create(&dir);
-    let m = fs::symlink_metadata(&dir).ok()?;
-    (m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0).then_some(dir)
+        .tempdir()
 }
 
 /// What a non-regular file is, in words for a refusal: `a FIFO`,
@@ -408,26 +389,6 @@ pub fn open_regular(path: &Path) -> Result<File, OpenRegular> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_user_tmp_is_made_private_and_never_taken_when_others_can_write_it() {
-        use std::os::unix::fs::PermissionsExt;
-        let uid = nix::unistd::geteuid();
-        let t = tempfile::tempdir().unwrap();
-        let made = user_tmp(t.path()).unwrap();
-        assert_eq!(made, t.path().join(format!("saphan-{uid}")));
-        let mode = std::fs::metadata(&made).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        // Writable by others: passed over (and left as it is).
-        std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert_eq!(user_tmp(t.path()), None);
-        // A symlink, even to a private directory: passed over.
-        let t = tempfile::tempdir().unwrap();
-        let elsewhere = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(elsewhere.path(), t.path().join(format!("saphan-{uid}")))
-            .unwrap();
-        assert_eq!(user_tmp(t.path()), None);
-    }
 
     #[test]
     fn write_new_replaces_a_killed_writers_partial_and_leaves_only_the_file() {

@@ -934,8 +934,8 @@ fn dead_pid() -> u32 {
 }
 
 /// Issue 15.11: what killed runs leave (`.saphan-tmp-<pid>-*` beside the
-/// config, `$TMPDIR/saphan-<uid>/saphan-run-<pid>-*`) is removed by the
-/// next run — only a dead process's, never a live one's or another name.
+/// config, `$TMPDIR/saphan-run-<pid>-*`) is removed by the next run — only
+/// a dead process's, never a live one's or another name.
 #[test]
 fn leftovers_of_killed_runs_are_swept_and_live_ones_kept() {
     let env = Env::new();
@@ -955,14 +955,9 @@ fn leftovers_of_killed_runs_are_swept_and_live_ones_kept() {
     let dead_cfg = mk_file(env.home().join(format!(".saphan-tmp-{dead}-abc")));
     let live_cfg = mk_file(env.home().join(format!(".saphan-tmp-{live}-abc")));
     let other_cfg = mk_file(env.home().join(".saphan-tmp-nopid"));
-    let runs = tmp
-        .path()
-        .join(format!("saphan-{}", nix::unistd::geteuid()));
-    std::fs::create_dir(&runs).unwrap();
-    std::fs::set_permissions(&runs, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let dead_run = mk_dir(runs.join(format!("saphan-run-{dead}-xyz")));
-    let live_run = mk_dir(runs.join(format!("saphan-run-{live}-xyz")));
-    let other_run = mk_dir(runs.join("saphan-runner-1-x"));
+    let dead_run = mk_dir(tmp.path().join(format!("saphan-run-{dead}-xyz")));
+    let live_run = mk_dir(tmp.path().join(format!("saphan-run-{live}-xyz")));
+    let other_run = mk_dir(tmp.path().join("saphan-runner-1-x"));
     assert_code(&env.run(&["config", "set", "verify.full.timeout", "5m"]), 0);
     assert!(!dead_cfg.exists(), "a dead run's config copy stays");
     assert!(live_cfg.exists() && other_cfg.exists());
@@ -977,7 +972,7 @@ fn leftovers_of_killed_runs_are_swept_and_live_ones_kept() {
     assert!(!dead_run.exists(), "a dead run's directory stays");
     assert!(live_run.exists() && other_run.exists());
     // This run left nothing of its own behind.
-    let own: Vec<String> = std::fs::read_dir(&runs)
+    let own: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
