@@ -351,7 +351,18 @@ impl State {
         }
         match name {
             "testsuite" => self.open_suite(raw, depth, offset)?,
-            "testcase" if self.case.is_none() => {
+            // JUnit XML lists testcases in a testsuite. One inside another
+            // (directly or in its output) would hide its own failure behind
+            // the outer case's name, or lose it: refused, never counted.
+            "testcase" if self.case.is_some() => {
+                return Err(Fail::At {
+                    offset,
+                    why: "a <testcase> inside another <testcase>: testcases belong in a <testsuite>, \
+                          and a nested one's result cannot be told apart from its outer test's"
+                        .into(),
+                });
+            }
+            "testcase" => {
                 // The name is built only if the testcase turns out failing
                 // (an empty one cannot: it has no children).
                 self.case_attrs.clear();
@@ -1180,6 +1191,8 @@ mod tests {
                 "<!DOCTYPE x>",
                 "<? x?>",
                 "</system-out>",
+                "<testcase name=\"inner\"><failure message=\"boom\"/></testcase>",
+                "<testcase name=\"inner\"/>",
             ],
         ),
         ("C", &["--", "-"]),
@@ -1219,6 +1232,24 @@ mod tests {
         let p = ok(&fill("", ""));
         assert_eq!(p.count, 2);
         assert!(p.names.is_empty());
+    }
+
+    /// A testcase directly inside another one, failing or not, is refused
+    /// (its failure was once dropped and the report read green).
+    #[test]
+    fn a_testcase_inside_a_testcase_is_refused() {
+        for inner in ["<failure message=\"boom\">assertion failed</failure>", ""] {
+            let x = format!(
+                "<testsuite name=\"s\" tests=\"2\"><testcase classname=\"c\" name=\"outer\">\n<testcase classname=\"c\" name=\"inner\">{inner}</testcase></testcase></testsuite>"
+            );
+            match parse_bytes(x.as_bytes(), "t.xml") {
+                Err(ReportError::Malformed { line, why, .. }) => {
+                    assert_eq!(line, 2, "{why}");
+                    assert!(why.contains("inside another <testcase>"), "{why}");
+                }
+                other => panic!("not refused: {other:?}\n{x}"),
+            }
+        }
     }
 
     #[test]
