@@ -608,10 +608,11 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
     })
 }
 
-/// SIGKILL each process group in `pgids` (and each id as a process, so a
-/// leader that left its group goes too), then wait, at most `bound`, until
+/// SIGKILL each process group in `pgids`, then wait, at most `bound`, until
 /// every process that was in them has ended. A zombie has ended: it runs
-/// nothing, and only its parent's wait removes it.
+/// nothing, and only its parent's wait removes it. Only groups are
+/// signalled, never a pid as a process: a group's id can outlive its
+/// leader's reaping, and a process that took the freed pid is not ours.
 ///
 /// Sending SIGKILL does not end a process at once: it ends when it next
 /// runs, which on a loaded machine can be after the caller has exited and
@@ -619,12 +620,11 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
 /// through pidfds (Linux 5.3), so nothing polls; where either is missing
 /// this returns once the signals are sent.
 pub async fn kill_groups(pgids: &[i32], bound: Duration) {
-    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
     let pgids: Vec<i32> = pgids.iter().copied().filter(|p| *p > 1).collect();
     for &p in &pgids {
         let _ = killpg(Pid::from_raw(p), Signal::SIGKILL);
-        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
     }
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return;

@@ -138,8 +138,8 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
 /// Unlike [`atomic_write`] it never lists the directory for the temp files
 /// of killed writers: the directory grows with history (one log per
 /// attempt), and sweeping it made every write cost more than the last. A
-/// writer killed mid-write leaves `.<name>.partial`, which nothing names
-/// and the next writer of that name replaces.
+/// write that fails (a full disk) removes its `.partial`; only a writer
+/// killed mid-write leaves one, which nothing names.
 ///
 /// Errors: [`IoError::Io`] naming the path.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
@@ -159,9 +159,15 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
         .mode(0o600)
         .open(&tmp)
         .map_err(io("create", &tmp))?;
-    f.write_all(bytes).map_err(io("write", &tmp))?;
-    f.sync_all().map_err(io("sync", &tmp))?;
-    fs::rename(&tmp, path).map_err(io("rename into place", path))?;
+    let written = f
+        .write_all(bytes)
+        .map_err(io("write", &tmp))
+        .and_then(|()| f.sync_all().map_err(io("sync", &tmp)))
+        .and_then(|()| fs::rename(&tmp, path).map_err(io("rename into place", path)));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -413,6 +419,11 @@ mod tests {
         // Parents are made.
         write_new(&d.path().join("x/y/b.log"), b"").unwrap();
         assert!(d.path().join("x/y/b.log").is_file());
+        // A write that fails leaves no partial behind (here the rename: a
+        // directory stands at the name).
+        std::fs::create_dir_all(logs.join("c.log/inside")).unwrap();
+        assert!(write_new(&logs.join("c.log"), b"lost").is_err());
+        assert!(!logs.join(".c.log.partial").exists());
     }
 
     #[test]

@@ -365,17 +365,27 @@ pub fn version_timeout(budget: Duration, n: usize) -> u64 {
     per.saturating_sub(2).max(1)
 }
 
-/// SIGKILL every process group noted in `dir` (one file per `timeout` pid)
-/// and wait, at most [`crate::exec::GRACE`], until they have ended.
+/// SIGKILL every `timeout` noted in `dir` (one file per pid, removed by the
+/// script once that `timeout` was waited for) and its process group, and
+/// wait, at most [`crate::exec::GRACE`], until the groups have ended. The
+/// pid itself is signalled too: a `timeout` that made no group of its own
+/// (busybox's) is no group leader.
 async fn kill_noted_groups(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let pgids: Vec<i32> = entries
+    let pids: Vec<i32> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|p| *p > 1)
         .collect();
-    crate::exec::kill_groups(&pgids, crate::exec::GRACE).await;
+    for &p in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    crate::exec::kill_groups(&pids, crate::exec::GRACE).await;
 }
 
 /// Probe toolchain capabilities on one machine: one exec of [`SCRIPT`] for
