@@ -28,7 +28,7 @@ marked() {
     grep -lzxF -e "$want" -e "$watch" /proc/[0-9]*/environ 2>/dev/null
   else
     for e in /proc/[0-9]*/environ; do
-      tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -e "$want" -e "$watch" && echo "$e"
+      tr '\0' '\n' 2>/dev/null < "$e" | grep -qxF -e "$want" -e "$watch" && echo "$e"
     done
   fi
 }
@@ -60,7 +60,7 @@ while :; do
     rest=${s##*) }
     case $rest in Z*|X*) continue ;; esac
     left="$left $pid"
-    if tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF -e "$want"; then
+    if tr '\0' '\n' 2>/dev/null < "$e" | grep -qxF -e "$want"; then
       # shellcheck disable=SC2086 # the fields are split on purpose
       set -- $rest
       [ -n "$3" ] && [ "$3" != "$me" ] && kill -KILL -"$3" 2>/dev/null

@@ -43,7 +43,8 @@ if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2;
 command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
 # pstat FILE: read a /proc/<pid>/stat into $ppid and $start (its start time).
 pstat() {
-  read -r l < "$1" 2>/dev/null || return 1
+  # (braced: a failed `<` is reported before a `2>` after it applies)
+  { read -r l < "$1"; } 2>/dev/null || return 1
   l=${l##*) }
   # shellcheck disable=SC2086 # the fields are split on purpose
   set -- $l
@@ -97,6 +98,12 @@ if pstat "/proc/$p/stat"; then s0=$start; fi
   exit 3
 ) </dev/null >/dev/null 2>&1 &
 w=$!
+# From here the supervisor's own stderr is fd 4: a shell tells of a waited
+# job that died of a signal on its stderr (dash, bash and busybox print
+# `Killed` for a suite killed by SIGKILL, `Terminated` for a watchdog that
+# got its TERM before its trap was set), and that line is not the
+# program's. The program and its watchdog were started before this.
+exec 4>&2 2>/dev/null
 wait "$p"; st=$?
 kill -TERM "$w" 2>/dev/null
 wait "$w"; ws=$?
@@ -107,5 +114,5 @@ if [ -n "$c" ]; then
   while ! grep -qx 'populated 0' "$c/cgroup.events" 2>/dev/null && [ "$k" -lt 250 ]; do sleep 0.02; k=$((k+1)); done
   rmdir "$c" 2>/dev/null
 fi
-if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&2; else printf '\n%s exit %s\n' "$n" "$st" >&2; fi
+if [ "$ws" = 3 ]; then printf '\n%s timeout\n' "$n" >&4; else printf '\n%s exit %s\n' "$n" "$st" >&4; fi
 exit 0
