@@ -71,20 +71,20 @@ pub const DRAIN_BOUND: Duration = Duration::from_secs(1);
 /// How much of a child's stderr is kept: the last 1 MiB.
 pub const STDERR_TAIL: usize = 1024 * 1024;
 
-/// How much of a child's captured stdout ([`Sink::Capture`]) is kept: the
-/// last 64 MiB. Bounds what a machine (or a login shell printing before the
-/// command) can make saphan hold in memory; stdout that may be larger goes
-/// to a [`Sink::File`].
-pub const STDOUT_TAIL: usize = 64 * 1024 * 1024;
+/// How much captured stdout ([`Sink::Capture`]) a local command may write:
+/// 64 MiB, read whole. Past it the command's stdout is refused, not cut
+/// ([`WholeBuf`], [`Termination::OutputLost`]): this bounds what a command
+/// can make saphan hold in memory, and stdout that may be larger goes to a
+/// [`Sink::File`].
+pub const STDOUT_WHOLE: usize = 64 * 1024 * 1024;
 
-/// How much captured stdout of a remote command is kept: its last 16 MiB.
-/// Lower than [`STDOUT_TAIL`] because what a remote machine sends before
-/// saphan's own script (a login shell's noise) is not saphan's to hold; a
-/// script that frames its output is read through [`Sink::CaptureFrom`] and
-/// holds none of it (issue 13.5: a probe against a host that floods 300 MB
-/// stays under 64 MiB). Remote commands whose output is large stream it to
-/// a file.
-pub const REMOTE_STDOUT_TAIL: usize = 16 * 1024 * 1024;
+/// How much captured stdout a remote command may write: 16 MiB, read whole
+/// or refused as [`STDOUT_WHOLE`] is. Lower because a remote machine's
+/// login shell may print before saphan's own command; a script that frames
+/// its output is read through [`Sink::CaptureFrom`] and holds none of that
+/// noise (issue 13.5: a probe against a host that floods 300 MB stays under
+/// 64 MiB). Remote commands whose output is large stream it to a file.
+pub const REMOTE_STDOUT_WHOLE: usize = 16 * 1024 * 1024;
 
 /// A boxed async reader, as [`Input::open`] hands it out.
 pub type BoxReader = std::pin::Pin<Box<dyn AsyncRead + Send>>;
@@ -352,6 +352,13 @@ pub enum Termination {
     Signaled(i32),
     /// Ran past its budget; its process group was killed.
     TimedOut,
+    /// Ended, but its stdout could not be kept whole — it wrote more than
+    /// saphan reads ([`STDOUT_WHOLE`], [`REMOTE_STDOUT_WHOLE`]), or its
+    /// file could not be written — so none of it is handed on
+    /// ([`Output::stdout`] is empty) and its stderr ends with an
+    /// [`output_lost_line`] saying why. Never a success, whatever it exited
+    /// with.
+    OutputLost,
 }
 
 impl Termination {
@@ -373,8 +380,9 @@ impl Termination {
 pub struct Output {
     /// How it ended.
     pub status: Termination,
-    /// Captured stdout ([`Sink::Capture`] only) — only its last
-    /// [`STDOUT_TAIL`] bytes (64 MiB).
+    /// Captured stdout ([`Sink::Capture`], [`Sink::CaptureFrom`]), whole:
+    /// at most [`STDOUT_WHOLE`] bytes, and nothing when more came
+    /// ([`Termination::OutputLost`]).
     pub stdout: Vec<u8>,
     /// Captured stderr, always — only its last [`STDERR_TAIL`] bytes (1 MiB):
     /// a tail buffer, so a suite that floods stderr cannot exhaust memory.
@@ -395,8 +403,9 @@ impl Output {
 }
 
 /// A buffer that keeps only the last `cap` bytes of what is pushed into it:
-/// a ring, so dropping the oldest bytes moves nothing. Every stream saphan
-/// reads from a child, local or remote, goes through one of these or a file.
+/// a ring, so dropping the oldest bytes moves nothing. For what is shown,
+/// never parsed: a child's stderr. stdout, which callers read as data, goes
+/// through a [`WholeBuf`] or a file.
 ///
 /// Its memory is bounded by `cap` and reached in few steps: it doubles up
 /// to `TAIL_GROW`, then takes its whole cap in one reservation (pages
@@ -408,14 +417,21 @@ impl Output {
 pub struct TailBuf {
     cap: usize,
     buf: std::collections::VecDeque<u8>,
-    /// While `Some`, nothing is kept but the bytes that may begin it
-    /// ([`TailBuf::from_marker`]).
-    marker: Option<Vec<u8>>,
 }
 
-/// Up to this many bytes a [`TailBuf`] grows by doubling; past it, it
-/// reserves its whole cap at once (1 MiB).
+/// Up to this many bytes a [`TailBuf`] or [`WholeBuf`] grows by doubling;
+/// past it, it reserves its whole cap at once (1 MiB).
 const TAIL_GROW: usize = 1024 * 1024;
+
+/// The capacity to reserve for `need` bytes in a buffer of capacity `have`
+/// bounded by `cap`: doubling up to [`TAIL_GROW`], then the whole cap.
+fn grown(have: usize, need: usize, cap: usize) -> usize {
+    if need > TAIL_GROW {
+        cap
+    } else {
+        (have * 2).clamp(need, cap)
+    }
+}
 
 impl TailBuf {
     /// An empty buffer keeping at most `cap` bytes.
@@ -423,40 +439,10 @@ impl TailBuf {
         TailBuf {
             cap,
             buf: std::collections::VecDeque::new(),
-            marker: None,
-        }
-    }
-    /// An empty buffer that keeps nothing until `marker` has been pushed
-    /// (across any split of the pushes), then at most `cap` bytes from the
-    /// marker's first byte on. An empty marker is there at once.
-    pub fn from_marker(cap: usize, marker: Vec<u8>) -> TailBuf {
-        TailBuf {
-            marker: (!marker.is_empty()).then_some(marker),
-            ..TailBuf::new(cap)
         }
     }
     /// Append bytes, dropping the oldest beyond the cap first.
     pub fn push(&mut self, bytes: &[u8]) {
-        if let Some(m) = &self.marker {
-            // Held: fewer bytes than the marker, the end of what came so
-            // far that may be its beginning.
-            let mut seen: Vec<u8> = self.buf.drain(..).collect();
-            seen.extend_from_slice(bytes);
-            match memchr::memmem::find(&seen, m) {
-                Some(at) => {
-                    self.marker = None;
-                    self.keep(&seen[at..]);
-                }
-                None => {
-                    let held = seen.len().min(m.len() - 1);
-                    self.buf.extend(&seen[seen.len() - held..]);
-                }
-            }
-            return;
-        }
-        self.keep(bytes);
-    }
-    fn keep(&mut self, bytes: &[u8]) {
         let bytes = if bytes.len() >= self.cap {
             self.buf.clear();
             &bytes[bytes.len() - self.cap..]
@@ -467,23 +453,133 @@ impl TailBuf {
         self.buf.drain(..over);
         let need = self.buf.len() + bytes.len();
         if need > self.buf.capacity() {
-            let want = if need > TAIL_GROW {
-                self.cap
-            } else {
-                (self.buf.capacity() * 2).clamp(need, self.cap)
-            };
+            let want = grown(self.buf.capacity(), need, self.cap);
             self.buf.reserve_exact(want - self.buf.len());
         }
         self.buf.extend(bytes);
     }
-    /// The last `cap` bytes, in order (the ring is made contiguous in
-    /// place); nothing when a marker was awaited and never came.
+    /// The last `cap` bytes, in order (the ring is made contiguous in place).
     pub fn finish(self) -> Vec<u8> {
-        if self.marker.is_some() {
-            return Vec::new();
-        }
         Vec::from(self.buf)
     }
+}
+
+/// A captured stdout: kept whole up to `cap` bytes, or not at all.
+///
+/// What a command prints on stdout is data — a listing, a report, a
+/// script's answer — and a part of it read as the whole is how a listing
+/// silently loses its first entries. So past `cap` the buffer lets go of
+/// everything and remembers only that it overflowed; [`run`] then reports
+/// the command as [`Termination::OutputLost`]. Memory stays bounded by `cap`
+/// (grown as a [`TailBuf`] grows).
+///
+/// With a marker ([`WholeBuf::from_marker`]) nothing counts until the marker
+/// has come: what a login shell prints before saphan's script is not the
+/// script's output, and is dropped as it streams (issue 13.5).
+#[derive(Debug, Clone)]
+pub struct WholeBuf {
+    cap: usize,
+    buf: Vec<u8>,
+    /// While `Some`, nothing is kept but the bytes that may begin it.
+    marker: Option<Vec<u8>>,
+    overflowed: bool,
+}
+
+impl WholeBuf {
+    /// An empty buffer keeping up to `cap` bytes.
+    pub fn new(cap: usize) -> WholeBuf {
+        WholeBuf {
+            cap,
+            buf: Vec::new(),
+            marker: None,
+            overflowed: false,
+        }
+    }
+    /// An empty buffer that keeps nothing until `marker` has been pushed
+    /// (across any split of the pushes), then up to `cap` bytes from the
+    /// marker's first byte on. An empty marker is there at once.
+    pub fn from_marker(cap: usize, marker: Vec<u8>) -> WholeBuf {
+        WholeBuf {
+            marker: (!marker.is_empty()).then_some(marker),
+            ..WholeBuf::new(cap)
+        }
+    }
+    /// Append bytes; past the cap, drop everything and remember it.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if let Some(m) = &self.marker {
+            // Held: fewer bytes than the marker, the end of what came so
+            // far that may be its beginning.
+            let mut seen = std::mem::take(&mut self.buf);
+            seen.extend_from_slice(bytes);
+            match memchr::memmem::find(&seen, m) {
+                Some(at) => {
+                    self.marker = None;
+                    self.keep(&seen[at..]);
+                }
+                None => {
+                    let held = seen.len().min(m.len() - 1);
+                    seen.drain(..seen.len() - held);
+                    self.buf = seen;
+                }
+            }
+            return;
+        }
+        self.keep(bytes);
+    }
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.overflowed {
+            return;
+        }
+        let need = self.buf.len() + bytes.len();
+        if need > self.cap {
+            self.overflowed = true;
+            self.buf = Vec::new();
+            return;
+        }
+        if need > self.buf.capacity() {
+            let want = grown(self.buf.capacity(), need, self.cap);
+            self.buf.reserve_exact(want - self.buf.len());
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+    /// Whether more than `cap` bytes came (after the marker).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+    /// Everything kept: nothing when it overflowed, or when a marker was
+    /// awaited and never came.
+    pub fn finish(self) -> Vec<u8> {
+        if self.marker.is_some() || self.overflowed {
+            return Vec::new();
+        }
+        self.buf
+    }
+}
+
+/// Add [`output_lost_line`] to a stderr tail, on a line of its own.
+pub fn note_output_lost(stderr: &mut Vec<u8>, why: &str) {
+    if !stderr.is_empty() && !stderr.ends_with(b"\n") {
+        stderr.push(b'\n');
+    }
+    stderr.extend_from_slice(output_lost_line(why).as_bytes());
+    stderr.push(b'\n');
+}
+
+/// The line [`run`] (and the SSH transport) adds to a command's stderr when
+/// its stdout was lost ([`Termination::OutputLost`]), so every message that
+/// quotes the stderr names why: `saphan: output-lost: <why> — <what to do>`.
+pub fn output_lost_line(why: &str) -> String {
+    format!(
+        "saphan: output-lost: {why}; saphan reads a command's output whole or not at all, and used none of it — run the command by hand to see what it prints"
+    )
+}
+
+/// The `why` of an [`output_lost_line`] for a stdout past `cap` bytes.
+pub fn overflow_why(cap: usize) -> String {
+    format!(
+        "the command wrote more than {} MiB on stdout",
+        cap / (1024 * 1024)
+    )
 }
 
 /// Kills the process group when dropped unless disarmed.
@@ -505,60 +601,110 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Read `r` to end-of-file or until `stop` flips, into `file` or the
-/// returned buffer `out`.
-/// After the loop the file is flushed and synced (not bounded by `stop`:
-/// that is local disk, not a pipe someone else holds).
+/// What a drain keeps of its stream: stdout whole ([`WholeBuf`]), or the
+/// tail of stderr ([`TailBuf`]).
+enum Keep {
+    Whole(WholeBuf),
+    Tail(TailBuf),
+}
+
+/// What a drain read: the bytes kept, and why the stream is not whole when
+/// it is not (an `output-lost` why: overflow, a read or write that failed).
+#[derive(Default)]
+struct Drained {
+    bytes: Vec<u8>,
+    lost: Option<String>,
+}
+
+/// Read `r` to end-of-file or until `stop` flips, into `file` or `keep`.
+/// After the loop the file is flushed (not bounded by `stop`: that is local
+/// disk, not a pipe someone else holds). A stdout that could not be read
+/// or written whole says why in [`Drained::lost`]; a stderr tail never does.
 async fn drain<R: AsyncRead + Unpin>(
     mut r: R,
-    mut file: Option<tokio::fs::File>,
-    mut out: TailBuf,
+    mut file: Option<(tokio::fs::File, PathBuf)>,
+    mut keep: Keep,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Vec<u8> {
+) -> Drained {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut lost = None;
     loop {
         let n = tokio::select! {
             biased;
             _ = stop.changed() => break,
             res = r.read(&mut buf) => match res {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
                 Ok(n) => n,
+                Err(e) => {
+                    lost = Some(format!("reading its stdout failed: {e}"));
+                    break;
+                }
             },
         };
-        match file.as_mut() {
-            Some(f) => {
-                if f.write_all(&buf[..n]).await.is_err() {
+        match (&mut file, &mut keep) {
+            (Some((f, path)), _) => {
+                if let Err(e) = f.write_all(&buf[..n]).await {
+                    lost = Some(format!(
+                        "writing its stdout to {} failed: {e}",
+                        path.display()
+                    ));
                     break;
                 }
             }
-            None => out.push(&buf[..n]),
+            (None, Keep::Whole(w)) => w.push(&buf[..n]),
+            (None, Keep::Tail(t)) => t.push(&buf[..n]),
         }
     }
     // Flushed, not synced: the file is read back by this process (the page
     // cache serves it), and the attempt's durable evidence is the kept log
     // and the record, written later.
-    if let Some(mut f) = file {
-        let _ = f.flush().await;
+    if let Some((mut f, path)) = file
+        && let Err(e) = f.flush().await
+    {
+        lost.get_or_insert(format!(
+            "writing its stdout to {} failed: {e}",
+            path.display()
+        ));
     }
-    out.finish()
+    match keep {
+        Keep::Whole(w) => {
+            if w.overflowed() {
+                lost.get_or_insert(overflow_why(w.cap));
+            }
+            Drained {
+                bytes: w.finish(),
+                lost,
+            }
+        }
+        // stderr: only shown, so a failed read leaves what came.
+        Keep::Tail(t) => Drained {
+            bytes: t.finish(),
+            lost: None,
+        },
+    }
 }
 
 /// Wait for both drain tasks together; if the pipes are still open
 /// [`DRAIN_BOUND`] after the group died (something outside the group
-/// inherited them), tell the drains to stop and take what they read.
+/// inherited them), tell the drains to stop and take what they read (what
+/// the group wrote before it ended; an escaped process's later writes are
+/// not the command's output).
 async fn collect(
-    out_task: Option<tokio::task::JoinHandle<Vec<u8>>>,
-    err_task: Option<tokio::task::JoinHandle<Vec<u8>>>,
+    out_task: Option<tokio::task::JoinHandle<Drained>>,
+    err_task: Option<tokio::task::JoinHandle<Drained>>,
     stop: tokio::sync::watch::Sender<bool>,
-) -> (Vec<u8>, Vec<u8>) {
+) -> (Drained, Drained) {
     let joined = async {
         let o = match out_task {
-            Some(t) => t.await.unwrap_or_default(),
-            None => Vec::new(),
+            Some(t) => t.await.unwrap_or_else(|e| Drained {
+                bytes: Vec::new(),
+                lost: Some(format!("reading its stdout failed: {e}")),
+            }),
+            None => Drained::default(),
         };
         let e = match err_task {
             Some(t) => t.await.unwrap_or_default(),
-            None => Vec::new(),
+            None => Drained::default(),
         };
         (o, e)
     };
@@ -688,7 +834,7 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     };
     let input = cmd.stdin.open().await?;
     let file = match &cmd.stdout {
-        Sink::File(p) => Some(tokio::fs::File::create(p).await?),
+        Sink::File(p) => Some((tokio::fs::File::create(p).await?, p.clone())),
         _ => None,
     };
     let started = Instant::now();
@@ -708,11 +854,19 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stdout_buf = match &cmd.stdout {
-        Sink::CaptureFrom(m) => TailBuf::from_marker(STDOUT_TAIL, m.clone()),
-        _ => TailBuf::new(STDOUT_TAIL),
+        Sink::CaptureFrom(m) => WholeBuf::from_marker(STDOUT_WHOLE, m.clone()),
+        _ => WholeBuf::new(STDOUT_WHOLE),
     };
-    let out_task = stdout.map(|s| tokio::spawn(drain(s, file, stdout_buf, stop_rx.clone())));
-    let err_task = stderr.map(|s| tokio::spawn(drain(s, None, TailBuf::new(STDERR_TAIL), stop_rx)));
+    let out_task =
+        stdout.map(|s| tokio::spawn(drain(s, file, Keep::Whole(stdout_buf), stop_rx.clone())));
+    let err_task = stderr.map(|s| {
+        tokio::spawn(drain(
+            s,
+            None,
+            Keep::Tail(TailBuf::new(STDERR_TAIL)),
+            stop_rx,
+        ))
+    });
 
     let waited = match cmd.timeout {
         Some(t) => tokio::time::timeout(t, child.wait()).await.ok(),
@@ -747,11 +901,20 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         g.finish().await;
     }
 
-    let (stdout, stderr) = collect(out_task, err_task, stop_tx).await;
+    let (stdout, mut stderr) = collect(out_task, err_task, stop_tx).await;
+    let status = match stdout.lost {
+        // A timed-out run says so; its output was never going to be whole.
+        Some(why) if status != Termination::TimedOut => {
+            tracing::debug!(cmd = %cmd.display(), why, "stdout lost");
+            note_output_lost(&mut stderr.bytes, &why);
+            Termination::OutputLost
+        }
+        _ => status,
+    };
     Ok(Output {
         status,
-        stdout,
-        stderr,
+        stdout: stdout.bytes,
+        stderr: stderr.bytes,
         elapsed,
     })
 }
@@ -1486,28 +1649,101 @@ mod tests {
     }
 
     #[test]
-    fn a_marked_tail_keeps_from_the_first_marker_wherever_the_pushes_split() {
+    fn a_marked_capture_keeps_from_the_first_marker_wherever_the_pushes_split() {
         let noise = b"x\n@@begin".repeat(50);
         let text = [&noise[..], b"\n@@begin N\nbody\n@@begin N\nend\n"].concat();
         let want = b"\n@@begin N\nbody\n@@begin N\nend\n";
         for size in 1..=text.len() {
-            let mut t = TailBuf::from_marker(1024, b"\n@@begin N\n".to_vec());
+            let mut t = WholeBuf::from_marker(1024, b"\n@@begin N\n".to_vec());
             for chunk in text.chunks(size) {
                 t.push(chunk);
                 assert!(t.buf.len() <= 1024);
             }
+            assert!(!t.overflowed());
             assert_eq!(t.finish(), want, "pushes of {size} bytes");
         }
-        // Never seen: nothing, however much came.
-        let mut t = TailBuf::from_marker(8, b"MARK".to_vec());
+        // Never seen: nothing, however much came, and no overflow.
+        let mut t = WholeBuf::from_marker(8, b"MARK".to_vec());
         t.push(&b"MAR".repeat(1000));
         assert!(t.buf.len() < 4);
+        assert!(!t.overflowed());
         assert_eq!(t.finish(), b"");
-        // After the marker the cap holds as for any tail.
-        let mut t = TailBuf::from_marker(6, b"M".to_vec());
-        t.push(b"aaMbcdefgh");
-        assert_eq!(t.finish(), b"cdefgh");
+        // After the marker the cap counts: at it, whole; past it, nothing.
+        let mut t = WholeBuf::from_marker(6, b"M".to_vec());
+        t.push(b"aaMbcdef");
+        assert_eq!(t.finish(), b"Mbcdef");
+        let mut t = WholeBuf::from_marker(6, b"M".to_vec());
+        t.push(b"aaMbcdefg");
+        assert!(t.overflowed());
+        assert_eq!(t.finish(), b"");
     }
+
+    #[test]
+    fn a_capture_is_whole_or_nothing_wherever_the_pushes_split() {
+        let text: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        for size in [1, 7, 64, 4999, 5000] {
+            let mut at_cap = WholeBuf::new(text.len());
+            let mut past = WholeBuf::new(text.len() - 1);
+            for chunk in text.chunks(size) {
+                at_cap.push(chunk);
+                past.push(chunk);
+            }
+            assert!(!at_cap.overflowed());
+            assert_eq!(at_cap.finish(), text, "pushes of {size} bytes");
+            assert!(past.overflowed(), "pushes of {size} bytes");
+            assert!(past.buf.capacity() == 0, "its bytes were let go");
+            assert_eq!(past.finish(), b"", "never a part of it");
+        }
+    }
+
+    /// A local command whose stdout passes [`STDOUT_WHOLE`] is refused by
+    /// name ([`Termination::OutputLost`], an `output-lost` line on stderr,
+    /// no stdout at all) — however it exited — and one at the cap is whole.
+    #[tokio::test]
+    async fn a_stdout_past_the_cap_is_refused_whole_and_one_at_it_is_read() {
+        let past = run(Cmd::new("sh").args([
+            "-c",
+            &format!("head -c {} /dev/zero; echo its-own >&2", STDOUT_WHOLE + 1),
+        ]))
+        .await
+        .unwrap();
+        assert_eq!(past.status, Termination::OutputLost);
+        assert!(!past.status.success());
+        assert!(
+            past.stdout.is_empty(),
+            "{} bytes handed on",
+            past.stdout.len()
+        );
+        let err = past.stderr_str();
+        assert!(err.starts_with("its-own\n"), "{err}");
+        assert!(
+            err.contains("saphan: output-lost: the command wrote more than 64 MiB on stdout"),
+            "{err}"
+        );
+        let at = run(Cmd::new("head").args(["-c", &STDOUT_WHOLE.to_string(), "/dev/zero"]))
+            .await
+            .unwrap();
+        assert_eq!(at.status, Termination::Exited(0));
+        assert_eq!(at.stdout.len(), STDOUT_WHOLE);
+    }
+
+    /// A stdout file that cannot be written (a full disk: /dev/full) is a
+    /// lost output, never a short file read as the whole.
+    #[tokio::test]
+    async fn a_stdout_file_that_cannot_be_written_is_refused() {
+        let out = run(Cmd::new("echo")
+            .arg("a report")
+            .stdout(Sink::File("/dev/full".into())))
+        .await
+        .unwrap();
+        assert_eq!(out.status, Termination::OutputLost);
+        let err = out.stderr_str();
+        assert!(
+            err.contains("saphan: output-lost: writing its stdout to /dev/full failed"),
+            "{err}"
+        );
+    }
+
     use super::*;
 
     #[test]

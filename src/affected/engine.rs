@@ -579,6 +579,9 @@ fn judge(
                     humantime::format_duration(budget.duration),
                     budget.source
                 ),
+                Some(Termination::OutputLost) => {
+                    "its stdout could not be kept whole (output-lost)".to_string()
+                }
                 None => run.measurement.notes.join("; "),
             };
             return Err(AffectedError::ScopeMissing {
@@ -623,6 +626,9 @@ fn judge(
             Some(Termination::Exited(c)) => Some(format!("it exited with status {c}")),
             Some(Termination::Signaled(sig)) => Some(format!("it was killed by signal {sig}")),
             Some(Termination::TimedOut) => Some("it ran past its budget".to_string()),
+            Some(Termination::OutputLost) => {
+                Some("its stdout could not be kept whole (output-lost)".to_string())
+            }
             None => Some(m.notes.join("; ")),
         };
         if let Some(what) = what {

@@ -393,7 +393,9 @@ fn gofmt_step(argv: Vec<String>, ran: std::io::Result<exec::Output>) -> Step {
                 Termination::TimedOut => StepOutcome::Timeout,
                 Termination::Exited(0) if step.files.is_empty() => StepOutcome::Pass,
                 Termination::Exited(_) => StepOutcome::Fail,
-                Termination::Signaled(_) => StepOutcome::MeasurementFailed,
+                Termination::Signaled(_) | Termination::OutputLost => {
+                    StepOutcome::MeasurementFailed
+                }
             };
             if step.outcome != StepOutcome::Pass {
                 step.detail = last_lines(&out.stderr_str(), 8);

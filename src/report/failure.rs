@@ -57,6 +57,10 @@ kinds! {
     /// The suite could not be started, was killed by a signal, or exited
     /// non-zero with nothing named.
     Crash => "crash",
+    /// The suite's stdout could not be kept whole (a file that could not be
+    /// written): none of it was judged
+    /// ([`crate::exec::Termination::OutputLost`]).
+    OutputLost => "output-lost",
     /// A gitlink commit no local store holds: the SHA was not measured.
     SubmoduleMissing => "submodule-missing",
     /// The suite itself moved `refs/saphan/verified` (its scratch tree

@@ -492,6 +492,12 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
                 format!("the suite was killed by signal {s}"),
             );
         }
+        Termination::OutputLost => {
+            return Measurement::failed(
+                FailureKind::OutputLost,
+                "the suite's stdout could not be kept whole (more than saphan reads, or its file could not be written); none of it was judged",
+            );
+        }
         Termination::Exited(_) => {}
     }
     match ev.kind {
@@ -615,5 +621,48 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         failure,
         test_output: p.output,
         test_output_omitted: p.output_omitted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A suite whose stdout was lost ([`Termination::OutputLost`]) is never
+    /// judged, however green what reached the file looks and however the
+    /// suite exited: a part of a stream is not the stream.
+    #[test]
+    fn a_lost_stdout_is_a_failed_measurement_named_output_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let stdout = dir.path().join("stdout");
+        std::fs::write(
+            &stdout,
+            concat!(
+                r#"{"Action":"run","Package":"p","Test":"TestA"}"#,
+                "\n",
+                r#"{"Action":"pass","Package":"p","Test":"TestA"}"#,
+                "\n",
+                r#"{"Action":"pass","Package":"p"}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let ev = |termination| Evidence {
+            kind: ReportKind::GoTestJson,
+            termination,
+            stdout: &stdout,
+            report_root: dir.path(),
+            report_path: None,
+            report_path_key: "verify.full.report_path",
+        };
+        assert_eq!(measure(&ev(Termination::Exited(0))).verdict, Verdict::Green);
+        for kind in [ReportKind::GoTestJson, ReportKind::Exitcode] {
+            let m = measure(&Evidence {
+                kind,
+                ..ev(Termination::OutputLost)
+            });
+            assert_eq!(m.verdict, Verdict::MeasurementFailed, "{kind:?}");
+            assert_eq!(m.failure, Some(FailureKind::OutputLost), "{kind:?}");
+        }
     }
 }

@@ -385,8 +385,9 @@ impl Transport {
     /// Run one [`Cmd`] on the machine — the one call for both sides, with the
     /// same [`Output`] meaning: cwd, env changes, stdin ([`exec::Input`]:
     /// bytes, a local file or a reader, streamed), stdout to a local file
-    /// ([`exec::Sink::File`]) or captured (the last [`exec::STDOUT_TAIL`]
-    /// bytes locally, [`exec::REMOTE_STDOUT_TAIL`] from a remote machine),
+    /// ([`exec::Sink::File`]) or captured whole (up to
+    /// [`exec::STDOUT_WHOLE`] bytes locally, [`exec::REMOTE_STDOUT_WHOLE`]
+    /// from a remote machine; past it [`exec::Termination::OutputLost`]),
     /// stderr's last [`exec::STDERR_TAIL`] bytes, and the budget enforced by
     /// killing the command's whole process group (locally by
     /// [`exec::run`]; on an SSH machine by a watchdog running *there*, see
@@ -488,9 +489,9 @@ async fn local_copy(from: &Path, to: &Path) -> Result<(), TransportError> {
 }
 
 /// Run `cmd` on `t` with its stdout streamed to a local temp file, and read
-/// that file whole: what a machine prints as *data* (a listing, a
-/// description) is never parsed from the bounded tail a captured stdout
-/// keeps ([`crate::exec::REMOTE_STDOUT_TAIL`]). The bytes are `None` when
+/// that file whole: for what a machine prints as *data* (a listing, a
+/// description) that may be larger than a captured stdout holds
+/// ([`crate::exec::REMOTE_STDOUT_WHOLE`]). The bytes are `None` when
 /// there are more than `cap` of them (the caller fails by name).
 ///
 /// Errors: the transport's ([`TransportError`]); the local temp file's as

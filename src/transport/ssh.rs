@@ -16,7 +16,7 @@
 
 use super::ssh_config::{self, HostSettings, parse_jump};
 use super::{AsyncReadWrite, TransportError, known_hosts, quote};
-use crate::exec::{Output, REMOTE_STDOUT_TAIL, STDERR_TAIL, TailBuf, Termination};
+use crate::exec::{Output, REMOTE_STDOUT_WHOLE, STDERR_TAIL, TailBuf, Termination, WholeBuf};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelOpenFailure, Sig};
@@ -478,9 +478,11 @@ impl Ssh {
     /// captured. Reads until the channel closes, because the exit status can
     /// arrive after EOF.
     ///
-    /// Every stream is bounded: captured stdout keeps its last
-    /// [`REMOTE_STDOUT_TAIL`] bytes, stderr its last [`STDERR_TAIL`] (issue 13.5: a
-    /// login shell printing hundreds of MB cannot grow saphan's memory).
+    /// Every stream is bounded: captured stdout is kept whole up to
+    /// [`REMOTE_STDOUT_WHOLE`] bytes and refused past it
+    /// ([`Termination::OutputLost`]), stderr keeps its last [`STDERR_TAIL`]
+    /// (issue 13.5: a login shell printing hundreds of MB cannot grow
+    /// saphan's memory).
     async fn run_line(
         &self,
         line: &str,
@@ -506,13 +508,13 @@ impl Ssh {
         let start = Instant::now();
         let deadline = tokio::time::Instant::now() + timeout;
         let (mut out_file, discard, mut stdout) = match sink {
-            OutSink::File(f) => (Some(f), false, TailBuf::new(0)),
-            OutSink::Capture => (None, false, TailBuf::new(REMOTE_STDOUT_TAIL)),
-            OutSink::CaptureFrom(m) => (None, false, TailBuf::from_marker(REMOTE_STDOUT_TAIL, m)),
-            OutSink::Null => (None, true, TailBuf::new(0)),
+            OutSink::File(f) => (Some(f), false, WholeBuf::new(0)),
+            OutSink::Capture => (None, false, WholeBuf::new(REMOTE_STDOUT_WHOLE)),
+            OutSink::CaptureFrom(m) => (None, false, WholeBuf::from_marker(REMOTE_STDOUT_WHOLE, m)),
+            OutSink::Null => (None, true, WholeBuf::new(0)),
         };
         let mut stderr = TailBuf::new(STDERR_TAIL);
-        let timed_out = |stdout: TailBuf, stderr: TailBuf| Output {
+        let timed_out = |stdout: WholeBuf, stderr: TailBuf| Output {
             status: Termination::TimedOut,
             stdout: stdout.finish(),
             stderr: stderr.finish(),
@@ -672,12 +674,29 @@ impl Ssh {
                     });
                 }
                 match status {
-                    Some(status) => Ok(Output {
-                        status,
-                        stdout: stdout.finish(),
-                        stderr: stderr.finish(),
-                        elapsed: start.elapsed(),
-                    }),
+                    Some(status) => {
+                        let mut stderr = stderr.finish();
+                        let status = if stdout.overflowed() {
+                            // First, not last: the watchdog reads its end
+                            // markers from the end of stderr.
+                            let mut noted = Vec::new();
+                            crate::exec::note_output_lost(
+                                &mut noted,
+                                &crate::exec::overflow_why(REMOTE_STDOUT_WHOLE),
+                            );
+                            noted.append(&mut stderr);
+                            stderr = noted;
+                            Termination::OutputLost
+                        } else {
+                            status
+                        };
+                        Ok(Output {
+                            status,
+                            stdout: stdout.finish(),
+                            stderr,
+                            elapsed: start.elapsed(),
+                        })
+                    }
                     None => Err(self.lost(&conn, "the channel closed without an exit status")),
                 }
             }
@@ -731,10 +750,10 @@ fn dead_after(interval: Duration, count: u32) -> Duration {
 
 /// Where a remote command's stdout goes.
 pub(super) enum OutSink {
-    /// Kept in memory, its last [`REMOTE_STDOUT_TAIL`] bytes.
+    /// Kept in memory, whole up to [`REMOTE_STDOUT_WHOLE`] bytes.
     Capture,
     /// Kept in memory from the first occurrence of these bytes on (at most
-    /// [`REMOTE_STDOUT_TAIL`]); see [`crate::exec::Sink::CaptureFrom`].
+    /// [`REMOTE_STDOUT_WHOLE`]); see [`crate::exec::Sink::CaptureFrom`].
     CaptureFrom(Vec<u8>),
     /// Streamed into this local file.
     File(tokio::fs::File),

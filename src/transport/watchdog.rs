@@ -343,6 +343,7 @@ impl Ssh {
             let _ = split_markers(&mut out.stderr, &nonce);
             return Ok(out);
         }
+        let lost = out.status == Termination::OutputLost;
         let end = split_markers(&mut out.stderr, &nonce);
         let spawn = |why: &str| TransportError::RemoteSpawn {
             alias: self.settings().alias.clone(),
@@ -386,6 +387,9 @@ impl Ssh {
             }
         };
         guard.armed = false;
+        if lost && out.status != Termination::TimedOut {
+            out.status = Termination::OutputLost;
+        }
         Ok(out)
     }
 }

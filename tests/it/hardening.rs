@@ -626,9 +626,9 @@ fn printed_re_probe_lines_run_as_printed() {
 /// login shell that floods 300 MB before the probe script keeps saphan's
 /// peak memory under 64 MiB — the child's own `ru_maxrss` from `wait4`, a
 /// generous bound, not a timing.
-/// A remote command's captured stdout keeps its last 16 MiB
-/// (`exec::REMOTE_STDOUT_TAIL`), and the nonce framing finds the script after
-/// the flood, so the probe is still `present`.
+/// The probe's framed capture (`exec::Sink::CaptureFrom`) drops the flood
+/// as it streams and reads the script's output whole after its begin line,
+/// so the probe is still `present`.
 #[test]
 fn a_300_mb_flood_before_the_script_keeps_saphan_under_64_mib() {
     let Some(lab) = Lab::start(1) else { return };

@@ -858,13 +858,18 @@ async fn run_kills_the_remote_group_at_the_budget() {
 }
 
 /// Issue 13.5: a login shell that prints a flood before saphan's command
-/// cannot grow saphan's memory: captured stdout keeps its last 64 MiB and
-/// stderr its last 1 MiB, and the command's own output is at their ends.
+/// cannot grow saphan's memory, and what saphan reads as the command's
+/// stdout is whole or refused by name: past [`REMOTE_STDOUT_WHOLE`] an
+/// unframed command's stdout (the flood and the command's own lines) is
+/// `output-lost` — never its last 16 MiB read as if it were all of it —
+/// under `exec` and under the watchdog alike; a framed one (`exec_from`)
+/// drops the flood as it streams and reads the rest whole. stderr keeps its
+/// last 1 MiB (for showing), the command's own lines at its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_login_shell_flood_is_bounded() {
-    use saphan::exec::{STDERR_TAIL, STDOUT_TAIL};
+async fn a_login_shell_flood_is_bounded_and_never_read_in_part() {
+    use saphan::exec::{Cmd, REMOTE_STDOUT_WHOLE, STDERR_TAIL};
     let Some(lab) = Lab::start(1) else { return };
-    let flood_out = STDOUT_TAIL + 4 * 1024 * 1024;
+    let flood_out = REMOTE_STDOUT_WHOLE + 4 * 1024 * 1024;
     let flood_err = 8 * STDERR_TAIL;
     std::fs::write(
         lab.home_dir("m0").join(".bashrc"),
@@ -874,29 +879,53 @@ async fn a_login_shell_flood_is_bounded() {
     )
     .unwrap();
     let t = connect(&lab, "m0").await;
-    let out = t
-        .exec(
-            &argv(&["sh", "-c", "echo the-command; echo its-stderr >&2"]),
-            Duration::from_secs(120),
+    let script = "echo the-command; echo its-stderr >&2";
+    let unframed = t
+        .exec(&argv(&["sh", "-c", script]), Duration::from_secs(120))
+        .await
+        .unwrap();
+    let watched = t
+        .run(
+            Cmd::new("sh")
+                .args(["-c", script])
+                .timeout(Duration::from_secs(120)),
         )
         .await
         .unwrap();
-    assert_eq!(out.status, Termination::Exited(0));
-    assert!(
-        out.stdout.len() <= STDOUT_TAIL,
-        "stdout kept {} bytes",
-        out.stdout.len()
-    );
-    assert!(
-        out.stdout.ends_with(b"oooothe-command\n"),
-        "the flood did not run, or the command's output is lost"
-    );
-    assert!(
-        out.stderr.len() <= STDERR_TAIL,
-        "stderr kept {} bytes",
-        out.stderr.len()
-    );
-    assert!(out.stderr.ends_with(b"eeeeits-stderr\n"));
+    for (how, out) in [("exec", &unframed), ("run", &watched)] {
+        assert_eq!(out.status, Termination::OutputLost, "{how}");
+        assert!(
+            out.stdout.is_empty(),
+            "{how}: {} bytes handed on",
+            out.stdout.len()
+        );
+        let err = out.stderr_str();
+        assert!(
+            err.contains("saphan: output-lost: the command wrote more than 16 MiB on stdout"),
+            "{how}: {}",
+            &err[err.len().saturating_sub(400)..]
+        );
+        assert!(
+            out.stderr.len() <= STDERR_TAIL + 512,
+            "{how}: stderr kept {} bytes",
+            out.stderr.len()
+        );
+        assert!(
+            err.ends_with("eeeeits-stderr"),
+            "{how}: the command's stderr is at the end: {:?}",
+            &err[err.len().saturating_sub(300)..]
+        );
+    }
+    let framed = t
+        .exec_from(
+            &argv(&["sh", "-c", "printf '\\n@@begin X\\n'; echo the-command"]),
+            Duration::from_secs(120),
+            b"\n@@begin X\n",
+        )
+        .await
+        .unwrap();
+    assert_eq!(framed.status, Termination::Exited(0));
+    assert_eq!(framed.stdout, b"\n@@begin X\nthe-command\n");
 }
 
 /// A partition mid-run: the local side gives up within budget + grace +
