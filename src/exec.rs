@@ -354,10 +354,11 @@ pub enum Termination {
     TimedOut,
     /// Ended, but its stdout could not be kept whole — it wrote more than
     /// saphan reads ([`STDOUT_WHOLE`], [`REMOTE_STDOUT_WHOLE`]), or its
-    /// file could not be written — so none of it is handed on
-    /// ([`Output::stdout`] is empty) and its stderr ends with an
-    /// [`output_lost_line`] saying why. Never a success, whatever it exited
-    /// with.
+    /// file could not be written (a local run; from a machine that is the
+    /// transport's `copy` refusal) — so none of it is handed on
+    /// ([`Output::stdout`] is empty) and its stderr holds an
+    /// [`output_lost_line`] saying why (last locally, first from a
+    /// machine). Never a success, whatever it exited with.
     OutputLost,
 }
 
@@ -381,8 +382,9 @@ pub struct Output {
     /// How it ended.
     pub status: Termination,
     /// Captured stdout ([`Sink::Capture`], [`Sink::CaptureFrom`]), whole:
-    /// at most [`STDOUT_WHOLE`] bytes, and nothing when more came
-    /// ([`Termination::OutputLost`]).
+    /// at most [`STDOUT_WHOLE`] bytes ([`REMOTE_STDOUT_WHOLE`] from a
+    /// machine), and nothing when more came ([`Termination::OutputLost`], or
+    /// [`Termination::TimedOut`] for a run that also ran past its budget).
     pub stdout: Vec<u8>,
     /// Captured stderr, always — only its last [`STDERR_TAIL`] bytes (1 MiB):
     /// a tail buffer, so a suite that floods stderr cannot exhaust memory.
@@ -558,7 +560,7 @@ impl WholeBuf {
 
 /// Add [`output_lost_line`] to a stderr tail, on a line of its own.
 pub fn note_output_lost(stderr: &mut Vec<u8>, why: &str) {
-    if !stderr.is_empty() && !stderr.ends_with(b"\n") {
+    if stderr.last().is_some_and(|b| *b != b'\n') {
         stderr.push(b'\n');
     }
     stderr.extend_from_slice(output_lost_line(why).as_bytes());
@@ -686,9 +688,9 @@ async fn drain<R: AsyncRead + Unpin>(
 
 /// Wait for both drain tasks together; if the pipes are still open
 /// [`DRAIN_BOUND`] after the group died (something outside the group
-/// inherited them), tell the drains to stop and take what they read (what
-/// the group wrote before it ended; an escaped process's later writes are
-/// not the command's output).
+/// inherited them), tell the drains to stop and take what they had read by
+/// then (what the group wrote, and whatever the escaped process wrote
+/// within that bound).
 async fn collect(
     out_task: Option<tokio::task::JoinHandle<Drained>>,
     err_task: Option<tokio::task::JoinHandle<Drained>>,

@@ -471,6 +471,12 @@ pub async fn probe_toolchains(
             hint: super::machines::reach_hint(home, machine),
         });
     }
+    if out.status == crate::exec::Termination::OutputLost {
+        return Err(FleetError::MeasureOutput {
+            machine: machine.id.clone(),
+            detail: lost_detail(&out),
+        });
+    }
     tracing::debug!(machine = %machine.id, output = ?String::from_utf8_lossy(&out.stdout), "probe output");
     let script_items: Vec<ScriptItem<'_>> = items
         .iter()
@@ -486,6 +492,16 @@ pub async fn probe_toolchains(
         version_timeout,
         &nonce,
     )
+}
+
+/// The detail of a script's output that was not read whole
+/// ([`crate::exec::Termination::OutputLost`]): its `output-lost` line.
+pub(super) fn lost_detail(out: &crate::exec::Output) -> String {
+    out.stderr_str()
+        .lines()
+        .find_map(|l| l.strip_prefix("saphan: output-lost: "))
+        .unwrap_or("its output was not read whole (output-lost)")
+        .to_string()
 }
 
 /// Checks for a non-toolchain capability (`docker-oci`, `sandbox-userns`)

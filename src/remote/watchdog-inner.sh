@@ -12,7 +12,7 @@
 #   not on the resulting PATH.
 # Exit: the program's (it is exec'd); 127 when the program is missing.
 n=$0 c=$1; shift
-if [ -n "$c" ]; then echo 0 > "$c/cgroup.procs" 2>/dev/null || :; fi
+if [ -n "$c" ]; then echo 0 2>/dev/null > "$c/cgroup.procs" || :; fi
 while [ "$#" -gt 0 ]; do
   case $1 in
     --) shift; break ;;

@@ -32,6 +32,12 @@
 # supervisor died, or whose `sleep` was killed by a reap, signals nothing.
 # Without /proc (not Linux) there is nothing to check: it signals the group.
 n=$1 b=$2 g=$3 d=$4 i=$5; shift 5
+# The supervisor's own stderr is fd 4, and fd 2 is /dev/null: a shell tells
+# of a job that died of a signal on its stderr, whenever it notices (dash,
+# bash and busybox print `Killed` for a suite killed by SIGKILL, `Terminated`
+# for a watchdog that got its TERM before its trap was set), and that line
+# is not the program's. The program alone is given the channel's stderr.
+exec 4>&2 2>/dev/null
 m=
 for a in "$@"; do
   case $a in
@@ -39,8 +45,8 @@ for a in "$@"; do
     +SAPHAN_SCRATCH=*) m=${a#+SAPHAN_SCRATCH=} ;;
   esac
 done
-if [ -n "$d" ]; then cd -- "$d" 2>/dev/null || { printf '\n%s nocwd\n' "$n" >&2; exit 0; }; fi
-command -v setsid >/dev/null 2>&1 || { printf '\n%s nosetsid\n' "$n" >&2; exit 0; }
+if [ -n "$d" ]; then cd -- "$d" || { printf '\n%s nocwd\n' "$n" >&4; exit 0; }; fi
+command -v setsid >/dev/null || { printf '\n%s nosetsid\n' "$n" >&4; exit 0; }
 # pstat FILE: read a /proc/<pid>/stat into $ppid and $start (its start time).
 pstat() {
   # (braced: a failed `<` is reported before a `2>` after it applies)
@@ -59,10 +65,10 @@ if [ -n "$m" ]; then
     fi
     break
   done
-  if [ -n "$c" ]; then printf '%s contain cgroup\n' "$n" >&2; else printf '%s contain process-group\n' "$n" >&2; fi
+  if [ -n "$c" ]; then printf '%s contain cgroup\n' "$n" >&4; else printf '%s contain process-group\n' "$n" >&4; fi
 fi
 exec 3<&0
-setsid sh -c "$i" "$n" "$c" "$@" <&3 3<&- &
+setsid sh -c "$i" "$n" "$c" "$@" <&3 3<&- 2>&4 4>&- &
 p=$!
 exec 3<&-
 s0=
@@ -96,14 +102,8 @@ if pstat "/proc/$p/stat"; then s0=$start; fi
   wait "$s"
   ours && kill -KILL -"$p" 2>/dev/null
   exit 3
-) </dev/null >/dev/null 2>&1 &
+) </dev/null >/dev/null 2>&1 4>&- &
 w=$!
-# From here the supervisor's own stderr is fd 4: a shell tells of a waited
-# job that died of a signal on its stderr (dash, bash and busybox print
-# `Killed` for a suite killed by SIGKILL, `Terminated` for a watchdog that
-# got its TERM before its trap was set), and that line is not the
-# program's. The program and its watchdog were started before this.
-exec 4>&2 2>/dev/null
 wait "$p"; st=$?
 kill -TERM "$w" 2>/dev/null
 wait "$w"; ws=$?

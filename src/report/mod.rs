@@ -495,7 +495,7 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
         Termination::OutputLost => {
             return Measurement::failed(
                 FailureKind::OutputLost,
-                "the suite's stdout could not be kept whole (more than saphan reads, or its file could not be written); none of it was judged",
+                "the suite's stdout could not be kept whole (its file could not be written); none of it was judged",
             );
         }
         Termination::Exited(_) => {}

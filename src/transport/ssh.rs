@@ -635,8 +635,11 @@ impl Ssh {
             Ok::<(), russh::Error>(())
         };
         let res = tokio::time::timeout_at(deadline, run).await;
-        if let Some(f) = out_file.as_mut() {
-            let _ = f.flush().await;
+        if let Some(f) = out_file.as_mut()
+            && let Err(e) = f.flush().await
+        {
+            // A write can fail only here, when the last bytes reach the disk.
+            write_err.get_or_insert(e);
         }
         match res {
             Err(_) => {
