@@ -669,17 +669,11 @@ async fn run_inner(
         Ok(Ok(code)) => code,
     };
     phase("exited", t0);
-    let logs = match read_logs(&docker, &target.name, STDERR_TAIL).await {
+    let logs = match read_logs(&docker, &target.name, STDERR_TAIL, Some(run.stdout)).await {
         Ok(l) => l,
         Err(why) => return engine_fail(why),
     };
     phase("logs-read", t0);
-    if let Err(e) = tokio::fs::write(run.stdout, &logs.stdout).await {
-        return engine_fail(format!(
-            "could not keep the suite's stdout in {}: {e}",
-            run.stdout.display()
-        ));
-    }
     let status = match i32::try_from(code) {
         Ok(c) => Termination::Exited(c),
         Err(_) => return engine_fail(format!("the engine reported exit status {code}")),

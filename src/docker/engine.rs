@@ -504,9 +504,7 @@ async fn run_image(docker: &Docker, image_id: &str, name: &str, budget: Duration
         let code = wait_status(docker, &cid)
             .await
             .map_err(|e| format!("the probe container's end was not observed: {e}"))?;
-        let out = read_logs(docker, &cid, 64 * 1024)
-            .await?
-            .stdout;
+        let out = read_logs(docker, &cid, 64 * 1024, None).await?.stdout;
         Ok((code, String::from_utf8_lossy(&out).into_owned()))
     }
     .await;
@@ -539,12 +537,17 @@ pub(crate) async fn wait_status(docker: &Docker, cid: &str) -> Result<i64, Strin
 /// CRLF line ends made LF) and stderr, each stream joined across frames.
 #[derive(Debug, Default)]
 pub(crate) struct Logs {
-    /// Everything the container wrote to stdout.
+    /// What the container wrote to stdout: all of it, or, when
+    /// [`read_logs`] streams stdout to a file, what is not written there yet.
     pub stdout: Vec<u8>,
     /// The last `stderr_cap` bytes of its stderr.
     pub stderr: Vec<u8>,
     console_cr: bool,
 }
+
+/// Past this many bytes of stdout held, [`read_logs`] writes them to its
+/// file (1 MiB).
+const LOG_CHUNK: usize = 1024 * 1024;
 
 impl Logs {
     fn console(&mut self, bytes: &[u8]) {
@@ -569,18 +572,40 @@ impl Logs {
     }
 }
 
-/// Read the finished container's whole log, demultiplexed.
+/// Read the finished container's whole log, demultiplexed. With
+/// `stdout_to`, its stdout is streamed into that file (created or
+/// truncated) as it comes, never held whole — a suite's stdout can be
+/// hundreds of MB — and [`Logs::stdout`] comes back empty; without it,
+/// stdout is returned whole (the probe's few lines).
+///
+/// Errors: the engine's log stream failing, or the file not written (a
+/// full disk) — either way the stdout is not whole and is not used.
 pub(crate) async fn read_logs(
     docker: &Docker,
     cid: &str,
     stderr_cap: usize,
+    stdout_to: Option<&std::path::Path>,
 ) -> Result<Logs, String> {
+    use tokio::io::AsyncWriteExt;
     let opts = LogsOptions {
         stdout: true,
         stderr: true,
         ..Default::default()
     };
+    let unwritten = |p: &std::path::Path, e: std::io::Error| {
+        format!("could not keep the suite's stdout in {}: {e}", p.display())
+    };
+    let mut file = match stdout_to {
+        Some(p) => Some((
+            tokio::fs::File::create(p)
+                .await
+                .map_err(|e| unwritten(p, e))?,
+            p,
+        )),
+        None => None,
+    };
     let mut out = Logs::default();
+    let mut stderr = crate::exec::TailBuf::new(stderr_cap);
     let mut logs = docker.logs(cid, Some(opts));
     while let Some(frame) = logs.next().await {
         match frame {
@@ -588,16 +613,28 @@ pub(crate) async fn read_logs(
                 out.stdout.extend_from_slice(&message)
             }
             Ok(bollard::container::LogOutput::Console { message }) => out.console(&message),
-            Ok(bollard::container::LogOutput::StdErr { message }) => {
-                out.stderr.extend_from_slice(&message);
-                let over = out.stderr.len().saturating_sub(stderr_cap);
-                out.stderr.drain(..over);
-            }
+            Ok(bollard::container::LogOutput::StdErr { message }) => stderr.push(&message),
             Ok(bollard::container::LogOutput::StdIn { .. }) => {}
             Err(e) => return Err(format!("reading the container's output failed: {e}")),
         }
+        if let Some((f, p)) = file.as_mut()
+            && out.stdout.len() >= LOG_CHUNK
+        {
+            f.write_all(&out.stdout)
+                .await
+                .map_err(|e| unwritten(p, e))?;
+            out.stdout.clear();
+        }
     }
     out.finish();
+    if let Some((mut f, p)) = file {
+        f.write_all(&out.stdout)
+            .await
+            .map_err(|e| unwritten(p, e))?;
+        f.flush().await.map_err(|e| unwritten(p, e))?;
+        out.stdout = Vec::new();
+    }
+    out.stderr = stderr.finish();
     Ok(out)
 }
 

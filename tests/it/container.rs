@@ -234,6 +234,34 @@ fn exitcode_suite_runs_without_network_as_the_trees_owner() {
     assert_eq!(r["suite_exit_code"], 5);
     assert_only_main_worktree(&repo);
     assert_no_container(&repo);
+
+    // A stdout of several MiB is streamed from the engine's log to the
+    // attempt's file in chunks, and arrives whole: the kept log holds it
+    // byte for byte (whole up to about 7 MiB, docs/certify.md).
+    let big = 3 * 1024 * 1024 + 17;
+    repo.commit(
+        &[(
+            "suite.sh",
+            &format!(
+                "#!/bin/sh
+head -c {big} /dev/zero | tr '\\0' x\necho\necho end-of-stdout\n"
+            ),
+        )],
+        "loud",
+    );
+    let o = here.certify(&repo, shell_image(), &[]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "green", "{r}");
+    let log = std::fs::read(r["suite_log"].as_str().unwrap()).unwrap();
+    let want = [vec![b'x'; big], b"\nend-of-stdout\n".to_vec()].concat();
+    assert!(
+        memchr::memmem::find(&log, &want).is_some(),
+        "the kept log ({} bytes) does not hold the suite's {} bytes of stdout whole",
+        log.len(),
+        want.len()
+    );
+    assert_no_container(&repo);
 }
 
 #[test]
