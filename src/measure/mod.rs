@@ -406,11 +406,14 @@ pub async fn identify_local(
 }
 
 /// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
-/// then stderr, trimmed, at most [`VERSION_CAP`] bytes.
+/// then stderr, trimmed, at most [`VERSION_CAP`] bytes; none when its stdout
+/// was not kept whole ([`crate::exec::Termination::OutputLost`]: the text
+/// would be saphan's refusal, not a version).
 async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
     let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
         .await
-        .ok()?;
+        .ok()
+        .filter(|o| o.status != crate::exec::Termination::OutputLost)?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     let mut text = text.trim().to_string();
