@@ -394,6 +394,16 @@ pub struct Output {
 }
 
 impl Output {
+    /// Why its stdout was lost, read back from its [`output_lost_line`];
+    /// `None` unless it ended [`Termination::OutputLost`].
+    pub fn lost_why(&self) -> Option<String> {
+        if self.status != Termination::OutputLost {
+            return None;
+        }
+        let text = self.stderr_str();
+        let why = text.lines().find_map(|l| l.strip_prefix(OUTPUT_LOST));
+        Some(why.unwrap_or("its stdout was not read whole").to_string())
+    }
     /// stdout as UTF-8 (lossy), trimmed at the end.
     pub fn stdout_str(&self) -> String {
         String::from_utf8_lossy(&self.stdout).trim_end().to_string()
@@ -548,6 +558,15 @@ impl WholeBuf {
     pub fn overflowed(&self) -> bool {
         self.overflowed
     }
+    /// The `why` of an [`output_lost_line`] when it overflowed.
+    pub fn overflow_why(&self) -> Option<String> {
+        self.overflowed.then(|| {
+            format!(
+                "the command wrote more than {} MiB on stdout",
+                self.cap / (1024 * 1024)
+            )
+        })
+    }
     /// Everything kept: nothing when it overflowed, or when a marker was
     /// awaited and never came.
     pub fn finish(self) -> Vec<u8> {
@@ -558,29 +577,18 @@ impl WholeBuf {
     }
 }
 
-/// Add [`output_lost_line`] to a stderr tail, on a line of its own.
-pub fn note_output_lost(stderr: &mut Vec<u8>, why: &str) {
-    if stderr.last().is_some_and(|b| *b != b'\n') {
-        stderr.push(b'\n');
-    }
-    stderr.extend_from_slice(output_lost_line(why).as_bytes());
-    stderr.push(b'\n');
-}
+/// How the line [`output_lost_line`] begins.
+const OUTPUT_LOST: &str = "saphan: output-lost: ";
 
-/// The line [`run`] (and the SSH transport) adds to a command's stderr when
-/// its stdout was lost ([`Termination::OutputLost`]), so every message that
-/// quotes the stderr names why: `saphan: output-lost: <why> — <what to do>`.
+/// The line, newline included, that [`run`] (last) and the SSH transport
+/// (first: the watchdog reads its end markers from the end) add to a
+/// command's stderr when its stdout was lost ([`Termination::OutputLost`]),
+/// so every message that quotes the stderr names why:
+/// `saphan: output-lost: <why>; … — <what to do>`. [`Output::lost_why`]
+/// reads it back.
 pub fn output_lost_line(why: &str) -> String {
     format!(
-        "saphan: output-lost: {why}; saphan reads a command's output whole or not at all, and used none of it — run the command by hand to see what it prints"
-    )
-}
-
-/// The `why` of an [`output_lost_line`] for a stdout past `cap` bytes.
-pub fn overflow_why(cap: usize) -> String {
-    format!(
-        "the command wrote more than {} MiB on stdout",
-        cap / (1024 * 1024)
+        "{OUTPUT_LOST}{why}; saphan reads a command's output whole or not at all, and used none of it — run the command by hand to see what it prints\n"
     )
 }
 
@@ -670,9 +678,7 @@ async fn drain<R: AsyncRead + Unpin>(
     }
     match keep {
         Keep::Whole(w) => {
-            if w.overflowed() {
-                lost.get_or_insert(overflow_why(w.cap));
-            }
+            lost = lost.or_else(|| w.overflow_why());
             Drained {
                 bytes: w.finish(),
                 lost,
@@ -908,7 +914,12 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         // A timed-out run says so; its output was never going to be whole.
         Some(why) if status != Termination::TimedOut => {
             tracing::debug!(cmd = %cmd.display(), why, "stdout lost");
-            note_output_lost(&mut stderr.bytes, &why);
+            if stderr.bytes.last().is_some_and(|b| *b != b'\n') {
+                stderr.bytes.push(b'\n');
+            }
+            stderr
+                .bytes
+                .extend_from_slice(output_lost_line(&why).as_bytes());
             Termination::OutputLost
         }
         _ => status,

@@ -181,10 +181,10 @@ pub async fn measure(
             detail: format!("the script ran past {}s", timeout.as_secs_f64()),
         });
     }
-    if out.status == crate::exec::Termination::OutputLost {
+    if let Some(why) = out.lost_why() {
         return Err(FleetError::MeasureOutput {
             machine: machine.into(),
-            detail: super::probe::lost_detail(&out),
+            detail: why,
         });
     }
     parse(machine, &crate::clock::now_rfc3339_seconds(), &text)

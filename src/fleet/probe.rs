@@ -471,10 +471,10 @@ pub async fn probe_toolchains(
             hint: super::machines::reach_hint(home, machine),
         });
     }
-    if out.status == crate::exec::Termination::OutputLost {
+    if let Some(why) = out.lost_why() {
         return Err(FleetError::MeasureOutput {
             machine: machine.id.clone(),
-            detail: lost_detail(&out),
+            detail: why,
         });
     }
     tracing::debug!(machine = %machine.id, output = ?String::from_utf8_lossy(&out.stdout), "probe output");
@@ -492,16 +492,6 @@ pub async fn probe_toolchains(
         version_timeout,
         &nonce,
     )
-}
-
-/// The detail of a script's output that was not read whole
-/// ([`crate::exec::Termination::OutputLost`]): its `output-lost` line.
-pub(super) fn lost_detail(out: &crate::exec::Output) -> String {
-    out.stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("saphan: output-lost: "))
-        .unwrap_or("its output was not read whole (output-lost)")
-        .to_string()
 }
 
 /// Checks for a non-toolchain capability (`docker-oci`, `sandbox-userns`)

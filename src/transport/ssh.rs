@@ -679,19 +679,15 @@ impl Ssh {
                 match status {
                     Some(status) => {
                         let mut stderr = stderr.finish();
-                        let status = if stdout.overflowed() {
-                            // First, not last: the watchdog reads its end
-                            // markers from the end of stderr.
-                            let mut noted = Vec::new();
-                            crate::exec::note_output_lost(
-                                &mut noted,
-                                &crate::exec::overflow_why(REMOTE_STDOUT_WHOLE),
-                            );
-                            noted.append(&mut stderr);
-                            stderr = noted;
-                            Termination::OutputLost
-                        } else {
-                            status
+                        let status = match stdout.overflow_why() {
+                            Some(why) => {
+                                // First, not last: the watchdog reads its
+                                // end markers from the end of stderr.
+                                let line = crate::exec::output_lost_line(&why);
+                                stderr.splice(0..0, line.into_bytes());
+                                Termination::OutputLost
+                            }
+                            None => status,
                         };
                         Ok(Output {
                             status,

@@ -263,6 +263,19 @@ fn claims_failures(path: &std::path::Path) -> bool {
         })
 }
 
+/// Every JUnit file of the corpus: its name (as the manifest gives it) and
+/// its bytes.
+fn junit_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    rows(dir)
+        .into_iter()
+        .filter(|row| row.file.starts_with("junit/"))
+        .map(|row| {
+            let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
+            (row.file, bytes)
+        })
+        .collect()
+}
+
 /// A report file is read through a window (256 KiB in certify), refilled as
 /// parsing reaches its end. Every JUnit file of the corpus reads the same —
 /// count, names, output, or the same refusal at the same line — through
@@ -272,30 +285,22 @@ fn every_junit_file_reads_the_same_through_any_window() {
     let Some(dir) = corpus_or_skip() else {
         return;
     };
-    let mut files = 0;
-    for row in rows(&dir) {
-        if !row.file.starts_with("junit/") {
-            continue;
-        }
-        let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
-        let whole = format!(
-            "{:?}",
-            saphan::report::junit::parse_bytes(&bytes, &row.file)
-        );
+    let files = junit_files(&dir);
+    assert!(
+        files.len() >= 20,
+        "only {} JUnit files in the corpus",
+        files.len()
+    );
+    for (file, bytes) in &files {
+        let whole = format!("{:?}", saphan::report::junit::parse_bytes(bytes, file));
         for window in (1..=96).chain([127, 128, 255, 256, 1000, 4096, 65536]) {
             let through = format!(
                 "{:?}",
-                saphan::report::junit::parse_bytes_through(&bytes, &row.file, window)
+                saphan::report::junit::parse_bytes_through(bytes, file, window)
             );
-            assert_eq!(
-                whole, through,
-                "{} through a {window}-byte window",
-                row.file
-            );
+            assert_eq!(whole, through, "{} through a {window}-byte window", file);
         }
-        files += 1;
     }
-    assert!(files >= 20, "only {files} JUnit files in the corpus");
 }
 
 /// The commonest events of a report (start, empty and end tags, the
@@ -308,24 +313,23 @@ fn every_junit_file_reads_the_same_without_the_fast_path() {
     let Some(dir) = corpus_or_skip() else {
         return;
     };
-    let mut files = 0;
-    for row in rows(&dir) {
-        if !row.file.starts_with("junit/") {
-            continue;
-        }
-        let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
+    let files = junit_files(&dir);
+    assert!(
+        files.len() >= 20,
+        "only {} JUnit files in the corpus",
+        files.len()
+    );
+    for (file, bytes) in &files {
         for window in (1..=32).chain([64, 255, 4096, bytes.len() + 1]) {
             let fast = format!(
                 "{:?}",
-                saphan::report::junit::parse_bytes_through(&bytes, &row.file, window)
+                saphan::report::junit::parse_bytes_through(bytes, file, window)
             );
             let quick = format!(
                 "{:?}",
-                saphan::report::junit::parse_bytes_quick_xml_only(&bytes, &row.file, window)
+                saphan::report::junit::parse_bytes_quick_xml_only(bytes, file, window)
             );
-            assert_eq!(fast, quick, "{} through a {window}-byte window", row.file);
+            assert_eq!(fast, quick, "{} through a {window}-byte window", file);
         }
-        files += 1;
     }
-    assert!(files >= 20, "only {files} JUnit files in the corpus");
 }
