@@ -394,14 +394,18 @@ pub struct Output {
 }
 
 impl Output {
-    /// Why its stdout was lost, read back from its [`output_lost_line`];
+    /// Why its stdout was lost — the `why` of its [`output_lost_line`],
+    /// without the line's own remedy, for a caller that gives its own —;
     /// `None` unless it ended [`Termination::OutputLost`].
     pub fn lost_why(&self) -> Option<String> {
         if self.status != Termination::OutputLost {
             return None;
         }
         let text = self.stderr_str();
-        let why = text.lines().find_map(|l| l.strip_prefix(OUTPUT_LOST));
+        let why = text.lines().find_map(|l| {
+            let rest = l.strip_prefix(OUTPUT_LOST)?;
+            Some(rest.strip_suffix(OUTPUT_LOST_REST).unwrap_or(rest))
+        });
         Some(why.unwrap_or("its stdout was not read whole").to_string())
     }
     /// stdout as UTF-8 (lossy), trimmed at the end.
@@ -577,8 +581,10 @@ impl WholeBuf {
     }
 }
 
-/// How the line [`output_lost_line`] begins.
+/// How the line [`output_lost_line`] begins, and how it goes on after its
+/// `why`.
 const OUTPUT_LOST: &str = "saphan: output-lost: ";
+const OUTPUT_LOST_REST: &str = "; saphan reads a command's output whole or not at all, and used none of it — run the command by hand to see what it prints";
 
 /// The line, newline included, that [`run`] (last) and the SSH transport
 /// (first: the watchdog reads its end markers from the end) add to a
@@ -587,9 +593,7 @@ const OUTPUT_LOST: &str = "saphan: output-lost: ";
 /// `saphan: output-lost: <why>; … — <what to do>`. [`Output::lost_why`]
 /// reads it back.
 pub fn output_lost_line(why: &str) -> String {
-    format!(
-        "{OUTPUT_LOST}{why}; saphan reads a command's output whole or not at all, and used none of it — run the command by hand to see what it prints\n"
-    )
+    format!("{OUTPUT_LOST}{why}{OUTPUT_LOST_REST}\n")
 }
 
 /// Kills the process group when dropped unless disarmed.
