@@ -264,16 +264,23 @@ fn claims_failures(path: &std::path::Path) -> bool {
 }
 
 /// Every JUnit file of the corpus: its name (as the manifest gives it) and
-/// its bytes.
+/// its bytes — at least 20 of them, or the corpus is not the one these
+/// tests were written for.
 fn junit_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    rows(dir)
+    let files: Vec<(String, Vec<u8>)> = rows(dir)
         .into_iter()
         .filter(|row| row.file.starts_with("junit/"))
         .map(|row| {
             let bytes = std::fs::read(dir.join(&row.file)).expect("read corpus file");
             (row.file, bytes)
         })
-        .collect()
+        .collect();
+    assert!(
+        files.len() >= 20,
+        "only {} JUnit files in the corpus",
+        files.len()
+    );
+    files
 }
 
 /// A report file is read through a window (256 KiB in certify), refilled as
@@ -285,13 +292,7 @@ fn every_junit_file_reads_the_same_through_any_window() {
     let Some(dir) = corpus_or_skip() else {
         return;
     };
-    let files = junit_files(&dir);
-    assert!(
-        files.len() >= 20,
-        "only {} JUnit files in the corpus",
-        files.len()
-    );
-    for (file, bytes) in &files {
+    for (file, bytes) in &junit_files(&dir) {
         let whole = format!("{:?}", saphan::report::junit::parse_bytes(bytes, file));
         for window in (1..=96).chain([127, 128, 255, 256, 1000, 4096, 65536]) {
             let through = format!(
@@ -313,13 +314,7 @@ fn every_junit_file_reads_the_same_without_the_fast_path() {
     let Some(dir) = corpus_or_skip() else {
         return;
     };
-    let files = junit_files(&dir);
-    assert!(
-        files.len() >= 20,
-        "only {} JUnit files in the corpus",
-        files.len()
-    );
-    for (file, bytes) in &files {
+    for (file, bytes) in &junit_files(&dir) {
         for window in (1..=32).chain([64, 255, 4096, bytes.len() + 1]) {
             let fast = format!(
                 "{:?}",
