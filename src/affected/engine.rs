@@ -662,17 +662,20 @@ fn judge(
         _ => None,
     };
     if res.result == Outcome::MeasurementFailed {
-        res.reason = Some(
-            if m.failure == Some(FailureKind::ReportNoEvents) && exited.is_some_and(|c| c != 0) {
-                format!(
-                    "build failed: the adapter exited with status {} before its suite wrote a single go test -json event, so no selected test ran{}",
-                    exited.unwrap_or_default(),
-                    tail(&run.stderr_tail)
-                )
-            } else {
-                format!("{}{}", m.notes.join("; "), tail(&run.stderr_tail))
-            },
-        );
+        // No event at all and a failing exit: a stream with lines is
+        // `report-no-events`, an empty one the suite's crash with no count
+        // (`report::measure`).
+        let no_events = m.failure == Some(FailureKind::ReportNoEvents)
+            || (m.failure == Some(FailureKind::Crash) && m.count.is_none());
+        res.reason = Some(if no_events && exited.is_some_and(|c| c != 0) {
+            format!(
+                "build failed: the adapter exited with status {} before its suite wrote a single go test -json event, so no selected test ran{}",
+                exited.unwrap_or_default(),
+                tail(&run.stderr_tail)
+            )
+        } else {
+            format!("{}{}", m.notes.join("; "), tail(&run.stderr_tail))
+        });
     } else if suite.report == ReportKind::GoTestJson {
         // go test -json ends every package it was given with a package-level
         // pass/fail/skip, even one without test files; a selected package

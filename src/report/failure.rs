@@ -76,6 +76,9 @@ kinds! {
     StreamEndedEarly => "stream-ended-early",
     /// A test that started and never ended inside a package that ended.
     UnfinishedTests => "unfinished-tests",
+    /// A go package that ended `ok` without running its tests (its
+    /// `TestMain` returned or exited before `m.Run()`).
+    TestsNeverRan => "tests-never-ran",
     /// verify-affected: a selected package the stream never ended.
     UnmeasuredPackages => "unmeasured-packages",
     /// `certify --split`: the shards' package-level terminal events do not
@@ -391,6 +394,7 @@ mod tests {
             R::NoEvents {
                 file: f(),
                 hint: f(),
+                empty: false,
             },
         ] {
             assert_eq!(FailureKind::from(&e).as_str(), e.name());

@@ -36,6 +36,16 @@
 //!    which [`super::judge`] never lets be green. Go 1.19's test2json makes
 //!    the first shape: a test whose output lacks a trailing newline has its
 //!    `--- PASS` line glued to that output and its `pass` event is lost.
+//! 6. A package that ends `pass` having started no test in that run and
+//!    without `testing`'s closing `PASS` line among its own output (what
+//!    `m.Run()` prints when it ran, even with no test to run) never ran
+//!    its tests: its `TestMain` returned or exited 0 without `m.Run()`. It
+//!    is named in a `tests-never-ran:` note, which [`super::judge`] never
+//!    lets be green. (A package without test files ends `skip`.)
+//! 7. A stream with plain-text build failures (`FAIL\t<p> [build failed]`)
+//!    and no event at all is those build failures, as in a stream with
+//!    events (Go 1.19 writes nothing else when every package given failed
+//!    to build); a stream with neither is [`ReportError::NoEvents`].
 
 use super::{
     FailureKind, OUTPUT_LINE_BYTES, OUTPUT_LINES, OUTPUT_TESTS, Parsed, ReportError, TestOutput,
@@ -100,7 +110,6 @@ impl Stream {
             failed_pkgs: Vec::new(),
             failed_set: HashSet::default(),
             pending_builds: Vec::new(),
-            text_build_failed: Vec::new(),
             open_pkgs: HashSet::default(),
             last_open: None,
             torn_tail: false,
@@ -110,6 +119,9 @@ impl Stream {
             text_only: HashSet::default(),
             ends: Vec::new(),
             ended: HashSet::default(),
+            said_pass: HashSet::default(),
+            never_ran: Vec::new(),
+            lines: 0,
         }
     }
 
@@ -782,8 +794,6 @@ struct Stream {
     failed_set: HashSet<String>,
     /// `build-fail` events not (yet) linked by a `FailedBuild`: (ImportPath, package).
     pending_builds: Vec<(String, String)>,
-    /// Packages a plain-text line said failed to build (kept for the error hint).
-    text_build_failed: Vec<String>,
     /// Packages with events but no package-level pass/fail/skip yet.
     open_pkgs: HashSet<String>,
     /// The package of the last event, known to be in `open_pkgs`.
@@ -806,6 +816,14 @@ struct Stream {
     ends: Vec<PackageEnd>,
     /// Packages with a package-level terminal event.
     ended: HashSet<String>,
+    /// Packages whose own output in their current run had `testing`'s
+    /// closing `PASS` line (rule 6).
+    said_pass: HashSet<String>,
+    /// Packages that ended `pass` without starting a test or saying
+    /// `PASS` (rule 6), in stream order.
+    never_ran: Vec<String>,
+    /// Lines read, JSON or not.
+    lines: u64,
 }
 
 fn top_level(test: &str) -> bool {
@@ -864,15 +882,14 @@ fn build_failed_text(line: &str) -> Option<&str> {
 
 impl Stream {
     fn line(&mut self, raw: &[u8]) {
+        self.lines += 1;
         let trimmed = raw.trim_ascii();
         if trimmed.first() != Some(&b'{') {
             self.nonjson += 1;
             if self.marker.find(trimmed).is_some()
                 && let Some(p) = build_failed_text(&String::from_utf8_lossy(trimmed))
             {
-                let p = p.to_string();
-                self.text_build_failed.push(p.clone());
-                self.text_claim(p);
+                self.text_claim(p.to_string());
             }
             return;
         }
@@ -1028,6 +1045,11 @@ impl Stream {
             (a @ ("pass" | "skip" | "fail"), Some(pkg), None) => {
                 let mut run = self.pkgs.remove(pkg).unwrap_or_default();
                 let failed = a == "fail";
+                // Rule 6: `ok` with no test started and no `PASS` said.
+                let said_pass = !self.said_pass.is_empty() && self.said_pass.remove(pkg);
+                if a == "pass" && !said_pass && run.tests.is_empty() && run.lost.is_empty() {
+                    self.never_ran.push(pkg.to_string());
+                }
                 self.ends.push(PackageEnd {
                     package: pkg.to_string(),
                     action: a.to_string(),
@@ -1122,11 +1144,15 @@ impl Stream {
         };
         let test = test.unwrap_or("");
         // Framing is told by the value's first bytes: no need to find its end.
-        if if test.is_empty() {
-            package_framing(&line[start..])
-        } else {
-            framing(&line[start..])
-        } {
+        if test.is_empty() {
+            if package_framing(&line[start..]) {
+                // `testing`'s closing line: the package's tests ran (rule 6).
+                if line[start..].starts_with(b"PASS\\n\"") && !self.said_pass.contains(pkg) {
+                    self.said_pass.insert(pkg.to_string());
+                }
+                return;
+            }
+        } else if framing(&line[start..]) {
             return;
         }
         let raw = &line[start..end];
@@ -1208,15 +1234,17 @@ impl Stream {
     }
 
     fn finish(mut self, display: &str) -> Result<Parsed, ReportError> {
-        if self.events == 0 {
-            let hint = match self.text_build_failed.first() {
-                Some(p) => format!(" (the stream is plain text and says `{p} [build failed]`)"),
-                None if self.nonjson > 0 => format!(" ({} line(s) of plain text)", self.nonjson),
-                None => " (it is empty)".to_string(),
+        // Rule 7: plain-text build failures alone are build failures.
+        if self.events == 0 && self.failed_pkgs.is_empty() {
+            let hint = if self.nonjson > 0 {
+                format!(" ({} line(s) of plain text)", self.nonjson)
+            } else {
+                " (it is empty)".to_string()
             };
             return Err(ReportError::NoEvents {
                 file: display.to_string(),
                 hint,
+                empty: self.lines == 0,
             });
         }
         // Package runs the stream never finished: count what ended.
@@ -1256,16 +1284,24 @@ impl Stream {
         let mut notes = Vec::new();
         // Every note below says the evidence was cut off; the first decides
         // the kind.
-        let first_cut = if self.unfinished.is_empty() {
-            FailureKind::StreamEndedEarly
-        } else {
+        let first_cut = if !self.unfinished.is_empty() {
             FailureKind::UnfinishedTests
+        } else if !self.never_ran.is_empty() {
+            FailureKind::TestsNeverRan
+        } else {
+            FailureKind::StreamEndedEarly
         };
         if !self.unfinished.is_empty() {
             notes.push(format!(
                 "unfinished-tests: {} test(s) started and never reported an end, though their package ended: {} — their results were not seen, so they are not counted and the verdict cannot be green (Go 1.19 loses a test's end when its output lacks a trailing newline: end the test's output with a newline, or use Go 1.20 or later)",
                 self.unfinished.len(),
                 self.unfinished.join(", ")
+            ));
+        }
+        if !self.never_ran.is_empty() {
+            notes.push(format!(
+                "tests-never-ran: {} ended `ok` but started no test and `testing` never printed its closing PASS — its TestMain returned or exited without running m.Run(), so its tests were not measured and the verdict cannot be green (end TestMain with `os.Exit(m.Run())`)",
+                self.never_ran.join(", ")
             ));
         }
         if !running.is_empty() {
@@ -1702,6 +1738,99 @@ mod tests {
         );
     }
 
+    /// Rule 6, in go1.19's own words: `ok` without a test started and
+    /// without `PASS` (a TestMain that exits 0 or returns before
+    /// `m.Run()`) is never green and is named; `PASS` with no test run (a
+    /// `-run` that matches nothing, a package of helpers only) is green,
+    /// and so is a package whose tests ran; `skip` (no test files) is too.
+    #[test]
+    fn a_package_ok_without_a_test_started_or_pass_said_never_ran_its_tests() {
+        let never = [
+            out("m/a", "", "ok  \tm/a\t0.002s\n"),
+            ev("pass", "m/a", None),
+        ]
+        .concat();
+        let ran = [
+            ev("run", "m/b", Some("TestB")),
+            ev("pass", "m/b", Some("TestB")),
+            out("m/b", "", "PASS\n"),
+            ev("pass", "m/b", None),
+            out("m/c", "", "testing: warning: no tests to run\n"),
+            out("m/c", "", "PASS\n"),
+            out("m/c", "", "ok  \tm/c\t0.01s [no tests to run]\n"),
+            ev("pass", "m/c", None),
+            out("m/e", "", "?   \tm/e\t[no test files]\n"),
+            ev("skip", "m/e", None),
+        ]
+        .concat();
+        let m = judged(&ran);
+        assert_eq!(m.verdict, crate::report::Verdict::Green, "{:?}", m.notes);
+        let m = judged(&(ran.clone() + &never));
+        assert_eq!(m.verdict, crate::report::Verdict::MeasurementFailed);
+        assert_eq!(m.failure, Some(FailureKind::TestsNeverRan));
+        assert_eq!(m.count, Some(1));
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.starts_with("tests-never-ran: m/a ended")),
+            "{:?}",
+            m.notes
+        );
+        // A PASS said in one run does not carry over to the next.
+        let m = judged(&(ran.clone() + &ran.replace("m/b", "m/a") + &never));
+        assert_eq!(m.failure, Some(FailureKind::TestsNeverRan), "{:?}", m.notes);
+        // Beside a named failure: red, the note stays.
+        let red = [
+            ev("run", "m/d", Some("TestD")),
+            ev("fail", "m/d", Some("TestD")),
+            ev("fail", "m/d", None),
+        ]
+        .concat();
+        let m = crate::report::judge(
+            ok(&(never.clone() + &red)),
+            crate::exec::Termination::Exited(1),
+        );
+        assert_eq!(m.verdict, crate::report::Verdict::Red);
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.starts_with("tests-never-ran: m/a"))
+        );
+        // Split: the shards' streams as one stream say the same.
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, &ran).unwrap();
+        std::fs::write(&b, &never).unwrap();
+        let u = crate::report::measure_go_union(&[&a, &b], crate::exec::Termination::Exited(0));
+        assert_eq!(u.failure, Some(FailureKind::TestsNeverRan));
+    }
+
+    /// Rule 7: Go 1.19 writes only `FAIL\tp [build failed]` when every
+    /// package it was given failed to build: those are named build
+    /// failures (red with go's exit 2), not a stream without events; an
+    /// empty stream with a failing exit is the suite's crash; plain text
+    /// without a build failure stays `report-no-events`.
+    #[test]
+    fn build_failures_alone_are_build_failures_and_an_empty_failing_stream_a_crash() {
+        let p = ok("FAIL\tm/bf [build failed]\n");
+        assert_eq!(p.names, ["m/bf"]);
+        let m = crate::report::judge(p, crate::exec::Termination::Exited(2));
+        assert_eq!(m.verdict, crate::report::Verdict::Red);
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        let u = crate::report::measure_go_union(&[&empty], crate::exec::Termination::Exited(2));
+        assert_eq!(u.failure, Some(FailureKind::Crash), "{:?}", u.notes);
+        assert!(!u.notes[0].contains("go test -json`"), "{:?}", u.notes);
+        let u = crate::report::measure_go_union(&[&empty], crate::exec::Termination::Exited(0));
+        assert_eq!(u.failure, Some(FailureKind::ReportNoEvents));
+        let e = parse_bytes(b"ok  \tm/a\t0.1s\n", "stdout").unwrap_err();
+        assert!(
+            matches!(e, ReportError::NoEvents { empty: false, .. }),
+            "{e}"
+        );
+    }
+
     #[test]
     fn unfinished_at_package_fail_is_named_failing_and_counted() {
         let s = [
@@ -1787,10 +1916,10 @@ mod tests {
                 ("p/cyc".into(), "fail".into(), None),
             ]
         );
-        // A stream of text alone has no event (a failed measurement), yet
-        // its package ended.
+        // A stream of text alone has no event, yet its package failed and
+        // ended (rule 7): the failure is named, as beside events.
         std::fs::write(&f, "FAIL\tp/cyc [setup failed]\n").unwrap();
-        assert!(parse_file(&f, "stdout").is_err());
+        assert_eq!(parse_file(&f, "stdout").unwrap().names, ["p/cyc"]);
         assert_eq!(package_ends(&f, "stdout").unwrap().len(), 1);
     }
 

@@ -425,8 +425,12 @@ pub enum ReportError {
     NoEvents {
         /// The stream file.
         file: String,
-        /// Extra context (e.g. a plain-text build failure seen in the stream).
+        /// Extra context (how many plain-text lines it holds, or that it is
+        /// empty).
         hint: String,
+        /// The stream has no line at all (what go writes on stdout when a
+        /// package without test files fails to build).
+        empty: bool,
     },
 }
 
@@ -518,7 +522,7 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
         },
         ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
             Ok(p) => judge(p, ev.termination),
-            Err(e) => Measurement::report_failed(&e),
+            Err(e) => report_failed(&e, ev.termination),
         },
     }
 }
@@ -531,7 +535,25 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
 pub fn measure_go_union(stdouts: &[&Path], termination: Termination) -> Measurement {
     match gojson::parse_files(stdouts, "the suite's stdout") {
         Ok(p) => judge(p, termination),
-        Err(e) => Measurement::report_failed(&e),
+        Err(e) => report_failed(&e, termination),
+    }
+}
+
+/// A report that could not be read, weighed against how the suite ended:
+/// an empty go test -json stream from a suite that exited non-zero is the
+/// suite's crash, as the same exit with events and nothing named is
+/// ([`judge`]) — go wrote why on stderr (Go 1.19 writes a build failure of
+/// a package without test files only there), and no advice to make the
+/// suite print events would be true. Every other error is its own name.
+fn report_failed(e: &ReportError, termination: Termination) -> Measurement {
+    match (e, termination.code()) {
+        (ReportError::NoEvents { empty: true, .. }, Some(c)) if c != 0 => Measurement::failed(
+            FailureKind::Crash,
+            format!(
+                "the suite exited {c} without writing anything on its stdout (no go test -json event) — the reason is on its stderr: go writes a build failure of a package without test files only there"
+            ),
+        ),
+        _ => Measurement::report_failed(e),
     }
 }
 
