@@ -29,6 +29,7 @@ mod reports_e2e_why;
 mod reports_producers;
 mod requirements;
 mod scratch;
+mod seal;
 mod signals;
 mod snapshots;
 mod source_rules;
