@@ -11,6 +11,17 @@ pub fn now_rfc3339() -> String {
         .unwrap_or_default()
 }
 
+/// `ago` before now, RFC 3339 UTC with the clock's full precision: when
+/// something timed by an [`std::time::Instant`] began (an attempt's
+/// `started_at` when it ended before its suite ran).
+pub fn rfc3339_before(ago: std::time::Duration) -> String {
+    let now = OffsetDateTime::now_utc();
+    now.checked_sub(time::Duration::try_from(ago).unwrap_or(time::Duration::ZERO))
+        .unwrap_or(now)
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
 /// Now, RFC 3339 UTC in whole seconds (`2026-11-29T15:30:00Z`): ledger
 /// rows and stream registry entries.
 pub fn now_rfc3339_seconds() -> String {

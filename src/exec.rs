@@ -1619,6 +1619,23 @@ impl Drop for AttemptCgroup {
     }
 }
 
+/// When starting a program failed because file descriptors ran out, what
+/// ran out and what to do, in words for a refusal (`EMFILE`: this
+/// process's limit; `ENFILE`: the system's); `None` for any other error.
+/// A spawn needs descriptors for its pipes, so an exhausted table says
+/// nothing about whether the program is installed.
+pub fn out_of_descriptors(e: &std::io::Error) -> Option<&'static str> {
+    match e.raw_os_error() {
+        Some(libc::EMFILE) => Some(
+            "saphan ran out of file descriptors (EMFILE: its open-files limit) — raise the limit (`ulimit -n`) or close what holds descriptors, then re-run",
+        ),
+        Some(libc::ENFILE) => Some(
+            "the system ran out of file descriptors (ENFILE: its open-files table is full) — find what holds them (`lsof`), or raise fs.file-max, then re-run",
+        ),
+        _ => None,
+    }
+}
+
 /// Resolve a program name the way `execvp` would: a name containing `/` is
 /// taken as a path; otherwise the first executable match on `PATH`.
 pub fn which(program: &str) -> Option<PathBuf> {

@@ -347,6 +347,26 @@ pub fn run_tempdir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
         .tempdir()
 }
 
+/// A fresh private file `$TMPDIR/<prefix><pid>-<random>`, removed on drop;
+/// the first call of the process with `prefix` removes the ones killed
+/// runs left behind ([`sweep_leftovers`]: their pid names their owner, so
+/// a live run's file is never touched). For temp files a run makes often
+/// (a machine's listing): the sweep reads `$TMPDIR` once per process, not
+/// once per file.
+pub fn run_tempfile(prefix: &'static str) -> std::io::Result<tempfile::NamedTempFile> {
+    static SWEPT: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if !swept.contains(&prefix) {
+            swept.push(prefix);
+            sweep_leftovers(&std::env::temp_dir(), prefix);
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&own_prefix(prefix))
+        .tempfile()
+}
+
 /// What a non-regular file is, in words for a refusal: `a FIFO`,
 /// `a socket`, `a device`, `a directory`; `None` for a regular file.
 pub fn not_regular_kind(ft: &std::fs::FileType) -> Option<&'static str> {

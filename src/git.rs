@@ -38,14 +38,27 @@ pub enum GitError {
     /// A git command failed.
     #[error("`{cmd}` failed: {stderr} — run it by hand to see why")]
     Failed { cmd: String, stderr: String },
-    /// git could not be started.
-    #[error("could not start git: {0} — install git")]
+    /// git could not be started: not installed, or — EMFILE / ENFILE —
+    /// out of file descriptors ([`crate::exec::out_of_descriptors`]).
+    #[error("could not start git: {} — {}", .0, spawn_remedy(.0))]
     Spawn(#[source] std::io::Error),
     /// A process of an earlier, killed attempt still runs at the scratch path.
     #[error(
         "process(es) {pids:?} of an earlier certify attempt still run in {path} and survived SIGKILL — stop them (`kill -9 {pids:?}`), then re-run; nothing was measured"
     )]
     LeftoverAlive { pids: Vec<i32>, path: PathBuf },
+    /// The stable scratch path is a worktree someone else registered and
+    /// locked (`src/remote/heal.sh`): saphan removes only what it made.
+    #[error(
+        "{path} is a locked git worktree saphan did not create — nothing there was touched; if it is no longer needed, `git worktree unlock {path}` and `git worktree remove {path}`, or move it elsewhere (`git worktree move`), then re-run"
+    )]
+    ScratchForeign { path: PathBuf },
+}
+
+/// What to do when git could not be started: a spawn that ran out of
+/// file descriptors says which limit; anything else is a missing git.
+fn spawn_remedy(e: &std::io::Error) -> &'static str {
+    crate::exec::out_of_descriptors(e).unwrap_or("install git")
 }
 
 impl GitError {
@@ -65,8 +78,12 @@ impl Refusal for GitError {
             GitError::NotABranch { .. } => "trunk-not-a-branch",
             GitError::BadRevision { .. } => "bad-revision",
             GitError::Failed { .. } => "git-failed",
-            GitError::Spawn(_) => "git-absent",
+            GitError::Spawn(e) => match crate::exec::out_of_descriptors(e) {
+                Some(_) => "descriptors-exhausted",
+                None => "git-absent",
+            },
             GitError::LeftoverAlive { .. } => "scratch-leftover-alive",
+            GitError::ScratchForeign { .. } => "scratch-path-foreign",
         }
     }
 }

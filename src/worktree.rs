@@ -125,8 +125,10 @@ fn sh(script: &str, name: &str, args: &[&Path]) -> Cmd {
 /// (`src/remote/prepare.sh`): one child here, one command on a machine.
 /// Idempotent; touches no other worktree.
 ///
-/// Errors: [`GitError::LeftoverAlive`]; [`GitError::Failed`] when the
-/// parent cannot be recreated or `repo` is not a repository.
+/// Errors: [`GitError::LeftoverAlive`]; [`GitError::ScratchForeign`] when
+/// `path` is a worktree someone else registered and locked (nothing is
+/// touched); [`GitError::Failed`] when the parent cannot be recreated or
+/// `repo` is not a repository.
 pub async fn prepare(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitError> {
     let marker = attempt_marker(path);
     let args: [&std::ffi::OsStr; 5] = [
@@ -138,7 +140,22 @@ pub async fn prepare(t: &Transport, repo: &Path, path: &Path) -> Result<(), GitE
     ];
     let cmd = crate::remote::sh(crate::remote::PREPARE, "saphan-prepare", args)
         .timeout(LEFTOVER_BOUND + GIT_TIMEOUT);
-    survivors(path, &run_ok(t, cmd).await?)
+    let out = t
+        .run(cmd.clone())
+        .await
+        .map_err(|e| transport_err(&cmd, e))?;
+    if out.status.code() == Some(crate::remote::HEAL_EXIT_FOREIGN) {
+        return Err(GitError::ScratchForeign {
+            path: path.to_path_buf(),
+        });
+    }
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            cmd: cmd.display(),
+            stderr: out.stderr_str(),
+        });
+    }
+    survivors(path, &out)
 }
 
 /// The attempt marker of the stable scratch `path`

@@ -473,6 +473,11 @@ fn dispatched(
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
             "records": m.runs.iter().map(|r| {
                 let mut v = serde_json::to_value(&r.record).expect("records serialize");
+                // As for a local attempt: the suite's last stderr lines on
+                // a non-green verdict (what the human output shows).
+                if r.record.verdict != Verdict::Green && !r.stderr_tail.trim().is_empty() {
+                    v["stderr_tail"] = serde_json::json!(r.stderr_tail.trim_end());
+                }
                 why::add_test_output(&mut v, r.record.verdict, &r.test_output, r.test_output_omitted);
                 v
             }).collect::<Vec<_>>(),

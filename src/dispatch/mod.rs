@@ -232,6 +232,11 @@ pub async fn session(
     executor: &dyn Executor,
     feed: &dyn Feed,
 ) -> Result<()> {
+    // The attempt began when its connect did: a run that never starts
+    // (a lock held elsewhere for the whole wait) says so, not the end.
+    let began = Instant::now()
+        .checked_sub(connect_time)
+        .unwrap_or_else(Instant::now);
     let progress = job.progress;
     let layout = ship::Layout {
         base: format!("{}/saphan", m.row.workhome.trim_end_matches('/')),
@@ -283,7 +288,9 @@ pub async fn session(
         && let Some(b) = feed.next().await
     {
         let argv = s.argv(job, &b.argv);
-        feed.done(s.measured(job, argv, SuiteRun::not_run(f.kind, f.detail), None));
+        let mut run = SuiteRun::not_run(f.kind, f.detail);
+        run.started_at = crate::clock::rfc3339_before(began.elapsed());
+        feed.done(s.measured(job, argv, run, None));
     }
     Ok(())
 }
@@ -549,7 +556,9 @@ async fn locked(
                 Ok(sc) => sc,
                 Err(Failure::Fault(f)) => {
                     let argv = s.argv(job, &b.argv);
-                    feed.done(s.measured(job, argv, SuiteRun::not_run(f.kind, f.detail), None));
+                    let mut run = SuiteRun::not_run(f.kind, f.detail);
+                    run.started_at = crate::clock::rfc3339_before(t_mat.elapsed());
+                    feed.done(s.measured(job, argv, run, None));
                     return Ok(());
                 }
                 Err(e) => return Err(e),

@@ -21,9 +21,15 @@
 #   there again, so its real path can be compared too — delete the one
 #   admin entry whose `gitdir` names `$2/.git` if git still has it. No other
 #   worktree is touched.
+# Refusal, before any step: a registration of $2 that is locked is not
+#   saphan's to remove — unless its lock is the one `git worktree add`
+#   holds while it works (`initializing`) and the attempt marker was there
+#   before this run (an earlier attempt's add was killed). Nothing is
+#   touched then (exit 3).
 # Prints: nothing on stdout; git's complaint on stderr.
 # Exit: 0 healed; 1 $1 is not a repository, the parent cannot be recreated
-#   or the marker cannot be written.
+#   or the marker cannot be written; 3 (HEAL_EXIT_FOREIGN) $2 is a worktree
+#   someone else registered and locked.
 r=$1 p=$2 m=${3-} q=${2%/*} b=${2##*/}
 [ -n "$q" ] || q=/
 nl='
@@ -57,6 +63,8 @@ dirty() {
   return 1
 }
 [ -d "$q" ] || mkdir -p -- "$q" || exit 1
+had=0
+[ -n "$m" ] && [ -e "$m" ] && had=1
 if [ -n "$m" ]; then
   [ -d "${m%/*}" ] || mkdir -p -- "${m%/*}" || exit 1
   : > "$m" || exit 1
@@ -64,9 +72,20 @@ fi
 if dirty; then
   SAPHAN_SCRATCH=$p
   export SAPHAN_SCRATCH
+  c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
+  rq=$(cd -P -- "$q" && pwd)
+  for a in "$c"/worktrees/*; do
+    [ -f "$a/gitdir" ] || continue
+    [ -f "$a/locked" ] || continue
+    g=$(cat "$a/gitdir")
+    if [ "$g" = "$p/.git" ] || [ "$g" = "$rq/$b/.git" ]; then
+      why=$(cat "$a/locked")
+      [ "$had" = 1 ] && [ "$why" = initializing ] && continue
+      exit 3
+    fi
+  done
   git -C "$r" worktree unlock -- "$p" >/dev/null 2>&1
   git -C "$r" worktree remove --force --force -- "$p" >/dev/null 2>&1
-  c=$(git -C "$r" rev-parse --path-format=absolute --git-common-dir) || exit 1
   # A directory the suite made unwritable (`chmod 000`) is opened to its
   # owner first (as rm-tree.sh does), or rm could never empty the parent.
   rm -rf -- "$q" 2>/dev/null || {

@@ -54,6 +54,9 @@ pub const MIRROR_RENEW: &str = include_str!("mirror-renew.sh");
 pub const SHIP_FETCH: &str = include_str!("ship-fetch.sh");
 /// Heals one stable scratch path's registration and empties its parent.
 pub const HEAL: &str = include_str!("heal.sh");
+/// [`HEAL`]'s (and so `prepare.sh`'s) exit code when the stable scratch
+/// path is a worktree someone else registered and locked: nothing touched.
+pub const HEAL_EXIT_FOREIGN: i32 = 3;
 /// Kills an earlier attempt's leftovers (and disarms its watchdogs) at a
 /// stable scratch path.
 pub const KILL_LEFTOVERS: &str = include_str!("kill-leftovers.sh");

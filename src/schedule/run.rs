@@ -506,12 +506,17 @@ fn adopt(mut copy: Done, first: Record, superseded: &mut Vec<Record>) -> Done {
     copy
 }
 
-/// The note a first attempt carries about a copy of it that does not count.
+/// The note a first attempt carries about a copy of it that does not count:
+/// why, then the copy's own result, told as the copy's (it is not this
+/// attempt's).
 fn uncounted(copy: &Done, why: &str) -> String {
+    let result = match &copy.record.failure {
+        Some(f) => format!("{} ({})", copy.record.verdict.as_str(), f.as_str()),
+        None => copy.record.verdict.as_str().to_string(),
+    };
     format!(
-        "a copy of this batch ran on {} (started when this machine left an SSH ping unanswered) and is not counted: {why} ({})",
+        "a copy of this batch ran on {} (started when this machine left an SSH ping unanswered) and is not counted: {why}; the copy's own result was {result}",
         copy.record.machine,
-        copy.record.verdict.as_str(),
     )
 }
 

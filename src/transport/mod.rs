@@ -505,9 +505,8 @@ pub async fn whole_stdout(
         what: "the stdout of a command on the machine to a local temp file".into(),
         source,
     };
-    let file = tempfile::Builder::new()
-        .prefix("saphan-listing-")
-        .tempfile()
+    // `saphan-listing-<pid>-…`: a killed run's file is reaped by the next.
+    let file = crate::fsutil::run_tempfile("saphan-listing-")
         .map_err(copy)?
         .into_temp_path();
     let out = t

@@ -17,6 +17,7 @@ mod docker;
 mod fleet;
 mod hardening;
 mod init;
+mod never_a_lie;
 mod operator;
 mod pipeline;
 mod record_fields;

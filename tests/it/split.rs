@@ -410,13 +410,14 @@ fn a_stalled_machines_red_counts_and_the_copy_of_its_shard_does_not() {
     if common::skip_unless(Path::new("/usr/bin/go").exists(), "no /usr/bin/go") {
         return;
     }
-    stalled_then_red(&lab, true);
-    stalled_then_red(&lab, false);
+    let _ = stalled_then_red(&lab, true);
+    let _ = stalled_then_red(&lab, false);
 }
 
 /// One case of the test above: the copy's package is released on m0
 /// (`copy_ends`: the copy ends green first) or not (it waits until stopped).
-fn stalled_then_red(lab: &Lab, copy_ends: bool) {
+/// Returns the invocation's `--json` output.
+pub(crate) fn stalled_then_red(lab: &Lab, copy_ends: bool) -> Value {
     use std::io::BufRead;
     let token = format!("saphan-split-copy-{}-{copy_ends}", std::process::id());
     let test = |pkg: &str| {
@@ -564,6 +565,7 @@ fn stalled_then_red(lab: &Lab, copy_ends: bool) {
         );
         std::thread::park_timeout(std::time::Duration::from_millis(100));
     }
+    v
 }
 
 /// A machine whose sshd is gone after it was admitted: its shard's attempt
