@@ -211,7 +211,11 @@ impl Scene {
             Some((lab, hosts)) => {
                 let (env, work) = common::fleet::home(lab, hosts, "seal");
                 let all = hosts.join(",");
-                assert_code(&env.run(&["machine", "measure", "--machine", &all]), 0);
+                let o = saphan(&env)
+                    .args(["machine", "measure", "--machine", &all])
+                    .output()
+                    .unwrap();
+                assert_code(&o, 0);
                 (env, Some(work), Some(all))
             }
         };
@@ -496,12 +500,11 @@ fn refused_in_log(log: &str, whats: &[&str], faults: &mut Vec<String>) {
     }
 }
 
-/// The shell line that runs `cmd` and prints `<what>: done` when it
-/// succeeded, `<what>: refused` when it failed.
+/// The shell line that runs `cmd` (in a subshell: a failed redirection of
+/// a special builtin such as `:` ends the shell that runs it) and prints
+/// `<what>: done` when it succeeded, `<what>: refused` when it failed.
 fn attempt(what: &str, cmd: &str) -> String {
-    format!(
-        "if {{ {cmd} ; }} 2>/dev/null; then echo '{what}: done'; else echo '{what}: refused'; fi\n"
-    )
+    format!("if ( {cmd} ) 2>/dev/null; then echo '{what}: done'; else echo '{what}: refused'; fi\n")
 }
 
 /// The attacking suite's prelude: `c` is the repository's common git dir.
@@ -1100,7 +1103,19 @@ fn a_hook_planted_for_the_split_listing_never_drops_a_failing_package() {
         &red,
     );
     assert_code(
-        &common::fleet::probe(&s.env, "m0,m1", "go", "/usr/bin/go", "/tmp"),
+        &saphan(&s.env)
+            .args([
+                "machine",
+                "probe",
+                "--machine",
+                "m0,m1",
+                "--capability",
+                "go",
+            ])
+            .args(["--declared-path", "/usr/bin/go", "--workhome", "/tmp"])
+            .args(["--probed-by", "tester", "--workspace", "ws/main"])
+            .output()
+            .unwrap(),
         0,
     );
     let mut faults = Vec::new();
