@@ -539,6 +539,48 @@ fn heal_rm_tree_and_submodule_touch_only_their_own_tree() {
     }
 }
 
+/// heal.sh leaves a registration of the scratch path that someone else
+/// locked exactly as it is (exit 3, `HEAL_EXIT_FOREIGN`); git's own
+/// `initializing` lock of an add an earlier attempt started (its marker
+/// there before) is healed.
+#[test]
+fn heal_refuses_a_foreign_locked_worktree_and_heals_a_killed_add() {
+    for sh in shells() {
+        let n = sh.name;
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        repo_at(&repo);
+        let tree = d.path().join("scratch/k/tree");
+        let marker = d.path().join("scratch-live/k");
+        std::fs::create_dir_all(tree.parent().unwrap()).unwrap();
+        git(&repo, &["worktree", "add", "-q", "--detach", p(&tree)]);
+        git(&repo, &["worktree", "lock", "--reason", "mine", p(&tree)]);
+        std::fs::write(tree.join("precious"), "x").unwrap();
+        let heal = || {
+            sh.run(
+                remote::HEAL,
+                "saphan-heal",
+                &[p(&repo), p(&tree), p(&marker)],
+                b"",
+            )
+        };
+        let o = heal();
+        assert_eq!(code(&o), Some(remote::HEAL_EXIT_FOREIGN), "{n}");
+        assert!(tree.join("precious").exists(), "{n}");
+        let list = git_out(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(list.contains("locked mine"), "{n}: {list}");
+        // git's own lock of an add that was killed, with the marker there.
+        let admin = git_out(&tree, &["rev-parse", "--path-format=absolute", "--git-dir"]);
+        std::fs::write(Path::new(&admin).join("locked"), "initializing").unwrap();
+        assert!(marker.exists(), "{n}: the marker was written");
+        let o = heal();
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert!(!tree.exists(), "{n}");
+        let list = git_out(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(!list.contains(p(&tree)), "{n}: {list}");
+    }
+}
+
 #[test]
 fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
     for sh in shells() {
