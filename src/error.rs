@@ -121,6 +121,13 @@ pub enum IoError {
         #[source]
         source: std::io::Error,
     },
+    /// One of saphan's own state files or directories is a symbolic link
+    /// (`crate::fsutil::open_state`): saphan never reads or writes its
+    /// state through one.
+    #[error(
+        "{path} is a symbolic link where saphan keeps its own state — saphan never reads or writes its state through a link (a suite may have put it there); see where it points (`ls -l {path}`), remove it, then re-run"
+    )]
+    Symlink { path: std::path::PathBuf },
 }
 
 impl Refusal for IoError {
@@ -128,6 +135,7 @@ impl Refusal for IoError {
         match self {
             IoError::Io { .. } => "io",
             IoError::Spawn { .. } => "spawn",
+            IoError::Symlink { .. } => "state-symlink",
         }
     }
 }

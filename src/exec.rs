@@ -151,7 +151,11 @@ impl Input {
 /// inherited them would act on the hook's repository and index instead of
 /// the one saphan names. [`run`] removes every one of them from every child
 /// (git itself and the suite alike); a variable a [`Cmd`] sets explicitly
-/// with [`Cmd::env`] still applies.
+/// with [`Cmd::env`] still applies. That is how saphan's own git gets
+/// `GIT_NO_REPLACE_OBJECTS`, `GIT_GRAFT_FILE` and `GIT_CONFIG_COUNT` back
+/// (`crate::git::harden`): they are listed here so that a value inherited
+/// from a hook's environment never reaches a suite, not so that git runs
+/// without them — the suite's own git sees replace refs as git would.
 pub const GIT_LOCAL_ENV: &[&str] = &[
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_CONFIG",

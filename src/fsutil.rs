@@ -2,7 +2,7 @@
 //! half-written config.
 
 use crate::error::IoError;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 
@@ -130,50 +130,6 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     Ok(())
 }
 
-/// Write `path`, a file only this writer names (a suite log named after its
-/// record's id), whole or not at all: the bytes go to `.<name>.partial`
-/// beside it (mode 0600), are fsynced and renamed into place, then the
-/// directory is fsynced. Creates parent directories.
-///
-/// Unlike [`atomic_write`] it never lists the directory for the temp files
-/// of killed writers: the directory grows with history (one log per
-/// attempt), and sweeping it made every write cost more than the last. A
-/// write that fails (a full disk) removes its `.partial`; only a writer
-/// killed mid-write leaves one, which nothing names.
-///
-/// Errors: [`IoError::Io`] naming the path.
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io("create directory", dir))?;
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(".partial");
-    let tmp = dir.join(name);
-    // A killed writer's partial goes first, so the new one is made afresh
-    // (its mode and owner are this writer's).
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io("create", &tmp))?;
-    let written = f
-        .write_all(bytes)
-        .map_err(io("write", &tmp))
-        .and_then(|()| f.sync_all().map_err(io("sync", &tmp)))
-        .and_then(|()| fs::rename(&tmp, path).map_err(io("rename into place", path)));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
 /// Follow `path` through symlinks (up to 40 hops) to the path a write should
 /// replace. A dangling link resolves to its (missing) target; a non-link is
 /// returned unchanged.
@@ -204,9 +160,12 @@ pub fn resolve_link(path: &Path) -> std::path::PathBuf {
 /// (a torn last line from a crash), a `\n` is written first in the same
 /// write, so the torn line never swallows the new record.
 ///
-/// Errors: [`IoError::Io`] naming the path.
+/// The file itself is never followed through a symlink ([`open_state`],
+/// its directory as the root).
+///
+/// Errors: [`IoError::Io`] naming the path; [`IoError::Symlink`].
 pub fn append_line(path: &Path, line: &str) -> Result<(), IoError> {
-    append_line_seen(path, line).map(drop)
+    append_line_seen(path.parent().unwrap_or(Path::new("/")), path, line).map(drop)
 }
 
 /// The file as [`append_line`] saw it through its own open descriptor:
@@ -223,18 +182,12 @@ pub struct Appended {
     pub written: u64,
 }
 
-/// [`append_line`], saying what it saw ([`Appended`]).
-pub fn append_line_seen(path: &Path, line: &str) -> Result<Appended, IoError> {
+/// [`append_line`] of a state file below `root` ([`open_state`]: no
+/// directory between `root` and it, and not the file itself, is followed
+/// through a symlink), saying what it saw ([`Appended`]).
+pub fn append_line_seen(root: &Path, path: &Path, line: &str) -> Result<Appended, IoError> {
     debug_assert!(!line.contains('\n'));
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(io("create directory", dir))?;
-    }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)
-        .map_err(io("open for append", path))?;
+    let mut f = open_state(root, path, StateOpen::Append)?.expect("an append creates the file");
     let mut buf = Vec::with_capacity(line.len() + 2);
     if ends_torn(&f) {
         buf.push(b'\n');
@@ -250,6 +203,192 @@ pub fn append_line_seen(path: &Path, line: &str) -> Result<Appended, IoError> {
         after,
         written: buf.len() as u64,
     })
+}
+
+/// How [`open_state`] opens a state file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateOpen {
+    /// Read only; a missing file (or directory) is `None`.
+    Read,
+    /// Read and `O_APPEND`, created (with its directories) when missing.
+    Append,
+    /// Write, created (with its directories) when missing, not truncated
+    /// (a lock file).
+    Write,
+    /// Write, created when missing, truncated (a small cache file).
+    Replace,
+}
+
+/// `path` opened as one of saphan's state files below the trusted `root`
+/// (the repository's git common dir): `root` itself is followed as the
+/// operator gave it, but every directory after it and the file itself are
+/// opened one component at a time with `openat(…, O_NOFOLLOW)`, so a
+/// symlink a suite put at `saphan/`, `logs/` or `attempts.jsonl` is never
+/// followed — the open fails, and the failure names the link
+/// ([`IoError::Symlink`]). Missing directories are created (`mkdirat`,
+/// mode 0777 less the umask) for every mode but [`StateOpen::Read`].
+///
+/// Race-free where it matters: each step opens what is at the name *now*
+/// without following it, so a link swapped in between a check and the open
+/// cannot be written through (a check by `symlink_metadata` first and an
+/// open by path after could be). Returns `Ok(None)` for
+/// [`StateOpen::Read`] of a missing file. `path` not below `root` is opened
+/// from `/` the same way.
+///
+/// Errors: [`IoError::Symlink`] naming the link; [`IoError::Io`] for any
+/// other failure.
+pub fn open_state(root: &Path, path: &Path, how: StateOpen) -> Result<Option<File>, IoError> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    let Some(name) = path.file_name() else {
+        return Err(IoError::Io {
+            action: "open",
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        });
+    };
+    let dir = match state_dir(
+        root,
+        path.parent().unwrap_or(Path::new("/")),
+        how != StateOpen::Read,
+    )? {
+        Some(d) => d,
+        None => return Ok(None),
+    };
+    let flags = OFlag::O_NOFOLLOW
+        | OFlag::O_CLOEXEC
+        | match how {
+            StateOpen::Read => OFlag::O_RDONLY,
+            StateOpen::Append => OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT,
+            StateOpen::Write => OFlag::O_WRONLY | OFlag::O_CREAT,
+            StateOpen::Replace => OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
+        };
+    match openat(&dir, name, flags, Mode::from_bits_truncate(0o666)) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(nix::errno::Errno::ENOENT) if how == StateOpen::Read => Ok(None),
+        Err(e) => Err(state_error(&dir, name, path, "open", e)),
+    }
+}
+
+/// `bytes` written to the state file `path` below `root` whole or not at
+/// all: a temp file `.<name>.partial` made in the directory
+/// [`open_state`] opens (`O_CREAT | O_EXCL | O_NOFOLLOW`: a link planted at
+/// that name is never written through), fsynced, renamed over `path` with
+/// `renameat` in the same directory (a link at `path` is replaced, not
+/// followed), then the directory fsynced. Creates missing directories.
+///
+/// Errors: [`IoError::Symlink`] for a link among the directories;
+/// [`IoError::Io`] otherwise.
+pub fn write_state(root: &Path, path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    use nix::fcntl::{OFlag, openat, renameat};
+    use nix::sys::stat::Mode;
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let name = path.file_name().unwrap_or_default();
+    let dir = state_dir(root, path.parent().unwrap_or(Path::new("/")), true)?
+        .expect("created when missing");
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".partial");
+    let tmp_path = path.with_file_name(&tmp_name);
+    // A killed writer's partial goes first.
+    let _ = unlinkat(&dir, tmp_name.as_os_str(), UnlinkatFlags::NoRemoveDir);
+    let fd = openat(
+        &dir,
+        tmp_name.as_os_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )
+    .map_err(|e| state_error(&dir, &tmp_name, &tmp_path, "create", e))?;
+    let mut f = File::from(fd);
+    let written = f
+        .write_all(bytes)
+        .map_err(io("write", &tmp_path))
+        .and_then(|()| f.sync_all().map_err(io("sync", &tmp_path)))
+        .and_then(|()| {
+            renameat(&dir, tmp_name.as_os_str(), &dir, name)
+                .map_err(|e| io("rename into place", path)(e.into()))
+        });
+    if written.is_err() {
+        let _ = unlinkat(&dir, tmp_name.as_os_str(), UnlinkatFlags::NoRemoveDir);
+    }
+    written?;
+    let _ = nix::unistd::fsync(&dir);
+    Ok(())
+}
+
+/// The directory `dir` (below `root`, see [`open_state`]) as an open
+/// descriptor, each component after `root` opened `O_NOFOLLOW |
+/// O_DIRECTORY` (and made when missing and `create`); `None` when missing
+/// and not `create`.
+fn state_dir(
+    root: &Path,
+    dir: &Path,
+    create: bool,
+) -> Result<Option<std::os::fd::OwnedFd>, IoError> {
+    use nix::fcntl::{OFlag, open, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    use std::path::Component;
+    let (start, rest) = match dir.strip_prefix(root) {
+        Ok(rest) => (root, rest),
+        Err(_) => (Path::new("/"), dir.strip_prefix("/").unwrap_or(dir)),
+    };
+    let dflags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut fd = match open(start, dflags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT) if create => {
+            fs::create_dir_all(start).map_err(io("create directory", start))?;
+            open(start, dflags, Mode::empty()).map_err(|e| io("open", start)(e.into()))?
+        }
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(io("open", start)(e.into())),
+    };
+    let mut at = start.to_path_buf();
+    for c in rest.components() {
+        let Component::Normal(name) = c else {
+            continue;
+        };
+        at.push(name);
+        let next = match openat(&fd, name, dflags | OFlag::O_NOFOLLOW, Mode::empty()) {
+            Err(nix::errno::Errno::ENOENT) if create => {
+                match mkdirat(&fd, name, Mode::from_bits_truncate(0o777)) {
+                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                    Err(e) => return Err(io("create directory", &at)(e.into())),
+                }
+                openat(&fd, name, dflags | OFlag::O_NOFOLLOW, Mode::empty())
+            }
+            r => r,
+        };
+        fd = match next {
+            Ok(n) => n,
+            Err(nix::errno::Errno::ENOENT) => return Ok(None),
+            Err(e) => return Err(state_error(&fd, name, &at, "open", e)),
+        };
+    }
+    Ok(Some(fd))
+}
+
+/// An `openat` of `name` in `dir` failed with `e`: [`IoError::Symlink`]
+/// when `name` is a symlink (`O_NOFOLLOW` says ELOOP, or ENOTDIR with
+/// `O_DIRECTORY` on some systems: asked of the entry itself), else
+/// [`IoError::Io`].
+fn state_error(
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+    action: &'static str,
+    e: nix::errno::Errno,
+) -> IoError {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{SFlag, fstatat};
+    let is_link = fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK);
+    if is_link {
+        IoError::Symlink {
+            path: path.to_path_buf(),
+        }
+    } else {
+        io(action, path)(e.into())
+    }
 }
 
 /// Whether the open file is non-empty and its last byte is not `\n`.
@@ -417,14 +556,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn write_new_replaces_a_killed_writers_partial_and_leaves_only_the_file() {
+    fn write_state_replaces_a_killed_writers_partial_and_leaves_only_the_file() {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let logs = d.path().join("logs");
         std::fs::create_dir_all(&logs).unwrap();
         // What a writer killed mid-write left.
         std::fs::write(logs.join(".a.log.partial"), b"half").unwrap();
-        write_new(&logs.join("a.log"), b"whole\n").unwrap();
+        write_state(d.path(), &logs.join("a.log"), b"whole\n").unwrap();
         assert_eq!(std::fs::read(logs.join("a.log")).unwrap(), b"whole\n");
         let names: Vec<_> = std::fs::read_dir(&logs)
             .unwrap()
@@ -437,13 +576,94 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         // Parents are made.
-        write_new(&d.path().join("x/y/b.log"), b"").unwrap();
+        write_state(d.path(), &d.path().join("x/y/b.log"), b"").unwrap();
         assert!(d.path().join("x/y/b.log").is_file());
         // A write that fails leaves no partial behind (here the rename: a
         // directory stands at the name).
         std::fs::create_dir_all(logs.join("c.log/inside")).unwrap();
-        assert!(write_new(&logs.join("c.log"), b"lost").is_err());
+        assert!(write_state(d.path(), &logs.join("c.log"), b"lost").is_err());
         assert!(!logs.join(".c.log.partial").exists());
+    }
+
+    #[test]
+    fn a_state_file_or_directory_that_is_a_symlink_is_refused_by_name_and_never_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("common");
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir_all(root.join("saphan")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("target"), b"theirs\n").unwrap();
+        let named = |e: IoError| match e {
+            IoError::Symlink { path } => path,
+            e => panic!("not a symlink refusal: {e}"),
+        };
+        // The file itself.
+        let file = root.join("saphan/attempts.jsonl");
+        std::os::unix::fs::symlink(elsewhere.join("target"), &file).unwrap();
+        for how in [
+            StateOpen::Read,
+            StateOpen::Append,
+            StateOpen::Write,
+            StateOpen::Replace,
+        ] {
+            assert_eq!(
+                named(open_state(&root, &file, how).unwrap_err()),
+                file,
+                "{how:?}"
+            );
+        }
+        assert_eq!(
+            named(append_line_seen(&root, &file, "{}").unwrap_err()),
+            file
+        );
+        // A directory on the way (`logs/` → elsewhere).
+        let logs = root.join("saphan/logs");
+        std::os::unix::fs::symlink(&elsewhere, &logs).unwrap();
+        assert_eq!(
+            named(write_state(&root, &logs.join("a.log"), b"x").unwrap_err()),
+            logs
+        );
+        assert_eq!(
+            named(open_state(&root, &logs.join("target"), StateOpen::Read).unwrap_err()),
+            logs
+        );
+        // A link put where write_state renames over is replaced, not
+        // followed.
+        let trunk = root.join("saphan/verified-trunk");
+        std::os::unix::fs::symlink(elsewhere.join("target"), &trunk).unwrap();
+        write_state(&root, &trunk, b"refs/heads/main\n").unwrap();
+        assert!(
+            !std::fs::symlink_metadata(&trunk)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read(elsewhere.join("target")).unwrap(),
+            b"theirs\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(&elsewhere)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["target"], "nothing was written through a link");
+        // The root itself is the operator's and is followed.
+        let linked_root = d.path().join("root-link");
+        std::os::unix::fs::symlink(&root, &linked_root).unwrap();
+        assert!(
+            open_state(
+                &linked_root,
+                &linked_root.join("saphan/new"),
+                StateOpen::Append
+            )
+            .unwrap()
+            .is_some()
+        );
+        assert!(
+            open_state(&root, &root.join("missing/x"), StateOpen::Read)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -108,14 +108,90 @@ pub async fn git_os(dir: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, Git
     checked(git_cmd(dir).args(args)).await
 }
 
-/// `git -C dir` with prompts off and the plumbing budget (git's
-/// repository-local variables are dropped by [`exec::run`] for every child).
+/// `git -C dir` with prompts off, [`harden`]ed, and the plumbing budget
+/// (git's repository-local variables are dropped by [`exec::run`] for every
+/// child; the hardening's are set again after that).
 pub fn git_cmd(dir: &Path) -> Cmd {
-    Cmd::new("git")
-        .arg("-C")
-        .arg(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .timeout(GIT_TIMEOUT)
+    harden(
+        Cmd::new("git")
+            .arg("-C")
+            .arg(dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .timeout(GIT_TIMEOUT),
+    )
+}
+
+/// The configuration every git process saphan starts runs with, whatever
+/// the repository's (or a suite's) configuration says: `(key, value)`.
+///
+/// - `core.hooksPath=/dev/null`: no hook runs (`post-checkout` in
+///   `git worktree add` and a submodule's checkout, `reference-transaction`
+///   in `update-ref` …): git looks for `/dev/null/<hook>`, which cannot
+///   exist. git 2.9 and later.
+/// - `core.fsmonitor=false`: no fsmonitor hook or daemon answers for
+///   `git status` (a suite could name a program there that says "clean").
+/// - `core.sparseCheckout=false`: `git worktree add` (2.36+) copies the
+///   current worktree's sparse patterns into the new one; a checkout saphan
+///   makes is always whole.
+/// - `core.untrackedCache=false`: the untracked files of a status are read
+///   from the directory, never from a cache in the index.
+pub const GIT_CONFIG: &[(&str, &str)] = &[
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.sparseCheckout", "false"),
+    ("core.untrackedCache", "false"),
+];
+
+/// Where [`harden`] points `GIT_GRAFT_FILE`: a path below `/dev/null`
+/// cannot exist (ENOTDIR), so git reads no graft file and says nothing
+/// (git warns on a graft file it can open, `/dev/null` included, and
+/// keeps quiet on ENOENT and ENOTDIR).
+pub const NO_GRAFT_FILE: &str = "/dev/null/saphan-no-grafts";
+
+/// The environment of [`harden`]: `(name, value)`, in order. The one rule
+/// for every git saphan starts — here through [`git_cmd`], on any machine
+/// through the scripts of [`crate::remote`] (whose [`crate::remote::sh`]
+/// sets the same variables), and in a scratch tree's drop.
+///
+/// - [`GIT_CONFIG`] twice: as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/
+///   `GIT_CONFIG_VALUE_<n>` (git 2.31+, documented in git-config(1)) and as
+///   `GIT_CONFIG_PARAMETERS` (the variable `git -c` has used to hand its
+///   settings to git's own child processes since 1.7.2; a git older than
+///   2.31 on a fleet machine reads only this one). Both are the command
+///   line's scope: above the repository's config, its includes and
+///   `config.worktree`. A git that reads both sets each key twice to the
+///   same value.
+/// - `GIT_NO_REPLACE_OBJECTS=1`: `refs/replace/*` is ignored, so a
+///   `git replace` (of a blob, or `--graft` of a commit) changes neither a
+///   checkout nor an ancestry answer.
+/// - `GIT_GRAFT_FILE=`[`NO_GRAFT_FILE`]: `info/grafts` is ignored too
+///   (`GIT_NO_REPLACE_OBJECTS` does not cover it).
+pub fn hardening_env() -> &'static [(String, String)] {
+    static ENV: std::sync::LazyLock<Vec<(String, String)>> = std::sync::LazyLock::new(|| {
+        let mut env = vec![("GIT_CONFIG_COUNT".to_string(), GIT_CONFIG.len().to_string())];
+        let mut params = Vec::new();
+        for (i, (k, v)) in GIT_CONFIG.iter().enumerate() {
+            env.push((format!("GIT_CONFIG_KEY_{i}"), k.to_string()));
+            env.push((format!("GIT_CONFIG_VALUE_{i}"), v.to_string()));
+            // git's own shape: each `key=value` in single quotes (none of
+            // these holds a quote), separated by spaces.
+            params.push(format!("'{k}={v}'"));
+        }
+        env.push(("GIT_CONFIG_PARAMETERS".into(), params.join(" ")));
+        env.push(("GIT_NO_REPLACE_OBJECTS".into(), "1".into()));
+        env.push(("GIT_GRAFT_FILE".into(), NO_GRAFT_FILE.into()));
+        env
+    });
+    &ENV
+}
+
+/// `cmd` with [`hardening_env`] set: every git process saphan starts goes
+/// through this ([`git_cmd`], [`crate::remote::sh`]).
+pub fn harden(mut cmd: Cmd) -> Cmd {
+    for (k, v) in hardening_env() {
+        cmd = cmd.env(k, v);
+    }
+    cmd
 }
 
 /// Run a git command; a non-zero exit is [`GitError::Failed`].
@@ -547,7 +623,7 @@ impl Repo {
                 }
                 let check = format!("{commit}^{{commit}}");
                 let ok = crate::exec::run(
-                    crate::exec::Cmd::new("git")
+                    harden(crate::exec::Cmd::new("git"))
                         .arg("--git-dir")
                         .arg(if c.join(".git").exists() {
                             c.join(".git")

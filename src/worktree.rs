@@ -284,6 +284,7 @@ async fn add(
     let mut scratch = Scratch {
         transport: t.clone(),
         repo: repo.to_path_buf(),
+        sha: sha.to_string(),
         path,
         git_dir: PathBuf::new(),
         submodules: Vec::new(),
@@ -381,6 +382,8 @@ pub async fn checkout_submodules(
 pub struct Scratch {
     transport: Transport,
     repo: PathBuf,
+    /// The commit checked out.
+    sha: String,
     /// The worktree's top directory (a path on the machine).
     pub path: PathBuf,
     /// The worktree's own git dir (`<common>/worktrees/<name>`), where the
@@ -417,7 +420,118 @@ fn local_git_dir(tree: &Path) -> Option<PathBuf> {
     })
 }
 
+/// How many paths a [`Scratch::verify_tree`] answer names (the rest are
+/// counted).
+const MISMATCH_SHOWN: usize = 10;
+
+/// The `git status` that tells whether a scratch tree is exactly its
+/// commit ([`Scratch::verify_tree`]): porcelain v2, NUL-separated, with the
+/// HEAD it sees, every untracked and every ignored file, submodules
+/// compared too, renames not looked for. Each flag overrides the config
+/// key that would hide something (`status.showUntrackedFiles`,
+/// `diff.ignoreSubmodules`, `status.renames`).
+const STATUS_ARGS: &[&str] = &[
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--branch",
+    "--untracked-files=all",
+    "--ignored=matching",
+    "--ignore-submodules=none",
+    "--no-renames",
+];
+
+/// What a [`STATUS_ARGS`] listing says differs from commit `sha`: the
+/// HEAD when it is another commit, then each path git lists (changed,
+/// staged, unmerged, untracked or ignored), in git's order. Empty when the
+/// tree is exactly the commit.
+///
+/// Shape (git-status(1), "Porcelain Format Version 2"): NUL-terminated
+/// entries; headers `# branch.oid <sha>`; `1 XY sub mH mI mW hH hI <path>`;
+/// `2 …` (never asked for: `--no-renames`) with the original path as the
+/// next entry; `u XY sub m1 m2 m3 mW h1 h2 h3 <path>`; `? <path>`;
+/// `! <path>`.
+pub fn status_differences(out: &[u8], sha: &str) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let mut head = None;
+    let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
+    while let Some(e) = entries.next() {
+        let text = String::from_utf8_lossy(e);
+        let field_path = |n: usize| {
+            text.splitn(n + 1, ' ')
+                .nth(n)
+                .unwrap_or_default()
+                .to_string()
+        };
+        match e[0] {
+            b'#' => {
+                if let Some(o) = text.strip_prefix("# branch.oid ") {
+                    head = Some(o.to_string());
+                }
+            }
+            b'1' => diffs.push(field_path(8)),
+            b'2' => {
+                diffs.push(field_path(9));
+                entries.next();
+            }
+            b'u' => diffs.push(field_path(10)),
+            b'?' | b'!' => diffs.push(field_path(1)),
+            _ => diffs.push(text.into_owned()),
+        }
+    }
+    match head {
+        Some(h) if h == sha => {}
+        h => diffs.insert(
+            0,
+            format!(
+                "HEAD (at {}, not the commit)",
+                h.as_deref().unwrap_or("nothing")
+            ),
+        ),
+    }
+    diffs
+}
+
 impl Scratch {
+    /// Whether the tree is exactly its commit, before anything of the
+    /// suite's is placed in it: one `git status` ([`STATUS_ARGS`]) on the
+    /// tree's machine, with saphan's git hardening (no hooks, no fsmonitor,
+    /// no sparse checkout, no untracked cache, replace refs and grafts
+    /// ignored), judged here ([`status_differences`]) for every machine
+    /// alike. `Ok(None)`: exact. `Ok(Some(words))`: what differs, naming
+    /// up to [`MISMATCH_SHOWN`] paths (`src/a.go, extra.txt and 3 more`).
+    ///
+    /// "Exactly" is git's own comparison (docs/certify.md, "The tree is
+    /// the commit's"): HEAD is the commit, the index is its tree, each
+    /// file reads back as its blob through the repository's own filters
+    /// (a git-lfs smudge filter stays the operator's to configure), and no
+    /// file is there that the commit does not hold, ignored or not.
+    ///
+    /// Errors: git could not be run on the machine or failed.
+    pub async fn verify_tree(&self) -> Result<Option<String>, GitError> {
+        let out = run_ok(&self.transport, git_cmd(&self.path, STATUS_ARGS)).await?;
+        let diffs = status_differences(&out.stdout, &self.sha);
+        if diffs.is_empty() {
+            return Ok(None);
+        }
+        let shown: Vec<&str> = diffs
+            .iter()
+            .take(MISMATCH_SHOWN)
+            .map(String::as_str)
+            .collect();
+        let more = diffs.len().saturating_sub(MISMATCH_SHOWN);
+        Ok(Some(format!(
+            "the checkout of {} is not exactly the commit: {}{}",
+            self.sha,
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )))
+    }
+
     /// The machine the tree lives on.
     pub fn transport(&self) -> &Transport {
         &self.transport
@@ -500,6 +614,7 @@ impl Drop for Scratch {
                     for k in crate::exec::GIT_LOCAL_ENV {
                         c.env_remove(k);
                     }
+                    c.envs(crate::git::hardening_env().iter().map(|(k, v)| (k, v)));
                     c.stdin(std::process::Stdio::null())
                         .stdout(std::process::Stdio::null())
                         .stderr(std::process::Stdio::null())
@@ -535,5 +650,48 @@ impl Drop for Scratch {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::status_differences;
+
+    const SHA: &str = "1111111111111111111111111111111111111111";
+
+    #[test]
+    fn a_clean_status_at_the_commit_differs_in_nothing() {
+        let out = format!("# branch.oid {SHA}\0# branch.head (detached)\0");
+        assert!(status_differences(out.as_bytes(), SHA).is_empty());
+    }
+
+    #[test]
+    fn every_kind_of_entry_is_named_by_its_path_and_another_head_first() {
+        let out = b"# branch.oid 2222222222222222222222222222222222222222\0\
+# branch.head (detached)\0\
+1 .M N... 100755 100755 100755 aaaa aaaa suite.sh\0\
+1 A. N... 000000 100644 100644 0000 bbbb dir/with space.txt\0\
+u UU N... 100644 100644 100644 100644 c1 c2 c3 conflict.go\0\
+? extra.txt\0\
+! build/out.o\0";
+        assert_eq!(
+            status_differences(out, SHA),
+            [
+                "HEAD (at 2222222222222222222222222222222222222222, not the commit)",
+                "suite.sh",
+                "dir/with space.txt",
+                "conflict.go",
+                "extra.txt",
+                "build/out.o"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_status_without_a_head_says_so() {
+        assert_eq!(
+            status_differences(b"", SHA),
+            ["HEAD (at nothing, not the commit)"]
+        );
     }
 }

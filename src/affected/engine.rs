@@ -524,6 +524,10 @@ async fn run_remote(
         .remove(0);
     let mut c = bench.measure(&job, &dispatch::HostExecutor).await?;
     c.run.stderr_tail = format!("(on {}) {}", on.machine, c.run.stderr_tail);
+    // What the machine's bench noted (`re-shipped: …`, `reaped: …`) is said
+    // with the measurement: verify-affected keeps no record to carry it.
+    let noted = std::mem::take(&mut c.notes);
+    c.run.measurement.notes.extend(noted);
     Ok(c)
 }
 

@@ -457,9 +457,30 @@ async fn attempt(on: On<'_, '_>, s: &mut Session<'_>) -> std::result::Result<(),
     if let Some((local_bin, sha)) = job.self_binary
         && argv[0].ends_with(&format!("/bin/saphan-{sha}"))
     {
-        // Content-addressed: shipped once per build, reused after.
-        let have = control(t, crate::remote::HAVE_BINARY, &[&argv[0]]).await?;
-        if !have.status.success() {
+        // Content-addressed: shipped once per build, reused after — but
+        // trusted by its bytes, not its name: hashed there before each use
+        // (`have-binary.sh` runs `sha256.sh`), re-shipped (a temp file
+        // renamed into place) when it is not the binary its name says.
+        let have = control(
+            t,
+            crate::remote::HAVE_BINARY,
+            &[&argv[0], crate::remote::SHA256],
+        )
+        .await?;
+        let found = have.stdout_str();
+        let found = found.split_whitespace().next().unwrap_or_default();
+        if !have.status.success() || found != sha {
+            if have.status.code() != Some(1) {
+                s.notes.push(format!(
+                    "re-shipped: {} was not the binary its name says (sha256 {}) — replaced",
+                    argv[0],
+                    if found.is_empty() {
+                        "unreadable"
+                    } else {
+                        found
+                    }
+                ));
+            }
             t.put(local_bin, &argv[0])
                 .await
                 .map_err(DispatchFault::transport)?;

@@ -61,12 +61,10 @@ pub use crate::home::Layout;
 /// Run `argv` on the machine and return its whole stdout (read from a file,
 /// never a bounded tail: the mirror's listing grows with every shipped
 /// commit).
-async fn remote(t: &Transport, argv: &[&str], what: &str) -> Result<String, DispatchFault> {
-    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    let (out, bytes) =
-        crate::transport::whole_stdout(t, Cmd::from_argv(&argv).timeout(CONTROL_TIMEOUT), u64::MAX)
-            .await
-            .map_err(DispatchFault::transport)?;
+async fn remote(t: &Transport, cmd: Cmd, what: &str) -> Result<String, DispatchFault> {
+    let (out, bytes) = crate::transport::whole_stdout(t, cmd.timeout(CONTROL_TIMEOUT), u64::MAX)
+        .await
+        .map_err(DispatchFault::transport)?;
     if !out.status.success() {
         return Err(ship_failed(
             what,
@@ -89,15 +87,9 @@ fn ship_failed(what: &str, out: &exec::Output, hint: &str) -> DispatchFault {
 }
 
 async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, DispatchFault> {
-    exec::run(
-        Cmd::new("git")
-            .arg("-C")
-            .arg(&repo.top)
-            .args(args)
-            .timeout(crate::git::GIT_TIMEOUT),
-    )
-    .await
-    .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("running git: {e}")))
+    exec::run(crate::git::git_cmd(&repo.top).args(args))
+        .await
+        .map_err(|e| DispatchFault::new(FailureKind::ShipFailed, format!("running git: {e}")))
 }
 
 /// Ship every commit in `shas` (the measured SHA, then submodule commits the
@@ -136,14 +128,12 @@ pub async fn ship(
     let mirror = layout.mirror();
     let check = t
         .run(
-            Cmd::new("sh")
-                .args([
-                    "-c",
-                    crate::remote::MIRROR_CHECK,
-                    "saphan-mirror-check",
-                    &mirror,
-                ])
-                .timeout(CONTROL_TIMEOUT),
+            crate::remote::sh(
+                crate::remote::MIRROR_CHECK,
+                "saphan-mirror-check",
+                [&mirror],
+            )
+            .timeout(CONTROL_TIMEOUT),
         )
         .await;
     let why = match check {
@@ -154,14 +144,12 @@ pub async fn ship(
     };
     let renew = t
         .run(
-            Cmd::new("sh")
-                .args([
-                    "-c",
-                    crate::remote::MIRROR_RENEW,
-                    "saphan-mirror-renew",
-                    &mirror,
-                ])
-                .timeout(CONTROL_TIMEOUT),
+            crate::remote::sh(
+                crate::remote::MIRROR_RENEW,
+                "saphan-mirror-renew",
+                [&mirror],
+            )
+            .timeout(CONTROL_TIMEOUT),
         )
         .await
         .map_err(DispatchFault::transport)?;
@@ -198,16 +186,10 @@ async fn ship_once(
     let mut shas: Vec<&str> = sources.iter().map(|(_, s)| s.as_str()).collect();
     shas.dedup();
     let age = REAP_AGE_MINUTES.to_string();
-    let mut probe_args = vec![
-        "sh",
-        "-c",
-        crate::remote::SHIP_PROBE,
-        "saphan-ship",
-        &mirror,
-        &age,
-    ];
+    let mut probe_args = vec![mirror.as_str(), &age];
     probe_args.extend(shas.iter().copied());
-    let listing = remote(t, &probe_args, "reading the mirror").await?;
+    let probe = crate::remote::sh(crate::remote::SHIP_PROBE, "saphan-ship", probe_args);
+    let listing = remote(t, probe, "reading the mirror").await?;
     let mut haves: Vec<String> = Vec::new();
     let mut present: Vec<String> = Vec::new();
     let mut reaped: Vec<&str> = Vec::new();
@@ -235,12 +217,9 @@ async fn ship_once(
         let mut known = Vec::new();
         if !haves.is_empty() {
             let out = exec::run(
-                Cmd::new("git")
-                    .arg("-C")
-                    .arg(&repo.top)
+                crate::git::git_cmd(&repo.top)
                     .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
-                    .stdin(haves.join("\n").into_bytes())
-                    .timeout(crate::git::GIT_TIMEOUT),
+                    .stdin(haves.join("\n").into_bytes()),
             )
             .await
             .map_err(|e| {
@@ -262,19 +241,14 @@ async fn ship_once(
         // incoming file, is verified and fetched there, then removed.
         let out = t
             .run(
-                Cmd::new("sh")
-                    .args([
-                        "-c",
-                        crate::remote::SHIP_FETCH,
-                        "saphan-fetch",
-                        &mirror,
-                        &incoming,
-                        &bundle.tip,
-                        sha,
-                    ])
-                    .args(boundary.iter().map(String::as_str))
-                    .input(exec::Input::File(bundle.file.clone()))
-                    .timeout(CONTROL_TIMEOUT),
+                crate::remote::sh(
+                    crate::remote::SHIP_FETCH,
+                    "saphan-fetch",
+                    [&mirror, &incoming, &bundle.tip, sha],
+                )
+                .args(boundary.iter().map(String::as_str))
+                .input(exec::Input::File(bundle.file.clone()))
+                .timeout(CONTROL_TIMEOUT),
             )
             .await
             .map_err(DispatchFault::transport)?;

@@ -437,14 +437,15 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
-    /// Write it (whole or not at all: [`crate::fsutil::write_new`]), off
+    /// Write it (whole or not at all: [`crate::fsutil::write_state`]), off
     /// the runtime. `None` when it cannot be written: the record then names
     /// no log.
     pub async fn write(self) -> Option<SuiteLog> {
         tokio::task::spawn_blocking(move || {
-            let dir = self.path.parent()?;
-            std::fs::create_dir_all(dir).ok()?;
-            crate::fsutil::write_new(&self.path, &self.bytes).ok()?;
+            // `<common>/saphan/logs/<id>.log`: `saphan/`, `logs/` and the
+            // file are never followed through a symlink.
+            let root = self.path.ancestors().nth(3)?;
+            crate::fsutil::write_state(root, &self.path, &self.bytes).ok()?;
             Some(SuiteLog {
                 sha256: crate::fsutil::sha256_hex(&self.bytes),
                 path: self.path,
@@ -644,6 +645,15 @@ pub async fn run_suite_with(
         let mut run = SuiteRun::not_run(
             FailureKind::SubmoduleMissing,
             format!("{why} — the SHA was not measured"),
+        );
+        run.submodules = scratch.submodules.clone();
+        return Ok(run);
+    }
+    // Exactly the commit, or the suite does not run (docs/certify.md).
+    if let Some(why) = scratch.verify_tree().await? {
+        let mut run = SuiteRun::not_run(
+            FailureKind::TreeMismatch,
+            format!("{why} — the suite did not run; nothing was measured"),
         );
         run.submodules = scratch.submodules.clone();
         return Ok(run);

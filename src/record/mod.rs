@@ -261,19 +261,6 @@ pub enum RecordError {
     /// No record with that id.
     #[error("no record with id {id} in {path} — `saphan records` lists the ids")]
     NotFound { id: String, path: PathBuf },
-    /// A line of the attempts file holds bytes that are not UTF-8 (a hand
-    /// edit, a disk fault — not a torn append, which ends mid-character):
-    /// no record is read past it and none is appended after it.
-    #[error(
-        "{path}:{line} is not UTF-8 (byte {byte} of the line), so it is no record saphan wrote — nothing was read past it or appended after it; the file is append-only, so move that line aside by hand (`sed -n {line}p` shows it), then re-run"
-    )]
-    Corrupt {
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// 1-based offset of the first bad byte in the line.
-        byte: usize,
-    },
 }
 
 impl Refusal for RecordError {
@@ -281,7 +268,6 @@ impl Refusal for RecordError {
         match self {
             RecordError::NotFound { .. } => "record-not-found",
             RecordError::Interrupted { .. } => "interrupted",
-            RecordError::Corrupt { .. } => "record-corrupt",
         }
     }
 }
@@ -298,46 +284,75 @@ pub fn new_id() -> String {
     format!("{}-{}", crate::clock::now_compact(), hex::encode(b))
 }
 
-/// Append one record as one line, unless the file holds a line that is
-/// not UTF-8 ([`RecordError::Corrupt`]: nothing is appended after it).
-pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
-    append_line(
-        path,
-        &serde_json::to_string(rec).expect("records serialize"),
-    )
+/// The longest line of the attempts file a reader holds (1 MiB): a longer
+/// one is no record saphan wrote (its records are a few KiB), so it is
+/// skipped and named, read through in bounded chunks, never held whole.
+pub const LINE_CAP: usize = 1 << 20;
+
+/// The trusted root of the attempts file `path`
+/// (`<common>/saphan/attempts.jsonl` → `<common>`): the state directory and
+/// the files in it are opened below it without following a symlink
+/// ([`crate::fsutil::open_state`]).
+fn state_root(path: &Path) -> &Path {
+    path.parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/"))
 }
 
-/// One serialized record appended, after [`check_appendable`].
+/// Append one record as one whole line of its own, whatever the file
+/// already holds. When [`check`] finds lines no reader takes (not UTF-8,
+/// longer than [`LINE_CAP`], a last line without its newline), the record
+/// says so in a note — once: the next check finds the file as this append
+/// left it — and goes on a line of its own; the measurement is recorded
+/// all the same (every reader skips those lines by name).
+///
+/// Errors: the file cannot be opened or written ([`IoError::Io`]), or a
+/// symlink stands at `saphan/` or the file ([`IoError::Symlink`]).
+pub fn append(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
+    let (checked, found) = check(path)?;
+    let line = if found.is_empty() {
+        serde_json::to_string(rec).expect("records serialize")
+    } else {
+        let mut rec = rec.clone();
+        rec.notes.extend(found);
+        serde_json::to_string(&rec).expect("records serialize")
+    };
+    append_checked(path, &line, checked)
+}
+
+/// One serialized record appended, after [`check`] (its findings are not
+/// noted: for the tests of the cache).
+#[cfg(test)]
 fn append_line(path: &Path, line: &str) -> Result<(), crate::error::Error> {
-    let checked = check(path)?;
+    let (checked, _) = check(path)?;
     append_checked(path, line, checked)
 }
 
-/// Append `line` to `path`, which [`check`] found clean as `checked`, and
-/// remember the result clean when nothing else wrote the file in between.
+/// Append `line` to `path`, which [`check`] read as `checked`, and
+/// remember the result checked when nothing else wrote the file in between.
 fn append_checked(path: &Path, line: &str, checked: Checked) -> Result<(), crate::error::Error> {
-    let seen = crate::fsutil::append_line_seen(path, line)?;
-    // Remembered clean only when the file, seen through the append's own
+    let seen = crate::fsutil::append_line_seen(state_root(path), path, line)?;
+    // Remembered only when the file, seen through the append's own
     // descriptor, was the checked file just before the write (same stat, or
     // still empty where there was none) and grew by exactly the bytes
     // written: then nothing else touched it between the check and the
     // write's own stat.
     let was_checked = match &checked {
         Checked::Absent => seen.before.len() == 0,
-        Checked::Clean(id) => *id == stat_identity(&seen.before),
+        Checked::Read(id) => *id == stat_identity(&seen.before),
         Checked::Unvouched => false,
     };
     if was_checked && seen.after.len() == seen.before.len() + seen.written {
-        remember_clean(path, &seen.after);
+        remember_checked(path, &seen.after);
     }
     Ok(())
 }
 
 /// [`append`] on a blocking thread (the append locks and fsyncs the file).
 pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), crate::error::Error> {
-    let line = serde_json::to_string(rec).expect("records serialize");
+    let rec = rec.clone();
     let p = path.to_path_buf();
-    tokio::task::spawn_blocking(move || append_line(&p, &line))
+    tokio::task::spawn_blocking(move || append(&p, &rec))
         .await
         .unwrap_or_else(|e| {
             Err(IoError::Io {
@@ -349,44 +364,120 @@ pub async fn append_off_runtime(path: &Path, rec: &Record) -> Result<(), crate::
         })
 }
 
-/// The attempts file's bytes (a missing file is none).
-fn read_bytes(path: &Path) -> Result<Vec<u8>, crate::error::Error> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(source) => Err(IoError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
+/// One line of the attempts file as [`each_line`] hands it over.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// A whole UTF-8 line (its newline and a trailing `\r` cut).
+    Text(&'a str),
+    /// A byte inside it is not UTF-8: at this 1-based offset.
+    NotUtf8 { byte: usize },
+    /// It ends inside a character: what a torn append leaves.
+    Torn,
+    /// Longer than [`LINE_CAP`]: this many bytes, not held.
+    TooLong { bytes: u64 },
+}
+
+impl Line<'_> {
+    /// Why a reader skips this line, in words (`None` for text).
+    pub fn why_skipped(&self) -> Option<String> {
+        match self {
+            Line::Text(_) => None,
+            Line::NotUtf8 { byte } => Some(format!("not UTF-8 (byte {byte} of the line)")),
+            Line::Torn => Some("a torn write: it ends inside a character".into()),
+            Line::TooLong { bytes } => Some(format!(
+                "{bytes} bytes long, past the {} MiB a record can take",
+                LINE_CAP >> 20
+            )),
         }
-        .into()),
     }
 }
 
-/// One line of the attempts file as text: `Ok(Some)` when it is UTF-8,
-/// `Ok(None)` when it only ends inside a character (what a torn append
-/// leaves: skipped as corrupt, like any other torn line), and
-/// [`RecordError::Corrupt`] when a byte inside it is not UTF-8.
-fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, RecordError> {
-    match std::str::from_utf8(l) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.error_len().is_none() => Ok(None),
-        Err(e) => Err(RecordError::Corrupt {
-            path: path.to_path_buf(),
-            line: n,
-            byte: e.valid_up_to() + 1,
-        }),
-    }
-}
-
-/// Refuse when `path` holds a line that is not UTF-8: what a certify checks
-/// before it measures, and every append before it appends.
+/// Read the attempts file `path` line by line (opened without following a
+/// symlink, [`crate::fsutil::open_state`]), handing `f` each line's 1-based
+/// number and what it is ([`Line`]); at most [`LINE_CAP`] bytes of a line
+/// are ever held. Returns the bytes read and whether the last line ended
+/// in its newline (`true` for an empty or missing file). A missing file is
+/// no lines.
 ///
-/// The file is read whole unless it is, by its `stat`, the file the last
-/// check or append here left clean: same device and inode, size,
-/// modification and status-change times (nanoseconds), as kept in
-/// `attempts.checked` beside it ([`checked_path`]). Any other writer —
-/// an edit, a copy over it, an append by another program — changes one of
+/// Errors: the file cannot be read ([`IoError::Io`]); a symlink
+/// ([`IoError::Symlink`]).
+pub fn each_line(
+    path: &Path,
+    mut f: impl FnMut(usize, Line<'_>),
+) -> Result<(u64, bool), crate::error::Error> {
+    use std::io::BufRead;
+    let Some(file) =
+        crate::fsutil::open_state(state_root(path), path, crate::fsutil::StateOpen::Read)?
+    else {
+        return Ok((0, true));
+    };
+    let read_err = |source| IoError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut r = std::io::BufReader::with_capacity(64 * 1024, file);
+    let (mut n, mut total, mut ended) = (0usize, 0u64, true);
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        buf.clear();
+        let mut len = 0u64;
+        let mut newline = false;
+        loop {
+            let chunk = r.fill_buf().map_err(read_err)?;
+            if chunk.is_empty() {
+                break;
+            }
+            let (take, nl) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            let body = if nl { &chunk[..take - 1] } else { chunk };
+            len += body.len() as u64;
+            if buf.len() + body.len() <= LINE_CAP {
+                buf.extend_from_slice(body);
+            } else {
+                buf.clear();
+            }
+            r.consume(take);
+            if nl {
+                newline = true;
+                break;
+            }
+        }
+        if len == 0 && !newline {
+            break;
+        }
+        n += 1;
+        total += len + u64::from(newline);
+        ended = newline;
+        let line = if len > LINE_CAP as u64 {
+            Line::TooLong { bytes: len }
+        } else {
+            let l = buf.strip_suffix(b"\r").unwrap_or(&buf);
+            match std::str::from_utf8(l) {
+                Ok(t) => Line::Text(t),
+                Err(e) if e.error_len().is_none() => Line::Torn,
+                Err(e) => Line::NotUtf8 {
+                    byte: e.valid_up_to() + 1,
+                },
+            }
+        };
+        f(n, line);
+    }
+    Ok((total, ended))
+}
+
+/// What a certify checks before it measures: that the attempts file, the
+/// state directory and `logs/` can be opened as saphan's own (no symlink
+/// at any of them: [`IoError::Symlink`], refused by name before anything
+/// runs). Damage inside the file refuses nothing ([`append`] notes it).
+///
+/// The file is read through only when it is not, by its `stat`, the file
+/// the last check or append here left checked: same device and inode,
+/// size, modification and status-change times (nanoseconds), as kept in
+/// `attempts.checked` beside it ([`checked_path`]). Any other writer — an
+/// edit, a copy over it, an append by another program — changes one of
 /// them (the status-change time cannot be set back), so a check costs one
 /// `stat` and one small read, not the file's whole history, while the file
 /// is saphan's alone. An append remembers its result only when the file,
@@ -397,59 +488,101 @@ fn line_text<'a>(path: &Path, n: usize, l: &'a [u8]) -> Result<Option<&'a str>, 
 /// milliseconds) after it on kernels before Linux 6.13, whose multigrain
 /// timestamps give a file whose times were just read a fine-grained time on
 /// its next change (on filesystems that opt in, ext4, xfs, btrfs, tmpfs).
+///
+/// Errors: [`IoError::Symlink`]; [`IoError::Io`] when a state path cannot
+/// be read.
 pub fn check_appendable(path: &Path) -> Result<(), crate::error::Error> {
+    let logs = path.with_file_name("logs");
+    if std::fs::symlink_metadata(&logs).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(IoError::Symlink { path: logs }.into());
+    }
     check(path).map(drop)
 }
 
-/// What [`check`] found clean.
+/// What [`check`] found the file to be.
 #[derive(Debug)]
 enum Checked {
     /// No file.
     Absent,
-    /// The file with this [`stat_identity`].
-    Clean(String),
+    /// The file with this [`stat_identity`], read through (or known so
+    /// from `attempts.checked`).
+    Read(String),
     /// The file as read, which changed while it was read: nothing to vouch
     /// for, so the append after it remembers nothing.
     Unvouched,
 }
 
-/// [`check_appendable`], saying what it found clean.
-fn check(path: &Path) -> Result<Checked, crate::error::Error> {
-    let before = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Checked::Absent),
-        Err(source) => {
-            return Err(IoError::Io {
-                action: "read",
-                path: path.to_path_buf(),
-                source,
-            }
-            .into());
-        }
+/// [`check_appendable`], saying what it found: how the file stands, and —
+/// when it was read through — the notes an append adds for lines no reader
+/// takes (`attempts.jsonl:2 is not UTF-8 (byte 9 of the line) — skipped by
+/// every reader; this record starts a line of its own`).
+fn check(path: &Path) -> Result<(Checked, Vec<String>), crate::error::Error> {
+    let root = state_root(path);
+    let Some(f) = crate::fsutil::open_state(root, path, crate::fsutil::StateOpen::Read)? else {
+        return Ok((Checked::Absent, Vec::new()));
     };
+    let stat_err = |source| IoError::Io {
+        action: "stat",
+        path: path.to_path_buf(),
+        source,
+    };
+    let before = f.metadata().map_err(stat_err)?;
+    drop(f);
     let identity = stat_identity(&before);
-    if std::fs::read(checked_path(path)).ok().as_deref() == Some(identity.as_bytes()) {
-        return Ok(Checked::Clean(identity));
+    let cached =
+        crate::fsutil::open_state(root, &checked_path(path), crate::fsutil::StateOpen::Read)
+            .ok()
+            .flatten()
+            .and_then(|mut c| {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut c, &mut s).ok()?;
+                Some(s)
+            });
+    if cached.as_deref() == Some(identity.as_str()) {
+        return Ok((Checked::Read(identity), Vec::new()));
     }
-    let bytes = read_bytes(path)?;
-    if std::str::from_utf8(&bytes).is_err() {
-        for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
-            line_text(path, i + 1, l)?;
+    let shown = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let mut found = Vec::new();
+    let mut last_noted = false;
+    let (bytes, ended) = each_line(path, |n, l| {
+        last_noted = false;
+        if let Some(why) = l.why_skipped() {
+            found.push(format!(
+                "{shown}:{n} is {why} — skipped by every reader; this record starts a line of its own"
+            ));
+            last_noted = true;
         }
+    })?;
+    if !ended && !last_noted {
+        found.push(format!(
+            "{shown} did not end in a newline — this record starts a line of its own"
+        ));
     }
-    // Remembered only when nothing changed while it was read.
-    match std::fs::metadata(path) {
-        Ok(after) if stat_identity(&after) == identity && after.len() == bytes.len() as u64 => {
-            remember_clean(path, &after);
-            Ok(Checked::Clean(identity))
+    // Remembered only when nothing changed while it was read, and only
+    // when nothing was found: what was found is noted by the append that
+    // follows, which then remembers the file as it left it.
+    match crate::fsutil::open_state(root, path, crate::fsutil::StateOpen::Read)
+        .ok()
+        .flatten()
+        .and_then(|f| f.metadata().ok())
+    {
+        Some(after) if stat_identity(&after) == identity && after.len() == bytes => {
+            if found.is_empty() {
+                remember_checked(path, &after);
+            }
+            Ok((Checked::Read(identity), found))
         }
-        _ => Ok(Checked::Unvouched),
+        _ => Ok((Checked::Unvouched, found)),
     }
 }
 
 /// `attempts.checked` beside the attempts file: the `stat` identity of the
-/// attempts file as it was last found clean ([`check_appendable`]). A
-/// cache only: missing, torn or stale, the next check reads the file whole.
+/// attempts file as it was last read through ([`check_appendable`]). A
+/// cache only: missing, torn or stale, the next check reads the file.
 pub fn checked_path(path: &Path) -> PathBuf {
     path.with_extension("checked")
 }
@@ -469,15 +602,22 @@ fn stat_identity(m: &std::fs::Metadata) -> String {
     )
 }
 
-/// Keep `meta` as the clean state of `path`, best effort (a failed write
-/// only means the next check reads the file).
-fn remember_clean(path: &Path, meta: &std::fs::Metadata) {
-    let _ = std::fs::write(checked_path(path), stat_identity(meta));
+/// Keep `meta` as the checked state of `path`, best effort (a failed write
+/// only means the next check reads the file), never through a symlink.
+fn remember_checked(path: &Path, meta: &std::fs::Metadata) {
+    if let Ok(Some(mut f)) = crate::fsutil::open_state(
+        state_root(path),
+        &checked_path(path),
+        crate::fsutil::StateOpen::Replace,
+    ) {
+        let _ = std::io::Write::write_all(&mut f, stat_identity(meta).as_bytes());
+    }
 }
 
 /// What `attempts.jsonl` holds: the whole records in append order, and the
 /// 1-based numbers of lines that are not records (a torn write, a hand
-/// edit) — kept apart so one bad line never hides every good one.
+/// edit, bytes that are not UTF-8, a line past [`LINE_CAP`]) — kept apart
+/// so one bad line never hides every good one.
 #[derive(Debug, Default)]
 pub struct Attempts {
     /// Whole records, in append order.
@@ -486,28 +626,23 @@ pub struct Attempts {
     pub corrupt: Vec<(usize, String)>,
 }
 
-/// Read `path` (a missing file is empty).
+/// Read `path` (a missing file is empty), one bounded line at a time
+/// ([`each_line`]): a line that is not a record is skipped and named in
+/// [`Attempts::corrupt`], never fatal.
 ///
-/// Errors: the file cannot be read at all; [`RecordError::Corrupt`] for a
-/// line that is not UTF-8 (never skipped: it is no torn write of saphan's).
+/// Errors: the file cannot be read at all; [`IoError::Symlink`].
 pub fn read_all(path: &Path) -> Result<Attempts, crate::error::Error> {
-    let bytes = read_bytes(path)?;
     let mut out = Attempts::default();
-    for (i, l) in bytes.split(|b| *b == b'\n').enumerate() {
-        let l = l.strip_suffix(b"\r").unwrap_or(l);
-        let Some(l) = line_text(path, i + 1, l)? else {
-            out.corrupt
-                .push((i + 1, "a torn write: it ends inside a character".into()));
-            continue;
-        };
-        if l.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(l) {
+    each_line(path, |n, l| match l {
+        Line::Text(t) if t.trim().is_empty() => {}
+        Line::Text(t) => match serde_json::from_str::<Record>(t) {
             Ok(r) => out.records.push(r),
-            Err(e) => out.corrupt.push((i + 1, e.to_string())),
-        }
-    }
+            Err(e) => out.corrupt.push((n, e.to_string())),
+        },
+        other => out
+            .corrupt
+            .push((n, other.why_skipped().unwrap_or_default())),
+    })?;
     Ok(out)
 }
 
@@ -527,25 +662,12 @@ impl Lock {
         interrupt: &crate::cancel::Token,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
+        let root = repo.common_dir.clone();
         let shown = path.clone();
         let open = tokio::task::spawn_blocking(move || {
-            if let Some(d) = path.parent() {
-                std::fs::create_dir_all(d).map_err(|source| IoError::Io {
-                    action: "create directory",
-                    path: d.to_path_buf(),
-                    source,
-                })?;
-            }
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(|source| IoError::Io {
-                    action: "open lock",
-                    path: path.clone(),
-                    source,
-                })?;
+            // Never through a symlink a suite put at `saphan/` or `lock`.
+            let f = crate::fsutil::open_state(&root, &path, crate::fsutil::StateOpen::Write)?
+                .expect("a write creates the lock file");
             match f.try_lock() {
                 Ok(()) => Ok::<_, IoError>((f, true, path)),
                 Err(std::fs::TryLockError::WouldBlock) => Ok((f, false, path)),
@@ -1048,10 +1170,10 @@ mod attempts_tests {
     }
 
     #[test]
-    fn the_clean_check_is_remembered_by_stat_and_any_other_writer_voids_it() {
+    fn the_check_is_remembered_by_stat_and_any_other_writer_voids_it() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("attempts.jsonl");
-        // A missing file is clean and leaves nothing behind.
+        let path = dir.path().join("saphan/attempts.jsonl");
+        // A missing file is fine and leaves nothing behind.
         check_appendable(&path).unwrap();
         assert!(!checked_path(&path).exists());
         append_line(&path, r#"{"id":"a"}"#).unwrap();
@@ -1062,48 +1184,104 @@ mod attempts_tests {
             stat_identity(&meta),
             "an append that followed its own check is remembered"
         );
-        check_appendable(&path).unwrap();
+        assert!(check(&path).unwrap().1.is_empty());
         // A same-size edit in place (a byte that is not UTF-8): the times
-        // change, so the file is read again and refused.
+        // change, so the file is read again, and the damage is found —
+        // refusing nothing.
         overwrite_byte(&path, 8, 0xff);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), meta.len());
-        let e = check_appendable(&path).unwrap_err();
-        assert_eq!(e.name(), "record-corrupt");
-        assert!(append_line(&path, r#"{"id":"c"}"#).is_err());
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), meta.len());
-        // Mended by hand, and the cache torn: read whole, found clean,
-        // remembered again.
-        std::fs::write(&path, "{\"id\":\"a\"}\n{\"id\":\"b\"}\n").unwrap();
-        std::fs::write(checked_path(&path), "12 3").unwrap();
         check_appendable(&path).unwrap();
+        let (checked, found) = check(&path).unwrap();
         assert_eq!(
-            std::fs::read_to_string(checked_path(&path)).unwrap(),
-            stat_identity(&std::fs::metadata(&path).unwrap())
+            found,
+            [
+                "attempts.jsonl:1 is not UTF-8 (byte 9 of the line) — skipped by every reader; this record starts a line of its own"
+            ]
         );
-        // An edit between a check and the append after it (another
-        // program, in place, same size): the append sees the file changed
-        // before its write and remembers nothing, so the next check reads
-        // the file and refuses.
-        let checked = check(&path).unwrap();
-        let clean = std::fs::read(&path).unwrap();
+        // Found until an append notes it; then the check after it knows
+        // the file by its stat.
+        assert_eq!(check(&path).unwrap().1.len(), 1);
+        append_checked(&path, r#"{"id":"c"}"#, checked).unwrap();
+        assert!(check(&path).unwrap().1.is_empty());
+        // An edit between a check and the append after it: the append sees
+        // the file changed before its write and remembers nothing.
+        let (checked, _) = check(&path).unwrap();
         overwrite_byte(&path, 8, 0xfe);
         append_checked(&path, r#"{"id":"e"}"#, checked).unwrap();
-        assert_eq!(
-            check_appendable(&path).unwrap_err().name(),
-            "record-corrupt"
+        assert_ne!(
+            std::fs::read_to_string(checked_path(&path)).unwrap_or_default(),
+            stat_identity(&std::fs::metadata(&path).unwrap())
         );
-        std::fs::write(&path, &clean).unwrap();
-        check_appendable(&path).unwrap();
-        // Another program's append (a line that is not UTF-8) after it:
-        // the size changed, so it is read and refused.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"id\":\"x\xfe\"}\n"))
-            .unwrap();
+        assert_eq!(check(&path).unwrap().1.len(), 1, "read again");
+    }
+
+    /// The reader's words for a file holding every kind of bad line.
+    fn lines_of(bytes: &[u8]) -> (Vec<(usize, String)>, (u64, bool)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("saphan/attempts.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        let mut seen = Vec::new();
+        let end = each_line(&path, |n, l| {
+            seen.push((
+                n,
+                match l {
+                    Line::Text(t) => format!("text {t}"),
+                    other => other.why_skipped().unwrap(),
+                },
+            ))
+        })
+        .unwrap();
+        (seen, end)
+    }
+
+    #[test]
+    fn each_line_names_what_it_skips_and_holds_no_more_than_the_cap() {
+        let mut bytes = b"{\"a\":1}\r\n{\"id\":\"\xff\"}\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', LINE_CAP + 5));
+        bytes.extend_from_slice(b"\n{\"b\":2}\n{\"c\":\"");
+        bytes.extend_from_slice(&"é".as_bytes()[..1]);
+        let (seen, (total, ended)) = lines_of(&bytes);
         assert_eq!(
-            check_appendable(&path).unwrap_err().name(),
-            "record-corrupt"
+            seen,
+            [
+                (1, "text {\"a\":1}".to_string()),
+                (2, "not UTF-8 (byte 8 of the line)".to_string()),
+                (
+                    3,
+                    format!(
+                        "{} bytes long, past the 1 MiB a record can take",
+                        LINE_CAP + 5
+                    )
+                ),
+                (4, "text {\"b\":2}".to_string()),
+                (5, "a torn write: it ends inside a character".to_string()),
+            ]
+        );
+        assert_eq!(total, bytes.len() as u64);
+        assert!(!ended);
+        // A line exactly at the cap is read.
+        let mut at_cap = vec![b' '; LINE_CAP - 2];
+        at_cap.extend_from_slice(b"{}\n");
+        let (seen, (_, ended)) = lines_of(&at_cap);
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].1.starts_with("text "));
+        assert!(ended);
+        assert_eq!(lines_of(b"").0, []);
+    }
+
+    #[test]
+    fn read_all_skips_bad_lines_by_name_and_keeps_the_good_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("saphan/attempts.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"not json\n\xfe\n\n").unwrap();
+        let a = read_all(&path).unwrap();
+        assert!(a.records.is_empty());
+        assert_eq!(a.corrupt.len(), 2);
+        assert_eq!(
+            a.corrupt[1],
+            (2, "not UTF-8 (byte 1 of the line)".to_string())
         );
     }
 }

@@ -26,16 +26,21 @@ pub fn path(repo: &Repo) -> PathBuf {
 ///
 /// Errors: [`IoError::Io`] when the file exists and cannot be read.
 pub fn followed(repo: &Repo) -> Result<Option<String>, IoError> {
-    read(&path(repo))
+    read(&repo.common_dir, &path(repo))
 }
 
-fn read(p: &Path) -> Result<Option<String>, IoError> {
-    match std::fs::read_to_string(p) {
-        Ok(s) => {
+/// The file's one line, read without following a symlink at `saphan/` or
+/// the file ([`crate::fsutil::open_state`] below the common dir `root`).
+fn read(root: &Path, p: &Path) -> Result<Option<String>, IoError> {
+    let Some(mut f) = crate::fsutil::open_state(root, p, crate::fsutil::StateOpen::Read)? else {
+        return Ok(None);
+    };
+    let mut s = String::new();
+    match std::io::Read::read_to_string(&mut f, &mut s) {
+        Ok(_) => {
             let s = s.trim();
             Ok((!s.is_empty()).then(|| s.to_string()))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(IoError::Io {
             action: "read the verified pointer's trunk",
             path: p.to_path_buf(),
@@ -48,13 +53,17 @@ fn read(p: &Path) -> Result<Option<String>, IoError> {
 /// yet (atomic replace, off the runtime). Called under the repository lock
 /// right after the pointer moved.
 ///
-/// Errors: [`IoError::Io`] when the file cannot be written.
+/// Never through a symlink ([`crate::fsutil::write_state`]).
+///
+/// Errors: [`IoError::Io`] when the file cannot be written;
+/// [`IoError::Symlink`].
 pub async fn follow_if_unset(repo: &Repo, trunk: &str) -> Result<(), IoError> {
     let p = path(repo);
+    let root = repo.common_dir.clone();
     let trunk = trunk.to_string();
     tokio::task::spawn_blocking(move || {
-        if read(&p)?.is_none() {
-            crate::fsutil::atomic_write(&p, format!("{trunk}\n").as_bytes())?;
+        if read(&root, &p)?.is_none() {
+            crate::fsutil::write_state(&root, &p, format!("{trunk}\n").as_bytes())?;
         }
         Ok(())
     })

@@ -5,8 +5,11 @@
 #   stable scratch path, $3 (optional) the attempt marker file
 #   (src/worktree.rs, attempt_marker), created first (before this
 #   script's git calls, which carry the scratch marker).
-# Environment: none needed; its git calls carry the scratch marker
-#   (SAPHAN_SCRATCH=<$2>), which it exports for them.
+# Environment: saphan's git hardening (src/git.rs, hardening_env: no hooks,
+#   replace refs and grafts ignored), which every `git` here inherits; set
+#   by the caller (src/remote/mod.rs, sh), never spelled here. Its git
+#   calls carry the scratch marker (SAPHAN_SCRATCH=<$2>), which it exports
+#   for them.
 # First: the parent (and the marker's directory) is created when missing
 #   (`mkdir -p`), then the marker.
 # Check, with shell builtins only (no child process): when $2 does not exist, its parent is empty, and no

@@ -3,6 +3,9 @@
 # reachable object.
 #
 # Arguments: $1 the mirror (a bare repository's path).
+# Environment: saphan's git hardening (src/git.rs, hardening_env: no hooks,
+#   replace refs and grafts ignored), which every `git` here inherits; set
+#   by the caller (src/remote/mod.rs, sh), never spelled here.
 # Prints: on stdout, when the mirror is corrupt, the first line of git's
 #   complaint (`git fsck --connectivity-only`: a pack that does not match
 #   its index, a missing object, a ref to nothing); nothing otherwise.

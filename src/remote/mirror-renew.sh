@@ -3,6 +3,9 @@
 # ship-probe.sh creates mirrors under.
 #
 # Arguments: $1 the mirror (a bare repository's path).
+# Environment: saphan's git hardening (src/git.rs, hardening_env: no hooks,
+#   replace refs and grafts ignored), which every `git` here inherits; set
+#   by the caller (src/remote/mod.rs, sh), never spelled here.
 # Prints: nothing on stdout; the failing command's complaint on stderr.
 # Exit: 0 the mirror is new and empty; 1 it could not be moved aside or
 #   created.

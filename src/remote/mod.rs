@@ -117,15 +117,24 @@ pub const ALL: &[(&str, &str)] = &[
 
 /// `sh -c SCRIPT NAME ARGS…` as a [`Cmd`] (no budget: the caller sets one).
 /// `name` is the script's `$0`, shown by `ps` on the machine.
+///
+/// The one way a script that runs git is started, on every machine: its
+/// environment carries [`crate::git::hardening_env`] (no hooks, no
+/// fsmonitor, no sparse checkout, replace refs and grafts ignored), so
+/// every `git` the script runs — in a mirror, a scratch tree, a
+/// submodule's clone — is the git [`crate::git::git_cmd`] starts here. No
+/// script spells the rule again.
 pub fn sh<I, S>(script: &str, name: &str, args: I) -> Cmd
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    Cmd::new("sh").args(["-c", script, name]).args(args)
+    crate::git::harden(Cmd::new("sh").args(["-c", script, name]).args(args))
 }
 
-/// The same as an argv for [`crate::transport::Transport::exec`].
+/// The same as an argv for [`crate::transport::Transport::exec`], for a
+/// script that runs no git (an argv carries no environment: a script that
+/// runs git goes through [`sh`]).
 pub fn sh_argv(script: &str, name: &str, args: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = vec!["sh".into(), "-c".into(), script.into(), name.into()];
     v.extend(args.iter().map(|a| a.to_string()));

@@ -7,7 +7,8 @@
 #   $3 the repository, $4 the stable scratch path, $5 the attempt marker
 #   file — the scripts' own arguments ($4 $5 for kill-leftovers.sh; $3 $4
 #   $5 for heal.sh), their protocols in their headers.
-# Environment: none of its own. This shell must not carry the scratch
+# Environment: none of its own; heal.sh's git inherits the git hardening
+#   it is started with (src/remote/mod.rs, sh). This shell must not carry the scratch
 #   marker (SAPHAN_SCRATCH): kill-leftovers.sh runs in a subshell of it and
 #   kills what carries the marker; heal.sh puts the marker on its git calls
 #   itself.

@@ -5,6 +5,9 @@
 #   bundle's ref, $4 the SHA (the mirror keeps it as
 #   refs/saphan/shipped/<sha>), then the shallow boundary's commits (none for
 #   a full clone), added to the mirror's `shallow` file first.
+# Environment: saphan's git hardening (src/git.rs, hardening_env: no hooks,
+#   replace refs and grafts ignored), which every `git` here inherits; set
+#   by the caller (src/remote/mod.rs, sh), never spelled here.
 # Stdin: the bundle's bytes.
 # Prints: on failure, git's complaint on stderr.
 # Exit: 0 fetched; non-zero the bundle did not arrive whole, did not verify

@@ -6,6 +6,9 @@
 #   $2 the age in minutes past which nothing of a live attempt can still be
 #   written (every ship command's budget is shorter), then the SHAs about to
 #   be shipped.
+# Environment: saphan's git hardening (src/git.rs, hardening_env: no hooks,
+#   replace refs and grafts ignored), which every `git` here inherits; set
+#   by the caller (src/remote/mod.rs, sh), never spelled here.
 # Reaps (each one printed as `reaped <path>`):
 #   - `<base>/incoming/*.bundle` older than $2 minutes (a half bundle a cut
 #     connection left: a live transfer writes it, and is bounded);

@@ -63,10 +63,18 @@ kinds! {
     OutputLost => "output-lost",
     /// A gitlink commit no local store holds: the SHA was not measured.
     SubmoduleMissing => "submodule-missing",
+    /// The scratch tree, once checked out, was not exactly the commit
+    /// (`crate::worktree::Scratch::verify_tree`: another HEAD, a changed,
+    /// missing or extra file): the suite did not run.
+    TreeMismatch => "tree-mismatch",
     /// The suite itself moved `refs/saphan/verified` (its scratch tree
     /// shares the repository's refs): the pointer was put back, and the
     /// attempt is no measurement.
     SuiteMovedPointer => "suite-moved-pointer",
+    /// The seal was required (`--seal required`) and bwrap could not set
+    /// up its namespaces on the machine: the suite did not run
+    /// ([`crate::seal`]).
+    SealFailed => "seal-failed",
     // The evidence (docs/reports.md).
     /// A report counting 0 tests that names failures, with exit 0.
     Contradictory => "contradictory",
@@ -206,7 +214,9 @@ impl FailureKind {
         }
         if let Some(e) = e.downcast_ref::<crate::error::IoError>() {
             return match e {
-                crate::error::IoError::Io { .. } => FailureKind::Io,
+                crate::error::IoError::Io { .. } | crate::error::IoError::Symlink { .. } => {
+                    FailureKind::Io
+                }
                 crate::error::IoError::Spawn { .. } => FailureKind::Spawn,
             };
         }

@@ -351,6 +351,16 @@ pub async fn list_packages(
 ) -> Result<Vec<String>> {
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(sha).await?;
+    // The listing decides what the shards must cover: it is of exactly the
+    // commit's tree, or there is none.
+    if let Some(why) = scratch.verify_tree().await? {
+        let _ = scratch.remove().await;
+        return Err(ScheduleError::ListFailed {
+            sha: sha.to_string(),
+            detail: why,
+        }
+        .into());
+    }
     let listed = exec::run(
         Cmd::new(&go.path)
             .args(["list", "-e"])

@@ -235,12 +235,9 @@ pub async fn hidden_edits(root: &Path) -> Result<Vec<String>, StreamError> {
             input.push(b'\n');
         }
         let o = crate::exec::run(
-            crate::exec::Cmd::new("git")
-                .arg("-C")
-                .arg(root)
+            git::git_cmd(root)
                 .args(["hash-object", "--stdin-paths"])
-                .stdin(input)
-                .timeout(git::GIT_TIMEOUT),
+                .stdin(input),
         )
         .await
         .map_err(git::GitError::Spawn)?;

@@ -623,15 +623,10 @@ pub async fn start(s: &StartSettings) -> Result<Entry, StreamError> {
             &worktree.join(STATUS_FILE),
             status::render_initial(&s.name, &base).as_bytes(),
         )?;
-        let ignored = crate::exec::run(
-            crate::exec::Cmd::new("git")
-                .arg("-C")
-                .arg(&worktree)
-                .args(["check-ignore", "-q", STATUS_FILE])
-                .timeout(git::GIT_TIMEOUT),
-        )
-        .await
-        .map_err(GitError::Spawn)?;
+        let ignored =
+            crate::exec::run(git::git_cmd(&worktree).args(["check-ignore", "-q", STATUS_FILE]))
+                .await
+                .map_err(GitError::Spawn)?;
         if !ignored.status.success() {
             return Err(StreamError::StatusNotIgnored {
                 file: worktree.join(STATUS_FILE),

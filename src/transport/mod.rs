@@ -439,7 +439,7 @@ impl Transport {
     /// Copy a local file to `remote` (an absolute path on the machine).
     pub async fn put(&self, local: &Path, remote: &str) -> Result<(), TransportError> {
         match self {
-            Transport::Local(_) => local_copy(local, Path::new(remote)).await,
+            Transport::Local(_) => local_put(local, Path::new(remote)).await,
             Transport::Ssh(s) => s.put(local, remote).await,
         }
     }
@@ -478,6 +478,26 @@ fn debug_label(cmd: &Cmd) -> String {
 
 /// The local machine's copy, for both directions of [`Transport::put`] and
 /// [`Transport::get`].
+/// [`Transport::put`] on this machine, as `put.sh` does on an SSH one: a
+/// temp file beside `to` (`<to>.saphan-put.<pid>`, its mode copied),
+/// renamed over `to` — a running program at `to` keeps its bytes, a
+/// symlink at `to` is replaced, never written through, and `to` is never
+/// seen half written.
+async fn local_put(from: &Path, to: &Path) -> Result<(), TransportError> {
+    let mut tmp = to.as_os_str().to_owned();
+    tmp.push(format!(".saphan-put.{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let _ = tokio::fs::remove_file(&tmp).await;
+    local_copy(from, &tmp).await?;
+    tokio::fs::rename(&tmp, to).await.map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        TransportError::Copy {
+            what: format!("{} into place at {}", tmp.display(), to.display()),
+            source,
+        }
+    })
+}
+
 async fn local_copy(from: &Path, to: &Path) -> Result<(), TransportError> {
     tokio::fs::copy(from, to)
         .await

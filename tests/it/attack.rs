@@ -223,48 +223,37 @@ fn attempts(repo: &Repo) -> std::path::PathBuf {
     repo.path().join(".git/saphan/attempts.jsonl")
 }
 
+/// A line that is not UTF-8 is no record saphan wrote: every reader skips
+/// it by name and goes on, and certify still measures and records
+/// (issue 36/37: it used to refuse every verb, certify included, from then
+/// on — a measurement lost to one byte).
 #[test]
-fn an_attempts_line_that_is_not_utf8_is_record_corrupt_and_nothing_is_appended_after_it() {
+fn an_attempts_line_that_is_not_utf8_is_skipped_by_name_and_every_verb_goes_on() {
     let env = Env::new();
     env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
-    let side = tempfile::tempdir().unwrap();
-    let ran = side.path().join("ran");
-    let repo = Repo::new(&[(
-        "suite.sh",
-        &format!("#!/bin/sh\ntouch '{}'\nexit 0\n", ran.display()),
-    )]);
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
-    std::fs::remove_file(&ran).unwrap();
     let path = attempts(&repo);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"{\"id\":\"\xff\xfe hand edit\"}\n");
     std::fs::write(&path, &bytes).unwrap();
-    let named = format!("{}:2 is not UTF-8", path.display());
-    for args in [
-        vec!["records"],
-        vec!["records", "--json"],
-        vec!["status"],
-        vec!["certify"],
-        vec!["certify", "--json"],
-    ] {
+    let named = format!("{}:2 is not a record (not UTF-8", path.display());
+    for args in [vec!["records"], vec!["records", "--json"]] {
         let mut a = args.clone();
         a.extend(["--repo", repo.dir.path().to_str().unwrap()]);
         let o = env.run(&a);
-        let err = crate::common::assert_refused(&o, "record-corrupt");
+        assert_code(&o, 0);
+        let err = text(&o).1;
         assert!(err.contains(&named), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
     }
-    // certify refused before measuring: the suite never ran, nothing was
-    // appended, no scratch tree is left.
-    assert!(
-        !ran.exists(),
-        "the suite ran although its record could not be kept"
-    );
-    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_code(&env.run(&["status", "--repo", &repo.path_str()]), 0);
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(&after[..bytes.len()], &bytes[..]);
     assert_only_main_worktree(&repo);
 
-    // A torn append (the file ends inside a character) is no hand edit:
-    // skipped as corrupt, named, and the next record goes on a new line.
+    // A torn append (the file ends inside a character) is skipped as
+    // corrupt, named, and the next record goes on a new line.
     let mut torn = bytes[..=bytes.iter().position(|b| *b == b'\n').unwrap()].to_vec();
     torn.extend_from_slice("{\"id\":\"é".as_bytes());
     torn.pop();

@@ -15,6 +15,7 @@ mod core_remote;
 mod dispatch;
 mod docker;
 mod fleet;
+mod git_hardening;
 mod hardening;
 mod init;
 mod never_a_lie;

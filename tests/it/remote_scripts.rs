@@ -239,19 +239,24 @@ fn the_small_control_scripts_keep_their_protocol() {
             "{n}"
         );
         let bin = d.path().join("bin/saphan-abc");
-        assert_eq!(
-            code(&sh.run(remote::HAVE_BINARY, "t", &[p(&bin)], b"")),
-            Some(1),
-            "{n}"
-        );
+        let have = |bin: &Path| sh.run(remote::HAVE_BINARY, "t", &[p(bin), remote::SHA256], b"");
+        assert_eq!(code(&have(&bin)), Some(1), "{n}");
         assert!(bin.parent().unwrap().is_dir(), "{n}: its directory is made");
         std::fs::write(&bin, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(
-            code(&sh.run(remote::HAVE_BINARY, "t", &[p(&bin)], b"")),
-            Some(0),
-            "{n}"
-        );
+        // There: its bytes' digest is printed, for the caller to compare.
+        let o = have(&bin);
+        assert_eq!(code(&o), Some(0), "{n}");
+        let digest = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(digest, saphan::fsutil::sha256_hex(b"#!/bin/sh\n"), "{n}");
+        // A symlink under the name is no binary: absent, to be re-shipped.
+        let link = d.path().join("bin/saphan-link");
+        std::os::unix::fs::symlink(&bin, &link).unwrap();
+        assert_eq!(code(&have(&link)), Some(1), "{n}");
         let w = d.path().join("w");
         assert_eq!(
             code(&sh.run(remote::WRITE_FILE, "t", &[p(&w)], b"bytes\n")),
