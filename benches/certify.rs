@@ -13,7 +13,10 @@
 //!    `git worktree add` and its checkout, the suite, `git worktree remove`
 //!    and few more), counted from `strace -ff` of one untimed certify (with
 //!    the programs by name and the opens of `/proc` files); skipped with a
-//!    line where strace is not installed.
+//!    line where strace is not installed;
+//! 4. the seal's cost: the do-nothing certify sealed (the default) and
+//!    with `--seal off`, interleaved — medians and sealed − unsealed
+//!    (goal <= 5 ms) — skipped with a line where this machine cannot seal.
 //!
 //! Figures: docs/certify.md, "What it costs" (9 programs per certify;
 //! since 2026-12-03 a declared suite's tree listing runs beside the checkout;
@@ -144,6 +147,52 @@ fn main() {
         ms(qc) - ms(qr)
     );
     children(saphan, &quick, &qhome);
+    seal_cost(saphan, &quick, &qhome);
+}
+
+/// The seal's own cost: interleaved medians of the do-nothing certify
+/// sealed and `--seal off`, over [`QUICK_ROUNDS`].
+fn seal_cost(saphan: &str, repo: &Path, home: &Path) {
+    let run = |seal: &str| {
+        let t0 = Instant::now();
+        let out = Command::new(saphan)
+            .args(["certify", "--json", "--seal", seal, "--repo"])
+            .arg(repo)
+            .env("SAPHAN_HOME", home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            t0.elapsed(),
+            v["seal"]["state"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    if run("auto").1 != "sealed" {
+        println!("seal: not measured (this machine cannot seal: install bubblewrap)");
+        return;
+    }
+    run("off");
+    let (mut sealed, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..QUICK_ROUNDS {
+        sealed.push(run("required").0);
+        off.push(run("off").0);
+    }
+    let (s, o) = (median(sealed), median(off));
+    println!(
+        "do-nothing suite: sealed median {:.1} ms, --seal off median {:.1} ms over {QUICK_ROUNDS}",
+        ms(s),
+        ms(o)
+    );
+    println!(
+        "the seal's cost: {:.1} ms per certify, sealed/unsealed {:.3} (goal <= 5 ms)",
+        ms(s) - ms(o),
+        s.as_secs_f64() / o.as_secs_f64()
+    );
 }
 
 fn ms(d: Duration) -> f64 {

@@ -59,6 +59,12 @@ impl Home {
     pub fn scratch(&self, key: &str) -> PathBuf {
         self.root.join("scratch").join(key).join("tree")
     }
+    /// `cache/<trust>`: the build caches of one trust class of attempts
+    /// on this machine ([`crate::seal::Trust`]; Go's build and module
+    /// caches and `XDG_CACHE_HOME`, [`crate::seal::cache_env`]).
+    pub fn cache(&self, trust: crate::seal::Trust) -> PathBuf {
+        self.root.join("cache").join(trust.as_str())
+    }
     /// `archive/`: teardown archives of stream returns.
     pub fn archive(&self) -> PathBuf {
         self.root.join("archive")
@@ -66,7 +72,7 @@ impl Home {
 }
 
 /// Paths under a fleet machine's workhome for one repository: the same
-/// shapes as this machine's (`scratch/<key>/tree`, `cache/go-build`),
+/// shapes as this machine's (`scratch/<key>/tree`, `cache/<trust>`),
 /// under `<workhome>/saphan`.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -89,12 +95,17 @@ impl Layout {
     pub fn run(&self, id: &str) -> String {
         format!("{}/runs/{}", self.base, id)
     }
-    /// The machine's Go build cache for container-class suites
-    /// (`<base>/cache/go-build`), kept between runs as this machine's
-    /// `$SAPHAN_HOME/cache/go-build` is: content-addressed, it speeds
-    /// builds and never changes a verdict.
-    pub fn go_cache(&self) -> String {
-        format!("{}/cache/go-build", self.base)
+    /// The machine's build caches of one trust class
+    /// (`<base>/cache/<trust>`), kept between runs as this machine's
+    /// `$SAPHAN_HOME/cache/<trust>` is ([`Home::cache`]): a trunk
+    /// certification never reads what another attempt's suite wrote.
+    pub fn cache(&self, trust: crate::seal::Trust) -> String {
+        format!("{}/cache/{}", self.base, trust.as_str())
+    }
+    /// The Go build cache of one trust class, for container-class suites
+    /// (`<base>/cache/<trust>/go-build`): the host class's `GOCACHE` too.
+    pub fn go_cache(&self, trust: crate::seal::Trust) -> String {
+        format!("{}/go-build", self.cache(trust))
     }
     /// The layout whose stable tree ([`Layout::tree`]) is `tree`, when it is
     /// one (`<base>/scratch/<key>/tree`).

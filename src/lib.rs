@@ -28,6 +28,7 @@ pub mod record;
 pub mod remote;
 pub mod report;
 pub mod schedule;
+pub mod seal;
 pub mod stream;
 pub mod suite;
 pub mod transport;

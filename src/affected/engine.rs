@@ -349,6 +349,7 @@ async fn run_adapter(
         suite.argv = adapter_argv(&suite.argv);
     }
     let budget = Budget::attempt(None, &suite, "verify.affected");
+    let (seal_mode, seal_source) = measure::SealPlan::mode_of(None, &suite, "verify.affected");
     let provisions = measure::provisions(cfg, repo)?;
     res.report = Some(suite.report);
     res.budget_seconds = Some(budget.duration.as_secs());
@@ -423,6 +424,8 @@ async fn run_adapter(
                 catalog: None,
                 progress: &crate::measure::progress::Silent,
                 trunk: None,
+                seal: (seal_mode, &seal_source),
+                trust: crate::seal::Trust::Other,
             };
             let mut bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
             bench.measure(&job, &measure::Host).await?
@@ -469,6 +472,7 @@ async fn run_remote(
     interrupt: &Interrupt,
 ) -> Result<measure::bench::Measured> {
     use crate::dispatch;
+    let (seal_mode, seal_source) = measure::SealPlan::mode_of(None, suite, "verify.affected");
     let embedded;
     let catalog = match on.catalog {
         Some(c) => c,
@@ -518,6 +522,8 @@ async fn run_remote(
         catalog: None,
         progress: &dispatch::Silent,
         trunk: None,
+        seal: (seal_mode, &seal_source),
+        trust: crate::seal::Trust::Other,
     };
     let mut bench = dispatch::FleetBench::connect_all(&job, std::slice::from_ref(m))
         .await?

@@ -63,6 +63,18 @@ pub struct CertifyArgs {
     /// advisory result. An infrastructure failure re-runs once elsewhere.
     #[arg(long)]
     pub split: bool,
+    /// Seal the suite in its own mount and PID namespaces (bubblewrap):
+    /// `auto` where the machine can (the default; the record and one line
+    /// say where it cannot), `required` (refuse a machine that cannot),
+    /// `off`. Wins over verify.full.seal; see docs/certify.md "The seal".
+    #[arg(long, value_name = "auto|required|off", value_parser = parse_seal)]
+    pub seal: Option<crate::seal::Mode>,
+}
+
+/// `--seal`'s value.
+fn parse_seal(s: &str) -> std::result::Result<crate::seal::Mode, String> {
+    crate::seal::Mode::parse(s)
+        .ok_or_else(|| format!("use one of {}", crate::seal::Mode::ALL.join(", ")))
 }
 
 /// List the attempt records of a repository, or show one.
@@ -283,6 +295,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         network: a.network,
         split: a.split,
         failover: a.split,
+        seal: a.seal,
     };
     // `--machine @admitted`: choose the admitted machines first, and say
     // which were chosen and which were left out, and why.
@@ -382,6 +395,15 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
         r.suite_source,
         r.suite_seconds,
     );
+    // A suite that ran unsealed could have reached what its verdict
+    // rests on: one line says so (a sealed run says nothing).
+    if let Some(seal) = r
+        .seal
+        .as_ref()
+        .filter(|s| s.state != crate::seal::State::Sealed)
+    {
+        s.push_str(&format!("{indent}seal: {}\n", seal.words()));
+    }
     if let Some(sh) = &r.shard {
         s.push_str(&format!(
             "{indent}shard {}/{}: {}\n",

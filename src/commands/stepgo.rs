@@ -145,6 +145,7 @@ pub async fn verify_stream(
         report: ReportKind::GoTestJson,
         report_path: None,
         timeout: None,
+        seal: None,
         source: SuiteSource::DefaultGo,
     };
     crate::suite::preflight_local(&test_suite, catalog, &sha, |_| false)?;
@@ -164,11 +165,18 @@ pub async fn verify_stream(
         report: ReportKind::Exitcode,
         report_path: None,
         timeout: None,
+        seal: None,
         source: SuiteSource::DefaultGo,
     };
     let build = exitcode([go.as_str(), "build", "./..."].map(String::from).to_vec());
     let vet = exitcode([go.as_str(), "vet", "./..."].map(String::from).to_vec());
 
+    let seal = measure::bench::local_seal(
+        home,
+        crate::seal::Mode::Auto,
+        "default",
+        crate::seal::Trust::Other,
+    )?;
     let bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(&sha).await?;
     let log_dir = measure::log_dir(repo);
@@ -193,6 +201,7 @@ pub async fn verify_stream(
         let run = measure::run_suite(
             &scratch,
             measure::Plan::new(suite, &budget, &provisions)
+                .seal(Some(&seal))
                 .log_dir(is_test.then_some(log_dir.as_path()))
                 .catalog(Some(catalog)),
             interrupt,
@@ -492,6 +501,7 @@ mod tests {
                 report: None,
                 report_path: None,
                 timeout: Some(Duration::from_secs(1200)),
+                seal: None,
             }),
             ..Default::default()
         };

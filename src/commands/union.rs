@@ -235,12 +235,15 @@ pub async fn verify_union(
     .await??;
     let budget = Budget::attempt(None, &suite, "verify.full");
 
+    let (mode, source) = measure::SealPlan::mode_of(None, &suite, "verify.full");
+    let seal = measure::bench::local_seal(home, mode, &source, crate::seal::Trust::Other)?;
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(&union).await?;
     let log_dir = measure::log_dir(repo);
     let run = measure::run_then_remove(
         scratch,
         measure::Plan::new(&suite, &budget, &provisions)
+            .seal(Some(&seal))
             .log_dir(Some(&log_dir))
             .catalog(Some(catalog)),
         interrupt,

@@ -326,6 +326,9 @@ pub struct Suite {
     pub report_path: Option<String>,
     /// `timeout`.
     pub timeout: Option<Duration>,
+    /// `seal`: `auto`, `required` or `off` ([`crate::seal::Mode`]);
+    /// `None` = not declared (`auto`).
+    pub seal: Option<crate::seal::Mode>,
 }
 
 impl Suite {

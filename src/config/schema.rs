@@ -9,7 +9,7 @@ use std::path::{Component, Path};
 use std::time::Duration;
 
 /// The keys of `[verify.full]` and `[verify.affected]`.
-pub const SUITE_KEYS: &[&str] = &["argv", "report", "report_path", "timeout"];
+pub const SUITE_KEYS: &[&str] = &["argv", "report", "report_path", "timeout", "seal"];
 /// The keys of `[verify.provision.<alias>]`.
 pub const PROVISION_KEYS: &[&str] = &["repo", "source", "dest"];
 /// The scopes an operator may declare, as printed in messages.
@@ -408,6 +408,15 @@ pub fn check_value(
                 (
                     format!("it is not a valid glob: {e}"),
                     "fix the pattern".into(),
+                )
+            })
+        }
+        (Some(Scope::Full | Scope::Affected), "seal") => {
+            let s = s.ok_or_else(need_string)?;
+            crate::seal::Mode::parse(s).map(|_| ()).ok_or_else(|| {
+                (
+                    "it is not a seal mode".into(),
+                    "use auto, required or off".into(),
                 )
             })
         }

@@ -263,6 +263,9 @@ fn read_suite(
         timeout: get("timeout")
             .and_then(|v| v.as_str())
             .and_then(|s| schema::parse_budget(s).ok()),
+        seal: get("seal")
+            .and_then(|v| v.as_str())
+            .and_then(crate::seal::Mode::parse),
     };
     if suite.report == Some(ReportKind::JunitXml)
         && suite.report_path.is_none()

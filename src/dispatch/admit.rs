@@ -54,6 +54,48 @@ pub struct Admitted {
     pub os: String,
     /// See `os`.
     pub arch: String,
+    /// What the machine can seal a host-class suite with, from its facts
+    /// row ([`seal_of`]).
+    pub seal: crate::seal::Capability,
+}
+
+/// What the machine of facts row `f` can seal with: bwrap at its measured
+/// path when `machine measure` ran a sealed `true` there; otherwise why
+/// not, ending in what to do.
+pub fn seal_of(
+    home: &Home,
+    catalog: Option<&Path>,
+    row: &MachineRow,
+    f: &MachineFacts,
+) -> crate::seal::Capability {
+    use crate::seal::Capability;
+    let measure = remedy::measure_line(home, catalog, &row.id);
+    if f.os != "Linux" {
+        return Capability::Unable(format!(
+            "{} is not Linux ({}): the seal needs Linux namespaces",
+            row.id, f.os
+        ));
+    }
+    let r = f.requirements.as_ref();
+    match (
+        r.and_then(|r| r.bwrap),
+        r.and_then(|r| r.bwrap_path.clone()),
+    ) {
+        (Some(ToolState::Ok), Some(path)) => Capability::Tool(path),
+        (None, _) | (Some(ToolState::Ok), None) => Capability::Unable(format!(
+            "its facts row ({}) was measured before saphan measured the seal — {measure}",
+            f.measured_at
+        )),
+        (Some(ToolState::Absent), _) => Capability::Unable(format!(
+            "bwrap is not installed on {} — {}, then {measure}",
+            row.id,
+            crate::seal::INSTALL_HINT
+        )),
+        (Some(ToolState::NotRunnable), _) => Capability::Unable(format!(
+            "bwrap on {} could not make its namespaces (a user without unprivileged user namespaces?) — enable them or log in as root, then {measure}",
+            row.id
+        )),
+    }
 }
 
 /// The program token default-go names for a remote run: the machine's own
@@ -123,6 +165,7 @@ pub fn admit(
                     program_version: None,
                     os: f.os.clone(),
                     arch: f.arch.clone(),
+                    seal: seal_of(home, catalog_path, row, f),
                 });
             }
             "no catalog row maps this program".to_string()
@@ -191,6 +234,7 @@ pub fn admit(
                                 .map(|l| l.trim().to_string()),
                             os: f.os.clone(),
                             arch: f.arch.clone(),
+                            seal: seal_of(home, catalog_path, row, f),
                         });
                     }
                     // Only the facts row is stale: measuring is the remedy.
@@ -1009,6 +1053,8 @@ async fn admit_one_container(
             program_version: cap.and_then(|c| c.version_output),
             os: facts.as_ref().map(|f| f.os.clone()).unwrap_or_default(),
             arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
+            // The container class is sealed by its engine.
+            seal: crate::seal::Capability::Unable("container class".into()),
         },
         found,
     ))

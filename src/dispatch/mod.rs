@@ -250,6 +250,7 @@ pub async fn session(
         notes: Vec::new(),
         runs: 0,
         lost: false,
+        caches_made: false,
     };
     s.phases.insert(Phase::Connect, secs(connect_time));
     let mut fault = None;
@@ -308,6 +309,8 @@ struct Session<'s> {
     runs: usize,
     /// The connection was lost.
     lost: bool,
+    /// The attempt's cache directory was made on the machine.
+    caches_made: bool,
 }
 
 impl Session<'_> {
@@ -674,12 +677,38 @@ async fn run_batch(
         .tempdir()
         .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
     let mut env: Vec<(String, String)> = env.to_vec();
-    let report_root = if let Some(manifest) = job.affected {
-        let reports = format!("{run_dir}/reports");
-        let mk = control(t, crate::remote::MKDIR, &[&reports]).await?;
+    // The build caches of the attempt's trust class, under the workhome
+    // (made once per session, with the affected tier's report dir).
+    let caches = on.layout.cache(job.trust);
+    let mut dirs: Vec<String> = Vec::new();
+    if !s.caches_made {
+        dirs.push(caches.clone());
+    }
+    if job.affected.is_some() {
+        dirs.push(format!("{run_dir}/reports"));
+    }
+    if !dirs.is_empty() {
+        let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        let mk = control(t, crate::remote::MKDIR, &dirs).await?;
         if !mk.status.success() {
             return Err(DispatchFault::new(FailureKind::ShipFailed, mk.stderr_str()).into());
         }
+        s.caches_made = true;
+    }
+    let seal = measure::SealPlan {
+        mode: job.seal.0,
+        source: job.seal.1.to_string(),
+        capability: s.m.seal.clone(),
+        caches: Some(std::path::PathBuf::from(&caches)),
+        writable: job
+            .affected
+            .map(|_| std::path::PathBuf::from(run_dir))
+            .into_iter()
+            .collect(),
+        readable: vec![std::path::PathBuf::from(&on.layout.base)],
+    };
+    let report_root = if let Some(manifest) = job.affected {
+        let reports = format!("{run_dir}/reports");
         if let Err(e) = t.put(manifest, &format!("{run_dir}/manifest.json")).await {
             return Err(DispatchFault::transport(e).into());
         }
@@ -707,6 +736,7 @@ async fn run_batch(
     let run = measure::run_suite_with(
         scratch,
         measure::Plan::new(&suite, job.budget, job.provisions)
+            .seal(Some(&seal))
             .extra_env(&env)
             .report_root(report_root.as_deref())
             .keep_stdout(Some(&keep))
@@ -855,6 +885,7 @@ mod tests {
             program_version: None,
             os: os.into(),
             arch: arch.into(),
+            seal: crate::seal::Capability::Unable("test".into()),
         }
     }
 

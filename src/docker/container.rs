@@ -363,6 +363,9 @@ pub struct Target {
     /// content-addressed, so a warm one changes no verdict — the host class
     /// keeps one too.
     pub caches: Vec<(String, String, String)>,
+    /// Whose caches a remote machine's run uses ([`crate::seal::Trust`]:
+    /// `<base>/cache/<trust>/go-build`).
+    pub trust: crate::seal::Trust,
     /// Build tools' temporary directories: (path in the container,
     /// environment variable naming it), each a fresh tmpfs (`exec`, mode
     /// 1777) that lives and dies with the container ([`go_scratch`]).
@@ -940,7 +943,7 @@ impl LocalExecutor {
             // machine's workhome, as this machine's keeps one under
             // SAPHAN_HOME (the local target names its own).
             let cache = if target.caches.is_empty() {
-                crate::home::Layout::of_tree(&tree).map(|l| l.go_cache())
+                crate::home::Layout::of_tree(&tree).map(|l| l.go_cache(target.trust))
             } else {
                 None
             };

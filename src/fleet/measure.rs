@@ -151,6 +151,11 @@ fn requirements(body: &str) -> Requirements {
             .and_then(|(_, v)| v.clone()),
         proc: get("proc"),
         ps: get("ps"),
+        bwrap: seen.get("bwrap").map(|(s, _)| *s),
+        bwrap_path: seen
+            .get("bwrap")
+            .filter(|(s, _)| *s == ToolState::Ok)
+            .and_then(|(_, v)| v.clone()),
     }
 }
 

@@ -19,7 +19,7 @@ use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::pipeline::Job;
 use crate::measure::progress::Event;
-use crate::measure::{Executor, Interrupt, Plan, SuiteRun};
+use crate::measure::{Executor, Interrupt, Plan, SealPlan, SuiteRun};
 use crate::record;
 use crate::worktree::Scratch;
 use std::future::Future;
@@ -42,6 +42,29 @@ pub fn scratch_path(home: &Home, repo: &Repo) -> PathBuf {
 pub fn repo_key(repo: &Repo) -> String {
     let key = crate::fsutil::sha256_hex(repo.common_dir.as_os_str().as_encoded_bytes());
     key[..16].to_string()
+}
+
+/// This machine's seal for one attempt ([`SealPlan`]): `mode` (from
+/// `source`), bwrap as [`crate::seal::local`] found it, and the build
+/// caches of `trust` in `SAPHAN_HOME/cache/<trust>` (made when missing).
+///
+/// Errors: [`crate::error::IoError`] when the cache directory cannot be
+/// made.
+pub fn local_seal(
+    home: &Home,
+    mode: crate::seal::Mode,
+    source: &str,
+    trust: crate::seal::Trust,
+) -> Result<SealPlan> {
+    let dir = home.cache(trust);
+    std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
+        action: "create the build cache directory",
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(SealPlan::here(mode, source)
+        .caches(Some(dir))
+        .readable(home.root().to_path_buf()))
 }
 
 /// This machine's bench: the repository lock, held until dropped, and the
@@ -198,7 +221,10 @@ impl Bench for LocalBench {
                     budget: job.budget,
                 },
             );
+            let seal = local_seal(job.home, job.seal.0, job.seal.1, job.trust)?
+                .writable(run_dir.as_ref().map(|d| d.path().to_path_buf()));
             let plan = Plan::new(job.suite, job.budget, job.provisions)
+                .seal(Some(&seal))
                 .extra_env(&env)
                 .report_root(reports.as_deref())
                 .keep_stdout(keep.as_deref())

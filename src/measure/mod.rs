@@ -276,6 +276,9 @@ pub struct SuiteRun {
     /// Host class: what kept the suite's processes from outliving it
     /// ([`crate::transport::Transport::containment`]); `None` when it never ran.
     pub containment: Option<crate::record::Containment>,
+    /// How the suite was sealed ([`crate::seal::Seal`]); `None` when it
+    /// never ran.
+    pub seal: Option<crate::seal::Seal>,
 }
 
 impl SuiteRun {
@@ -297,6 +300,7 @@ impl SuiteRun {
             submodules: Vec::new(),
             container: None,
             containment: None,
+            seal: None,
         }
     }
 
@@ -541,6 +545,82 @@ pub struct Plan<'a> {
     /// it can run beside the tree's removal; `false` = written before
     /// [`run_suite_with`] returns.
     pub log_deferred: bool,
+    /// How a host-class run is sealed on its machine; `None` = the
+    /// default: `auto` on this machine ([`crate::seal::local`]), unsealed
+    /// on a machine whose seal nobody measured.
+    pub seal: Option<&'a SealPlan>,
+}
+
+/// How one host-class attempt is sealed on its machine ([`crate::seal`]).
+#[derive(Debug, Clone)]
+pub struct SealPlan {
+    /// `auto`, `required` or `off`.
+    pub mode: crate::seal::Mode,
+    /// Where the mode came from (`--seal`, `verify.full.seal`, `default`),
+    /// for the record's words.
+    pub source: String,
+    /// What the machine can seal with.
+    pub capability: crate::seal::Capability,
+    /// The attempt's build caches on the machine: an existing directory of
+    /// its trust class ([`crate::seal::Trust`]), given to the suite as
+    /// `XDG_CACHE_HOME` with `GOCACHE` and `GOMODCACHE` inside it
+    /// ([`crate::seal::cache_env`]). `None`: a sealed suite caches in its
+    /// private `/tmp`, an unsealed one where its environment says.
+    pub caches: Option<PathBuf>,
+    /// More paths on the machine the suite writes (the affected tier's run
+    /// directory, which holds its report directory and scope file).
+    pub writable: Vec<PathBuf>,
+    /// Paths on the machine the suite reads that may live under `/tmp`,
+    /// which the seal replaces with a private one: `SAPHAN_HOME` here, the
+    /// workhome's `saphan/` on a machine (the shipped binary is there).
+    /// Bound back read-only.
+    pub readable: Vec<PathBuf>,
+}
+
+impl SealPlan {
+    /// The seal mode in force and where it came from: `--seal` always
+    /// wins (`flag:--seal`); then the suite's declared `seal`
+    /// (`config:<scope>.seal`); then `auto` (`default`).
+    pub fn mode_of(
+        flag: Option<crate::seal::Mode>,
+        suite: &ResolvedSuite,
+        scope: &str,
+    ) -> (crate::seal::Mode, String) {
+        match (flag, suite.seal) {
+            (Some(m), _) => (m, "flag:--seal".into()),
+            (None, Some(m)) => (m, format!("config:{scope}.seal")),
+            (None, None) => (crate::seal::Mode::Auto, "default".into()),
+        }
+    }
+    /// This machine's seal under `mode` (from `source`), caching nowhere
+    /// but the attempt's own `/tmp` until [`SealPlan::caches`] says.
+    pub fn here(mode: crate::seal::Mode, source: impl Into<String>) -> SealPlan {
+        SealPlan {
+            mode,
+            source: source.into(),
+            capability: crate::seal::local().clone(),
+            caches: None,
+            writable: Vec::new(),
+            readable: Vec::new(),
+        }
+    }
+    /// With `dir` readable (bound back over the private `/tmp`).
+    pub fn readable(mut self, dir: PathBuf) -> SealPlan {
+        self.readable.push(dir);
+        self
+    }
+    /// With the build caches in `dir` (a directory on the machine).
+    pub fn caches(self, dir: Option<PathBuf>) -> SealPlan {
+        SealPlan {
+            caches: dir,
+            ..self
+        }
+    }
+    /// With `dir` writable too.
+    pub fn writable(mut self, dir: Option<PathBuf>) -> SealPlan {
+        self.writable.extend(dir);
+        self
+    }
 }
 
 impl<'a> Plan<'a> {
@@ -559,7 +639,12 @@ impl<'a> Plan<'a> {
             log_dir: None,
             catalog: None,
             log_deferred: false,
+            seal: None,
         }
+    }
+    /// Sealed as `seal` says (see [`Plan::seal`]).
+    pub fn seal(self, seal: Option<&'a SealPlan>) -> Self {
+        Plan { seal, ..self }
     }
     /// With extra environment for the suite.
     pub fn extra_env(self, extra_env: &'a [(String, String)]) -> Self {
@@ -682,23 +767,54 @@ pub async fn run_suite_with(
         source,
     })?;
     let stdout_path = run_dir.path().join("stdout");
-    // The suite inherits none of git's repository-local variables
-    // (`exec::run` drops them), so git inside it finds the scratch tree from
-    // its working directory; the marker lets a later attempt find it should
-    // it outlive a killed saphan.
-    let mut cmd = Cmd::from_argv(&plan.suite.argv)
-        .cwd(&scratch.path)
-        .env(crate::git::SCRATCH_MARKER, &scratch.path)
-        .timeout(plan.budget.duration)
-        .stdout(Sink::File(stdout_path.clone()));
-    for (k, v) in &env {
-        cmd = cmd.env(k, v);
-    }
+    // The seal: a host-class suite runs in its own mount and PID
+    // namespaces where the machine can ([`crate::seal`]).
+    let mut sealing = Sealing::decide(executor.class(), plan, scratch);
+    env.extend(sealing.cache_env());
     let t0 = Instant::now();
-    let intr = interrupt.clone();
-    let outcome = tokio::select! {
-        r = executor.execute(t, cmd) => Some(r),
-        _ = intr.cancelled() => None,
+    let outcome = loop {
+        // The suite inherits none of git's repository-local variables
+        // (`exec::run` drops them), so git inside it finds the scratch tree
+        // from its working directory; the marker lets a later attempt find
+        // it should it outlive a killed saphan.
+        let mut cmd = Cmd::from_argv(&sealing.argv(&plan.suite.argv))
+            .cwd(&scratch.path)
+            .env(crate::git::SCRATCH_MARKER, &scratch.path)
+            .timeout(plan.budget.duration)
+            .stdout(Sink::File(stdout_path.clone()));
+        for (k, v) in &env {
+            cmd = cmd.env(k, v);
+        }
+        if sealing.refused.is_some() {
+            break Some(Ok(Output {
+                status: Termination::Exited(1),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                elapsed: Duration::ZERO,
+            }));
+        }
+        let intr = interrupt.clone();
+        let outcome = tokio::select! {
+            r = executor.execute(t, cmd) => Some(r),
+            _ = intr.cancelled() => None,
+        };
+        // bwrap's own failure to set up the namespaces, confirmed with a
+        // sealed `true`: the suite never started. `auto` runs it unsealed
+        // (and says so); `required` ends the attempt as `seal-failed`.
+        if let Some(Ok(out)) = &outcome
+            && let Some(line) = sealing.setup_failed(t, out).await
+        {
+            if sealing.fall_back(line) {
+                continue;
+            }
+            break Some(Ok(Output {
+                status: Termination::Exited(1),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                elapsed: Duration::ZERO,
+            }));
+        }
+        break outcome;
     };
     // The suite's wall time as its executor measured it, start to exit
     // (a container run leaves out the one-time fill of its image's
@@ -755,6 +871,27 @@ pub async fn run_suite_with(
                 format!("the suite's run on {} failed: {e}", t.describe()),
             ),
             String::new(),
+        ),
+        Some(Ok(_)) if sealing.refused.is_some() => (
+            None,
+            Measurement::failed(
+                FailureKind::SealFailed,
+                sealing.refused.clone().unwrap_or_default(),
+            ),
+            String::new(),
+        ),
+        Some(Ok(out)) if sealing.exec_failed(&out).is_some() => (
+            None,
+            Measurement::failed(
+                FailureKind::Crash,
+                format!(
+                    "the suite's program `{}` could not be started on {}: {}",
+                    plan.suite.argv[0],
+                    t.describe(),
+                    sealing.exec_failed(&out).unwrap_or_default()
+                ),
+            ),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
         ),
         Some(Ok(out)) => {
             if !stdout_path.exists() {
@@ -832,7 +969,177 @@ pub async fn run_suite_with(
         submodules: scratch.submodules.clone(),
         container: executor.container_run(),
         containment,
+        seal: (termination.is_some() || interrupted || sealing.refused.is_some())
+            .then(|| sealing.record.clone())
+            .flatten(),
     })
+}
+
+/// How one run of [`run_suite_with`] is sealed, decided from its
+/// [`SealPlan`] and the executor's class, and what the run showed.
+struct Sealing {
+    /// bwrap's path and the attempt's paths, while the run is sealed.
+    wrap: Option<(String, crate::seal::Bounds)>,
+    /// The record's `seal` (`None`: the executor seals itself, or does
+    /// not say).
+    record: Option<crate::seal::Seal>,
+    /// The mode in force.
+    mode: crate::seal::Mode,
+    /// The attempt's cache directory, when the plan gave one.
+    caches: Option<PathBuf>,
+    /// Why the run did not start: sealing was required and failed.
+    refused: Option<String>,
+}
+
+impl Sealing {
+    fn decide(class: &str, plan: Plan<'_>, scratch: &Scratch) -> Sealing {
+        use crate::seal::{Capability, Mode, Seal};
+        let default;
+        let sp = match plan.seal {
+            Some(sp) => sp,
+            None => {
+                default = if scratch.transport().is_local() {
+                    SealPlan::here(Mode::Auto, "default")
+                } else {
+                    SealPlan {
+                        mode: Mode::Auto,
+                        source: "default".into(),
+                        capability: Capability::Unable(
+                            "nobody measured this machine's seal".into(),
+                        ),
+                        caches: None,
+                        writable: Vec::new(),
+                        readable: Vec::new(),
+                    }
+                };
+                &default
+            }
+        };
+        let mut s = Sealing {
+            wrap: None,
+            record: None,
+            mode: sp.mode,
+            caches: sp.caches.clone(),
+            refused: None,
+        };
+        if class != "host" {
+            // The container class is sealed by its engine (read-only git
+            // dirs, its own namespaces) and mounts its own caches.
+            s.record = Some(Seal::container());
+            s.caches = None;
+            return s;
+        }
+        match (sp.mode, &sp.capability) {
+            (Mode::Off, _) => s.record = Some(Seal::off(&sp.source)),
+            (Mode::Required, Capability::Unable(why)) => {
+                s.refused = Some(format!(
+                    "the seal is required ({}) and this machine cannot seal: {why}",
+                    sp.source
+                ));
+                s.record = Some(Seal::unsealed(why.clone()));
+            }
+            (Mode::Auto, Capability::Unable(why)) => s.record = Some(Seal::unsealed(why.clone())),
+            (_, Capability::Tool(tool)) => {
+                let mut writable = vec![scratch.path.clone(), scratch.git_dir.clone()];
+                writable.extend(sp.caches.iter().cloned());
+                writable.extend(sp.writable.iter().cloned());
+                if let Some(r) = plan.report_root
+                    && !writable.iter().any(|w| r.starts_with(w))
+                {
+                    writable.push(r.to_path_buf());
+                }
+                // The repository's common dir, which git in the suite reads
+                // (`git log`, `git rev-parse main`): `<common>/worktrees/<name>`.
+                let common = scratch
+                    .git_dir
+                    .parent()
+                    .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf);
+                // What the suite reads from under `/tmp`: the common dir,
+                // saphan's home or workhome (a shipped binary), the suite's
+                // program, and here also its PATH and HOME.
+                let mut readable: Vec<PathBuf> = common.into_iter().collect();
+                readable.extend(sp.readable.iter().cloned());
+                if let Some(p) = plan.suite.argv.first().filter(|p| p.starts_with('/')) {
+                    readable.push(PathBuf::from(p));
+                }
+                if scratch.transport().is_local() {
+                    if let Some(path) = std::env::var_os("PATH") {
+                        readable.extend(std::env::split_paths(&path));
+                    }
+                    readable.extend(std::env::var_os("HOME").map(PathBuf::from));
+                }
+                readable.retain(|p| crate::seal::under_tmp(p));
+                readable.sort();
+                readable.dedup();
+                let bounds = crate::seal::Bounds {
+                    writable,
+                    readable,
+                    cwd: scratch.path.clone(),
+                };
+                s.record = Some(Seal::sealed(tool));
+                s.wrap = Some((tool.clone(), bounds));
+            }
+        }
+        s
+    }
+
+    /// The environment of the attempt's caches: the plan's cache directory,
+    /// or — sealed without one — the suite's private `/tmp/.cache`.
+    fn cache_env(&self) -> Vec<(String, String)> {
+        match (&self.caches, &self.wrap) {
+            (Some(dir), _) => crate::seal::cache_env(dir),
+            (None, Some(_)) => crate::seal::cache_env(Path::new("/tmp/.cache")),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The argv to run: `argv` sealed, or as it is.
+    fn argv(&self, argv: &[String]) -> Vec<std::ffi::OsString> {
+        let argv: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+        match &self.wrap {
+            Some((tool, bounds)) => crate::seal::argv(tool, bounds, &argv),
+            None => argv,
+        }
+    }
+
+    /// bwrap's first line, when the sealed run ended as bwrap's own setup
+    /// failure and a sealed `true` on the same machine fails too.
+    async fn setup_failed(&self, t: &Transport, out: &Output) -> Option<String> {
+        let (tool, bounds) = self.wrap.as_ref()?;
+        let line = crate::seal::setup_failure(out.status.code(), &out.stderr)?;
+        if crate::seal::exec_failure(&line).is_some() {
+            return None;
+        }
+        let probe = Cmd::from_argv(&crate::seal::probe_argv(tool, bounds))
+            .cwd(&bounds.cwd)
+            .timeout(crate::seal::PROBE_TIMEOUT);
+        match t.run(probe).await {
+            Ok(o) if o.status.success() => None,
+            _ => Some(line),
+        }
+    }
+
+    /// After a confirmed setup failure: `true` when the run goes on
+    /// unsealed (`auto`), `false` when it ends (`required`).
+    fn fall_back(&mut self, line: String) -> bool {
+        let why = format!("bwrap could not seal on this machine: {line}");
+        self.wrap = None;
+        self.record = Some(crate::seal::Seal::unsealed(why.clone()));
+        if self.mode == crate::seal::Mode::Required {
+            self.refused = Some(format!("the seal is required and {why}"));
+            return false;
+        }
+        true
+    }
+
+    /// bwrap's words when the sealed program could not be started.
+    fn exec_failed(&self, out: &Output) -> Option<String> {
+        self.wrap.as_ref()?;
+        crate::seal::setup_failure(out.status.code(), &out.stderr)
+            .and_then(|l| crate::seal::exec_failure(&l).map(str::to_string))
+    }
 }
 
 /// Judge: [`report::measure`] on the evidence, on a blocking thread (a big
@@ -929,6 +1236,7 @@ pub fn record(
         phases: None,
         remote_tree: None,
         containment: run.containment,
+        seal: run.seal.clone(),
         step_budget: None,
         step_budget_seconds: None,
         step_budget_source: None,

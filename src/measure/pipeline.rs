@@ -73,6 +73,8 @@ pub struct Settings {
     /// Failover: re-run an infrastructure failure once on another machine
     /// of the invocation (`--split` or `--machine @admitted`).
     pub failover: bool,
+    /// `--seal`: wins over the declared `verify.full.seal`.
+    pub seal: Option<crate::seal::Mode>,
 }
 
 impl Settings {
@@ -126,6 +128,12 @@ pub struct Job<'a> {
     /// bench reads its tip with the pointer once the suite has ended
     /// ([`Measured::pointer`](crate::measure::bench::Measured::pointer)).
     pub trunk: Option<&'a str>,
+    /// Whether the suite is sealed (`--seal`, `verify.<scope>.seal`) and
+    /// where that came from ([`measure::SealPlan::mode_of`]).
+    pub seal: (crate::seal::Mode, &'a str),
+    /// Whose build caches the attempt uses: [`crate::seal::Trust::Trunk`]
+    /// only for certify of a commit on the pointer's trunk.
+    pub trust: crate::seal::Trust,
 }
 
 /// How many lines of the suite log a person sees on red and
@@ -299,7 +307,52 @@ pub async fn certify(
     if settings.split && settings.class == Class::Container {
         return Err(crate::schedule::ScheduleError::ContainerClass.into());
     }
-    let gate = gate(home, catalog, settings, &fleet, &mut suite, repo, &sha).await?;
+    let (seal_mode, seal_source) = measure::SealPlan::mode_of(settings.seal, &suite, "verify.full");
+    if seal_mode == crate::seal::Mode::Required
+        && fleet.is_empty()
+        && settings.class == Class::Host
+        && let crate::seal::Capability::Unable(why) = crate::seal::local()
+    {
+        return Err(crate::seal::SealError::Unavailable {
+            machine: "local".into(),
+            from: seal_source,
+            why: why.clone(),
+        }
+        .into());
+    }
+    // Whose caches: a commit on the pointer's trunk is trusted code.
+    let on_trunk = async {
+        match trunk.as_deref() {
+            Some(t) => crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &sha, t])
+                .await
+                .is_ok(),
+            None => false,
+        }
+    };
+    let (gate, on_trunk) = tokio::join!(
+        gate(home, catalog, settings, &fleet, &mut suite, repo, &sha),
+        on_trunk
+    );
+    let gate = gate?;
+    if seal_mode == crate::seal::Mode::Required
+        && let Gate::FleetHost(admitted) = &gate
+        && let Some((m, why)) = admitted.iter().find_map(|m| match &m.seal {
+            crate::seal::Capability::Unable(why) => Some((m.row.id.clone(), why.clone())),
+            crate::seal::Capability::Tool(_) => None,
+        })
+    {
+        return Err(crate::seal::SealError::Unavailable {
+            machine: m,
+            from: seal_source,
+            why,
+        }
+        .into());
+    }
+    let trust = if on_trunk {
+        crate::seal::Trust::Trunk
+    } else {
+        crate::seal::Trust::Other
+    };
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = if fleet.is_empty() {
         Vec::new()
@@ -322,6 +375,8 @@ pub async fn certify(
         catalog: Some(catalog),
         progress,
         trunk: trunk.as_deref(),
+        seal: (seal_mode, &seal_source),
+        trust,
     };
     let attempt = record::new_id();
     let target = |transport: Transport, socket: String, image, user, caches| {
@@ -335,6 +390,7 @@ pub async fn certify(
             &repo.top,
             &sha,
             caches,
+            trust,
         )
     };
     let local = || Transport::Local(crate::transport::Local);
@@ -344,7 +400,7 @@ pub async fn certify(
             // The container's Go build cache, kept between runs like the
             // host's own (content-addressed: it speeds builds, never
             // changes a verdict).
-            let dir = home.root().join("cache/go-build");
+            let dir = home.cache(trust).join("go-build");
             std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
                 action: "create the container Go build cache",
                 path: dir.clone(),
@@ -658,6 +714,7 @@ fn suite_target(
     repo: &Path,
     sha: &str,
     caches: Vec<(String, String, String)>,
+    trust: crate::seal::Trust,
 ) -> container::Target {
     container::Target {
         transport,
@@ -676,6 +733,7 @@ fn suite_target(
         .collect(),
         name: container::container_name(attempt, "local"),
         caches,
+        trust,
         scratch: container::go_scratch(),
     }
 }

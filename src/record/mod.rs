@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::{Path, PathBuf};
 
 /// The record format version (bumped on any incompatible change).
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// The verified pointer.
 pub const VERIFIED_REF: &str = "refs/saphan/verified";
@@ -196,6 +196,12 @@ pub struct Record {
     /// never ran or ran in a container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<Containment>,
+    /// How the suite was sealed (`{"state": "sealed", "tool":
+    /// "/usr/bin/bwrap"}`, `{"state": "unsealed", "why": …}`, `{"state":
+    /// "off", "why": …}`; the container class: `"tool": "container"`);
+    /// absent when the suite never ran (format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<crate::seal::Seal>,
     /// verify-stream: the step budget, human form (`10m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_budget: Option<String>,

@@ -8,11 +8,13 @@
 #   closed by `@@saphan-measure:end`. userns-unshare is `ok`, `fail` or
 #   `missing`. requirements holds one line per tool dispatch uses:
 #   `TOOL ok|not-runnable|absent` for flock, setsid, sha256sum, shasum, git,
-#   proc and ps — `ok` when a tiny real use of it ran (`flock -n` on
+#   proc, ps and bwrap — `ok` when a tiny real use of it ran (`flock -n` on
 #   /dev/null, `setsid true`, the empty input's digest, `git --version`,
-#   /proc/$$/stat readable, `ps -o pid`), `not-runnable` when a file of that
-#   name is on PATH but the use failed, `absent` otherwise; git's line then
-#   carries its version (`git ok 2.39.5`).
+#   /proc/$$/stat readable, `ps -o pid`, a sealed `true`: bwrap with the
+#   seal's namespaces and mounts, src/seal.rs), `not-runnable` when a file
+#   of that name is on PATH but the use failed, `absent` otherwise; git's
+#   line then carries its version (`git ok 2.39.5`), bwrap's its path
+#   (`bwrap ok /usr/bin/bwrap`).
 #   Files are read with shell builtins; besides uname, getconf, id and
 #   unshare only the required tools themselves are started.
 # Exit: 0 (a missing end marker means the script did not run to its end).
@@ -52,4 +54,11 @@ req shasum use_shasum
 req git use_git; v=
 req proc test -r /proc/$$/stat
 req ps ps -o pid
+use_bwrap() {
+  b=$(command -v bwrap) || return 1
+  "$b" --die-with-parent --new-session --unshare-pid --cap-drop ALL --ro-bind / / \
+    --dev /dev --proc /proc --tmpfs /tmp -- true || return 1
+  v=" $b"
+}
+req bwrap use_bwrap; v=
 m end

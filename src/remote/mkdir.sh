@@ -1,6 +1,6 @@
-# saphan-mkdir — create a directory and its parents (src/dispatch/mod.rs).
+# saphan-mkdir — create directories and their parents (src/dispatch/mod.rs).
 #
-# Arguments: $1 the directory.
+# Arguments: $1… the directories (at least one).
 # Prints: mkdir's complaint on stderr.
-# Exit: 0 it exists now; non-zero it could not be created.
-mkdir -p "$1"
+# Exit: 0 they all exist now; non-zero one could not be created.
+mkdir -p -- "$@"

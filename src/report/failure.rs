@@ -192,6 +192,7 @@ impl FailureKind {
                 | FailureKind::LockTimeout
                 | FailureKind::MaterializeFailed
                 | FailureKind::Engine
+                | FailureKind::SealFailed
         )
     }
 
@@ -356,6 +357,7 @@ mod tests {
         assert_eq!(
             infra,
             [
+                "seal-failed",
                 "engine",
                 "host-unreachable",
                 "connection-lost",

@@ -46,6 +46,8 @@ pub struct ResolvedSuite {
     pub report_path: Option<String>,
     /// The declared `timeout`, if any.
     pub timeout: Option<Duration>,
+    /// The declared `seal`, if any ([`crate::seal::Mode`]).
+    pub seal: Option<crate::seal::Mode>,
     /// Where it came from.
     pub source: SuiteSource,
 }
@@ -58,6 +60,7 @@ impl ResolvedSuite {
             report: s.report.unwrap_or(ReportKind::Exitcode),
             report_path: s.report_path.clone(),
             timeout: s.timeout,
+            seal: s.seal,
             source: SuiteSource::Config(scope),
         }
     }
@@ -141,6 +144,7 @@ pub fn resolve_full(
             report: ReportKind::GoTestJson,
             report_path: None,
             timeout: None,
+            seal: None,
             source: SuiteSource::DefaultGo,
         });
     }

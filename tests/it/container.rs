@@ -492,6 +492,7 @@ fn over_ssh_through_the_forwarded_socket_and_a_partition_mid_run() {
             labels: [(container::LABEL_ATTEMPT.to_string(), attempt.clone())].into(),
             name: name.into(),
             caches: Vec::new(),
+            trust: saphan::seal::Trust::Other,
             scratch: container::go_scratch(),
         };
         let argv = vec!["./suite.sh".to_string()];

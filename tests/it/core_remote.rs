@@ -31,6 +31,7 @@ fn junit_suite() -> ResolvedSuite {
         report: ReportKind::JunitXml,
         report_path: Some("out/*.xml".into()),
         timeout: None,
+        seal: None,
         source: SuiteSource::Config("verify.full"),
     }
 }
@@ -113,6 +114,7 @@ async fn the_core_measures_a_tree_on_an_ssh_machine() {
             log_dir: Some(&logs),
             catalog: None,
             log_deferred: false,
+            seal: None,
         },
         &intr,
     )
@@ -181,6 +183,7 @@ async fn a_report_symlink_leaving_the_tree_on_the_machine_is_refused() {
             log_dir: None,
             catalog: None,
             log_deferred: false,
+            seal: None,
         },
         &intr,
     )

@@ -135,7 +135,7 @@ fn a_red_suite_printing_failures_on_stdout_shows_them() {
 use serde_json::Value;
 
 /// The record format the tables below describe.
-const SCHEMA_FORMAT: u32 = 2;
+const SCHEMA_FORMAT: u32 = 3;
 
 /// A key and its JSON types (`|`-separated: `string`, `number`, `bool`,
 /// `array`, `object`, `null`).
@@ -180,6 +180,7 @@ const ANY_OPTIONAL: &[Field] = &[
     ("verified_pointer", "string"),
     ("submodules", "array"),
     ("containment", "string"),
+    ("seal", "object"),
 ];
 
 /// certify, local or dispatched.
@@ -359,6 +360,7 @@ fn every_record_field_is_pinned() {
         phases: Some([(Phase::Connect, 0.1), (Phase::Run, 1.0)].into()),
         remote_tree: Some("/w/saphan/scratch/k/tree".into()),
         containment: Some(Containment::Cgroup),
+        seal: Some(saphan::seal::Seal::sealed("/usr/bin/bwrap")),
         step_budget: Some("10m".into()),
         step_budget_seconds: Some(600.0),
         step_budget_source: Some("default".into()),

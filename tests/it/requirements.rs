@@ -222,6 +222,8 @@ fn all_ok() -> Requirements {
         git_version: Some("2.39.5".into()),
         proc: ToolState::Ok,
         ps: ToolState::Ok,
+        bwrap: Some(ToolState::Ok),
+        bwrap_path: Some("/usr/bin/bwrap".into()),
     }
 }
 

@@ -110,6 +110,7 @@ const LAYERS: &[&[&str]] = &[
         "quote",
         "fsutil",
         "exec",
+        "seal",
         "cancel",
     ],
     &["git"],

@@ -103,6 +103,15 @@ pub struct Requirements {
     pub proc: ToolState,
     /// `ps`.
     pub ps: ToolState,
+    /// `bwrap` (the seal, [`crate::seal`]): `ok` when a sealed `true` ran —
+    /// `bwrap` with the seal's namespaces, read-only root, private `/dev`,
+    /// `/proc` and `/tmp` — as the connected user. `None` on a row measured
+    /// before saphan measured the seal (format 3 of the record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bwrap: Option<ToolState>,
+    /// Where that `bwrap` is on the machine, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bwrap_path: Option<String>,
 }
 
 impl MachineFacts {
