@@ -243,10 +243,16 @@ fn a_wedged_scratch_registration_is_healed_and_only_that_one() {
     for lock in [false, true] {
         git(repo.path(), &["worktree", "add", "-q", "--detach", &sp]);
         if lock {
+            // git's own lock of an add that was killed, with the killed
+            // attempt's marker still there (any other lock is someone
+            // else's: scratch-path-foreign).
             git(
                 repo.path(),
                 &["worktree", "lock", "--reason", "initializing", &sp],
             );
+            let marker = saphan::worktree::attempt_marker(&scratch);
+            std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+            std::fs::write(&marker, "").unwrap();
         }
         std::fs::remove_dir_all(&scratch).unwrap();
         let o = certify();

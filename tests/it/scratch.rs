@@ -34,16 +34,22 @@ fn a_locked_missing_registration_of_the_scratch_path_is_healed() {
         ],
     );
     std::fs::remove_dir_all(&own_wt).unwrap();
-    // What a killed run leaves: the stable path registered, locked, gone.
+    // What a run killed inside `git worktree add` leaves: the stable path
+    // registered under git's own `initializing` lock, gone, and the
+    // attempt's marker still there (a lock of any other reason is someone
+    // else's: scratch-path-foreign, tests/it/never_a_lie.rs).
     git(
         repo.path(),
         &["worktree", "add", "--detach", "-q", stable_s, &sha],
     );
     git(
         repo.path(),
-        &["worktree", "lock", "--reason", "killed", stable_s],
+        &["worktree", "lock", "--reason", "initializing", stable_s],
     );
     std::fs::remove_dir_all(&stable).unwrap();
+    let marker = saphan::worktree::attempt_marker(&stable);
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(&marker, "").unwrap();
 
     let o = env.run(&["certify", "--repo", &repo.path_str(), "--json"]);
     assert_code(&o, 0);
