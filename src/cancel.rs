@@ -168,7 +168,7 @@ pub fn register_remote(kill: RemoteKill) -> Registration {
 }
 
 /// Kill every registered group, local and remote, and wait at most
-/// [`FORCE_BOUND`] for them to end (local ones: [`crate::exec::kill_groups`]).
+/// [`FORCE_BOUND`] for them to end (local ones: [`crate::procs::kill_groups`]).
 pub async fn kill_all_groups() {
     let (local, remote) = match groups().lock() {
         Ok(mut g) => (
@@ -180,7 +180,7 @@ pub async fn kill_all_groups() {
     let kills = futures_util::future::join_all(remote.into_iter().map(|k| k()));
     let _ = tokio::time::timeout(
         FORCE_BOUND,
-        futures_util::future::join(crate::exec::kill_groups(&local, FORCE_BOUND), kills),
+        futures_util::future::join(crate::procs::kill_groups(&local, FORCE_BOUND), kills),
     )
     .await;
 }

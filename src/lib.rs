@@ -22,6 +22,7 @@ pub mod git;
 pub mod home;
 pub mod measure;
 pub mod platform;
+pub mod procs;
 pub mod provision;
 pub mod quote;
 pub mod record;

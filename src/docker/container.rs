@@ -76,7 +76,7 @@ fn boot_id() -> Option<String> {
 /// Field 22 (start time, clock ticks since boot) of `/proc/<pid>/stat`;
 /// `None` when no such process lives (a zombie counts as ended).
 fn start_time(pid: u32) -> Option<u64> {
-    let st = crate::exec::proc_stat(i32::try_from(pid).ok()?)?;
+    let st = crate::procs::proc_stat(i32::try_from(pid).ok()?)?;
     (!st.ended()).then_some(st.start_time)
 }
 

@@ -385,7 +385,7 @@ async fn kill_noted_groups(dir: &std::path::Path) {
             nix::sys::signal::Signal::SIGKILL,
         );
     }
-    crate::exec::kill_groups(&pids, crate::exec::GRACE).await;
+    crate::procs::kill_groups(&pids, crate::exec::GRACE).await;
 }
 
 /// Probe toolchain capabilities on one machine: one exec of [`SCRIPT`] for

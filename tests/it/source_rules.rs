@@ -109,6 +109,7 @@ const LAYERS: &[&[&str]] = &[
         "home",
         "quote",
         "fsutil",
+        "procs",
         "exec",
         "seal",
         "cancel",
