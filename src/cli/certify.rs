@@ -39,7 +39,7 @@ pub struct CertifyArgs {
     #[arg(long, value_name = "ID[,ID…]", value_delimiter = ',')]
     pub machine: Vec<String>,
     /// Run directly on the machine (host) or in a container on its Docker engine.
-    #[arg(long, value_enum, default_value = "host")]
+    #[arg(long, default_value = "host", value_parser = clap::builder::TypedValueParser::map(clap::builder::PossibleValuesParser::new(Class::ALL), |s: String| Class::parse(&s).expect("a listed class")))]
     pub class: Class,
     /// The trunk branch the verified pointer follows (default: the one it
     /// already follows, .git/saphan/verified-trunk; else origin/HEAD's

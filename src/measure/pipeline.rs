@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The execution class of a run (`--class`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
     /// The suite runs directly on the machine.
     Host,
@@ -36,6 +36,18 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every spelling, for messages and `--class`'s choices.
+    pub const ALL: [&'static str; 2] = ["host", "container"];
+
+    /// Read the record (and `--class`) spelling.
+    pub fn parse(s: &str) -> Option<Class> {
+        match s {
+            "host" => Some(Class::Host),
+            "container" => Some(Class::Container),
+            _ => None,
+        }
+    }
+
     /// The record spelling.
     pub fn as_str(&self) -> &'static str {
         match self {
