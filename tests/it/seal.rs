@@ -318,8 +318,20 @@ impl Scene {
     /// hold both to the promise; returns the attack's record and its log,
     /// and every broken promise in `faults`.
     fn attack_then_red(&self, faults: &mut Vec<String>) -> (Value, String) {
+        self.attack_check_then_red(faults, |_| {})
+    }
+
+    /// [`Scene::attack_then_red`], with `check` run between the two
+    /// certifies (what the attack may have changed before the next attempt
+    /// could mend it).
+    fn attack_check_then_red(
+        &self,
+        faults: &mut Vec<String>,
+        check: impl FnOnce(&mut Vec<String>),
+    ) -> (Value, String) {
         let o = self.certify(&self.feature, &[]);
         let attack = self.after("attack", &o, 0, 1, faults);
+        check(faults);
         let attack = records_of(&attack)
             .into_iter()
             .next()
@@ -546,7 +558,6 @@ fn replace_suite() -> String {
 /// the write fail (asserted from the suite's log); saphan's own checkout
 /// running no hooks would also hold the red.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_planted_post_checkout_hook_never_turns_a_red_trunk_commit_green() {
     if no_seal() {
         return;
@@ -570,7 +581,6 @@ fn a_planted_post_checkout_hook_never_turns_a_red_trunk_commit_green() {
 /// own git calls ignoring replace refs (what the red verdict alone would
 /// show).
 #[test]
-#[ignore = "until the seal lands"]
 fn a_replace_ref_written_by_a_suite_never_swaps_a_later_checkout() {
     if no_seal() {
         return;
@@ -595,7 +605,6 @@ fn a_replace_ref_written_by_a_suite_never_swaps_a_later_checkout() {
 /// repository lock. Each write fails under the seal; every earlier record,
 /// the branches and the lock file stay as they were.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_suite_cannot_write_saphans_records_lock_or_branches() {
     if no_seal() {
         return;
@@ -633,7 +642,6 @@ fn a_suite_cannot_write_saphans_records_lock_or_branches() {
 /// the seal neither replacement can be made; saphan never writes through
 /// one.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_suite_cannot_put_symlinks_into_saphans_state() {
     if no_seal() {
         return;
@@ -758,7 +766,6 @@ fn daemons() -> Vec<(&'static str, String)> {
 /// tree: no such process survives the attempt, and the next (red) attempt
 /// is red. The PID namespace ends them all with the suite.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_suites_daemons_die_with_its_attempt_and_never_reach_the_next_tree() {
     if no_seal() || not_root() {
         return;
@@ -781,7 +788,6 @@ fn a_suites_daemons_die_with_its_attempt_and_never_reach_the_next_tree() {
 /// feature commit look on trunk: the pointer never moves onto a commit not
 /// reachable from `refs/heads/main` (asked with replace refs ignored).
 #[test]
-#[ignore = "until the seal lands"]
 fn a_graft_never_puts_a_feature_commit_on_trunk() {
     if no_seal() {
         return;
@@ -816,7 +822,6 @@ fn a_graft_never_puts_a_feature_commit_on_trunk() {
 /// `git rev-parse main` read history, `git diff` works; each certified
 /// green and sealed.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_sealed_suite_still_sees_a_clean_tree_and_reads_history() {
     if no_seal() {
         return;
@@ -852,7 +857,6 @@ fn a_sealed_suite_still_sees_a_clean_tree_and_reads_history() {
 /// green both times with the same count, both sealed: the build caches
 /// stay writable under the seal.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_go_module_certifies_green_twice_sealed() {
     if no_seal() || common::gomod::no_go() {
         return;
@@ -903,7 +907,6 @@ fn no_lab_go() -> bool {
 /// with cgroups (m0) and on the process-group machine (m3): the red commit
 /// is still red there, and the mirror holds neither.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_hook_or_replace_ref_in_a_machines_mirror_never_turns_a_red_commit_green() {
     let Some(lab) = lab() else { return };
     let mut faults = Vec::new();
@@ -947,7 +950,6 @@ fn a_hook_or_replace_ref_in_a_machines_mirror_never_turns_a_red_commit_green() {
 /// `setsid`, `env -i setsid` and a double fork. None survives the attempt,
 /// and the next (red) attempt is red.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_machines_suite_daemons_die_with_its_attempt_and_never_reach_the_next_tree() {
     let Some(lab) = lab() else { return };
     let all = daemons();
@@ -996,7 +998,6 @@ fn go_module() -> Vec<(String, String)> {
 /// checked by its sha256 and shipped again is helper-1's
 /// (tests/it/git_hardening.rs).
 #[test]
-#[ignore = "until the seal lands"]
 fn a_suite_cannot_replace_the_shipped_saphan_binary_on_a_machine() {
     if no_lab_go() {
         return;
@@ -1011,7 +1012,7 @@ fn a_suite_cannot_replace_the_shipped_saphan_binary_on_a_machine() {
         "bin=\"${{PWD%/saphan/scratch/*}}/saphan/bin\"\nls \"$bin\"\n{}exit 0\n",
         attempt(
             "bin",
-            "( set -e; n=0; for b in \"$bin\"/saphan-*; do printf '#!/bin/sh\\necho @MARKER@-fake-ran >&2\\nexit 3\\n' > \"$b\"; n=$((n+1)); done; [ $n -gt 0 ] )"
+            "n=0; for b in \"$bin\"/saphan-*; do printf '#!/bin/sh\\necho @MARKER@-fake-ran >&2\\nexit 3\\n' > \"$b\" || exit 1; n=$((n+1)); done; [ $n -gt 0 ]"
         )
     );
     let red = [
@@ -1053,11 +1054,14 @@ fn a_suite_cannot_replace_the_shipped_saphan_binary_on_a_machine() {
     s.before = s.ground();
 
     let mut faults = Vec::new();
-    let (_, log) = s.attack_then_red(&mut faults);
+    let replaced = |faults: &mut Vec<String>| {
+        if std::fs::read(&bin).ok().as_ref() != Some(&shipped) {
+            faults.push(format!("the suite replaced {}", bin.display()));
+        }
+    };
+    let (_, log) = s.attack_check_then_red(&mut faults, replaced);
     refused_in_log(&log, &["bin"], &mut faults);
-    if std::fs::read(&bin).ok().as_ref() != Some(&shipped) {
-        faults.push(format!("the suite replaced {}", bin.display()));
-    }
+    replaced(&mut faults);
     let o = affected(&s);
     let (out, err) = text(&o);
     if o.status.code() != Some(0) || err.contains("fake-ran") || out.contains("fake-ran") {
@@ -1079,7 +1083,6 @@ fn a_suite_cannot_replace_the_shipped_saphan_binary_on_a_machine() {
 /// out of every shard. Under the seal the hook is never planted: the
 /// failing package is listed, and the split is red.
 #[test]
-#[ignore = "until the seal lands"]
 fn a_hook_planted_for_the_split_listing_never_drops_a_failing_package() {
     if no_lab_go() {
         return;
