@@ -170,7 +170,8 @@ fn one_repository_through_a_symlink_and_a_linked_worktree_is_certified_one_at_a_
     // The lock lives in the git common dir: every path to the repository
     // (its own, a symlink to it, a linked worktree) takes the same one.
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    // Observes the suite through a log file in a tempdir outside its tree, which a sealed suite cannot write (the seal has its own tests: tests/it/seal.rs).
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\nseal = \"off\"\n");
     let side = tempfile::tempdir().unwrap();
     let log = side.path().join("log");
     let repo = Repo::new(&[(
@@ -383,7 +384,8 @@ fn a_directory_the_suite_made_unwritable_is_removed_with_its_scratch_tree() {
 #[test]
 fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    // The suite writes saphan's refs on purpose to test the pointer guard (defence in depth), which the seal stops first (the seal has its own tests: tests/it/seal.rs).
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\nseal = \"off\"\n");
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
@@ -414,7 +416,8 @@ fn a_suite_that_moves_the_verified_pointer_is_put_back_and_is_no_measurement() {
 #[test]
 fn a_symbolic_pointer_never_moves_the_ref_it_names_and_is_never_trusted() {
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    // The suite writes saphan's refs on purpose to test the pointer guard (defence in depth), which the seal stops first (the seal has its own tests: tests/it/seal.rs).
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\nseal = \"off\"\n");
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
@@ -473,7 +476,8 @@ fn a_symbolic_pointer_never_moves_the_ref_it_names_and_is_never_trusted() {
 #[test]
 fn a_pointer_that_cannot_be_put_back_is_still_recorded_and_the_trunk_file_is_guarded() {
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    // The suite writes saphan's refs on purpose to test the pointer guard (defence in depth), which the seal stops first (the seal has its own tests: tests/it/seal.rs).
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\nseal = \"off\"\n");
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
@@ -527,7 +531,8 @@ fn a_pointer_that_cannot_be_put_back_is_still_recorded_and_the_trunk_file_is_gua
 #[test]
 fn a_green_whose_pointer_cannot_be_written_keeps_its_record_and_says_why() {
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"./suite.sh\"\n");
+    // The suite locks saphan's pointer on purpose (a ref write the seal stops first; the seal has its own tests: tests/it/seal.rs).
+    env.write_config("[verify.full]\nargv = \"./suite.sh\"\nseal = \"off\"\n");
     let repo = Repo::new(&[("suite.sh", "#!/bin/sh\nexit 0\n")]);
     let first = repo.head();
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);

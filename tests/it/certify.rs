@@ -400,12 +400,8 @@ fn config_timeout_is_the_budget_when_no_flag() {
 fn ctrl_c_kills_the_suite_removes_the_tree_and_records_interrupted() {
     let env = Env::new();
     env.write_config(SUITE_CONFIG);
-    let dir = tempfile::tempdir().unwrap();
-    let flag = dir.path().join("running");
-    let repo = Repo::new(&[(
-        "suite.sh",
-        &format!("#!/bin/sh\ntouch '{}'\nexec sleep 300\n", flag.display()),
-    )]);
+    // The suite marks that it started in its own tree.
+    let repo = Repo::new(&[("suite.sh", "#!/bin/sh\ntouch running\nexec sleep 300\n")]);
     let child = env
         .cmd()
         .args(["certify", "--repo", &repo.path_str(), "--json"])
@@ -414,7 +410,7 @@ fn ctrl_c_kills_the_suite_removes_the_tree_and_records_interrupted() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while !flag.exists() {
+    while common::in_scratch_tree(env.home(), "running").is_none() {
         assert!(
             t0.elapsed() < Duration::from_secs(60),
             "suite never started"
@@ -431,6 +427,7 @@ fn ctrl_c_kills_the_suite_removes_the_tree_and_records_interrupted() {
     let r = json(&o);
     assert_eq!(r["failure"], "interrupted");
     assert_only_main_worktree(&repo);
+    assert_eq!(common::in_scratch_tree(env.home(), "running"), None);
 }
 
 #[test]

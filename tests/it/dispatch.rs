@@ -577,11 +577,11 @@ fn processes_with(token: &str) -> Vec<String> {
         .collect()
 }
 
-/// Wait (bounded) until `path` exists.
-fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+/// Wait (bounded) until `cond` holds.
+fn wait_for(bound: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
     let t0 = std::time::Instant::now();
     while t0.elapsed() < bound {
-        if path.exists() {
+        if cond() {
             return true;
         }
         std::thread::park_timeout(std::time::Duration::from_millis(50));
@@ -593,7 +593,6 @@ fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
 /// (bounded) until the waiting suite has started on every host.
 fn started(
     f: &Fleet,
-    lab: &Lab,
     repo: &Repo,
     token: &str,
     hosts: &[&str],
@@ -613,20 +612,29 @@ fn started(
     let bound = std::time::Duration::from_secs(60);
     for h in hosts {
         assert!(
-            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            wait_for_started(f, h, token, bound),
             "the suite never started on {h}"
         );
     }
     child
 }
 
-/// A shell suite that marks that it started (in the machine's own /root),
-/// leaves a grandchild holding stdout, and waits for `$HOME/<token>.go`.
+/// Wait (bounded) until the waiting suite marked in its tree on `host` that
+/// it started.
+fn wait_for_started(f: &Fleet, host: &str, token: &str, bound: std::time::Duration) -> bool {
+    let base = f.workhome(host).join("saphan");
+    let name = format!("{token}.started");
+    wait_for(bound, || common::in_scratch_tree(&base, &name).is_some())
+}
+
+/// A shell suite that marks that it started (in its own tree, the one place
+/// a sealed suite writes), leaves a grandchild holding stdout, and waits
+/// for `$HOME/<token>.go` (the machine's own /root).
 fn waiting_repo(token: &str) -> Repo {
     Repo::new(&[(
         "wait.sh",
         &format!(
-            "#!/bin/sh\ntouch \"$HOME/{token}.started\"\nsh -c 'sleep 1000; : {token}' &\nwhile [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\necho done\n"
+            "#!/bin/sh\ntouch \"{token}.started\"\nsh -c 'sleep 1000; : {token}' &\nwhile [ ! -e \"$HOME/{token}.go\" ]; do sleep 0.1; done\necho done\n"
         ),
     )])
 }
@@ -658,7 +666,6 @@ fn timeout_kills_the_whole_group_on_the_machine() {
         processes_with(&token)
     );
     f.assert_clean("m0");
-    let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.started")));
 }
 
 #[test]
@@ -673,7 +680,7 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
     let repo = waiting_repo(&token);
     f.env
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
-    let child = started(&f, lab, &repo, &token, &["m0", "m1"], &[]);
+    let child = started(&f, &repo, &token, &["m0", "m1"], &[]);
     // SAFETY: signalling the child this test spawned, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = std::time::Instant::now();
@@ -690,7 +697,6 @@ fn ctrl_c_kills_remote_groups_and_removes_remote_trees() {
         assert_eq!(r["failure"], "interrupted", "{r}");
         assert_eq!(r["interrupted"], true, "{r}");
         f.assert_clean(h);
-        let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
     }
     assert!(
         processes_with(&token).is_empty(),
@@ -804,7 +810,6 @@ fn stopped_and_partitioned_machines_fail_by_name_while_another_is_green() {
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
     let child = started(
         &f,
-        &lab,
         &repo,
         &token,
         &["m0", "m1", "m2"],
@@ -1061,7 +1066,6 @@ fn a_reaped_attempts_watchdog_goes_with_its_group() {
     let budget = "9337";
     let mut child = started(
         &f,
-        lab,
         &repo,
         &token,
         &["m1"],
@@ -1090,7 +1094,6 @@ fn a_reaped_attempts_watchdog_goes_with_its_group() {
         "the killed attempt's watchdog is still armed after the reap: {left:?}"
     );
     // (The killed attempt's `runs/<id>/` is issue 20.5's, not checked here.)
-    let _ = std::fs::remove_file(lab.home_dir("m1").join(format!("{token}.started")));
 }
 
 /// A junit-xml suite that fails one test, writes 30 passing reports beside
@@ -1186,7 +1189,7 @@ fn a_partitioned_machine_is_connection_lost_at_the_keepalive_limit() {
     let repo = waiting_repo(&token);
     f.env
         .write_config("[verify.full]\nargv = [\"sh\", \"wait.sh\"]\nreport = \"exitcode\"\n");
-    let child = started(&f, &lab, &repo, &token, &["m0"], &["--timeout", "10m"]);
+    let child = started(&f, &repo, &token, &["m0"], &["--timeout", "10m"]);
     lab.partition("m0");
     // Keep-alive limit 3 s (1 s × 3, declared at the third silent second), plus
     // a generous slack for the record and the lock; far below 10 minutes.

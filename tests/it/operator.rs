@@ -722,8 +722,9 @@ fn certify_verify_affected_and_verify_union_measure_at_one_stable_scratch_path()
     let env = Env::new();
     let log = env.home().join("where.log");
     let script = format!("#!/bin/sh\npwd >> '{}'\nexit 0\n", log.display());
+    // Observes the suite through a log in SAPHAN_HOME outside its tree, which a sealed suite cannot write (the seal has its own tests: tests/it/seal.rs).
     env.write_config(
-        "[verify.full]\nargv = \"./where.sh\"\n\n[verify.affected]\nargv = \"./where.sh\"\n",
+        "[verify.full]\nargv = \"./where.sh\"\nseal = \"off\"\n\n[verify.affected]\nargv = \"./where.sh\"\nseal = \"off\"\n",
     );
     let repo = Repo::new(&[("where.sh", script.as_str())]);
     common::git(repo.path(), &["checkout", "-q", "-b", "s1"]);

@@ -61,8 +61,8 @@ fn sh_suite(script: &str) -> String {
 }
 
 /// A repository on `main` whose `ok.sh` passes and whose `wait.sh` marks
-/// `<gate>.started` and waits for `<gate>.go` (absolute paths, so the same
-/// files work here and on a lab host).
+/// `<gate>.started` and waits for `<gate>.go` (a relative `gate`: in the
+/// suite's own tree, the one place a sealed suite writes).
 fn repo_with_gate(gate: &Path) -> Repo {
     Repo::new(&[
         ("ok.sh", "#!/bin/sh\necho ok\n"),
@@ -177,20 +177,22 @@ fn dispatch_pointer_never_moves_when_the_record_cannot_be_appended() {
 #[test]
 fn dispatch_and_local_certify_at_once_leave_the_pointer_at_the_newer_green() {
     let Some(lab) = Lab::shared() else { return };
-    let gates = scratch_dir("saphan-gate-");
-    let gate = gates.path().join("local");
-    let repo = repo_with_gate(&gate);
+    let repo = repo_with_gate(Path::new("gate"));
     let older = repo.head();
     let newer = repo.commit(&[("b.txt", "b\n")], "newer");
 
     let here = Env::new();
     here.write_config(&sh_suite("wait.sh"));
     let local = spawn(&here, &certify_args(&repo.path_str(), &newer, None));
-    let started = PathBuf::from(format!("{}.started", gate.display()));
+    let mut started = None;
     assert!(
-        wait_until(Duration::from_secs(60), || started.exists()),
+        wait_until(Duration::from_secs(60), || {
+            started = common::in_scratch_tree(here.home(), "gate.started");
+            started.is_some()
+        }),
         "the local suite never started"
     );
+    let tree = started.unwrap().parent().unwrap().to_path_buf();
 
     let f = Fleet::new(lab, &["m0"], "ok.sh");
     let fleet = spawn(&f.env, &certify_args(&repo.path_str(), &older, Some("m0")));
@@ -206,7 +208,7 @@ fn dispatch_and_local_certify_at_once_leave_the_pointer_at_the_newer_green() {
         "the pointer moved while a certification held the repository lock"
     );
 
-    std::fs::write(format!("{}.go", gate.display()), "").unwrap();
+    std::fs::write(tree.join("gate.go"), "").unwrap();
     let lo = finished(local);
     let fo = finished(fleet);
     assert_code(&lo, 0);

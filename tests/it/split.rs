@@ -33,6 +33,12 @@ impl Fleet {
     fn certify(&self, repo: &Repo, machines: &str, extra: &[&str]) -> std::process::Output {
         crate::common::fleet::certify(&self.env, repo, machines, extra)
     }
+    /// Has a suite on `host` written `name` in its scratch tree (the one
+    /// place a sealed suite writes; the lab shares this filesystem)?
+    fn started(&self, host: &str, name: &str) -> bool {
+        let base = self._work.path().join(host).join("saphan");
+        common::in_scratch_tree(&base, name).is_some()
+    }
 }
 
 fn go_ready_lab() -> Option<&'static Lab> {
@@ -305,11 +311,11 @@ fn split_without_machines_is_refused() {
     assert!(repo.records().is_empty());
 }
 
-/// Wait (bounded) until `path` exists.
-fn wait_for(path: &Path, bound: std::time::Duration) -> bool {
+/// Wait (bounded) until `cond` holds.
+fn wait_for(bound: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
     let t0 = std::time::Instant::now();
     while t0.elapsed() < bound {
-        if path.exists() {
+        if cond() {
             return true;
         }
         std::thread::park_timeout(std::time::Duration::from_millis(50));
@@ -328,7 +334,7 @@ fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
     }
     let token = format!("saphan-split-fo-{}", std::process::id());
     let wait = format!(
-        "package pw\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(home+\"/{token}.started\", nil, 0o644)\n\tfor i := 0; i < 600; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}.go\"); err == nil {{\n\t\t\treturn\n\t\t}}\n\t\ttime.Sleep(100 * time.Millisecond)\n\t}}\n\tt.Fatal(\"never released\")\n}}\n"
+        "package pw\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(\"../{token}.started\", nil, 0o644)\n\tfor i := 0; i < 600; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}.go\"); err == nil {{\n\t\t\treturn\n\t\t}}\n\t\ttime.Sleep(100 * time.Millisecond)\n\t}}\n\tt.Fatal(\"never released\")\n}}\n"
     );
     let mut files: Vec<(String, String)> = vec![{
         let (p, c) = gomod::go_mod();
@@ -360,7 +366,7 @@ fn a_partitioned_machines_shard_is_re_run_elsewhere_into_a_green() {
     let bound = std::time::Duration::from_secs(120);
     for h in ["m0", "m1", "m3"] {
         assert!(
-            wait_for(&lab.home_dir(h).join(format!("{token}.started")), bound),
+            wait_for(bound, || f.started(h, &format!("{token}.started"))),
             "the shard never started on {h}"
         );
     }
@@ -422,7 +428,7 @@ pub(crate) fn stalled_then_red(lab: &Lab, copy_ends: bool) -> Value {
     let token = format!("saphan-split-copy-{}-{copy_ends}", std::process::id());
     let test = |pkg: &str| {
         format!(
-            "package {pkg}\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(home+\"/{token}-{pkg}.started\", nil, 0o644)\n\tfor i := 0; i < 1200; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}-{pkg}.go\"); err == nil {{\n\t\t\tbreak\n\t\t}}\n\t\ttime.Sleep(50 * time.Millisecond)\n\t}}\n\tif _, err := os.Stat(home + \"/{token}.red\"); err == nil {{\n\t\tt.Fatal(\"red on this machine\")\n\t}}\n}}\n"
+            "package {pkg}\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {{\n\thome := os.Getenv(\"HOME\")\n\t_ = os.WriteFile(\"../{token}-{pkg}.started\", nil, 0o644)\n\tfor i := 0; i < 1200; i++ {{\n\t\tif _, err := os.Stat(home + \"/{token}-{pkg}.go\"); err == nil {{\n\t\t\tbreak\n\t\t}}\n\t\ttime.Sleep(50 * time.Millisecond)\n\t}}\n\tif _, err := os.Stat(home + \"/{token}.red\"); err == nil {{\n\t\tt.Fatal(\"red on this machine\")\n\t}}\n}}\n"
         )
     };
     let mut files: Vec<(String, String)> = vec![{
@@ -470,12 +476,12 @@ pub(crate) fn stalled_then_red(lab: &Lab, copy_ends: bool) -> Value {
         all
     });
     let bound = std::time::Duration::from_secs(120);
-    let started = |h: &str, pkg: &str| home(h).join(format!("{token}-{pkg}.started"));
+    let started = |h: &str, pkg: &str| f.started(h, &format!("{token}-{pkg}.started"));
     let t0 = std::time::Instant::now();
     let (on_m0, on_m1) = loop {
         match (
-            ["w0", "w1"].into_iter().find(|p| started("m0", p).exists()),
-            ["w0", "w1"].into_iter().find(|p| started("m1", p).exists()),
+            ["w0", "w1"].into_iter().find(|p| started("m0", p)),
+            ["w0", "w1"].into_iter().find(|p| started("m1", p)),
         ) {
             (Some(a), Some(b)) => break (a, b),
             _ if t0.elapsed() > bound => panic!("the shards never started"),
@@ -500,7 +506,7 @@ pub(crate) fn stalled_then_red(lab: &Lab, copy_ends: bool) -> Value {
     assert!(suspected, "saphan never suspected the stalled m1");
     // The copy of m1's shard runs on m0 …
     assert!(
-        wait_for(&started("m0", on_m1), bound),
+        wait_for(bound, || started("m0", on_m1)),
         "no copy of m1's shard ({on_m1}) ran on m0"
     );
     if copy_ends {
@@ -617,10 +623,10 @@ fn other_suites_get_the_shard_environment_and_an_advisory_result() {
     let Some(lab) = go_ready_lab() else { return };
     let f = Fleet::new(lab, &["m0", "m1"]);
     assert_code(&f.env.run(&["machine", "measure", "--machine", "m0,m1"]), 0);
-    let token = format!("saphan-split-adv-{}", std::process::id());
-    f.env.write_config(&format!(
-        "[verify.full]\nargv = [\"sh\", \"-c\", \"echo $SAPHAN_SHARD_INDEX/$SAPHAN_SHARD_COUNT > $HOME/{token}\"]\nreport = \"exitcode\"\n"
-    ));
+    // The suite says what it got on its stdout, which its log keeps.
+    f.env.write_config(
+        "[verify.full]\nargv = [\"sh\", \"-c\", \"echo $SAPHAN_SHARD_INDEX/$SAPHAN_SHARD_COUNT\"]\nreport = \"exitcode\"\n",
+    );
     let repo = Repo::new(&[("README", "x\n")]);
     let o = f.certify(&repo, "m0,m1", &["--split"]);
     assert_code(&o, 0);
@@ -639,9 +645,18 @@ fn other_suites_get_the_shard_environment_and_an_advisory_result() {
     );
     assert_eq!(repo.verified(), None);
     for (i, h) in ["m0", "m1"].iter().enumerate() {
-        let got = std::fs::read_to_string(lab.home_dir(h).join(&token)).unwrap();
-        assert_eq!(got.trim(), format!("{i}/2"), "{h}");
-        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
+        let r = records(&v)
+            .iter()
+            .find(|r| r["machine"] == *h)
+            .unwrap_or_else(|| panic!("no record for {h}: {v}"));
+        let log = r["suite_log"].as_str().expect("a suite_log path");
+        let got = std::fs::read_to_string(log).unwrap();
+        let stdout = got
+            .split("=== suite stdout ===\n")
+            .nth(1)
+            .and_then(|s| s.split("=== suite stderr").next())
+            .unwrap_or_else(|| panic!("{h}: no stdout in the log: {got}"));
+        assert_eq!(stdout.trim(), format!("{i}/2"), "{h}: {got}");
     }
     let o = f.env.run(&[
         "certify",
@@ -655,9 +670,6 @@ fn other_suites_get_the_shard_environment_and_an_advisory_result() {
     let (out, _) = text(&o);
     assert!(out.contains("advisory: "), "{out}");
     assert!(out.contains("not moved (advisory"), "{out}");
-    for h in ["m0", "m1"] {
-        let _ = std::fs::remove_file(lab.home_dir(h).join(&token));
-    }
 }
 
 /// `--machine @admitted` without `--split`: a partitioned machine's run is
@@ -672,11 +684,14 @@ fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
     let token = format!("saphan-adm-fo-{}", std::process::id());
     let f = Fleet::new(&lab, &["m0", "m1"]);
     assert_code(&f.admit("m0,m1", "/usr/bin/go"), 0);
-    f.env.write_config(&format!(
-        "[verify.full]\nargv = [\"sh\", \"-c\", \"touch $HOME/{token}.started; while [ ! -e $HOME/{token}.go ]; do sleep 0.1; done\"]\nreport = \"exitcode\"\n"
-    ));
     let repo = Repo::new(&[("README", "x\n")]);
     let run = |machines: &str| {
+        // The suite marks that it started in its own tree, under a name of
+        // this run's (a partitioned machine's tree may outlive its run).
+        let started = format!("{token}-{}.started", machines.replace([',', '@'], ""));
+        f.env.write_config(&format!(
+            "[verify.full]\nargv = [\"sh\", \"-c\", \"touch {started}; while [ ! -e $HOME/{token}.go ]; do sleep 0.1; done\"]\nreport = \"exitcode\"\n"
+        ));
         let child = f
             .env
             .cmd()
@@ -688,10 +703,8 @@ fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
             .unwrap();
         for h in ["m0", "m1"] {
             assert!(
-                wait_for(
-                    &lab.home_dir(h).join(format!("{token}.started")),
-                    std::time::Duration::from_secs(120)
-                ),
+                wait_for(std::time::Duration::from_secs(120), || f
+                    .started(h, &started)),
                 "never started on {h}"
             );
         }
@@ -699,9 +712,6 @@ fn admitted_fails_over_a_partitioned_machine_and_a_named_list_does_not() {
         std::fs::write(lab.home_dir("m0").join(format!("{token}.go")), "").unwrap();
         let o = child.wait_with_output().unwrap();
         lab.heal("m1");
-        for h in ["m0", "m1"] {
-            let _ = std::fs::remove_file(lab.home_dir(h).join(format!("{token}.started")));
-        }
         let _ = std::fs::remove_file(lab.home_dir("m0").join(format!("{token}.go")));
         o
     };

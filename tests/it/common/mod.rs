@@ -91,6 +91,18 @@ pub fn assert_only_main_worktree(repo: &Repo) {
     assert_eq!(wts.len(), 1, "scratch worktree left behind: {wts:?}");
 }
 
+/// `<base>/scratch/<key>/tree/<name>`, when a scratch tree under `base`
+/// holds it: how a test sees a file a suite wrote in its own tree (a sealed
+/// suite can write nowhere else). `base` is a `SAPHAN_HOME`, or a machine's
+/// `<workhome>/saphan` (lab hosts share this filesystem).
+pub fn in_scratch_tree(base: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(base.join("scratch"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("tree").join(name))
+        .find(|p| p.exists())
+}
+
 /// Run git in `dir`; panic with its stderr on failure. Returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
