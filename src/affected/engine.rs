@@ -425,7 +425,7 @@ async fn run_adapter(
                 progress: &crate::measure::progress::Silent,
                 trunk: None,
                 seal: (seal_mode, &seal_source),
-                trust: crate::seal::Trust::Other,
+                trust: Some(crate::seal::Trust::Other),
             };
             let mut bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
             bench.measure(&job, &measure::Host).await?
@@ -523,7 +523,7 @@ async fn run_remote(
         progress: &dispatch::Silent,
         trunk: None,
         seal: (seal_mode, &seal_source),
-        trust: crate::seal::Trust::Other,
+        trust: Some(crate::seal::Trust::Other),
     };
     let mut bench = dispatch::FleetBench::connect_all(&job, std::slice::from_ref(m))
         .await?

@@ -66,13 +66,25 @@ pub fn repo_key(repo: &Repo) -> String {
 
 /// Connect to an admitted machine and, when no catalog row maps the
 /// program, resolve it there (refused if absent). Connection failures are
-/// faults (the attempt is recorded as measurement-failed), not refusals.
+/// faults (the attempt is recorded as measurement-failed), not refusals —
+/// except an ssh config, a file it includes or a known_hosts file it names
+/// that others can change: that is `saphan-home-exposed`, a refusal before
+/// anything was run on any machine (exit 2, nothing recorded), as every
+/// other command refuses it.
 pub async fn connect(
     home: &Home,
     m: &Admitted,
 ) -> Result<std::result::Result<Transport, DispatchFault>> {
     let t = match crate::fleet::machines::connect(home, &m.row, CONNECT_TIMEOUT).await {
         Ok(t) => t,
+        Err(crate::fleet::FleetError::Transport { source, .. })
+            if matches!(
+                *source,
+                crate::transport::TransportError::ConfigExposed { .. }
+            ) =>
+        {
+            return Err((*source).into());
+        }
         Err(e) => {
             let e: crate::error::Error = e.into();
             return Ok(Err(DispatchFault::new(
@@ -679,7 +691,11 @@ async fn run_batch(
     let mut env: Vec<(String, String)> = env.to_vec();
     // The build caches of the attempt's trust class, under the workhome
     // (made once per session, with the affected tier's report dir).
-    let caches = on.layout.cache(job.trust);
+    let trust = match job.trust {
+        Some(t) => t,
+        None => measure::trust_of(job.repo, job.sha, job.trunk).await,
+    };
+    let caches = on.layout.cache(trust);
     let mut dirs: Vec<String> = Vec::new();
     if !s.caches_made {
         dirs.push(caches.clone());

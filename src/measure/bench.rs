@@ -201,9 +201,15 @@ impl Bench for LocalBench {
             // a suite can move the pointer (or rewrite the trunk it follows)
             // itself: both are read under the lock while the tree is checked
             // out, and again while it is removed.
-            let (scratch, before) = tokio::join!(
+            let (scratch, before, trust) = tokio::join!(
                 self.checkout(job.sha),
-                record::read_pointer(&self.repo, None)
+                record::read_pointer(&self.repo, None),
+                async {
+                    match job.trust {
+                        Some(t) => t,
+                        None => super::trust_of(job.repo, job.sha, job.trunk).await,
+                    }
+                }
             );
             let scratch = scratch?;
             let before = match before {
@@ -221,7 +227,7 @@ impl Bench for LocalBench {
                     budget: job.budget,
                 },
             );
-            let seal = local_seal(job.home, job.seal.0, job.seal.1, job.trust)?
+            let seal = local_seal(job.home, job.seal.0, job.seal.1, trust)?
                 .writable(run_dir.as_ref().map(|d| d.path().to_path_buf()));
             let plan = Plan::new(job.suite, job.budget, job.provisions)
                 .seal(Some(&seal))

@@ -83,6 +83,24 @@ impl Budget {
 /// SIGTERM and SIGHUP cancel it once [`crate::cancel::install`] ran.
 pub type Interrupt = crate::cancel::Token;
 
+/// Whose build caches an attempt at `sha` may write
+/// ([`crate::seal::Trust`]): `Trunk` when `trunk` (the ref the pointer
+/// follows; only certify names one) contains it — saphan's hardened git
+/// answers, blind to replace refs and grafts — `Other` otherwise.
+pub async fn trust_of(repo: &Repo, sha: &str, trunk: Option<&str>) -> crate::seal::Trust {
+    let on_trunk = match trunk {
+        Some(t) => crate::git::git(&repo.top, &["merge-base", "--is-ancestor", sha, t])
+            .await
+            .is_ok(),
+        None => false,
+    };
+    if on_trunk {
+        crate::seal::Trust::Trunk
+    } else {
+        crate::seal::Trust::Other
+    }
+}
+
 /// Prepare: the repository and config every verb opens first.
 #[derive(Debug, Clone)]
 pub struct Setup {
@@ -734,8 +752,19 @@ pub async fn run_suite_with(
         run.submodules = scratch.submodules.clone();
         return Ok(run);
     }
-    // Exactly the commit, or the suite does not run (docs/certify.md).
-    if let Some(why) = scratch.verify_tree().await? {
+    let t = scratch.transport();
+    // Exactly the commit, or the suite does not run (docs/certify.md);
+    // beside it, which program runs: resolved here for a local tree (its
+    // version command only reads the tree); a dispatched run sets it from
+    // the machine's capability row.
+    let (verified, program) = tokio::join!(scratch.verify_tree(), async {
+        if t.is_local() {
+            identify_local(plan.suite, plan.catalog, &scratch.path).await
+        } else {
+            Program::default()
+        }
+    });
+    if let Some(why) = verified? {
         let mut run = SuiteRun::not_run(
             FailureKind::TreeMismatch,
             format!("{why} — the suite did not run; nothing was measured"),
@@ -745,14 +774,6 @@ pub async fn run_suite_with(
     }
     let started_at = crate::clock::now_rfc3339();
     let id = crate::record::new_id();
-    let t = scratch.transport();
-    // Which program runs: resolved here for a local tree; a dispatched run
-    // sets it from the machine's capability row.
-    let program = if t.is_local() {
-        identify_local(plan.suite, plan.catalog, &scratch.path).await
-    } else {
-        Program::default()
-    };
     let exclude = scratch.git_dir.join("saphan-exclude");
     let placed = provision::place_on(t, plan.provisions, &scratch.path, &exclude).await?;
     let mut env: Vec<(String, String)> = Vec::new();

@@ -143,9 +143,10 @@ pub struct Job<'a> {
     /// Whether the suite is sealed (`--seal`, `verify.<scope>.seal`) and
     /// where that came from ([`measure::SealPlan::mode_of`]).
     pub seal: (crate::seal::Mode, &'a str),
-    /// Whose build caches the attempt uses: [`crate::seal::Trust::Trunk`]
-    /// only for certify of a commit on the pointer's trunk.
-    pub trust: crate::seal::Trust,
+    /// Whose build caches the attempt uses; `None`: each bench asks
+    /// [`measure::trust_of`] (trunk only for a commit on [`Job::trunk`],
+    /// which only certify names).
+    pub trust: Option<crate::seal::Trust>,
 }
 
 /// How many lines of the suite log a person sees on red and
@@ -332,20 +333,7 @@ pub async fn certify(
         }
         .into());
     }
-    // Whose caches: a commit on the pointer's trunk is trusted code.
-    let on_trunk = async {
-        match trunk.as_deref() {
-            Some(t) => crate::git::git(&repo.top, &["merge-base", "--is-ancestor", &sha, t])
-                .await
-                .is_ok(),
-            None => false,
-        }
-    };
-    let (gate, on_trunk) = tokio::join!(
-        gate(home, catalog, settings, &fleet, &mut suite, repo, &sha),
-        on_trunk
-    );
-    let gate = gate?;
+    let gate = gate(home, catalog, settings, &fleet, &mut suite, repo, &sha).await?;
     if seal_mode == crate::seal::Mode::Required
         && let Gate::FleetHost(admitted) = &gate
         && let Some((m, why)) = admitted.iter().find_map(|m| match &m.seal {
@@ -360,10 +348,13 @@ pub async fn certify(
         }
         .into());
     }
-    let trust = if on_trunk {
-        crate::seal::Trust::Trunk
-    } else {
-        crate::seal::Trust::Other
+    // Whose caches: the host class's benches ask beside their own git work
+    // (the job's trunk says); the container class's are named here.
+    let trust = match gate {
+        Gate::LocalContainer(..) | Gate::FleetContainer(_) => {
+            Some(measure::trust_of(repo, &sha, trunk.as_deref()).await)
+        }
+        _ => None,
     };
     let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
     let submodules = if fleet.is_empty() {
@@ -402,7 +393,7 @@ pub async fn certify(
             &repo.top,
             &sha,
             caches,
-            trust,
+            trust.unwrap_or(crate::seal::Trust::Other),
         )
     };
     let local = || Transport::Local(crate::transport::Local);
@@ -412,7 +403,9 @@ pub async fn certify(
             // The container's Go build cache, kept between runs like the
             // host's own (content-addressed: it speeds builds, never
             // changes a verdict).
-            let dir = home.cache(trust).join("go-build");
+            let dir = home
+                .cache(trust.unwrap_or(crate::seal::Trust::Other))
+                .join("go-build");
             std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
                 action: "create the container Go build cache",
                 path: dir.clone(),
