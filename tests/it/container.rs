@@ -1383,3 +1383,71 @@ fn a_seal_no_fill_would_write_never_fails_a_run() {
     }
     assert_no_container(&repo);
 }
+
+/// Issue 36: the container class holds the attacks a host-class suite is
+/// sealed against. A green suite (git in its image) tries to plant a
+/// `post-checkout` hook, write a replace ref, move `refs/heads/main`, write
+/// saphan's records and delete its lock, and leave a daemon rewriting the
+/// stable tree; every write is refused by the engine's mounts (the git
+/// dirs read-only), the daemon dies with the container, and the next
+/// commit — red — certifies red with every earlier record intact.
+#[test]
+fn a_container_suite_cannot_reach_what_its_verdict_rests_on() {
+    let Some(here) = Here::new(false) else {
+        return;
+    };
+    here.env.write_config(EXITCODE_SUITE);
+    // Each attack in a subshell: a write that lands prints LANDED.
+    let attack =
+        |what: &str, cmd: &str| format!("( {cmd} ) >/dev/null 2>&1 && echo \"LANDED: {what}\"\n");
+    let mut script = String::from(
+        "#!/bin/sh\nc=$(git rev-parse --path-format=absolute --git-common-dir) || exit 9\n",
+    );
+    script += &attack(
+        "hook",
+        "mkdir -p \"$c/hooks\" && printf '#!/bin/sh\\nprintf \"#!/bin/sh\\\\nexit 0\\\\n\" > suite.sh\\n' > \"$c/hooks/post-checkout\" && chmod +x \"$c/hooks/post-checkout\"",
+    );
+    script += &attack(
+        "replace",
+        "b=$(printf '#!/bin/sh\\nexit 0\\n' | git hash-object -w --stdin) && git replace -f $(git rev-parse HEAD:suite.sh) $b",
+    );
+    script += &attack("branch", "git update-ref refs/heads/main HEAD~1");
+    script += &attack("records", "echo forged >> \"$c/saphan/attempts.jsonl\"");
+    script += &attack("lock", "rm \"$c/saphan/lock\"");
+    // A daemon that outlives the suite would rewrite the next tree.
+    script += "(setsid sh -c 'while :; do printf \"#!/bin/sh\\nexit 0\\n\" > suite.sh 2>/dev/null; sleep 0.05; done' &) \necho suite-done\n";
+    let repo = Repo::new(&[("suite.sh", &script), ("README", "x\n")]);
+    repo.commit(&[("README", "y\n")], "second");
+    let o = here.certify(&repo, git_image(), &[]);
+    assert_code(&o, 0);
+    let r = json(&o);
+    assert_eq!(
+        r["seal"],
+        serde_json::json!({"state": "sealed", "tool": "container"}),
+        "{r}"
+    );
+    let log = std::fs::read_to_string(r["suite_log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("suite-done"), "{log}");
+    assert!(!log.contains("LANDED"), "an attack landed:\n{log}");
+    let before = std::fs::read(repo.dir.path().join(".git/saphan/attempts.jsonl")).unwrap();
+    let main = crate::common::git(repo.path(), &["rev-parse", "refs/heads/main"]);
+    assert_no_container(&repo);
+
+    let red = repo.commit(&[("suite.sh", "#!/bin/sh\nexit 1\n")], "red");
+    let o = here.certify(&repo, git_image(), &[]);
+    assert_code(&o, 1);
+    assert_eq!(json(&o)["sha"], red);
+    let after = std::fs::read(repo.dir.path().join(".git/saphan/attempts.jsonl")).unwrap();
+    assert!(after.starts_with(&before), "an earlier record changed");
+    assert_ne!(
+        crate::common::git(repo.path(), &["rev-parse", "refs/heads/main"]),
+        main,
+        "main moved only by the test's own commit"
+    );
+    assert_eq!(
+        crate::common::git(repo.path(), &["rev-parse", "refs/heads/main"]),
+        red
+    );
+    assert_eq!(repo.verified().as_deref(), Some(main.as_str()));
+    assert_no_container(&repo);
+}
