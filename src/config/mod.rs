@@ -65,6 +65,18 @@ pub enum ConfigError {
         "{path} is {kind}, not a regular file — nothing was read; make it a regular file (or a symlink to one)"
     )]
     NotRegular { path: PathBuf, kind: &'static str },
+    /// The config file, the directory that holds it (SAPHAN_HOME), or —
+    /// for a symlinked config — the directory of the file it resolves to,
+    /// is owned by another user or writable by group or others: whoever can
+    /// write it decides which suite runs and how it is judged.
+    #[error(
+        "{path}: {detail}; whoever can write it decides which suite runs and how its result is judged (`argv = [\"true\"]`, `report = \"exitcode\"`), so it is not read and nothing ran — run `{fix}`, then check the file for lines you did not write"
+    )]
+    Exposed {
+        path: PathBuf,
+        detail: String,
+        fix: String,
+    },
     /// The config file is larger than [`MAX_CONFIG_BYTES`].
     #[error(
         "{path} is larger than {limit} bytes — that is no hand-written config; check what it points at"
@@ -289,6 +301,7 @@ impl Refusal for ConfigError {
             ConfigError::Unreadable { .. } => "config-unreadable",
             ConfigError::NotRegular { .. } => "config-not-regular",
             ConfigError::TooLarge { .. } => "config-too-large",
+            ConfigError::Exposed { .. } => "saphan-home-exposed",
             ConfigError::ScopeReserved { .. } => "config-scope-reserved",
             ConfigError::ScopeUnknown { .. } => "config-scope-unknown",
             ConfigError::ScopeMissing { .. } => "config-scope-missing",
@@ -424,9 +437,13 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// (after symlinks) is read, at most [`MAX_CONFIG_BYTES`] of it: a FIFO never
 /// blocks, `/dev/zero` never fills memory.
 ///
-/// Errors: `config-unreadable`, `config-not-regular`, `config-too-large`,
-/// `config-malformed` (not UTF-8).
+/// Before a byte is read, the file is guarded like every other file of
+/// SAPHAN_HOME ([`check_exposed`]).
+///
+/// Errors: `saphan-home-exposed`, `config-unreadable`, `config-not-regular`,
+/// `config-too-large`, `config-malformed` (not UTF-8).
 pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    check_exposed(path)?;
     let read = || -> Result<Vec<u8>, ConfigError> {
         use std::io::Read;
         let f = crate::fsutil::open_regular(path).map_err(|e| match e {
@@ -468,6 +485,45 @@ pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Refuse (`saphan-home-exposed`) a config that someone other than the
+/// operator owns or can write: its directory (SAPHAN_HOME: whoever can write
+/// it can replace the file), the file (after symlinks) and, when the path is
+/// a symlink, the directory of the file it resolves to. A path that does not
+/// exist is not checked (a missing config declares nothing); what root owns
+/// is trusted, as for the ssh config.
+///
+/// Errors: [`ConfigError::Exposed`], naming the path and the `chmod`/`chown`
+/// that fixes it.
+pub fn check_exposed(path: &Path) -> Result<(), ConfigError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        paths.push(dir.to_path_buf());
+    }
+    // A FIFO or device is refused by name when it is read (config-not-regular).
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        paths.push(path.to_path_buf());
+    }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(target) = std::fs::canonicalize(path)
+        && let Some(dir) = target.parent()
+    {
+        paths.push(dir.to_path_buf());
+    }
+    for p in paths {
+        if let Some(x) = crate::fsutil::exposure(&p, true) {
+            return Err(ConfigError::Exposed {
+                path: p,
+                detail: x.detail,
+                fix: x.fix,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Parse config-v1 text with toml_edit (keeps every byte for re-rendering).

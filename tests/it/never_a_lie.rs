@@ -466,3 +466,78 @@ fn a_locked_worktree_saphan_did_not_make_is_refused_never_removed() {
     let o = env.run(&["certify", "--repo", &repo.path_str()]);
     assert_code(&o, 0);
 }
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Item 15: the config — the file that says what runs and how it is judged
+/// — is guarded like every other file of SAPHAN_HOME: writable by others
+/// (the file, or the home that holds it) it is `saphan-home-exposed` before
+/// a byte is read, for certify and `config show` alike; nothing runs, nothing
+/// is recorded, the pointer stays. The operator's alone again, it is green.
+#[test]
+fn a_config_others_can_write_is_refused_like_the_rest_of_the_home() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = [\"true\"]\nreport = \"exitcode\"\n");
+    let config = env.home().join("config");
+    let repo = Repo::new(&[("README", "x\n")]);
+    let certify = ["certify", "--repo", &repo.path_str()];
+    for (p, mode, back) in [(&config, 0o666, 0o600), (&config, 0o620, 0o600)] {
+        chmod(p, mode);
+        let err = common::assert_refused(&env.run(&certify), "saphan-home-exposed");
+        assert!(
+            err.contains(&format!("chmod go-w {}", p.display())),
+            "{err}"
+        );
+        common::assert_refused(&env.run(&["config", "show"]), "saphan-home-exposed");
+        chmod(p, back);
+    }
+    let home = env.home().to_path_buf();
+    chmod(&home, 0o777);
+    let err = common::assert_refused(&env.run(&certify), "saphan-home-exposed");
+    assert!(
+        err.contains(&format!("chmod go-w {}", home.display())),
+        "{err}"
+    );
+    chmod(&home, 0o700);
+    assert!(repo.records().is_empty(), "a refusal records nothing");
+    assert_eq!(repo.verified(), None);
+    assert_code(&env.run(&certify), 0);
+    assert_eq!(repo.verified(), Some(repo.head()));
+}
+
+/// Item 15: an ssh config others can write, met while a dispatch connects,
+/// is the refusal every other command gives — `saphan-home-exposed`, exit
+/// 2, nothing recorded — not a machine's measurement-failed record; with
+/// `--split` too.
+#[test]
+fn an_exposed_ssh_config_during_a_dispatch_is_a_refusal() {
+    let Some(lab) = go_ready_lab() else { return };
+    let (env, _work) = lab_fleet(lab, &["m0", "m1"]);
+    let repo = module(&[(
+        "a/a_test.go",
+        "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
+    )]);
+    let ssh_config = env.home().join("ssh/config");
+    chmod(&ssh_config, 0o666);
+    for (machines, extra) in [("m0", &[][..]), ("m0,m1", &["--split"][..])] {
+        let mut args = vec!["certify", "--repo", repo.path().to_str().unwrap()];
+        args.extend(["--machine", machines]);
+        args.extend_from_slice(extra);
+        let o = env.run(&args);
+        assert_code(&o, 2);
+        let (_, err) = text(&o);
+        assert!(
+            err.contains(&format!(
+                "saphan: saphan-home-exposed: {}",
+                ssh_config.display()
+            )),
+            "{err}"
+        );
+    }
+    assert!(repo.records().is_empty(), "{:?}", repo.records());
+    chmod(&ssh_config, 0o644);
+    assert_code(&common::fleet::certify(&env, &repo, "m0", &[]), 0);
+}
