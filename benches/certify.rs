@@ -154,23 +154,9 @@ fn main() {
 /// sealed and `--seal off`, over [`QUICK_ROUNDS`].
 fn seal_cost(saphan: &str, repo: &Path, home: &Path) {
     let run = |seal: &str| {
-        let t0 = Instant::now();
-        let out = Command::new(saphan)
-            .args(["certify", "--json", "--seal", seal, "--repo"])
-            .arg(repo)
-            .env("SAPHAN_HOME", home)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        (
-            t0.elapsed(),
-            v["seal"]["state"].as_str().unwrap_or("").to_string(),
-        )
+        let (t, stdout) = certify_once(saphan, repo, home, &["--json", "--seal", seal]);
+        let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+        (t, v["seal"]["state"].as_str().unwrap_or("").to_string())
     };
     if run("auto").1 != "sealed" {
         println!("seal: not measured (this machine cannot seal: install bubblewrap)");
@@ -193,6 +179,26 @@ fn seal_cost(saphan: &str, repo: &Path, home: &Path) {
         ms(s) - ms(o),
         s.as_secs_f64() / o.as_secs_f64()
     );
+}
+
+/// One `saphan certify --repo REPO EXTRA…` with `SAPHAN_HOME=home`, which
+/// must exit 0: its wall time and stdout.
+fn certify_once(saphan: &str, repo: &Path, home: &Path, extra: &[&str]) -> (Duration, Vec<u8>) {
+    let t0 = Instant::now();
+    let out = Command::new(saphan)
+        .arg("certify")
+        .args(extra)
+        .arg("--repo")
+        .arg(repo)
+        .env("SAPHAN_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (t0.elapsed(), out.stdout)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -235,20 +241,7 @@ fn pair(
         );
         t0.elapsed()
     };
-    let certify = || {
-        let t0 = Instant::now();
-        let out = Command::new(saphan)
-            .args(["certify", "--repo", repo.to_str().unwrap()])
-            .env("SAPHAN_HOME", home)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t0.elapsed()
-    };
+    let certify = || certify_once(saphan, repo, home, &[]).0;
     // Warm caches (go build cache, page cache) for both.
     raw();
     certify();

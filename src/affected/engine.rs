@@ -484,11 +484,18 @@ async fn run_remote(
     let admitted = dispatch::admit_all(on.home, catalog, std::slice::from_ref(&on.machine), suite)?;
     let m = &admitted[0];
     let mut self_sha = String::new();
-    let me = std::env::current_exe().map_err(|source| crate::error::IoError::Io {
-        action: "find the running saphan binary",
-        path: PathBuf::from("/proc/self/exe"),
-        source,
-    })?;
+    // The running binary by its open inode on Linux: hashed and shipped as
+    // it runs, even when a rebuild has replaced (or removed) its path.
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    let me = if proc_exe.exists() {
+        proc_exe
+    } else {
+        std::env::current_exe().map_err(|source| crate::error::IoError::Io {
+            action: "find the running saphan binary",
+            path: PathBuf::from("/proc/self/exe"),
+            source,
+        })?
+    };
     if suite.argv.first().map(String::as_str) == Some("saphan") {
         dispatch::require_same_platform(m)?;
         let p = me.clone();

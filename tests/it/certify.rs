@@ -795,7 +795,11 @@ fn certify_never_prunes_the_operators_own_worktrees() {
 #[test]
 fn nothing_leaks_from_one_attempt_into_the_next() {
     let env = Env::new();
-    env.write_config("[verify.full]\nargv = \"sh,-c,test ! -e ../leak && echo x > ../leak\"\n");
+    // Unsealed: the seal makes `..` read-only (tests/it/seal.rs); this
+    // holds saphan's own clearing of the scratch key's directory.
+    env.write_config(
+        "[verify.full]\nargv = \"sh,-c,test ! -e ../leak && echo x > ../leak\"\nseal = \"off\"\n",
+    );
     let repo = Repo::new(&[("a.txt", "a")]);
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
     assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 0);
