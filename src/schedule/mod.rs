@@ -112,30 +112,68 @@ pub fn shard_argv(argv: &[String], at: usize, packages: &[String]) -> Vec<String
     out
 }
 
-/// What the records say about each package: its latest recorded seconds
-/// and the machine that ran it last.
+/// What the records say about each package: a robust estimate of its
+/// seconds over its last recorded runs, and the machine that ran it last.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    /// Package → the latest record's `package_seconds` entry.
+    /// Package → the median of its last [`HISTORY_RUNS`] recorded
+    /// `package_seconds` entries (one run under load moves it no further
+    /// than the middle run).
     pub seconds: HashMap<String, f64>,
-    /// Package → the `machine` of that record (its build cache holds the
-    /// package).
+    /// Package → the `machine` of the latest record that timed it (its
+    /// build cache holds the package).
     pub machine: HashMap<String, String>,
 }
 
-/// The history of `repo`'s attempts (later records winning). Unreadable
-/// attempts give no history (the split then balances by count).
+/// How many of a package's latest recorded runs its estimate is the median
+/// of: one bad run among them (a machine under load, a cold cache) is
+/// outvoted by the others.
+pub const HISTORY_RUNS: usize = 5;
+
+/// The history of `repo`'s attempts, in file order (the latest runs count).
+/// Unreadable attempts give no history (the split then balances by count).
 pub fn history(repo: &Repo) -> History {
+    match crate::record::read_all(&crate::record::attempts_path(repo)) {
+        Ok(a) => history_of(
+            a.records
+                .into_iter()
+                .filter_map(|r| r.package_seconds.map(|ps| (r.machine, ps))),
+        ),
+        Err(_) => History::default(),
+    }
+}
+
+/// [`History`] from `(machine, package_seconds)` of records, oldest first:
+/// per package the median of its last [`HISTORY_RUNS`] seconds (the mean
+/// of the middle two for an even number), and the machine of its latest.
+pub fn history_of(
+    runs: impl IntoIterator<Item = (String, std::collections::BTreeMap<String, f64>)>,
+) -> History {
+    let mut samples: HashMap<String, std::collections::VecDeque<f64>> = HashMap::new();
     let mut out = History::default();
-    if let Ok(a) = crate::record::read_all(&crate::record::attempts_path(repo)) {
-        for r in a.records {
-            if let Some(ps) = r.package_seconds {
-                for (p, s) in ps {
-                    out.machine.insert(p.clone(), r.machine.clone());
-                    out.seconds.insert(p, s);
-                }
+    for (machine, ps) in runs {
+        for (p, s) in ps {
+            if !s.is_finite() {
+                continue;
             }
+            let v = samples.entry(p.clone()).or_default();
+            if v.len() == HISTORY_RUNS {
+                v.pop_front();
+            }
+            v.push_back(s);
+            out.machine.insert(p, machine.clone());
         }
+    }
+    for (p, v) in samples {
+        let mut v: Vec<f64> = v.into_iter().collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        out.seconds.insert(p, median);
     }
     out
 }
@@ -666,6 +704,33 @@ mod tests {
         }
         let shards = assign(&pkgs, &machines, &h);
         assert!(shards.iter().all(|p| p.len() == 2), "{shards:?}");
+    }
+
+    #[test]
+    fn one_bad_run_does_not_make_the_plan() {
+        let run = |m: &str, secs: &[(&str, f64)]| {
+            (
+                m.to_string(),
+                secs.iter()
+                    .map(|(p, s)| (p.to_string(), *s))
+                    .collect::<std::collections::BTreeMap<_, _>>(),
+            )
+        };
+        let normal = [("m/a", 1.0), ("m/b", 1.0), ("m/c", 1.0), ("m/d", 1.0)];
+        let bad = [("m/a", 1.0), ("m/b", 1.0), ("m/c", 1.0), ("m/d", 60.0)];
+        let h = history_of([run("m0", &normal), run("m1", &normal), run("m0", &bad)]);
+        assert_eq!(h.seconds["m/d"], 1.0, "the median of 1, 1, 60");
+        assert_eq!(h.machine["m/d"], "m0", "the latest run's machine");
+        let pkgs = s(&["m/a", "m/b", "m/c", "m/d"]);
+        let shards = assign(&pkgs, &s(&["m0", "m1"]), &h);
+        assert!(shards.iter().all(|p| p.len() == 2), "{shards:?}");
+        // Only the last HISTORY_RUNS count: five slow runs after a fast one.
+        let mut runs = vec![run("m0", &normal)];
+        runs.extend((0..HISTORY_RUNS).map(|_| run("m1", &[("m/a", 9.0)])));
+        assert_eq!(history_of(runs).seconds["m/a"], 9.0);
+        // An even number of runs: the mean of the middle two.
+        let h = history_of([run("m0", &[("m/a", 1.0)]), run("m0", &[("m/a", 3.0)])]);
+        assert_eq!(h.seconds["m/a"], 2.0);
     }
 
     #[test]

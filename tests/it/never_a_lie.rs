@@ -541,3 +541,59 @@ fn an_exposed_ssh_config_during_a_dispatch_is_a_refusal() {
     chmod(&ssh_config, 0o644);
     assert_code(&common::fleet::certify(&env, &repo, "m0", &[]), 0);
 }
+
+/// `files` as the `(&str, &str)` pairs [`module`] and `Repo::commit` take.
+fn as_str(f: &[(String, String)]) -> Vec<(&str, &str)> {
+    f.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect()
+}
+
+/// A package `p<i>` whose one test sleeps `ms` milliseconds.
+fn sleeper(i: usize, ms: u32) -> (String, String) {
+    (
+        format!("p{i}/p{i}_test.go"),
+        format!(
+            "package p{i}\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestP{i}(t *testing.T) {{ time.Sleep({ms} * time.Millisecond) }}\n"
+        ),
+    )
+}
+
+/// Item 18: one bad run does not make the plan. Four packages of about
+/// 0.2 s each, split over two lab machines twice; then one commit where
+/// one of them took 3 s (its records say so); then a commit where all four
+/// are as before again: the plan balances by the median of each package's
+/// recorded runs — two packages a machine — not by the latest run alone,
+/// which put the slow one alone and the other three on one machine.
+#[test]
+fn one_bad_run_does_not_make_the_next_plan() {
+    let Some(lab) = go_ready_lab() else { return };
+    let (env, _work) = lab_fleet(lab, &["m0", "m1"]);
+    let normal: Vec<(String, String)> = (0..4).map(|i| sleeper(i, 200)).collect();
+    let repo = module(&as_str(&normal));
+    let split = |repo: &Repo| -> Vec<usize> {
+        let o = common::fleet::certify(&env, repo, "m0,m1", &["--split"]);
+        assert_code(&o, 0);
+        let v = json(&o);
+        let mut sizes: Vec<usize> = v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["shard"]["packages"].as_array().unwrap().len())
+            .collect();
+        sizes.sort();
+        sizes
+    };
+    assert_eq!(split(&repo), [2, 2]);
+    assert_eq!(split(&repo), [2, 2]);
+    // The bad run: p3 took 3 s.
+    repo.commit(&as_str(&[sleeper(3, 3000)]), "p3 is slow once");
+    split(&repo);
+    let slow = repo.records();
+    let p3 = slow
+        .iter()
+        .rev()
+        .find_map(|r| r["package_seconds"][&format!("{MODULE}/p3")].as_f64())
+        .unwrap();
+    assert!(p3 >= 3.0, "{slow:?}");
+    repo.commit(&as_str(&[sleeper(3, 200)]), "p3 as before");
+    assert_eq!(split(&repo), [2, 2], "the plan followed one bad run");
+}
