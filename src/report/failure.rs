@@ -407,6 +407,7 @@ mod tests {
                 file: f(),
                 hint: f(),
                 empty: false,
+                remedy: f(),
             },
         ] {
             assert_eq!(FailureKind::from(&e).as_str(), e.name());

@@ -42,10 +42,13 @@
 //!    its tests: its `TestMain` returned or exited 0 without `m.Run()`. It
 //!    is named in a `tests-never-ran:` note, which [`super::judge`] never
 //!    lets be green. (A package without test files ends `skip`.)
-//! 7. A stream with plain-text build failures (`FAIL\t<p> [build failed]`)
-//!    and no event at all is those build failures, as in a stream with
-//!    events (Go 1.19 writes nothing else when every package given failed
-//!    to build); a stream with neither is [`ReportError::NoEvents`].
+//! 7. A stream with no event at all is [`ReportError::NoEvents`], a failed
+//!    measurement (the corpus's rule 1), whatever text it holds. When that
+//!    text is go's own build failure (`FAIL\t<p> [build failed]`: Go 1.19
+//!    writes nothing else when every package given failed to build), the
+//!    error says so and that the build is what to fix — not that the suite
+//!    should print go test -json, which it did. Beside events, such a line
+//!    names its package as failing (rule 4).
 
 use super::{
     FailureKind, OUTPUT_LINE_BYTES, OUTPUT_LINES, OUTPUT_TESTS, Parsed, ReportError, TestOutput,
@@ -59,6 +62,10 @@ use foldhash::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+
+/// What to do about a stream without events that is not go's own build
+/// failure ([`ReportError::NoEvents`]).
+pub const NO_EVENTS_REMEDY: &str = "a stream without events is never 0 tests: make the suite run `go test -json` (and build), or declare another report kind";
 
 /// Lines longer than this are not buffered whole: they are skipped as
 /// non-JSON (test2json never writes an event that large; a stray print can).
@@ -1234,17 +1241,34 @@ impl Stream {
     }
 
     fn finish(mut self, display: &str) -> Result<Parsed, ReportError> {
-        // Rule 7: plain-text build failures alone are build failures.
-        if self.events == 0 && self.failed_pkgs.is_empty() {
-            let hint = if self.nonjson > 0 {
-                format!(" ({} line(s) of plain text)", self.nonjson)
-            } else {
-                " (it is empty)".to_string()
+        // Rule 7: no event is no measurement; go's own build failure says
+        // what to fix.
+        if self.events == 0 {
+            let (hint, remedy) = match self.failed_pkgs.as_slice() {
+                [] => (
+                    if self.nonjson > 0 {
+                        format!(" ({} line(s) of plain text)", self.nonjson)
+                    } else {
+                        " (it is empty)".to_string()
+                    },
+                    NO_EVENTS_REMEDY.to_string(),
+                ),
+                pkgs => (
+                    format!(
+                        " (go printed only that {} failed to build or set up)",
+                        pkgs.iter()
+                            .map(|p| format!("`{p}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    "no test was built, so none ran: fix the build (go wrote why on the suite's stderr)".to_string(),
+                ),
             };
             return Err(ReportError::NoEvents {
                 file: display.to_string(),
                 hint,
                 empty: self.lines == 0,
+                remedy,
             });
         }
         // Package runs the stream never finished: count what ended.
@@ -1806,16 +1830,19 @@ mod tests {
     }
 
     /// Rule 7: Go 1.19 writes only `FAIL\tp [build failed]` when every
-    /// package it was given failed to build: those are named build
-    /// failures (red with go's exit 2), not a stream without events; an
-    /// empty stream with a failing exit is the suite's crash; plain text
-    /// without a build failure stays `report-no-events`.
+    /// package it was given failed to build: still no event, so no
+    /// measurement (the corpus's rule), but the words say the build failed
+    /// and never advise printing go test -json; an empty stream with a
+    /// failing exit is the suite's crash; plain text without a build
+    /// failure keeps the go test -json advice.
     #[test]
     fn build_failures_alone_are_build_failures_and_an_empty_failing_stream_a_crash() {
-        let p = ok("FAIL\tm/bf [build failed]\n");
-        assert_eq!(p.names, ["m/bf"]);
-        let m = crate::report::judge(p, crate::exec::Termination::Exited(2));
-        assert_eq!(m.verdict, crate::report::Verdict::Red);
+        let e = parse_bytes(b"FAIL\tm/bf [build failed]\n", "stdout").unwrap_err();
+        let words = e.to_string();
+        assert!(matches!(e, ReportError::NoEvents { .. }), "{words}");
+        assert!(words.contains("`m/bf` failed to build"), "{words}");
+        assert!(words.contains("fix the build"), "{words}");
+        assert!(!words.contains("go test -json`"), "{words}");
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty");
         std::fs::write(&empty, "").unwrap();
@@ -1916,11 +1943,11 @@ mod tests {
                 ("p/cyc".into(), "fail".into(), None),
             ]
         );
-        // A stream of text alone has no event, yet its package failed and
-        // ended (rule 7): the failure is named, as beside events.
+        // A stream of text alone has no event: no measurement (rule 7),
+        // saying which package failed.
         std::fs::write(&f, "FAIL\tp/cyc [setup failed]\n").unwrap();
-        assert_eq!(parse_file(&f, "stdout").unwrap().names, ["p/cyc"]);
-        assert_eq!(package_ends(&f, "stdout").unwrap().len(), 1);
+        let e = parse_file(&f, "stdout").unwrap_err();
+        assert!(e.to_string().contains("`p/cyc` failed"), "{e}");
     }
 
     #[test]

@@ -419,9 +419,7 @@ pub enum ReportError {
         file: String,
     },
     /// A go test -json stream with no event at all.
-    #[error(
-        "{file} holds no go test -json events{hint} — a stream without events is never 0 tests: make the suite run `go test -json` (and build), or declare another report kind"
-    )]
+    #[error("{file} holds no go test -json events{hint} — {remedy}")]
     NoEvents {
         /// The stream file.
         file: String,
@@ -431,6 +429,9 @@ pub enum ReportError {
         /// The stream has no line at all (what go writes on stdout when a
         /// package without test files fails to build).
         empty: bool,
+        /// What to do: fix the build when go printed only build failures,
+        /// else [`gojson::NO_EVENTS_REMEDY`].
+        remedy: String,
     },
 }
 

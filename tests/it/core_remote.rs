@@ -91,8 +91,23 @@ async fn the_core_measures_a_tree_on_an_ssh_machine() {
             &sha,
         ],
     );
-    common::git(repo.path(), &["worktree", "lock", path.to_str().unwrap()]);
+    // What a killed `git worktree add` leaves: git's own `initializing`
+    // lock and the attempt's marker (any other lock is someone else's:
+    // scratch-path-foreign).
+    common::git(
+        repo.path(),
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "initializing",
+            path.to_str().unwrap(),
+        ],
+    );
     std::fs::remove_dir_all(&path).unwrap();
+    let marker = saphan::worktree::attempt_marker(&path);
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(&marker, "").unwrap();
 
     let logs = tempfile::tempdir().unwrap().keep();
     let scratch = saphan::worktree::add_at(&t, repo.path(), &path, &sha)
