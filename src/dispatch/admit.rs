@@ -92,7 +92,7 @@ pub fn seal_of(
             crate::seal::INSTALL_HINT
         )),
         (Some(ToolState::NotRunnable), _) => Capability::Unable(format!(
-            "bwrap on {} could not make its namespaces (a user without unprivileged user namespaces?) — enable them or log in as root, then {measure}",
+            "bwrap on {} did not run a sealed `true` (not a working program there, or no namespaces for this login: unprivileged user namespaces off?) — reinstall bubblewrap, enable user namespaces or log in as root, then {measure}",
             row.id
         )),
     }

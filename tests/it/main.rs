@@ -32,6 +32,7 @@ mod reports_producers;
 mod requirements;
 mod scratch;
 mod seal;
+mod seal_modes;
 mod signals;
 mod snapshots;
 mod source_rules;
