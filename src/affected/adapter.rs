@@ -271,14 +271,19 @@ impl std::fmt::Display for Note {
 }
 
 /// The verb: read the manifest, write the scope, run the selection; each
-/// [`Note`] goes to `note` as it happens (go's own stdout and stderr are
-/// forwarded as they come: they are the protocol's report stream).
+/// [`Note`] goes to `note` as it happens, and go's own stdout and stderr
+/// are forwarded to `stdout` and `stderr` as they come (they are the
+/// protocol's report stream; the CLI hands in the process's own).
 ///
 /// Errors (the engine sees them as a missing scope plus this line on the
 /// adapter's stderr): [`AffectedError::AdapterEnv`],
 /// [`AffectedError::Manifest`], [`AffectedError::NotAtHead`],
 /// [`AffectedError::GoList`], an [`crate::error::IoError`] writing the scope.
-pub fn go_affected(note: &mut dyn FnMut(&Note)) -> Result<Exit> {
+pub fn go_affected(
+    note: &mut dyn FnMut(&Note),
+    stdout: &mut dyn std::io::Write,
+    mut stderr: Box<dyn std::io::Write + Send>,
+) -> Result<Exit> {
     let manifest_path = env_path(ENV_MANIFEST)?;
     let scope_out = env_path(ENV_SCOPE_OUT)?;
     let manifest = Manifest::read(&manifest_path).map_err(|issue| AffectedError::Manifest {
@@ -336,7 +341,7 @@ pub fn go_affected(note: &mut dyn FnMut(&Note)) -> Result<Exit> {
             let mut tail: std::collections::VecDeque<String> = Default::default();
             for line in std::io::BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
-                let _ = writeln!(std::io::stderr(), "{line}");
+                let _ = writeln!(stderr, "{line}");
                 tail.push_back(line);
                 if tail.len() > 8 {
                     tail.pop_front();
@@ -346,7 +351,7 @@ pub fn go_affected(note: &mut dyn FnMut(&Note)) -> Result<Exit> {
         })
     });
     let timed = match child.stdout.take() {
-        Some(pipe) => forward_and_time(pipe, std::io::stdout().lock()),
+        Some(pipe) => forward_and_time(pipe, stdout),
         None => Default::default(),
     };
     let status = child.wait().map_err(|e| AffectedError::GoList {

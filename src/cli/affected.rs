@@ -80,6 +80,10 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
 /// Run a bundled adapter.
 pub fn adapter(a: AdapterArgs) -> Result<Exit> {
     match a.which {
-        AdapterCmd::GoAffected => adapter::go_affected(&mut |n| say!("{n}")),
+        AdapterCmd::GoAffected => adapter::go_affected(
+            &mut |n| say!("{n}"),
+            &mut std::io::stdout().lock(),
+            Box::new(std::io::stderr()),
+        ),
     }
 }
