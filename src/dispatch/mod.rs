@@ -355,9 +355,11 @@ impl Session<'_> {
                 .map(|s| (s.path.clone(), s.commit.clone()))
                 .collect();
         }
+        // The version is this attempt's own measurement (none when the
+        // program could not start); the row's stays in `machine_program`.
         run.program = measure::Program {
             path: m.program_path.clone().or_else(|| Some(argv[0].clone())),
-            version: m.program_version.clone(),
+            version: run.program.version.take(),
         };
         let interrupted = run.measurement.failure == Some(FailureKind::Interrupted);
         job.progress.event(
@@ -756,7 +758,8 @@ async fn run_batch(
             .extra_env(&env)
             .report_root(report_root.as_deref())
             .keep_stdout(Some(&keep))
-            .log_dir(Some(&log_dir)),
+            .log_dir(Some(&log_dir))
+            .catalog(job.catalog),
         executor,
         job.interrupt,
     );

@@ -402,23 +402,10 @@ pub async fn identify_local(
         return Program::default();
     };
     let shown = path.display().to_string();
-    let argv: Option<Vec<String>> =
-        match (&suite.source, catalog.and_then(|c| c.for_program(token))) {
-            (_, Some((_, row))) if !row.version.is_empty() => Some(
-                row.version
-                    .iter()
-                    .map(|w| w.replace("{path}", &shown))
-                    .collect(),
-            ),
-            (crate::suite::SuiteSource::DefaultGo, _) => {
-                Some(vec![shown.clone(), "version".into()])
-            }
-            _ => None,
-        };
     // In the tree, as the suite runs: a Go toolchain switch the tree's
     // go.mod asks for shows up in the version too.
-    let version = match argv {
-        Some(argv) => version_of(&argv, tree).await,
+    let version = match version_argv(suite, token, catalog, &shown) {
+        Some(argv) => version_of(&Transport::Local(crate::transport::Local), &argv, tree).await,
         None => None,
     };
     Program {
@@ -427,15 +414,65 @@ pub async fn identify_local(
     }
 }
 
-/// Run a version command in `cwd` (budget [`VERSION_TIMEOUT`]) and keep its stdout
-/// then stderr, trimmed, at most [`VERSION_CAP`] bytes; none when its stdout
-/// was not kept whole ([`crate::exec::Termination::OutputLost`]: the text
-/// would be saphan's refusal, not a version).
-async fn version_of(argv: &[String], cwd: &Path) -> Option<String> {
-    let out = crate::exec::run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
+/// The version command of `suite`'s program `token` at `path`: the catalog
+/// row mapping `token`'s basename → its `version` argv with `{path}`;
+/// default-go → `<path> version`; else none.
+fn version_argv(
+    suite: &ResolvedSuite,
+    token: &str,
+    catalog: Option<&crate::catalog::Catalog>,
+    path: &str,
+) -> Option<Vec<String>> {
+    match (&suite.source, catalog.and_then(|c| c.for_program(token))) {
+        (_, Some((_, row))) if !row.version.is_empty() => Some(
+            row.version
+                .iter()
+                .map(|w| w.replace("{path}", path))
+                .collect(),
+        ),
+        (crate::suite::SuiteSource::DefaultGo, _) => Some(vec![path.to_string(), "version".into()]),
+        _ => None,
+    }
+}
+
+/// The program a fleet machine's attempt runs — `suite`'s `argv[0]`, the
+/// capability row's declared absolute path — with its version measured by
+/// this attempt: its version command ([`version_argv`]) run on the machine
+/// through `t`, in the scratch tree, just before the suite. `version` is
+/// `None` when the command could not start or failed there (a program gone
+/// from its path): what the probe row once said is the row's
+/// (`machine_program.version`), never this attempt's.
+pub async fn identify_on(
+    t: &Transport,
+    suite: &ResolvedSuite,
+    catalog: Option<&crate::catalog::Catalog>,
+    tree: &Path,
+) -> Program {
+    let Some(token) = suite.argv.first().filter(|a| a.starts_with('/')) else {
+        return Program::default();
+    };
+    let version = match version_argv(suite, token, catalog, token) {
+        Some(argv) => version_of(t, &argv, tree).await,
+        None => None,
+    };
+    Program {
+        path: Some(token.clone()),
+        version,
+    }
+}
+
+/// Run a version command in `cwd` on `t`'s machine (budget
+/// [`VERSION_TIMEOUT`]) and keep its stdout then stderr, trimmed, at most
+/// [`VERSION_CAP`] bytes; none when it did not exit 0 (its words are an
+/// error, not a version) or its stdout was not kept whole
+/// ([`crate::exec::Termination::OutputLost`]: the text would be saphan's
+/// refusal, not a version).
+async fn version_of(t: &Transport, argv: &[String], cwd: &Path) -> Option<String> {
+    let out = t
+        .run(Cmd::from_argv(argv).cwd(cwd).timeout(VERSION_TIMEOUT))
         .await
         .ok()
-        .filter(|o| o.status != crate::exec::Termination::OutputLost)?;
+        .filter(|o| o.status.success())?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     let mut text = text.trim().to_string();
@@ -556,7 +593,7 @@ pub struct Plan<'a> {
     /// Keep the bounded suite log in this local directory (normally
     /// `<git-common-dir>/saphan/logs`, see [`log_dir`]); `None` = no log.
     pub log_dir: Option<&'a Path>,
-    /// The catalog, to find the program's version command (local runs);
+    /// The catalog, to find the program's version command;
     /// `None` = only default-go's `go version`.
     pub catalog: Option<&'a crate::catalog::Catalog>,
     /// Leave the log's write to the caller ([`SuiteRun::pending_log`]), so
@@ -694,7 +731,7 @@ impl<'a> Plan<'a> {
             ..self
         }
     }
-    /// With the catalog (the program's version command, local runs).
+    /// With the catalog (the program's version command).
     pub fn catalog(self, catalog: Option<&'a crate::catalog::Catalog>) -> Self {
         Plan { catalog, ..self }
     }
@@ -754,12 +791,16 @@ pub async fn run_suite_with(
     }
     let t = scratch.transport();
     // Exactly the commit, or the suite does not run (docs/certify.md);
-    // beside it, which program runs: resolved here for a local tree (its
-    // version command only reads the tree); a dispatched run sets it from
-    // the machine's capability row.
+    // beside it, which program runs and its version, measured by this
+    // attempt where the suite runs (its version command only reads the
+    // tree): resolved here for a local tree; on a fleet machine, the row's
+    // declared path with its version command run there (a container's
+    // program is the image's: not measured).
     let (verified, program) = tokio::join!(scratch.verify_tree(), async {
         if t.is_local() {
             identify_local(plan.suite, plan.catalog, &scratch.path).await
+        } else if executor.class() == "host" {
+            identify_on(t, plan.suite, plan.catalog, &scratch.path).await
         } else {
             Program::default()
         }
