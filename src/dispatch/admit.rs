@@ -57,6 +57,78 @@ pub struct Admitted {
     /// What the machine can seal a host-class suite with, from its facts
     /// row ([`seal_of`]).
     pub seal: crate::seal::Capability,
+    /// The `present` capability row that admitted the suite's program, and
+    /// the probe line that measures it again; `None` for a program no
+    /// catalog row maps and for the container class.
+    pub vouched: Option<Vouched>,
+}
+
+/// The capability row that vouched for an admitted program ([`Admitted::vouched`]).
+#[derive(Debug, Clone)]
+pub struct Vouched {
+    /// The row (`outcome: present`).
+    pub row: ledger::CapabilityRow,
+    /// `saphan machine probe …` for that machine, capability and path.
+    pub probe: String,
+}
+
+impl Vouched {
+    /// The words a `program-vanished` failure ends with: which row said
+    /// `present`, that the machine is left out until probed again, and the
+    /// probe line.
+    pub fn words(&self) -> String {
+        format!(
+            "its `{}` row measured {} said present — its row is superseded and the machine is left out of admission until it is probed again: {}",
+            self.row.capability, self.row.measured_at, self.probe
+        )
+    }
+}
+
+/// Supersede the row that vouched for `m`'s program after an attempt found
+/// nothing at its path (`program-vanished`): append to the ledger a signed
+/// capability row for the same machine, capability and inputs, outcome
+/// `absent`, reason `program-vanished` with the attempt's `detail`, the
+/// probe line as its remedy. Admission reads the latest row, so the
+/// machine is refused for this program — and left out of `@admitted` —
+/// until a probe says `present` again. A program no row vouched for
+/// appends nothing.
+///
+/// Errors: the ledger's own (`ledger-*`, `saphan-home-exposed`, `io`).
+pub async fn supersede(home: &Home, m: &Admitted, detail: &str) -> Result<()> {
+    let Some(v) = &m.vouched else {
+        return Ok(());
+    };
+    let row = ledger::CapabilityRow {
+        machine: v.row.machine.clone(),
+        capability: v.row.capability.clone(),
+        inputs: v.row.inputs.clone(),
+        outcome: Outcome::Absent,
+        reason: Some(
+            crate::report::FailureKind::ProgramVanished
+                .as_str()
+                .to_string(),
+        ),
+        reason_detail: Some(detail.to_string()),
+        version_output: None,
+        detail: serde_json::Map::from_iter([(
+            "superseded".to_string(),
+            serde_json::Value::String(v.row.measured_at.clone()),
+        )]),
+        facts: v.row.facts.clone(),
+        measured_at: crate::clock::now_rfc3339(),
+        catalog_digest: v.row.catalog_digest.clone(),
+        remedy: vec![v.probe.clone()],
+    };
+    let home = home.clone();
+    tokio::task::spawn_blocking(move || Ledger::open(&home)?.append_capability(row))
+        .await
+        .map_err(|e| {
+            Error::from(crate::error::IoError::Io {
+                action: "append to",
+                path: std::path::PathBuf::from("the ledger"),
+                source: std::io::Error::other(e.to_string()),
+            })
+        })?
 }
 
 /// What the machine of facts row `f` can seal with: bwrap at its measured
@@ -166,6 +238,7 @@ pub fn admit(
                     os: f.os.clone(),
                     arch: f.arch.clone(),
                     seal: seal_of(home, catalog_path, row, f),
+                    vouched: None,
                 });
             }
             "no catalog row maps this program".to_string()
@@ -235,6 +308,16 @@ pub fn admit(
                             os: f.os.clone(),
                             arch: f.arch.clone(),
                             seal: seal_of(home, catalog_path, row, f),
+                            vouched: Some(Vouched {
+                                row: c.clone(),
+                                probe: remedy::probe_line(
+                                    home,
+                                    catalog_path,
+                                    &row.id,
+                                    cap_name,
+                                    &remedy::with_row_workhome(row, &c.inputs),
+                                ),
+                            }),
                         });
                     }
                     // Only the facts row is stale: measuring is the remedy.
@@ -1055,6 +1138,7 @@ async fn admit_one_container(
             arch: facts.as_ref().map(|f| f.arch.clone()).unwrap_or_default(),
             // The container class is sealed by its engine.
             seal: crate::seal::Capability::Unable("container class".into()),
+            vouched: None,
         },
         found,
     ))

@@ -750,6 +750,7 @@ async fn run_batch(
     suite.argv = argv.to_vec();
     let keep = local.path().join("stdout");
     let log_dir = measure::log_dir(job.repo);
+    let vouched = s.m.vouched.as_ref().map(admit::Vouched::words);
     let t_run = Instant::now();
     let run = measure::run_suite_with(
         scratch,
@@ -759,7 +760,8 @@ async fn run_batch(
             .report_root(report_root.as_deref())
             .keep_stdout(Some(&keep))
             .log_dir(Some(&log_dir))
-            .catalog(job.catalog),
+            .catalog(job.catalog)
+            .vouched(vouched.as_deref()),
         executor,
         job.interrupt,
     );
@@ -799,6 +801,19 @@ async fn run_batch(
     };
     s.phases.insert(Phase::Run, secs(run_time));
     s.phases.insert(Phase::Collect, secs(t_collect.elapsed()));
+    let mut run = run;
+    // The row that vouched for a program now gone is superseded, so no
+    // later admission chooses this machine for it until it is probed
+    // again. The attempt's record is written whatever the ledger says.
+    if run.measurement.failure == Some(FailureKind::ProgramVanished) {
+        let detail = run.measurement.notes.first().cloned().unwrap_or_default();
+        if let Err(e) = admit::supersede(job.home, s.m, &detail).await {
+            run.measurement.notes.push(format!(
+                "the machine's capability row could not be superseded: {}",
+                e.line()
+            ));
+        }
+    }
     Ok((run, Some(local)))
 }
 
@@ -902,6 +917,7 @@ mod tests {
             capability: None,
             program_path: None,
             program_version: None,
+            vouched: None,
             os: os.into(),
             arch: arch.into(),
             seal: crate::seal::Capability::Unable("test".into()),

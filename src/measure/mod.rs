@@ -461,6 +461,21 @@ pub async fn identify_on(
     }
 }
 
+/// Is nothing at `program`'s absolute path on `t`'s machine any more
+/// (`test -e` exits 1: deleted, or its mount gone)? A relative or bare
+/// name, or a check that could not run, says no: only a path known to be
+/// empty is called gone.
+async fn program_gone(t: &Transport, program: &str) -> bool {
+    if !program.starts_with('/') {
+        return false;
+    }
+    let argv = ["test", "-e", program].map(String::from);
+    matches!(
+        t.exec(&argv, VERSION_TIMEOUT).await,
+        Ok(o) if o.status == Termination::Exited(1)
+    )
+}
+
 /// Run a version command in `cwd` on `t`'s machine (budget
 /// [`VERSION_TIMEOUT`]) and keep its stdout then stderr, trimmed, at most
 /// [`VERSION_CAP`] bytes; none when it did not exit 0 (its words are an
@@ -600,6 +615,13 @@ pub struct Plan<'a> {
     /// it can run beside the tree's removal; `false` = written before
     /// [`run_suite_with`] returns.
     pub log_deferred: bool,
+    /// What vouched for the suite's program on its machine — a sentence
+    /// naming the capability row that said `present` and the probe line
+    /// that measures it again — when one did (a fleet machine's admitted
+    /// program); `None` = nothing did. A program so vouched for that cannot
+    /// be started because nothing is at its path any more is
+    /// `program-vanished`, not a `crash`.
+    pub vouched: Option<&'a str>,
     /// How a host-class run is sealed on its machine; `None` = the
     /// default: `auto` on this machine ([`crate::seal::local`]), unsealed
     /// on a machine whose seal nobody measured.
@@ -694,8 +716,13 @@ impl<'a> Plan<'a> {
             log_dir: None,
             catalog: None,
             log_deferred: false,
+            vouched: None,
             seal: None,
         }
+    }
+    /// With the program vouched for by `vouched` (see [`Plan::vouched`]).
+    pub fn vouched(self, vouched: Option<&'a str>) -> Self {
+        Plan { vouched, ..self }
     }
     /// Sealed as `seal` says (see [`Plan::seal`]).
     pub fn seal(self, seal: Option<&'a SealPlan>) -> Self {
@@ -888,6 +915,31 @@ pub async fn run_suite_with(
     // Interrupted mid-run: the suite's processes ran (and were killed)
     // under the same containment as a run that ended.
     let interrupted = outcome.is_none();
+    // The suite's program could not be started: when its machine's row
+    // vouched for it and nothing is at its path any more, the machine
+    // failed the attempt (`program-vanished`), not the suite.
+    let not_started = match &outcome {
+        Some(Err(TransportError::Spawn { .. } | TransportError::RemoteSpawn { .. })) => true,
+        Some(Ok(out)) => sealing.refused.is_none() && sealing.exec_failed(out).is_some(),
+        _ => false,
+    };
+    let vanished = match plan.vouched {
+        Some(vouched) if not_started => program_gone(t, &plan.suite.argv[0])
+            .await
+            .then_some(vouched),
+        _ => None,
+    };
+    let start_failed = |why: String| match vanished {
+        Some(vouched) => Measurement::failed(
+            FailureKind::ProgramVanished,
+            format!(
+                "the suite's program `{}` is gone from {}: nothing is at that path any more ({why}), though {vouched}",
+                plan.suite.argv[0],
+                t.describe()
+            ),
+        ),
+        None => Measurement::failed(FailureKind::Crash, why),
+    };
     let mut stderr_all: Vec<u8> = Vec::new();
     let (termination, mut measurement, stderr_tail) = match outcome {
         None => (
@@ -906,24 +958,18 @@ pub async fn run_suite_with(
         ),
         Some(Err(TransportError::Spawn { source, .. })) => (
             None,
-            Measurement::failed(
-                FailureKind::Crash,
-                format!(
-                    "the suite's program `{}` could not be started: {source}",
-                    plan.suite.argv[0]
-                ),
-            ),
+            start_failed(format!(
+                "the suite's program `{}` could not be started: {source}",
+                plan.suite.argv[0]
+            )),
             String::new(),
         ),
         Some(Err(TransportError::RemoteSpawn { alias, detail, .. })) => (
             None,
-            Measurement::failed(
-                FailureKind::Crash,
-                format!(
-                    "the suite's program `{}` could not be started on {alias}: {detail}",
-                    plan.suite.argv[0]
-                ),
-            ),
+            start_failed(format!(
+                "the suite's program `{}` could not be started on {alias}: {detail}",
+                plan.suite.argv[0]
+            )),
             String::new(),
         ),
         Some(Err(e)) => (
@@ -944,15 +990,12 @@ pub async fn run_suite_with(
         ),
         Some(Ok(out)) if sealing.exec_failed(&out).is_some() => (
             None,
-            Measurement::failed(
-                FailureKind::Crash,
-                format!(
-                    "the suite's program `{}` could not be started on {}: {}",
-                    plan.suite.argv[0],
-                    t.describe(),
-                    sealing.exec_failed(&out).unwrap_or_default()
-                ),
-            ),
+            start_failed(format!(
+                "the suite's program `{}` could not be started on {}: {}",
+                plan.suite.argv[0],
+                t.describe(),
+                sealing.exec_failed(&out).unwrap_or_default()
+            )),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ),
         Some(Ok(out)) => {

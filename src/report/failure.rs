@@ -71,6 +71,12 @@ kinds! {
     /// shares the repository's refs): the pointer was put back, and the
     /// attempt is no measurement.
     SuiteMovedPointer => "suite-moved-pointer",
+    /// The suite's program, which a fresh capability row of the machine
+    /// vouched for (`present`), could not be started because nothing is at
+    /// its path any more (deleted, unmounted): the machine failed the
+    /// attempt, not the suite; its row is superseded in the ledger until it
+    /// is probed again.
+    ProgramVanished => "program-vanished",
     /// The seal was required (`--seal required`) and bwrap could not set
     /// up its namespaces on the machine: the suite did not run
     /// ([`crate::seal`]).
@@ -181,7 +187,8 @@ impl FailureKind {
     /// the machine or its engine failed the attempt, so the same work could
     /// succeed elsewhere (the failover set of issue 19: `host-unreachable`,
     /// `connection-lost`, `ship-failed`, `lock-timeout`,
-    /// `materialize-failed`, `engine`). A red is never infrastructure, nor
+    /// `materialize-failed`, `engine`, `seal-failed`, `program-vanished`).
+    /// A red is never infrastructure, nor
     /// is a `timeout`. This is the one place that says so.
     pub fn is_infrastructure(&self) -> bool {
         matches!(
@@ -193,6 +200,7 @@ impl FailureKind {
                 | FailureKind::MaterializeFailed
                 | FailureKind::Engine
                 | FailureKind::SealFailed
+                | FailureKind::ProgramVanished
         )
     }
 
@@ -357,6 +365,7 @@ mod tests {
         assert_eq!(
             infra,
             [
+                "program-vanished",
                 "seal-failed",
                 "engine",
                 "host-unreachable",

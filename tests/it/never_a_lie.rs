@@ -1238,3 +1238,79 @@ fn many_report_files_cost_a_machine_a_constant_few_commands() {
     let r = &evil["records"][0];
     assert_eq!(r["failure"], "report-symlink-escape", "{r}");
 }
+
+/// [`wrapped_go`] at one path on each of `hosts` (each host's own `/root`):
+/// their directories here and the path on the machines.
+fn wrapped_go_on(lab: &Lab, hosts: &[&str], version: &str) -> (Vec<PathBuf>, String) {
+    let (first, path) = wrapped_go(lab, hosts[0], version);
+    let name = first.file_name().unwrap().to_owned();
+    let mut dirs = vec![first.clone()];
+    for h in &hosts[1..] {
+        let dir = lab.home_dir(h).join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["go", "version"] {
+            std::fs::copy(first.join(f), dir.join(f)).unwrap();
+        }
+        dirs.push(dir);
+    }
+    (dirs, path)
+}
+
+/// Item 9: a program gone from where a fresh `present` row vouched for it
+/// (its directory deleted on m0) is `program-vanished` — an
+/// infrastructure failure, not a crash of the suite — whose note gives the
+/// probe line; the row is superseded in the ledger (an `absent` row,
+/// reason `program-vanished`), so the next `@admitted` run leaves m0 out
+/// and `--machine m0` is refused with the probe line, until a probe says
+/// `present` again. Sealed and with `--seal off` alike.
+#[test]
+fn a_program_gone_from_where_its_row_vouched_is_its_own_failure() {
+    let Some(lab) = go_ready_lab() else { return };
+    let (dirs, path) = wrapped_go_on(lab, &["m0", "m1"], "go version go1.19.8 linux/amd64");
+    let (env, _work) = lab_fleet_at(lab, &["m0", "m1"], &path);
+    let repo = module(&[(
+        "a/a_test.go",
+        "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
+    )]);
+    let probe = format!("machine probe --machine m0 --capability go --declared-path {path}");
+    let backup = dirs[0].with_extension("kept");
+    for seal in ["auto", "off"] {
+        std::fs::rename(&dirs[0], &backup).unwrap();
+        let o = common::fleet::certify(&env, &repo, "@admitted", &["--seal", seal]);
+        let v = json(&o);
+        let records = v["records"].as_array().unwrap();
+        let m0 = records
+            .iter()
+            .find(|r| r["machine"] == "m0")
+            .unwrap_or_else(|| panic!("no record for m0: {v}"));
+        assert_eq!(m0["verdict"], "measurement-failed", "{m0}");
+        assert_eq!(m0["failure"], "program-vanished", "{seal}: {m0}");
+        assert!(m0["notes"].to_string().contains(&probe), "{m0}");
+        assert!(m0["program_version"].is_null(), "{m0}");
+        let m1 = records.iter().find(|r| r["machine"] == "m1").unwrap();
+        assert_eq!(m1["verdict"], "green", "{m1}");
+        // The row is superseded: the next @admitted run leaves m0 out …
+        let o = common::fleet::certify(&env, &repo, "@admitted", &["--seal", seal]);
+        let v = json(&o);
+        let machines: Vec<&str> = v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["machine"].as_str().unwrap())
+            .collect();
+        assert_eq!(machines, ["m1"], "{v}");
+        // … and naming it is refused with the probe line.
+        let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "m0"]);
+        let (out, err) = text(&o);
+        assert_code(&o, 2);
+        assert!(err.contains("program-vanished"), "{out}\n{err}");
+        assert!(err.contains(&probe), "{err}");
+        // Back where it was and probed again: admitted again.
+        std::fs::rename(&backup, &dirs[0]).unwrap();
+        assert_code(&common::fleet::probe(&env, "m0", "go", &path, "/tmp"), 0);
+        assert_code(&common::fleet::certify(&env, &repo, "m0", &[]), 0);
+    }
+    for d in dirs {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
