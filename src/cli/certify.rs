@@ -509,6 +509,8 @@ fn dispatched(
             "exit_code": m.exit() as u8,
             "selection": selection,
             "split": m.split,
+            "certified_by": m.certified_by(),
+            "left_out": m.left_out,
         }));
     } else {
         let mut s = String::new();
@@ -529,18 +531,48 @@ fn dispatched(
                 m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
             )),
             PointerOutcome::Moved => s.push_str(&format!(
-                "verified: {} -> {} (moved: green on every named machine)\n",
+                "verified: {} -> {} (moved: {})\n",
                 crate::record::VERIFIED_REF,
-                m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("")
+                m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or(""),
+                certified_words(m, selection.is_some()),
             )),
             PointerOutcome::Unchanged(why) => s.push_str(&format!(
-                "verified: {} not moved ({why})\n",
+                "verified: {} not moved ({why}{})\n",
                 crate::record::VERIFIED_REF,
+                left_out_words(m),
             )),
         }
         out(&visible(&s));
     }
     m.exit()
+}
+
+/// Who certified the SHA, for a moved pointer's line: `certified by m0,
+/// m1 — green on every named machine` (or `every admitted machine`), or,
+/// when `@admitted` left machines out, `certified by m0; left out: m1
+/// (host-unreachable)`.
+fn certified_words(m: &crate::dispatch::Multi, admitted: bool) -> String {
+    let by = format!("certified by {}", m.certified_by().join(", "));
+    if !m.left_out.is_empty() {
+        format!("{by}{}", left_out_words(m))
+    } else if admitted {
+        format!("{by} — green on every admitted machine")
+    } else {
+        format!("{by} — green on every named machine")
+    }
+}
+
+/// `; left out: m1 (host-unreachable), m2 (lock-timeout)`, or nothing.
+fn left_out_words(m: &crate::dispatch::Multi) -> String {
+    if m.left_out.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = m
+        .left_out
+        .iter()
+        .map(|l| format!("{} ({})", l.machine, l.failure.as_str()))
+        .collect();
+    format!("; left out: {}", each.join(", "))
 }
 
 /// `certify --split`: the verdict over the shards, their coverage, and

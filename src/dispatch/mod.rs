@@ -165,6 +165,15 @@ pub trait Feed: Send + Sync {
     fn unneeded(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(std::future::pending())
     }
+    /// Resolves once a wait in [`Feed::next`] may be a wait for other
+    /// machines' work (the plan is in, or nothing more is handed out):
+    /// the session asks `next` first and, when it is not ready then, lets
+    /// go of the machine's repository lock until it is handed a batch —
+    /// an idle session never holds a lock another invocation waits for.
+    /// Never, by default (a feed whose `next` never waits on others).
+    fn idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A feed of one run, for [`measure_on`].
@@ -433,11 +442,8 @@ async fn attempt(on: On<'_, '_>, s: &mut Session<'_>) -> std::result::Result<(),
         layout,
         progress,
         id,
-        feed,
         ..
     } = on;
-    let run_id = format!("{}-{}", crate::record::new_id(), id);
-    let run_dir = layout.run(&run_id);
     let argv = s.argv(job, &s.m.argv);
 
     // Ship the SHA and every submodule commit a local store holds.
@@ -450,23 +456,19 @@ async fn attempt(on: On<'_, '_>, s: &mut Session<'_>) -> std::result::Result<(),
         }
     }
     let tag = format!("{}-{}", std::process::id(), id);
-    // Ctrl-C does not wait for a large bundle: the ship is dropped (its
-    // local git and ssh children are killed on drop; the machine's half
-    // written bundle fails `git bundle verify` there and is removed).
-    let shipped = tokio::select! {
-        r = ship::ship(t, layout, &sources, &tag) => r?,
-        () = job.interrupt.cancelled() => {
-            for (repo, _) in &sources {
-                ship::forget(repo, &tag).await;
+    // Ctrl-C does not wait for a large bundle: the ship stops sending (the
+    // machine's half bundle fails `git bundle verify` there and is removed
+    // by the machine's own script, which is never killed mid-write) and
+    // says so ([`ship::ship`]).
+    let shipped = match ship::ship(t, layout, &sources, &tag, job.interrupt).await {
+        Ok(shipped) => shipped,
+        Err(f) => {
+            if f.kind == FailureKind::Interrupted {
+                for (repo, _) in &sources {
+                    ship::forget(repo, &tag).await;
+                }
             }
-            return Err(DispatchFault::new(
-                FailureKind::Interrupted,
-                format!(
-                    "{} while the commit was being shipped; nothing ran on the machine",
-                    job.interrupt.reason().map(|r| r.words()).unwrap_or("saphan was stopped")
-                ),
-            )
-            .into());
+            return Err(f.into());
         }
     };
     s.bundle_bytes = shipped.bundle_bytes;
@@ -511,43 +513,75 @@ async fn attempt(on: On<'_, '_>, s: &mut Session<'_>) -> std::result::Result<(),
         },
     );
 
-    // Materialize under the repository's lock on the machine, held for the
-    // whole session: every run may take the whole budget.
-    let t_mat = Instant::now();
-    let per_run = job.budget.duration + GRACE + 2 * CONTROL_TIMEOUT;
-    let hold = LOCK_WAIT + per_run * feed.runs_at_most().max(1) as u32;
+    // Materialize under the repository's lock on the machine (taken before
+    // the first batch is asked for, while a split still lists), and run
+    // each batch under it — but never hold it while idle (`runs`).
+    runs(on, s, Instant::now()).await
+}
+
+/// The repository's lock on the machine, held, with the run directory it
+/// was taken in and the tree checked out under it.
+struct Held {
+    lock: MachineLock,
+    run_dir: String,
+    scratch: Option<crate::worktree::Scratch>,
+}
+
+/// Take the repository's lock on the machine in a fresh run directory
+/// (its `locked` ready file is this hold's own); a tree an earlier attempt
+/// left at the stable path is noted as reaped (materialize heals it).
+async fn take_lock(on: On<'_, '_>, s: &mut Session<'_>) -> Result<Held, DispatchFault> {
+    let run_dir = on
+        .layout
+        .run(&format!("{}-{}", crate::record::new_id(), on.id));
+    let per_run = on.job.budget.duration + GRACE + 2 * CONTROL_TIMEOUT;
+    let hold = LOCK_WAIT + per_run * on.feed.runs_at_most().max(1) as u32;
     let (lock, left) = MachineLock::acquire(
-        t,
-        layout,
+        on.t,
+        on.layout,
         &format!("{run_dir}/locked"),
         hold,
-        &layout.tree(),
+        &on.layout.tree(),
     )
     .await?;
     if left {
         s.notes.push(format!(
             "reaped: {} (left by an earlier attempt)",
-            layout.tree()
+            on.layout.tree()
         ));
     }
-    let r = locked(on, s, &run_dir, t_mat).await;
-    // The run dir goes; so does the (now empty) parent of the stable tree —
-    // unless the connection is lost: every call would first reconnect to a
-    // dead machine and wait out its connect timeout, delaying the record
-    // (and failover); the next dispatch there reaps what is left.
-    if let Err(Failure::Fault(f)) = &r
-        && f.kind == FailureKind::ConnectionLost
-    {
-        s.lost = true;
-    }
-    if s.lost {
-        lock.abandon();
-    } else {
-        let parent = format!("{}/scratch/{}", layout.base, layout.key);
-        let _ = control(t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
+    Ok(Held {
+        lock,
+        run_dir,
+        scratch: None,
+    })
+}
+
+impl Held {
+    /// Remove the tree, the run dir and the (now empty) parent of the
+    /// stable tree, then let go of the lock — unless the connection is
+    /// lost: every call would first reconnect to a dead machine and wait
+    /// out its connect timeout, delaying the record (and failover); the
+    /// next dispatch there reaps what is left.
+    async fn let_go(self, on: On<'_, '_>, lost: bool) {
+        let Held {
+            lock,
+            run_dir,
+            scratch,
+        } = self;
+        if lost {
+            // Removed in the background, best effort (see `attempt`).
+            drop(scratch);
+            lock.abandon();
+            return;
+        }
+        if let Some(sc) = scratch {
+            let _ = sc.remove().await;
+        }
+        let parent = format!("{}/scratch/{}", on.layout.base, on.layout.key);
+        let _ = control(on.t, crate::remote::RUN_CLEANUP, &[&run_dir, &parent]).await;
         lock.release().await;
     }
-    r
 }
 
 /// Check out the SHA (and its submodules) at the stable scratch path.
@@ -569,10 +603,38 @@ async fn materialize(
     Ok(scratch)
 }
 
-async fn locked(
+/// The session's runs: the lock is taken and the tree checked out before
+/// the first batch is asked for; each batch runs in a fresh tree under the
+/// lock. While the session waits for a batch that depends on other
+/// machines' work ([`Feed::idle`]: the plan is in and nothing is this
+/// machine's now), it lets go of the lock — tree removed, run dir cleaned —
+/// and takes it again for the next batch it is handed: an idle session
+/// never holds a machine's lock, so two invocations sharing machines (two
+/// splits, each waiting for its batch on the machine the other holds)
+/// never wait on each other for more than a batch. A lock or checkout that
+/// fails for a later batch is that batch's measured failure.
+async fn runs(
     on: On<'_, '_>,
     s: &mut Session<'_>,
-    run_dir: &str,
+    t_mat: Instant,
+) -> std::result::Result<(), Failure> {
+    let mut held = Some(take_lock(on, s).await?);
+    let r = runs_held(on, s, &mut held, t_mat).await;
+    if let Err(Failure::Fault(f)) = &r
+        && f.kind == FailureKind::ConnectionLost
+    {
+        s.lost = true;
+    }
+    if let Some(h) = held.take() {
+        h.let_go(on, s.lost).await;
+    }
+    r
+}
+
+async fn runs_held(
+    on: On<'_, '_>,
+    s: &mut Session<'_>,
+    held: &mut Option<Held>,
     t_mat: Instant,
 ) -> std::result::Result<(), Failure> {
     let On {
@@ -582,40 +644,78 @@ async fn locked(
     let tree = std::path::PathBuf::from(layout.tree());
     // A tree a lost connection left (the lock's wait named it) is reaped:
     // add_at heals the stable path.
-    let mut scratch = materialize(on, &mirror, &tree).await?;
+    let first = materialize(on, &mirror, &tree).await?;
+    if let Some(h) = held.as_mut() {
+        h.scratch = Some(first);
+    }
     s.phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
     let mut used = false;
-    let mut end = Ok(());
-    while let Some(b) = feed.next().await {
-        if used {
+    loop {
+        let b = if held.is_some() {
+            let next = feed.next();
+            tokio::pin!(next);
+            tokio::select! {
+                biased;
+                b = &mut next => b,
+                () = feed.idle() => {
+                    // Nothing for this machine now: let go of the lock
+                    // while other machines run what this one waits for.
+                    if let Some(h) = held.take() {
+                        h.let_go(on, s.lost).await;
+                    }
+                    next.await
+                }
+            }
+        } else {
+            feed.next().await
+        };
+        let Some(b) = b else { break };
+        let argv = s.argv(job, &b.argv);
+        if held.is_none() || used {
             let t_mat = Instant::now();
-            let _ = scratch.remove().await;
-            scratch = match materialize(on, &mirror, &tree).await {
-                Ok(sc) => sc,
+            let again = match held.as_mut() {
+                Some(h) => {
+                    if let Some(sc) = h.scratch.take() {
+                        let _ = sc.remove().await;
+                    }
+                    Ok(())
+                }
+                None => take_lock(on, s).await.map(|h| *held = Some(h)),
+            };
+            let sc = match again {
+                Ok(()) => materialize(on, &mirror, &tree).await,
+                Err(f) => Err(Failure::Fault(f)),
+            };
+            match sc {
+                Ok(sc) => {
+                    if let Some(h) = held.as_mut() {
+                        h.scratch = Some(sc);
+                    }
+                }
                 Err(Failure::Fault(f)) => {
-                    let argv = s.argv(job, &b.argv);
+                    s.lost |= f.kind == FailureKind::ConnectionLost;
                     let mut run = SuiteRun::not_run(f.kind, f.detail);
                     run.started_at = crate::clock::rfc3339_before(t_mat.elapsed());
                     feed.done(s.measured(job, argv, run, None));
                     return Ok(());
                 }
                 Err(e) => return Err(e),
-            };
+            }
             s.phases.insert(Phase::Materialize, secs(t_mat.elapsed()));
         }
         used = true;
-        let argv = s.argv(job, &b.argv);
-        let r = run_batch(on, s, &scratch, run_dir, &argv, &b.env).await;
+        let Some(h) = held.as_ref() else { break };
+        let Some(scratch) = h.scratch.as_ref() else {
+            break;
+        };
+        let r = run_batch(on, s, scratch, &h.run_dir, &argv, &b.env).await;
         let (run, local) = match r {
             Ok(rl) => rl,
             Err(Failure::Fault(f)) => {
                 s.lost = f.kind == FailureKind::ConnectionLost;
                 (SuiteRun::not_run(f.kind, f.detail), None)
             }
-            Err(e) => {
-                end = Err(e);
-                break;
-            }
+            Err(e) => return Err(e),
         };
         let stop = run
             .measurement
@@ -628,13 +728,7 @@ async fn locked(
             break;
         }
     }
-    if s.lost {
-        // Removed in the background, best effort (see `attempt`).
-        drop(scratch);
-    } else {
-        let _ = scratch.remove().await;
-    }
-    end
+    Ok(())
 }
 
 /// `work`, while the machine's SSH server is pinged every half

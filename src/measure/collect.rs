@@ -7,13 +7,17 @@
 //! into `.git`); the listing is read whole — up to [`REPORT_LISTING_CAP`]
 //! bytes, past which the measurement fails as `report-listing-unbounded`,
 //! never on a cut listing. The glob is matched here with the same rules as
-//! [`crate::report::files`] (globset, `literal_separator`), each match is
-//! described *on the machine* by `src/remote/report-classify.sh` (its kind
-//! and `readlink -f`), and saphan decides here: refused if it leads outside
-//! the root or is not a regular file; each accepted file is copied with at
-//! most [`REPORT_FILE_CAP`] bytes (a larger one is refused as unreadable,
-//! never truncated into a parse) into the local directory at the same
-//! relative path. Then the parsers select from the local copy exactly as
+//! [`crate::report::files`] (globset, `literal_separator`), every match is
+//! described *on the machine* by `src/remote/report-classify.sh` (its kind,
+//! the path it resolves to, a file's size), and saphan decides here:
+//! refused if it leads outside the root or is not a regular file, or is
+//! larger than [`REPORT_FILE_CAP`] bytes (refused as unreadable, never
+//! truncated into a parse); the accepted files come back in one stream
+//! (`src/remote/report-fetch.sh`), cut here at their described sizes into
+//! the local directory at the same relative paths (a stream of another
+//! length fails the collection). Three commands on the machine for any
+//! number of files — listing, description, stream — where a command per
+//! file cost a round trip each (3000 files: ~30 s). Then the parsers select from the local copy exactly as
 //! they would from a local tree — a pattern that matched nothing there is
 //! the parsers' `report-no-match`, with the right key.
 
@@ -157,7 +161,8 @@ pub async fn reports(
     }
     // The names go on stdin, NUL-separated (`xargs -0`), so no command line
     // on the machine grows with the number of matches. The description is
-    // read whole too: at most two short fields and a path per match.
+    // read whole too: a count, two short fields and a path per match, a
+    // size per file.
     let mut names = Vec::new();
     for m in &matched {
         names.extend_from_slice(m.as_bytes());
@@ -166,9 +171,13 @@ pub async fn reports(
     let describe_cap = (REPORT_FILES_MAX as u64) * 8192;
     let (classified, bytes) = crate::transport::whole_stdout(
         t,
+        // At most 200 names a run: the script collects its files' paths
+        // in its arguments, which costs a run the square of its names.
         Cmd::new("xargs")
             .args([
                 "-0",
+                "-n",
+                "200",
                 "sh",
                 "-c",
                 crate::remote::REPORT_CLASSIFY,
@@ -190,14 +199,18 @@ pub async fn reports(
             "the machine described the matches in too many bytes",
         )
     })?;
-    let fields: Vec<String> = bytes
-        .split(|b| *b == 0)
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect();
-    for (i, rel) in matched.iter().enumerate() {
-        let (Some(kind), Some(resolved)) = (fields.get(2 * i), fields.get(2 * i + 1)) else {
-            return Err(unreadable(rel, "the machine did not describe it"));
-        };
+    let described = described(&bytes)
+        .filter(|d| d.len() == matched.len())
+        .ok_or_else(|| unreadable(&shown_root, "the machine did not describe every match"))?;
+    // saphan's judgement, in the matches' order: inside the tree, a
+    // regular file, within the size bound.
+    let mut accepted: Vec<(&str, String, u64)> = Vec::new();
+    for (rel, d) in matched.iter().zip(described) {
+        let Description {
+            kind,
+            resolved,
+            size,
+        } = d;
         let inside = resolved
             .strip_prefix(real_root.as_str())
             .is_some_and(|rest| rest.starts_with('/'));
@@ -230,37 +243,140 @@ pub async fn reports(
                 });
             }
         }
+        let size = size.ok_or_else(|| unreadable(rel, "the machine could not tell its size"))?;
+        if size > REPORT_FILE_CAP {
+            return Err(unreadable(
+                rel,
+                format!("it is larger than the {REPORT_FILE_CAP}-byte bound saphan brings back"),
+            ));
+        }
+        accepted.push((rel, resolved, size));
+    }
+    if accepted.is_empty() {
+        return Ok(local.to_path_buf());
+    }
+    fetch(t, &shown_root, &accepted, local).await?;
+    Ok(local.to_path_buf())
+}
+
+/// One match as the machine described it (`report-classify.sh`).
+struct Description {
+    /// `file`, `dir`, `missing`, `fifo`, `socket` or `device`.
+    kind: String,
+    /// The path it resolves to (empty when it does not resolve).
+    resolved: String,
+    /// Its size in bytes, for a `file` the machine could size.
+    size: Option<u64>,
+}
+
+/// `report-classify.sh`'s output, parsed: per run of the script its count,
+/// that many `KIND`/path pairs, then the sizes of its files, one per line.
+/// `None` when the blocks do not add up.
+fn described(bytes: &[u8]) -> Option<Vec<Description>> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut fields = bytes.split(|b| *b == 0);
+    let mut out = Vec::new();
+    while let Some(count) = fields.next() {
+        if count.is_empty() {
+            // The empty tail after the last NUL.
+            return fields.next().is_none().then_some(out);
+        }
+        let n: usize = text(count).trim().parse().ok()?;
+        let start = out.len();
+        for _ in 0..n {
+            let kind = text(fields.next()?);
+            let resolved = text(fields.next()?);
+            out.push(Description {
+                kind,
+                resolved,
+                size: None,
+            });
+        }
+        let sizes = text(fields.next()?);
+        let mut sizes = sizes.lines().map(|l| l.trim().parse::<u64>().ok());
+        for d in out[start..].iter_mut().filter(|d| d.kind == "file") {
+            d.size = sizes.next()?;
+        }
+        if sizes.next().is_some() {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Bring `accepted` (relative name, resolved path on the machine, size as
+/// described) into `local` at their relative paths in one command on the
+/// machine (`report-fetch.sh`: the files' bytes one after another, bounded
+/// by the sum of the sizes plus one), through a local temp file cut at the
+/// described sizes. A stream whose length is not that sum (a file changed
+/// since it was described, or could not be read) fails the collection as
+/// unreadable — never a file cut or padded into a parse.
+async fn fetch(
+    t: &Transport,
+    shown_root: &str,
+    accepted: &[(&str, String, u64)],
+    local: &Path,
+) -> Result<(), ReportError> {
+    use tokio::io::AsyncReadExt;
+    let total: u64 = accepted.iter().map(|(_, _, n)| n).sum();
+    let mut paths = Vec::new();
+    for (_, resolved, _) in accepted {
+        paths.extend_from_slice(resolved.as_bytes());
+        paths.push(0);
+    }
+    // `saphan-listing-<pid>-…`: a killed run's file is reaped by the next.
+    let stream = crate::fsutil::run_tempfile("saphan-listing-")
+        .map_err(|e| unreadable(shown_root, e))?
+        .into_temp_path();
+    let out = t
+        .run(
+            crate::remote::sh(
+                crate::remote::REPORT_FETCH,
+                "saphan-fetch",
+                [(total + 1).to_string()],
+            )
+            .stdin(paths)
+            .stdout(Sink::File(stream.to_path_buf()))
+            .timeout(BUDGET),
+        )
+        .await
+        .map_err(|e| unreadable(shown_root, e))?;
+    let len = tokio::fs::metadata(&stream)
+        .await
+        .map_err(|e| unreadable(shown_root, e))?
+        .len();
+    if !out.status.success() || len != total {
+        let why = if out.status.success() {
+            format!(
+                "the report files came back as {len} bytes where their sizes add up to {total}: one changed while it was brought back"
+            )
+        } else {
+            format!(
+                "bringing the report files back failed: {}",
+                out.stderr_str()
+            )
+        };
+        return Err(unreadable(shown_root, why));
+    }
+    let mut from = tokio::fs::File::open(&stream)
+        .await
+        .map_err(|e| unreadable(shown_root, e))?;
+    for (rel, _, size) in accepted {
         let dest = local.join(rel);
         if let Some(parent) = dest.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
                 .map_err(|e| unreadable(rel, e))?;
         }
-        let out = t
-            .run(
-                Cmd::new("head")
-                    .arg("-c")
-                    .arg((REPORT_FILE_CAP + 1).to_string())
-                    .arg("--")
-                    .arg(resolved)
-                    .stdout(Sink::File(dest.clone()))
-                    .timeout(BUDGET),
-            )
+        let mut to = tokio::fs::File::create(&dest)
             .await
             .map_err(|e| unreadable(rel, e))?;
-        if !out.status.success() {
-            return Err(unreadable(rel, out.stderr_str()));
-        }
-        let len = tokio::fs::metadata(&dest)
+        let copied = tokio::io::copy(&mut (&mut from).take(*size), &mut to)
             .await
-            .map_err(|e| unreadable(rel, e))?
-            .len();
-        if len > REPORT_FILE_CAP {
-            return Err(unreadable(
-                rel,
-                format!("it is larger than the {REPORT_FILE_CAP}-byte bound saphan brings back"),
-            ));
+            .map_err(|e| unreadable(rel, e))?;
+        if copied != *size {
+            return Err(unreadable(rel, "the stream ended before it"));
         }
     }
-    Ok(local.to_path_buf())
+    Ok(())
 }

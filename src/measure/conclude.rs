@@ -31,6 +31,9 @@ pub enum Scope {
     Local,
     /// `certify --machine …`: one record per named machine.
     Machines,
+    /// `certify --machine @admitted`: one record per admitted machine,
+    /// over those that answered (the rest are left out by the caller).
+    Admitted,
     /// `certify --split`: one record per shard; the invocation is green
     /// when every shard is green (coverage proven: a shard that did not end
     /// exactly its packages is not green), the judgement of the shards'
@@ -141,10 +144,13 @@ fn why_not(sha: &str, records: &[Record], scope: Scope) -> Option<Unmoved> {
         Scope::Local if all_green && any_zero => Some(Unmoved::ZeroTests),
         Scope::Local if all_green => None,
         Scope::Local => Some(Unmoved::NotGreen { sha }),
-        Scope::Machines if all_green && any_zero => Some(Unmoved::ZeroTestsOnSomeMachine),
-        Scope::Machines if all_green => None,
-        Scope::Machines => Some(match disagreement(records) {
+        Scope::Machines | Scope::Admitted if all_green && any_zero => {
+            Some(Unmoved::ZeroTestsOnSomeMachine)
+        }
+        Scope::Machines | Scope::Admitted if all_green => None,
+        Scope::Machines | Scope::Admitted => Some(match disagreement(records) {
             Some(disagreement) => Unmoved::MachinesDisagree { disagreement },
+            None if scope == Scope::Admitted => Unmoved::NotGreenOnEveryAdmitted { sha },
             None => Unmoved::NotGreenOnEveryMachine { sha },
         }),
         Scope::Split { union_green } => {

@@ -204,6 +204,21 @@ pub struct Multi {
     /// Container class: containers the sweep after the run could not
     /// remove (the CLI shows each as a warning).
     pub remain: Vec<crate::docker::container::ContainersRemain>,
+    /// `--machine @admitted`: machines whose attempt ended in an
+    /// infrastructure failure while another machine answered — recorded,
+    /// but left out of the verdict (a named list never leaves one out).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A machine left out of an `@admitted` verdict, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LeftOut {
+    /// The machine.
+    pub machine: String,
+    /// Its attempt's failure (an infrastructure kind).
+    pub failure: crate::report::FailureKind,
+    /// Its attempt's record id.
+    pub id: String,
 }
 
 /// The verdict of a `certify --split` invocation over its shards.
@@ -241,6 +256,16 @@ impl Multi {
             Verdict::Red => 1,
             Verdict::MeasurementFailed => 2,
         };
+        self.effective()
+            .map(|r| r.verdict)
+            .max_by_key(|v| rank(*v))
+            .map(|v| v.exit())
+            .unwrap_or(Exit::Ok)
+    }
+
+    /// The records the verdict is over: neither superseded by a failover's
+    /// re-run nor left out (`@admitted`).
+    pub fn effective(&self) -> impl Iterator<Item = &Record> {
         // An attempt another one re-ran (failover) is superseded by it.
         let superseded = |id: &str| {
             self.runs
@@ -249,11 +274,23 @@ impl Multi {
         };
         self.runs
             .iter()
-            .filter(|r| !superseded(&r.record.id))
-            .map(|r| r.record.verdict)
-            .max_by_key(|v| rank(*v))
-            .map(|v| v.exit())
-            .unwrap_or(Exit::Ok)
+            .map(|r| &r.record)
+            .filter(move |r| !superseded(&r.id) && !self.left_out.iter().any(|l| l.id == r.id))
+    }
+
+    /// The machines that certified the SHA — those of the effective
+    /// records, each once, in order — when the pointer moved; empty
+    /// otherwise.
+    pub fn certified_by(&self) -> Vec<String> {
+        let mut by: Vec<String> = Vec::new();
+        if self.pointer.moved() {
+            for r in self.effective() {
+                if !by.contains(&r.machine) {
+                    by.push(r.machine.clone());
+                }
+            }
+        }
+        by
     }
 }
 
@@ -621,6 +658,7 @@ async fn machines(
         pointer,
         split: None,
         remain: Vec::new(),
+        left_out: Vec::new(),
     }))
 }
 

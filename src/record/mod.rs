@@ -817,6 +817,12 @@ pub enum Unmoved {
         /// The SHA certified.
         sha: String,
     },
+    /// `--machine @admitted`: the SHA is not green on every admitted
+    /// machine that answered (they agree).
+    NotGreenOnEveryAdmitted {
+        /// The SHA certified.
+        sha: String,
+    },
     /// The machines disagree (`green on m0, red on m1`).
     MachinesDisagree {
         /// Who said what.
@@ -904,6 +910,9 @@ impl std::fmt::Display for Unmoved {
             Unmoved::NotGreen { sha } => write!(f, "{sha} is not green"),
             Unmoved::NotGreenOnEveryMachine { sha } => {
                 write!(f, "{sha} is not green on every named machine")
+            }
+            Unmoved::NotGreenOnEveryAdmitted { sha } => {
+                write!(f, "{sha} is not green on the admitted machines that answered")
             }
             Unmoved::MachinesDisagree { disagreement } => {
                 write!(f, "the machines disagree ({disagreement})")

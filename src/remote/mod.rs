@@ -72,8 +72,10 @@ pub const DEST_KINDS: &str = include_str!("dest-kinds.sh");
 pub const WRITE_FILE: &str = include_str!("write-file.sh");
 /// Lists a report root's real path and the candidates under a prefix.
 pub const REPORT_LIST: &str = include_str!("report-list.sh");
-/// Describes each matched report name (kind, resolved path).
+/// Describes each matched report name (kind, resolved path, size).
 pub const REPORT_CLASSIFY: &str = include_str!("report-classify.sh");
+/// Streams the accepted report files back, one after another.
+pub const REPORT_FETCH: &str = include_str!("report-fetch.sh");
 /// A machine's confinement facts (`machine measure`).
 pub const MEASURE: &str = include_str!("measure.sh");
 /// The toolchain probe (`machine probe`).
@@ -108,6 +110,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("write-file.sh", WRITE_FILE),
     ("report-list.sh", REPORT_LIST),
     ("report-classify.sh", REPORT_CLASSIFY),
+    ("report-fetch.sh", REPORT_FETCH),
     ("measure.sh", MEASURE),
     ("probe.sh", PROBE),
     ("put.sh", PUT),

@@ -20,7 +20,7 @@ use crate::exec::Termination;
 use crate::measure::Executor;
 use crate::measure::bench::Measured;
 use crate::measure::conclude::{self, LockHold, Scope};
-use crate::measure::pipeline::{self, Certified, Job, MachineRun, Multi, SplitOutcome};
+use crate::measure::pipeline::{self, Certified, Job, LeftOut, MachineRun, Multi, SplitOutcome};
 use crate::measure::progress::Event;
 use crate::record::{self, Avail, Record};
 use crate::report::{FailureKind, ReportKind, Verdict};
@@ -481,6 +481,28 @@ impl Feed for MachineFeed<'_, '_, '_> {
             }
         })
     }
+    fn idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        // Before the plan is in, a wait is for this machine's listing only;
+        // after it, what `next` waits for runs on other machines.
+        Box::pin(async move {
+            let s = self.sched;
+            loop {
+                let wake = s.wake.notified();
+                tokio::pin!(wake);
+                wake.as_mut().enable();
+                {
+                    let q = s.lock();
+                    if q.planned || q.closed {
+                        return;
+                    }
+                }
+                tokio::select! {
+                    () = &mut wake => {}
+                    () = s.job.interrupt.cancelled() => return,
+                }
+            }
+        })
+    }
     fn runs_at_most(&self) -> usize {
         // Every batch once, and each re-run once.
         let q = self.sched.lock();
@@ -668,15 +690,22 @@ pub async fn split(
             Box::pin(async move { Ok((works, Vec::new())) })
         }
     };
-    run_queue(job, admitted, executor, trunk, failover, at, plan).await
+    let queue = Mode {
+        failover,
+        leave_out: false,
+    };
+    run_queue(job, admitted, executor, trunk, queue, at, plan).await
 }
 
 /// `--machine @admitted` without `--split`: every admitted machine runs the
-/// whole suite (every record must be green, as for a named list), and a
-/// machine whose attempt ended in an infrastructure failure has its run
-/// re-run once by another machine of the invocation once that one is free
-/// (recorded with `retry_of`; the pointer is judged over the effective
-/// attempts).
+/// whole suite once. Nothing is re-run: a re-run goes only to a machine
+/// that has not run that work in this invocation, and every machine here
+/// runs the whole suite — another run of it on a machine that answered
+/// adds no evidence. A machine whose attempt ended in an infrastructure
+/// failure is instead left out of the verdict by name ([`Multi::left_out`],
+/// a note on its record) when another machine answered; the verdict and
+/// the pointer are over the machines that answered (every one must be
+/// green). When none answered, every failure counts.
 ///
 /// Errors: the benches' refusals, a record that cannot be appended.
 pub async fn admitted(
@@ -697,7 +726,21 @@ pub async fn admitted(
         })
         .collect();
     let plan = async move { Ok((works, Vec::new())) };
-    run_queue(job, admitted, executor, trunk, true, None, Box::pin(plan)).await
+    let queue = Mode {
+        failover: false,
+        leave_out: true,
+    };
+    run_queue(job, admitted, executor, trunk, queue, None, Box::pin(plan)).await
+}
+
+/// How a queue treats an attempt that ended in an infrastructure failure.
+#[derive(Clone, Copy)]
+struct Mode {
+    /// Re-run its batch once on another machine (`--split` with failover).
+    failover: bool,
+    /// Leave its machine out of the verdict when another machine answered
+    /// (`@admitted` without `--split`).
+    leave_out: bool,
 }
 
 /// The plan: the batches, and the listed packages (go-test-json splits;
@@ -713,7 +756,7 @@ async fn run_queue(
     admitted: &[Admitted],
     executor: &(dyn Executor + '_),
     trunk: Option<&str>,
-    failover: bool,
+    mode: Mode,
     at: Option<usize>,
     plan: PlanFuture<'_>,
 ) -> Result<Certified> {
@@ -725,7 +768,7 @@ async fn run_queue(
         class: executor.class(),
         trunk,
         ids: admitted.iter().map(|a| a.row.id.clone()).collect(),
-        failover,
+        failover: mode.failover,
         queue: Mutex::new(Queue {
             current: vec![None; n],
             unneeded: vec![false; n],
@@ -831,10 +874,12 @@ async fn run_queue(
         (done, std::mem::take(&mut q.superseded))
     };
     let listed = at.and(listed);
-    conclude_queue(job, trunk, done, superseded, listed).await
+    conclude_queue(job, trunk, done, superseded, listed, mode.leave_out).await
 }
 
-/// Prove coverage (`listed`), append every record (superseded attempts
+/// Prove coverage (`listed`), leave out (`leave_out`, unsharded) the
+/// machines that failed for an infrastructure reason when another
+/// answered, append every record (superseded and left-out attempts
 /// first), conclude over the effective attempts.
 async fn conclude_queue(
     job: &Job<'_>,
@@ -842,8 +887,15 @@ async fn conclude_queue(
     mut done: Vec<Done>,
     superseded: Vec<Record>,
     listed: Option<Vec<String>>,
+    leave_out: bool,
 ) -> Result<Certified> {
     let sharded = done.first().is_some_and(|d| d.work.sharded);
+    let (kept, out) = if leave_out && !sharded {
+        leave_out_of(done)
+    } else {
+        (done, Vec::new())
+    };
+    done = kept;
 
     // Coverage: the batches' package-level terminal events, against the list.
     let mut explained = true;
@@ -871,12 +923,13 @@ async fn conclude_queue(
     // Every record first (superseded attempts, then the batches'), then the
     // pointer, over the effective attempts.
     let attempts = record::attempts_path(job.repo);
-    for r in &superseded {
+    for r in superseded.iter().chain(out.iter().map(|d| &d.record)) {
         record::append_off_runtime(&attempts, r).await?;
     }
     let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
     let outcome = sharded.then(|| outcome(&records, coverage, listed.is_none(), union, explained));
     let scope = match (sharded, &outcome) {
+        (false, _) if leave_out => Scope::Admitted,
         (false, _) => Scope::Machines,
         (true, Some(o)) if o.coverage.is_some() => Scope::Split {
             union_green: o.verdict == Verdict::Green,
@@ -907,7 +960,20 @@ async fn conclude_queue(
             test_output_omitted: 0,
         })
         .collect();
-    for d in done {
+    let left_out: Vec<LeftOut> = out
+        .iter()
+        .filter_map(|d| {
+            Some(LeftOut {
+                machine: d.record.machine.clone(),
+                failure: d.record.failure.clone()?,
+                id: d.record.id.clone(),
+            })
+        })
+        .collect();
+    // In the machines' order, the left-out among them.
+    let mut all: Vec<Done> = done.into_iter().chain(out).collect();
+    all.sort_by_key(|d| d.work.index);
+    for d in all {
         runs.push(MachineRun {
             record: d.record,
             stderr_tail: d.measured.run.stderr_tail,
@@ -930,7 +996,38 @@ async fn conclude_queue(
         disagreement,
         split: outcome,
         remain: Vec::new(),
+        left_out,
     }))
+}
+
+/// Split unsharded attempts into those the verdict is over and those left
+/// out of it: an attempt that ended in an infrastructure failure, when
+/// another attempt answered (any verdict that is not such a failure). Each
+/// left-out record carries a note saying so. When none answered, nothing
+/// is left out.
+fn leave_out_of(done: Vec<Done>) -> (Vec<Done>, Vec<Done>) {
+    let infra = |r: &Record| {
+        r.failure
+            .as_ref()
+            .is_some_and(FailureKind::is_infrastructure)
+    };
+    let answered: Vec<String> = done
+        .iter()
+        .filter(|d| !infra(&d.record))
+        .map(|d| d.record.machine.clone())
+        .collect();
+    if answered.is_empty() {
+        return (done, Vec::new());
+    }
+    let (mut out, kept): (Vec<Done>, Vec<Done>) = done.into_iter().partition(|d| infra(&d.record));
+    for d in &mut out {
+        let kind = d.record.failure.as_ref().map_or("", |f| f.as_str());
+        d.record.notes.push(format!(
+            "left out of the verdict: {kind} is an infrastructure failure and {} answered (--machine @admitted: every admitted machine ran the whole suite, so none was left to re-run it)",
+            answered.join(", ")
+        ));
+    }
+    (kept, out)
 }
 
 /// The exit code of a shard's `go test` that ran to its end and failed

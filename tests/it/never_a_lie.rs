@@ -1030,12 +1030,16 @@ fn machine_lock(work: &Path, host: &str) -> PathBuf {
     locks[0].clone()
 }
 
-/// `flock LOCK sleep 600`, returned once the lock is held (a second
-/// `flock -n` cannot take it).
+/// `flock -o LOCK sleep 600` in a process group of its own, returned once
+/// the lock is held (a second `flock -n` cannot take it); [`let_go`] ends
+/// it (`-o`: only flock itself holds the lock, not its `sleep`).
 fn hold_lock(lock: &Path) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
     let holder = std::process::Command::new("flock")
+        .arg("-o")
         .arg(lock)
         .args(["sleep", "600"])
+        .process_group(0)
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
@@ -1051,6 +1055,13 @@ fn hold_lock(lock: &Path) -> std::process::Child {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     holder
+}
+
+/// End [`hold_lock`]'s holder and its `sleep` (its process group).
+fn let_go(mut holder: std::process::Child) {
+    // SAFETY: kill has no memory preconditions; the group is the holder's own.
+    unsafe { libc::kill(-(holder.id() as i32), libc::SIGKILL) };
+    let _ = holder.wait();
 }
 
 /// Item 8: two `--split` runs of one repository over the same machines
@@ -1101,8 +1112,7 @@ fn splits_sharing_machines_never_hold_a_lock_while_idle() {
     let plain = plain.wait_with_output().unwrap();
     // m1 is still held: the plain dispatch did not wait for it.
     let still_held = holder.try_wait().unwrap().is_none();
-    let _ = holder.kill();
-    let _ = holder.wait();
+    let_go(holder);
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     assert!(still_held);
     assert_code(&plain, 0);
@@ -1141,7 +1151,11 @@ fn admitted_failover_adds_only_evidence_and_says_who_certified() {
     assert_code(&o, 0);
     let v = json(&o);
     let recs = v["records"].as_array().unwrap();
-    assert_eq!(recs.len(), 3, "one attempt per machine, nothing re-run: {v}");
+    assert_eq!(
+        recs.len(),
+        3,
+        "one attempt per machine, nothing re-run: {v}"
+    );
     assert!(recs.iter().all(|r| r["retry_of"].is_null()), "{v}");
     let on = |m: &str| recs.iter().find(|r| r["machine"] == m).unwrap();
     assert_eq!(on("m0")["verdict"], "green", "{v}");
@@ -1153,7 +1167,12 @@ fn admitted_failover_adds_only_evidence_and_says_who_certified() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| (l["machine"].as_str().unwrap(), l["failure"].as_str().unwrap()))
+        .map(|l| {
+            (
+                l["machine"].as_str().unwrap(),
+                l["failure"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         left,
@@ -1163,7 +1182,13 @@ fn admitted_failover_adds_only_evidence_and_says_who_certified() {
     assert_eq!(repo.verified(), Some(repo.head()));
     // What an operator reads.
     let c = repo.commit(&[("README", "y\n")], "y");
-    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", "@admitted"]);
+    let o = env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--machine",
+        "@admitted",
+    ]);
     assert_code(&o, 0);
     let (out, err) = text(&o);
     assert!(

@@ -445,7 +445,11 @@ fn the_report_listing_puts_the_root_first_and_never_passes_its_bound() {
         let none = sh.run(remote::REPORT_LIST, "t", &[p(t), "./nothing", "100"], b"");
         assert_eq!(code(&none), Some(0), "{n}");
         assert_eq!(none.stdout.len(), fields[0].len() + 1, "{n}");
-        // The description: kind and resolved path per name, NUL-terminated.
+        // The description: the count, kind and resolved path per name,
+        // then the files' sizes, NUL-terminated.
+        std::fs::create_dir_all(t.join("linked")).unwrap();
+        std::fs::write(t.join("linked/d.xml"), "four").unwrap();
+        std::os::unix::fs::symlink(t.join("linked"), t.join("reports/via")).unwrap();
         let mut c = sh.cmd();
         c.args([
             "-c",
@@ -459,24 +463,53 @@ fn the_report_listing_puts_the_root_first_and_never_passes_its_bound() {
         {
             use std::io::Write;
             let mut i = child.stdin.take().unwrap();
-            i.write_all(b"reports/a.xml\0reports/evil.xml\0reports/deep\0reports/gone\0")
-                .unwrap();
+            i.write_all(
+                b"reports/a.xml\0reports/evil.xml\0reports/deep\0reports/gone\0reports/via/d.xml\0",
+            )
+            .unwrap();
         }
         let o = child.wait_with_output().unwrap();
         let f: Vec<String> = o.stdout.split(|b| *b == 0).map(s).collect();
-        assert_eq!(f[0], "file", "{n}");
+        assert_eq!(f[0], "5", "{n}: {f:?}");
+        assert_eq!(f[1], "file", "{n}");
         assert_eq!(
-            f[1],
+            f[2],
             real.join("reports/a.xml").display().to_string(),
             "{n}"
         );
         assert_eq!(
-            (f[2].as_str(), f[3].as_str()),
+            (f[3].as_str(), f[4].as_str()),
             ("file", "/etc/passwd"),
             "{n}"
         );
-        assert_eq!(f[4], "dir", "{n}");
-        assert_eq!(f[6], "missing", "{n}");
+        assert_eq!(f[5], "dir", "{n}");
+        assert_eq!(f[7], "missing", "{n}");
+        // A name under a symlinked directory resolves through it.
+        assert_eq!(
+            (f[9].as_str(), f[10].as_str()),
+            (
+                "file",
+                real.join("linked/d.xml").display().to_string().as_str()
+            ),
+            "{n}"
+        );
+        let passwd = std::fs::metadata("/etc/passwd").unwrap().len();
+        assert_eq!(f[11], format!("1\n{passwd}\n4"), "{n}");
+        assert_eq!(f.len(), 13, "{n}: {f:?}");
+        // The stream: the files' bytes in order, bounded.
+        let list = format!(
+            "{}\0{}\0",
+            real.join("linked/d.xml").display(),
+            real.join("reports/a.xml").display()
+        );
+        let o = sh.run(remote::REPORT_FETCH, "t", &["6"], list.as_bytes());
+        assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
+        assert_eq!(o.stdout, b"fourx", "{n}");
+        let cut = sh.run(remote::REPORT_FETCH, "t", &["3"], list.as_bytes());
+        assert_eq!(cut.stdout, b"fou", "{n}");
+        let gone = format!("{}\0", real.join("reports/gone").display());
+        let o = sh.run(remote::REPORT_FETCH, "t", &["6"], gone.as_bytes());
+        assert_ne!(code(&o), Some(0), "{n}");
     }
 }
 
