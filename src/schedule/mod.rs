@@ -368,10 +368,27 @@ pub async fn local_go(versions: &[(String, Option<String>)]) -> Result<LocalGo> 
     })
 }
 
+/// What the listing found at the SHA: the packages of `./...` and which
+/// of them have test files (`TestGoFiles` or `XTestGoFiles`) in the
+/// environment the machines' `go test` builds in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Import paths, sorted, each once.
+    pub packages: Vec<String>,
+    /// The packages that have test files: each must run them on its
+    /// machine — one that ends `skip` there (no test files) did not.
+    pub tested: BTreeSet<String>,
+}
+
+/// The `go list -f` template of a listing line: the import path, then
+/// ` tests` when the package has test files.
+const LIST_FORMAT: &str = "{{.ImportPath}}{{if or .TestGoFiles .XTestGoFiles}} tests{{end}}";
+
 /// List the packages of `./...` at `sha` with this machine's `go` (`go`,
 /// from [`local_go`]) and the suite `argv`'s [`list_flags`], in the
 /// repository's stable scratch tree (under the repository lock, released
-/// at the end): `go list -e ./...`, import paths sorted, in the
+/// at the end): `go list -e -f … ./...` ([`Listing`]: import paths sorted,
+/// and which have test files), in the
 /// environment the machines' `go test` builds in ([`listing_env`], with
 /// the shards' `env`). It runs while the machines connect, ship and check
 /// out.
@@ -386,7 +403,7 @@ pub async fn list_packages(
     env: &[(String, String)],
     go: &LocalGo,
     interrupt: &Interrupt,
-) -> Result<Vec<String>> {
+) -> Result<Listing> {
     let bench = LocalBench::open(home, repo, interrupt).await?;
     let scratch = bench.checkout(sha).await?;
     // The listing decides what the shards must cover: it is of exactly the
@@ -401,7 +418,7 @@ pub async fn list_packages(
     }
     let listed = exec::run(
         Cmd::new(&go.path)
-            .args(["list", "-e"])
+            .args(["list", "-e", "-f", LIST_FORMAT])
             .args(list_flags(argv))
             .arg("./...")
             .cwd(&scratch.path)
@@ -424,19 +441,29 @@ pub async fn list_packages(
         ))
         .into());
     }
-    let mut pkgs: Vec<String> = listed
-        .stdout_str()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect();
-    pkgs.sort();
-    pkgs.dedup();
-    if pkgs.is_empty() {
+    let listing = parse_listing(&listed.stdout_str());
+    if listing.packages.is_empty() {
         return Err(failed("`go list -e ./...` listed no package".into()).into());
     }
-    Ok(pkgs)
+    Ok(listing)
+}
+
+/// A [`Listing`] from `go list -e -f` [`LIST_FORMAT`] output.
+pub fn parse_listing(text: &str) -> Listing {
+    let mut out = Listing::default();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (pkg, tests) = match line.strip_suffix(" tests") {
+            Some(p) => (p.trim(), true),
+            None => (line, false),
+        };
+        out.packages.push(pkg.to_string());
+        if tests {
+            out.tested.insert(pkg.to_string());
+        }
+    }
+    out.packages.sort();
+    out.packages.dedup();
+    out
 }
 
 /// What one shard's stream covered, against what it was assigned.
@@ -446,12 +473,17 @@ pub struct ShardCoverage {
     pub missing: Vec<String>,
     /// Packages the stream ended more than once, or that it was not assigned.
     pub doubled: Vec<String>,
+    /// Packages with test files at the SHA (the listing's) that the stream
+    /// ended `skip`: the machine built none of their tests (its own
+    /// `GOFLAGS`, a build constraint of its platform).
+    pub untested: Vec<String>,
 }
 
 impl ShardCoverage {
-    /// True when the shard ended exactly its packages, each once.
+    /// True when the shard ended exactly its packages, each once, and ran
+    /// the tests of every one that has test files.
     pub fn complete(&self) -> bool {
-        self.missing.is_empty() && self.doubled.is_empty()
+        self.missing.is_empty() && self.doubled.is_empty() && self.untested.is_empty()
     }
 }
 
@@ -467,27 +499,38 @@ pub struct Coverage {
     pub missing: Vec<String>,
     /// Packages ended more than once over all shards, or never listed.
     pub doubled: Vec<String>,
+    /// Listed packages with test files that a shard ended `skip` (no test
+    /// files on its machine): their tests never ran.
+    pub untested: Vec<String>,
 }
 
-/// Prove coverage: `listed` against the packages each shard ended
-/// (`ends[i]`, one entry per terminal event, duplicates kept) and was
-/// assigned (`assigned[i]`). Returns the invocation's coverage and each
-/// shard's.
+/// Prove coverage: the `listed` packages against the packages each shard
+/// ended (`ends[i]`, one entry per terminal event, duplicates kept) and was
+/// assigned (`assigned[i]`) — each listed package ended exactly once, and
+/// every one the listing found test files in ended having run them (not
+/// `skip`). Returns the invocation's coverage and each shard's.
 pub fn coverage(
-    listed: &[String],
+    listed: &Listing,
     assigned: &[Vec<String>],
-    ends: &[Vec<String>],
+    ends: &[Vec<crate::report::gojson::PackageEnd>],
 ) -> (Coverage, Vec<ShardCoverage>) {
-    let listed_set: BTreeSet<&String> = listed.iter().collect();
+    let listed_set: BTreeSet<&String> = listed.packages.iter().collect();
     let mut seen: BTreeMap<&String, usize> = BTreeMap::new();
+    let mut untested_all: BTreeSet<String> = BTreeSet::new();
     let mut per = Vec::new();
     for (a, e) in assigned.iter().zip(ends) {
         let mine: BTreeSet<&String> = a.iter().collect();
         let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
-        for p in e {
+        let mut untested: BTreeSet<String> = BTreeSet::new();
+        for end in e {
+            let p = &end.package;
             *counts.entry(p).or_default() += 1;
             *seen.entry(p).or_default() += 1;
+            if end.action == "skip" && listed.tested.contains(p) {
+                untested.insert(p.clone());
+            }
         }
+        untested_all.extend(untested.iter().cloned());
         per.push(ShardCoverage {
             missing: a
                 .iter()
@@ -499,9 +542,11 @@ pub fn coverage(
                 .filter(|(p, n)| **n > 1 || !mine.contains(*p))
                 .map(|(p, _)| (*p).clone())
                 .collect(),
+            untested: untested.into_iter().collect(),
         });
     }
     let missing: Vec<String> = listed
+        .packages
         .iter()
         .filter(|p| !seen.contains_key(p))
         .cloned()
@@ -511,12 +556,14 @@ pub fn coverage(
         .filter(|(p, n)| **n > 1 || !listed_set.contains(*p))
         .map(|(p, _)| (*p).clone())
         .collect();
+    let untested: Vec<String> = untested_all.into_iter().collect();
     (
         Coverage {
-            complete: missing.is_empty() && doubled.is_empty(),
-            listed: listed.len(),
+            complete: missing.is_empty() && doubled.is_empty() && untested.is_empty(),
+            listed: listed.packages.len(),
             missing,
             doubled,
+            untested,
         },
         per,
     )
@@ -537,6 +584,13 @@ pub fn coverage_note(c: &ShardCoverage) -> String {
             "{} package(s) ended twice or were not assigned: {}",
             c.doubled.len(),
             c.doubled.join(", ")
+        ));
+    }
+    if !c.untested.is_empty() {
+        parts.push(format!(
+            "{} package(s) have test files at the SHA but ended `skip` (no test files) on the machine, so their tests never ran: {} — the machine's own environment dropped them (its `go env GOFLAGS` tags, a build constraint of its platform)",
+            c.untested.len(),
+            c.untested.join(", ")
         ));
     }
     format!(
@@ -733,13 +787,28 @@ mod tests {
         assert_eq!(h.seconds["m/a"], 2.0);
     }
 
+    /// Each package ending `pass`.
+    fn ends(v: &[&str]) -> Vec<crate::report::gojson::PackageEnd> {
+        v.iter()
+            .map(|p| crate::report::gojson::PackageEnd {
+                package: p.to_string(),
+                action: "pass".into(),
+                elapsed: None,
+            })
+            .collect()
+    }
+
     #[test]
     fn coverage_names_the_missing_and_the_doubled() {
-        let listed = s(&["m/a", "m/b", "m/c"]);
+        let listed = Listing {
+            packages: s(&["m/a", "m/b", "m/c"]),
+            tested: Default::default(),
+        };
+        let s = |v: &[&str]| s(v);
         let assigned = vec![s(&["m/a", "m/b"]), s(&["m/c"])];
-        let (c, per) = coverage(&listed, &assigned, &[s(&["m/a", "m/b"]), s(&["m/c"])]);
+        let (c, per) = coverage(&listed, &assigned, &[ends(&["m/a", "m/b"]), ends(&["m/c"])]);
         assert!(c.complete && per.iter().all(ShardCoverage::complete));
-        let (c, per) = coverage(&listed, &assigned, &[s(&["m/a"]), s(&["m/c", "m/c"])]);
+        let (c, per) = coverage(&listed, &assigned, &[ends(&["m/a"]), ends(&["m/c", "m/c"])]);
         assert!(!c.complete);
         assert_eq!(c.missing, s(&["m/b"]));
         assert_eq!(c.doubled, s(&["m/c"]));
@@ -748,9 +817,30 @@ mod tests {
         let (c, per) = coverage(
             &listed,
             &assigned,
-            &[s(&["m/a", "m/b", "m/c"]), s(&["m/c"])],
+            &[ends(&["m/a", "m/b", "m/c"]), ends(&["m/c"])],
         );
         assert_eq!(c.doubled, s(&["m/c"]));
         assert_eq!(per[0].doubled, s(&["m/c"]), "not assigned to shard 0");
+    }
+
+    #[test]
+    fn a_package_with_test_files_that_ended_skip_is_not_covered() {
+        let listed = parse_listing("m/a tests\nm/b\nm/c tests\n");
+        assert_eq!(listed.packages, s(&["m/a", "m/b", "m/c"]));
+        let skip = |p: &str| crate::report::gojson::PackageEnd {
+            package: p.into(),
+            action: "skip".into(),
+            elapsed: None,
+        };
+        let assigned = vec![s(&["m/a", "m/b"]), s(&["m/c"])];
+        // m/b has no test files: its skip is its due; m/c's is not.
+        let mut first = ends(&["m/a"]);
+        first.push(skip("m/b"));
+        let (c, per) = coverage(&listed, &assigned, &[first, vec![skip("m/c")]]);
+        assert!(!c.complete);
+        assert_eq!(c.untested, s(&["m/c"]));
+        assert!(per[0].complete());
+        assert_eq!(per[1].untested, s(&["m/c"]));
+        assert!(coverage_note(&per[1]).contains("ended `skip`"));
     }
 }

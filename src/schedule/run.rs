@@ -585,7 +585,7 @@ fn record(
 /// What the invocation's event loop waits for.
 enum Ev {
     /// The packages listed (go-test-json splits), or why not.
-    Listed(Result<Vec<String>>),
+    Listed(Result<super::Listing>),
     /// Machine `t` connected (or the fault that kept it from it), or a
     /// refusal found there.
     Connected(
@@ -648,7 +648,7 @@ pub async fn split(
                     job.interrupt,
                 )
                 .await?;
-                let shards = super::assign(&listed, &ids, &super::history(job.repo));
+                let shards = super::assign(&listed.packages, &ids, &super::history(job.repo));
                 let count = shards.iter().filter(|s| !s.is_empty()).count();
                 let works: Vec<Work> = shards
                     .into_iter()
@@ -687,7 +687,7 @@ pub async fn split(
                     }
                 })
                 .collect();
-            Box::pin(async move { Ok((works, Vec::new())) })
+            Box::pin(async move { Ok((works, super::Listing::default())) })
         }
     };
     let queue = Mode {
@@ -725,7 +725,7 @@ pub async fn admitted(
             env: job.extra_env.to_vec(),
         })
         .collect();
-    let plan = async move { Ok((works, Vec::new())) };
+    let plan = async move { Ok((works, super::Listing::default())) };
     let queue = Mode {
         failover: false,
         leave_out: true,
@@ -745,7 +745,7 @@ struct Mode {
 
 /// The plan: the batches, and the listed packages (go-test-json splits;
 /// empty otherwise).
-type PlanFuture<'p> = Pin<Box<dyn Future<Output = Result<(Vec<Work>, Vec<String>)>> + 'p>>;
+type PlanFuture<'p> = Pin<Box<dyn Future<Output = Result<(Vec<Work>, super::Listing)>> + 'p>>;
 
 /// Connect everywhere while `plan` runs (a program resolved on a machine is
 /// refused before anything is shipped anywhere), open every machine's
@@ -808,7 +808,7 @@ async fn run_queue(
         (0..n).map(|_| None).collect();
     let mut took = vec![Duration::ZERO; n];
     let mut connects_left = n;
-    let mut listed: Option<Vec<String>> = None;
+    let mut listed: Option<super::Listing> = None;
     let mut refused: Option<crate::error::Error> = None;
     while let Some(ev) = events.next().await {
         match ev {
@@ -886,7 +886,7 @@ async fn conclude_queue(
     trunk: Option<&str>,
     mut done: Vec<Done>,
     superseded: Vec<Record>,
-    listed: Option<Vec<String>>,
+    listed: Option<super::Listing>,
     leave_out: bool,
 ) -> Result<Certified> {
     let sharded = done.first().is_some_and(|d| d.work.sharded);
@@ -901,14 +901,9 @@ async fn conclude_queue(
     let mut explained = true;
     let coverage: Option<Coverage> = listed.as_ref().map(|listed| {
         let assigned: Vec<Vec<String>> = done.iter().map(|d| d.work.packages.clone()).collect();
-        let ends: Vec<Vec<String>> = done
+        let ends: Vec<Vec<crate::report::gojson::PackageEnd>> = done
             .iter()
-            .map(|d| {
-                pipeline::package_ends(&d.measured)
-                    .into_iter()
-                    .map(|e| e.package)
-                    .collect()
-            })
+            .map(|d| pipeline::package_ends(&d.measured))
             .collect();
         let (c, per) = super::coverage(listed, &assigned, &ends);
         for (d, sc) in done.iter_mut().zip(per) {
@@ -1055,7 +1050,7 @@ fn mark_incomplete(r: &mut Record, c: &ShardCoverage, failed_exit: Option<i32>) 
     }
     if let (Some(code), true, false) = (
         failed_exit,
-        c.doubled.is_empty(),
+        c.doubled.is_empty() && c.untested.is_empty(),
         r.verdict == Verdict::Green,
     ) {
         r.notes.push(super::told_note(c, code));

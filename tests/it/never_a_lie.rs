@@ -1339,3 +1339,57 @@ fn a_program_gone_from_where_its_row_vouched_is_its_own_failure() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// Item 2, split: a package with test files at the SHA (the listing's,
+/// `go list` in the machines' environment without their own settings)
+/// that ends `skip` — "no test files" — on a machine, because that
+/// machine's own `go env -w GOFLAGS=-tags=…` drops them, is not covered:
+/// `shard-coverage-incomplete`, naming it, never green; the pointer stays.
+/// Without the machines' tag the same split is green.
+#[test]
+fn test_files_a_machine_did_not_build_are_not_covered() {
+    let Some(_) = go_ready_lab() else { return };
+    let Some(lab) = Lab::start(2) else { return };
+    let (env, _work) = lab_fleet(&lab, &["m0", "m1"]);
+    let files: [(&str, &str); 3] = [
+        (
+            "a/a_test.go",
+            "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
+        ),
+        (
+            "b/b.go",
+            "package b\n\n// V is one.\nfunc V() int { return 1 }\n",
+        ),
+        (
+            "b/b_test.go",
+            "//go:build !saphanskip\n\npackage b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) {\n\tif V() != 1 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n",
+        ),
+    ];
+    let green = module(&files);
+    let o = common::fleet::certify(&env, &green, "m0,m1", &["--split"]);
+    assert_code(&o, 0);
+    assert_eq!(json(&o)["split"]["count"], 2);
+    for h in ["m0", "m1"] {
+        let dir = lab.home_dir(h).join(".config/go");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("env"), "GOFLAGS=-tags=saphanskip\n").unwrap();
+    }
+    let repo = module(&files);
+    let o = common::fleet::certify(&env, &repo, "m0,m1", &["--split"]);
+    let v = json(&o);
+    let s = &v["split"];
+    assert_code(&o, 3);
+    assert_eq!(s["verdict"], "measurement-failed", "{v}");
+    assert_eq!(s["failure"], "shard-coverage-incomplete", "{v}");
+    assert_eq!(s["coverage"]["complete"], false, "{v}");
+    assert_eq!(
+        s["coverage"]["untested"],
+        serde_json::json!([format!("{MODULE}/b")]),
+        "{v}"
+    );
+    assert!(
+        s["notes"].to_string().contains(&format!("{MODULE}/b")),
+        "{v}"
+    );
+    assert_eq!(repo.verified(), None);
+}
