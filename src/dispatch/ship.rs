@@ -18,10 +18,13 @@
 //! `mirror-renewed: …` note.
 
 use super::{CONTROL_TIMEOUT, DispatchFault};
+use crate::cancel::Token as Interrupt;
 use crate::exec::{self, Cmd};
 use crate::git::Repo;
 use crate::report::FailureKind;
 use crate::transport::Transport;
+use std::future::Future;
+use std::pin::Pin;
 
 /// The namespace of the mirror's refs: one per shipped commit.
 pub const SHIPPED: &str = "refs/saphan/shipped/";
@@ -105,23 +108,41 @@ async fn local_git(repo: &Repo, args: &[String]) -> Result<exec::Output, Dispatc
 /// integrity check (`src/remote/mirror-check.sh`: a truncated pack, a
 /// missing object), the mirror is moved aside and recreated
 /// (`mirror-renew.sh`) and the full history is shipped once more; the
-/// result's notes say so (`mirror-renewed: …`). Errors: the fault of the
-/// ship (`ship-failed`, the transport's kinds), or of the second ship.
+/// result's notes say so (`mirror-renewed: …`).
+///
+/// `stop` (the process's cancellation) ends the ship early without
+/// killing anything on the machine mid-write: a bundle being made here is
+/// dropped, and a bundle streaming to the machine is cut short — its
+/// stream ends, so the machine's `ship-fetch.sh` finds a half bundle,
+/// fails to verify it and removes it itself; a bundle that had arrived
+/// whole is fetched to the end there (a fetch killed mid-way would leave
+/// its `tmp_pack_*` in the mirror). Either way the ship waits for that
+/// command, so nothing of it is left on the machine, and returns the
+/// `interrupted` fault.
+///
+/// Errors: the fault of the ship (`ship-failed`, the transport's kinds),
+/// or of the second ship; `interrupted` when `stop` fired.
 pub async fn ship(
     t: &Transport,
     layout: &Layout,
     sources: &[(Repo, String)],
     tag: &str,
+    stop: &Interrupt,
 ) -> Result<Shipped, DispatchFault> {
+    if stop.is_cancelled() {
+        return Err(stopped(stop, "before the commit was shipped"));
+    }
     let repos: Vec<Repo> = sources.iter().map(|(r, _)| r.clone()).collect();
     let mut notes = reap_local_once(&repos).await;
-    let first = ship_once(t, layout, sources, tag, &mut notes).await;
+    let first = ship_once(t, layout, sources, tag, &mut notes, stop).await;
     let fault = match first {
+        Ok(_) if stop.is_cancelled() => return Err(stopped(stop, SHIPPING)),
         Ok(mut s) => {
             notes.append(&mut s.notes);
             s.notes = notes;
             return Ok(s);
         }
+        Err(_) if stop.is_cancelled() => return Err(stopped(stop, SHIPPING)),
         Err(f) if f.kind == FailureKind::ShipFailed => f,
         Err(f) => return Err(f),
     };
@@ -163,7 +184,10 @@ pub async fn ship(
             ),
         ));
     }
-    let mut s = ship_once(t, layout, sources, tag, &mut notes).await?;
+    let mut s = ship_once(t, layout, sources, tag, &mut notes, stop).await?;
+    if stop.is_cancelled() {
+        return Err(stopped(stop, SHIPPING));
+    }
     notes.push(format!(
         "mirror-renewed: the mirror {mirror} failed its integrity check ({why}) after `{}`; it was moved aside and removed, a new one created, and the full history shipped ({} bytes)",
         fault.detail.chars().take(200).collect::<String>(),
@@ -174,13 +198,57 @@ pub async fn ship(
     Ok(s)
 }
 
-/// One ship (see [`ship`]); `notes` gets what the machine reaped.
+/// When the ship was stopped: `interrupted`, nothing ran on the machine.
+const SHIPPING: &str = "while the commit was being shipped";
+
+/// The fault of a ship `stop` ended (`when`: how far it had come).
+fn stopped(stop: &Interrupt, when: &str) -> DispatchFault {
+    DispatchFault::new(
+        FailureKind::Interrupted,
+        format!(
+            "{} {when}; nothing ran on the machine",
+            stop.reason()
+                .unwrap_or(crate::cancel::Reason::Requested)
+                .words()
+        ),
+    )
+}
+
+/// A file's bytes that end early — as if the file ended — once `stop`
+/// fires: the stream of a bundle cut short without killing its reader on
+/// the machine ([`ship`]).
+struct UntilStopped {
+    file: tokio::fs::File,
+    stop: Pin<Box<dyn Future<Output = ()> + Send>>,
+    stopped: bool,
+}
+
+impl tokio::io::AsyncRead for UntilStopped {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if !self.stopped && self.stop.as_mut().poll(cx).is_ready() {
+            self.stopped = true;
+        }
+        if self.stopped {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.file).poll_read(cx, buf)
+    }
+}
+
+/// One ship (see [`ship`]); `notes` gets what the machine reaped. Once
+/// `stop` fires no bundle is made or sent any more, and the one streaming
+/// is cut short.
 async fn ship_once(
     t: &Transport,
     layout: &Layout,
     sources: &[(Repo, String)],
     tag: &str,
     notes: &mut Vec<String>,
+    stop: &Interrupt,
 ) -> Result<Shipped, DispatchFault> {
     let mirror = layout.mirror();
     let mut shas: Vec<&str> = sources.iter().map(|(_, s)| s.as_str()).collect();
@@ -213,6 +281,9 @@ async fn ship_once(
         if present.iter().any(|p| p == sha) {
             continue;
         }
+        if stop.is_cancelled() {
+            return Err(stopped(stop, SHIPPING));
+        }
         // Prerequisites: the mirror's commits this repository knows.
         let mut known = Vec::new();
         if !haves.is_empty() {
@@ -232,26 +303,50 @@ async fn ship_once(
             }
         }
         // Machines of one invocation whose mirrors lack the same commits
-        // get the same bundle: it is made once ([`bundle_for`]).
-        let bundle = bundle_for(repo, sha, &known, tag).await?;
+        // get the same bundle: it is made once ([`bundle_for`]). Making it
+        // is local: it is dropped when `stop` fires (its `git` killed, its
+        // directory removed; the caller forgets its ref).
+        let bundle = tokio::select! {
+            b = bundle_for(repo, sha, &known, tag) => b?,
+            () = stop.cancelled() => return Err(stopped(stop, SHIPPING)),
+        };
         let bytes = bundle.bytes;
         let incoming = format!("{}/incoming/{tag}-{}.bundle", layout.base, &sha[..12]);
         let boundary = shallow_boundary(repo).await;
         // One round trip: the bundle streams over the connection into the
-        // incoming file, is verified and fetched there, then removed.
+        // incoming file, is verified and fetched there, then removed — on
+        // every path by the script itself: `stop` only ends the stream
+        // early, and the command is waited for.
+        let file = tokio::fs::File::open(&bundle.file).await.map_err(|e| {
+            DispatchFault::new(
+                FailureKind::ShipFailed,
+                format!("reading the bundle {}: {e}", bundle.file.display()),
+            )
+        })?;
+        let stream = UntilStopped {
+            file,
+            stop: Box::pin({
+                let stop = stop.clone();
+                async move { stop.cancelled().await }
+            }),
+            stopped: false,
+        };
         let out = t
             .run(
                 crate::remote::sh(
                     crate::remote::SHIP_FETCH,
                     "saphan-fetch",
-                    [&mirror, &incoming, &bundle.tip, sha],
+                    [&mirror, &incoming, &bundle.tip, sha, &bytes.to_string()],
                 )
                 .args(boundary.iter().map(String::as_str))
-                .input(exec::Input::File(bundle.file.clone()))
+                .input(exec::Input::Stream(exec::SharedReader::new(stream)))
                 .timeout(CONTROL_TIMEOUT),
             )
             .await
             .map_err(DispatchFault::transport)?;
+        if stop.is_cancelled() {
+            return Err(stopped(stop, SHIPPING));
+        }
         if !out.status.success() {
             return Err(ship_failed("verifying and fetching the bundle", &out, ""));
         }

@@ -642,11 +642,13 @@ fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
             &["bundle", "create", "-q", p(&bundle), "refs/saphan/ship/t"],
         );
         let incoming = d.path().join("w/incoming/t.bundle");
+        let bytes = std::fs::read(&bundle).unwrap();
+        let size = bytes.len().to_string();
         let o = sh.run(
             remote::SHIP_FETCH,
             "saphan-fetch",
-            &[p(&mirror), p(&incoming), "refs/saphan/ship/t", &sha],
-            &std::fs::read(&bundle).unwrap(),
+            &[p(&mirror), p(&incoming), "refs/saphan/ship/t", &sha, &size],
+            &bytes,
         );
         assert_eq!(code(&o), Some(0), "{n}: {}", s(&o.stderr));
         assert!(!incoming.exists(), "{n}: the incoming bundle stays");
@@ -658,18 +660,30 @@ fn ship_probe_and_fetch_move_a_bundle_into_the_mirror() {
         );
         assert_eq!(s(&o.stdout), format!("have {sha}\npresent {sha}\n"), "{n}");
         // A cut bundle is refused and removed (a fresh mirror: one that
-        // holds the commit already needs nothing from it).
-        let bytes = std::fs::read(&bundle).unwrap();
+        // holds the commit already needs nothing from it) — by its size:
+        // its header passes `git bundle verify`, and fetching it left the
+        // dead index-pack's tmp_pack_* in the mirror.
         let fresh = d.path().join("w/mirrors/fresh.git");
         git(d.path(), &["init", "-q", "--bare", p(&fresh)]);
         let o = sh.run(
             remote::SHIP_FETCH,
             "saphan-fetch",
-            &[p(&fresh), p(&incoming), "refs/saphan/ship/t", &sha],
+            &[p(&fresh), p(&incoming), "refs/saphan/ship/t", &sha, &size],
             &bytes[..bytes.len() / 2],
         );
         assert_ne!(code(&o), Some(0), "{n}");
+        assert!(
+            s(&o.stderr).contains("the bundle arrived cut short"),
+            "{n}: {}",
+            s(&o.stderr)
+        );
         assert!(!incoming.exists(), "{n}: a half bundle stays");
+        let tmp: Vec<_> = std::fs::read_dir(fresh.join("objects/pack"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(tmp.is_empty(), "{n}: the fetch left {tmp:?}");
     }
 }
 
