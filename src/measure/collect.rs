@@ -22,13 +22,14 @@
 //! the parsers' `report-no-match`, with the right key.
 
 use crate::exec::{Cmd, Sink};
-use crate::report::ReportError;
+use crate::report::{ReportError, files};
 use crate::transport::Transport;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-/// The most bytes one report file may have to be brought back (256 MiB).
-pub const REPORT_FILE_CAP: u64 = 256 * 1024 * 1024;
+/// The most bytes one report file may have to be brought back (256 MiB):
+/// the one bound of [`crate::report::files`], here and on this machine.
+pub use crate::report::files::REPORT_FILE_CAP;
 
 /// The most report files one pattern may bring back.
 pub const REPORT_FILES_MAX: usize = 10_000;
@@ -136,18 +137,24 @@ pub async fn reports(
         .map(|r| String::from_utf8_lossy(r).into_owned())
         .filter(|r| r.starts_with('/'))
         .ok_or_else(|| unreadable(&shown_root, "the machine did not list the tree"))?;
-    let mut matched: Vec<String> = entries
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            String::from_utf8_lossy(s)
-                .trim_start_matches("./")
-                .to_string()
-        })
-        .filter(|rel| glob.is_match(rel))
-        .collect();
+    let entries: Vec<&[u8]> = entries.filter(|s| !s.is_empty()).collect();
+    // The glob's literal directory is listed as an entry only when it is
+    // not a directory itself — a symlink (find does not follow it): it is
+    // described with the matches, and refused like a local tree refuses it
+    // when it leads outside.
+    let prefix_listed = prefix != "." && entries.contains(&prefix.as_bytes());
+    // Matched by the name's text, as on this machine; a matching name that
+    // is not UTF-8 is refused by name (`files::match_name`), as there.
+    let mut matched: Vec<String> = Vec::new();
+    for entry in &entries {
+        let rel = entry.strip_prefix(b"./").unwrap_or(entry);
+        if glob.is_match(String::from_utf8_lossy(rel).as_ref()) {
+            matched.push(files::match_name(rel)?);
+        }
+    }
     matched.sort();
     matched.dedup();
-    if matched.is_empty() {
+    if matched.is_empty() && !prefix_listed {
         return Ok(local.to_path_buf());
     }
     if matched.len() > REPORT_FILES_MAX {
@@ -164,6 +171,10 @@ pub async fn reports(
     // read whole too: a count, two short fields and a path per match, a
     // size per file.
     let mut names = Vec::new();
+    if prefix_listed {
+        names.extend_from_slice(prefix.as_bytes());
+        names.push(0);
+    }
     for m in &matched {
         names.extend_from_slice(m.as_bytes());
         names.push(0);
@@ -199,64 +210,59 @@ pub async fn reports(
             "the machine described the matches in too many bytes",
         )
     })?;
-    let described = described(&bytes)
-        .filter(|d| d.len() == matched.len())
+    let mut described = described(&bytes)
+        .filter(|d| d.len() == matched.len() + usize::from(prefix_listed))
         .ok_or_else(|| unreadable(&shown_root, "the machine did not describe every match"))?;
-    // saphan's judgement, in the matches' order: inside the tree, a
-    // regular file, within the size bound.
-    let mut accepted: Vec<(&str, String, u64)> = Vec::new();
-    for (rel, d) in matched.iter().zip(described) {
-        let Description {
-            kind,
-            resolved,
-            size,
-        } = d;
-        let inside = resolved
+    let inside = |resolved: &str| {
+        resolved
             .strip_prefix(real_root.as_str())
-            .is_some_and(|rest| rest.starts_with('/'));
-        if !inside && kind != "missing" {
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    if prefix_listed {
+        let d = described.remove(0);
+        let kind = kind_of(&d.kind);
+        if !inside(&d.resolved) && kind != files::Kind::Missing {
             return Err(ReportError::SymlinkEscape {
-                file: rel.clone(),
-                target: PathBuf::from(resolved),
+                file: prefix.trim_start_matches("./").to_string(),
+                target: PathBuf::from(d.resolved),
             });
         }
-        match kind.as_str() {
-            "file" => {}
-            "dir" => continue,
-            "missing" => return Err(unreadable(rel, "it is a dangling symlink")),
-            "fifo" => {
-                return Err(ReportError::NotRegular {
-                    file: rel.clone(),
-                    kind: "a FIFO",
-                });
-            }
-            "socket" => {
-                return Err(ReportError::NotRegular {
-                    file: rel.clone(),
-                    kind: "a socket",
-                });
-            }
-            _ => {
-                return Err(ReportError::NotRegular {
-                    file: rel.clone(),
-                    kind: "a device",
-                });
-            }
+    }
+    // saphan's judgement, in the matches' order — the one a local tree
+    // gets ([`files::judge`]): inside the tree, a regular file, within the
+    // size bound.
+    let mut accepted: Vec<(&str, String, u64)> = Vec::new();
+    for (rel, d) in matched.iter().zip(described) {
+        let kind = kind_of(&d.kind);
+        let read = files::judge(
+            rel,
+            kind,
+            Path::new(&d.resolved),
+            inside(&d.resolved),
+            d.size,
+        )?;
+        if let (true, Some(size)) = (read, d.size) {
+            accepted.push((rel, d.resolved, size));
         }
-        let size = size.ok_or_else(|| unreadable(rel, "the machine could not tell its size"))?;
-        if size > REPORT_FILE_CAP {
-            return Err(unreadable(
-                rel,
-                format!("it is larger than the {REPORT_FILE_CAP}-byte bound saphan brings back"),
-            ));
-        }
-        accepted.push((rel, resolved, size));
     }
     if accepted.is_empty() {
         return Ok(local.to_path_buf());
     }
     fetch(t, &shown_root, &accepted, local).await?;
     Ok(local.to_path_buf())
+}
+
+/// A kind word of `report-classify.sh` as [`files::Kind`] (`device` and
+/// any word it does not print: a device).
+fn kind_of(word: &str) -> files::Kind {
+    match word {
+        "file" => files::Kind::File,
+        "dir" => files::Kind::Dir,
+        "missing" => files::Kind::Missing,
+        "fifo" => files::Kind::Fifo,
+        "socket" => files::Kind::Socket,
+        _ => files::Kind::Device,
+    }
 }
 
 /// One match as the machine described it (`report-classify.sh`).

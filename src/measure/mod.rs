@@ -437,7 +437,7 @@ fn version_argv(
 
 /// The program a fleet machine's attempt runs — `suite`'s `argv[0]`, the
 /// capability row's declared absolute path — with its version measured by
-/// this attempt: its version command ([`version_argv`]) run on the machine
+/// this attempt: its version command (`version_argv`) run on the machine
 /// through `t`, in the scratch tree, just before the suite. `version` is
 /// `None` when the command could not start or failed there (a program gone
 /// from its path): what the probe row once said is the row's

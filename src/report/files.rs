@@ -10,7 +10,95 @@
 
 use super::ReportError;
 use globset::GlobBuilder;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+
+/// The most bytes one report file may have to be read (256 MiB), on this
+/// machine or brought back from another: a larger file is refused as
+/// unreadable, never truncated into a parse.
+pub const REPORT_FILE_CAP: u64 = 256 * 1024 * 1024;
+
+/// What a report match is where it was found, after symlinks: this
+/// machine's `metadata`, or a machine's `report-classify.sh`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory (skipped: a glob may match one).
+    Dir,
+    /// Nothing: a dangling symlink.
+    Missing,
+    /// A FIFO.
+    Fifo,
+    /// A socket.
+    Socket,
+    /// A block or character device.
+    Device,
+}
+
+/// The name of a match as the record shows it: its path relative to the
+/// root, `/`-separated — the same words wherever the tree is. A name that
+/// is not UTF-8 cannot be named in a record (nor matched by the glob as
+/// written), so it is refused as unreadable, shown with its bytes escaped.
+///
+/// Errors: [`ReportError::Unreadable`].
+pub fn match_name(rel: &[u8]) -> Result<String, ReportError> {
+    match std::str::from_utf8(rel) {
+        Ok(s) => Ok(s.to_string()),
+        Err(_) => Err(ReportError::Unreadable {
+            file: rel.escape_ascii().to_string(),
+            source: std::io::Error::other(
+                "its name is not UTF-8, so no record can name it — rename the report file",
+            ),
+        }),
+    }
+}
+
+/// The one judgement of a report match, on this machine
+/// ([`select`]) and on any other (`crate::measure::collect`): `rel` as
+/// [`match_name`] gave it, its [`Kind`], the path it resolves to, whether
+/// that path is inside the tree, and a file's size. `Ok(true)`: read it;
+/// `Ok(false)`: skip it (a directory).
+///
+/// Errors, in this order: [`ReportError::SymlinkEscape`] (resolves outside
+/// the tree), [`ReportError::Unreadable`] (a dangling symlink, a size not
+/// known, larger than [`REPORT_FILE_CAP`]), [`ReportError::NotRegular`].
+pub fn judge(
+    rel: &str,
+    kind: Kind,
+    resolved: &Path,
+    inside: bool,
+    size: Option<u64>,
+) -> Result<bool, ReportError> {
+    let unreadable = |why: String| ReportError::Unreadable {
+        file: rel.to_string(),
+        source: std::io::Error::other(why),
+    };
+    if !inside && kind != Kind::Missing {
+        return Err(ReportError::SymlinkEscape {
+            file: rel.to_string(),
+            target: resolved.to_path_buf(),
+        });
+    }
+    let not_regular = |kind: &'static str| ReportError::NotRegular {
+        file: rel.to_string(),
+        kind,
+    };
+    match kind {
+        Kind::Dir => Ok(false),
+        Kind::Missing => Err(unreadable("it is a dangling symlink".into())),
+        Kind::Fifo => Err(not_regular("a FIFO")),
+        Kind::Socket => Err(not_regular("a socket")),
+        Kind::Device => Err(not_regular("a device")),
+        Kind::File => match size {
+            None => Err(unreadable("its size could not be told".into())),
+            Some(n) if n > REPORT_FILE_CAP => Err(unreadable(format!(
+                "it is {n} bytes, larger than the {REPORT_FILE_CAP} bytes saphan reads of a report"
+            ))),
+            Some(_) => Ok(true),
+        },
+    }
+}
 
 /// One selected report file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,11 +241,13 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
                 };
                 let rel = rel
                     .components()
-                    .map(|c| c.as_os_str().to_string_lossy())
+                    .map(|c| c.as_os_str().as_bytes())
                     .collect::<Vec<_>>()
-                    .join("/");
-                if glob.is_match(&rel) {
-                    candidates.push(rel);
+                    .join(&b'/');
+                // Matched as a machine's listing is matched: by the name's
+                // text, and a name that is not UTF-8 is refused by name.
+                if glob.is_match(String::from_utf8_lossy(&rel).as_ref()) {
+                    candidates.push(match_name(&rel)?);
                 }
             }
         }
@@ -166,35 +256,50 @@ pub fn select(root: &Path, pattern: &str) -> Result<Vec<Selected>, ReportError> 
     let mut out = Vec::new();
     for rel in candidates {
         let full = root.join(&rel);
-        let resolved = full
-            .canonicalize()
-            .map_err(|source| ReportError::Unreadable {
-                file: rel.clone(),
-                source,
-            })?;
-        if !resolved.starts_with(&canon_root) {
-            return Err(ReportError::SymlinkEscape {
-                file: rel,
-                target: resolved,
+        let (kind, resolved, size) = match full.canonicalize() {
+            Ok(resolved) => {
+                let meta = resolved
+                    .metadata()
+                    .map_err(|source| ReportError::Unreadable {
+                        file: rel.clone(),
+                        source,
+                    })?;
+                let t = meta.file_type();
+                use std::os::unix::fs::FileTypeExt;
+                let kind = if t.is_dir() {
+                    Kind::Dir
+                } else if t.is_file() {
+                    Kind::File
+                } else if t.is_fifo() {
+                    Kind::Fifo
+                } else if t.is_socket() {
+                    Kind::Socket
+                } else {
+                    Kind::Device
+                };
+                (kind, resolved, Some(meta.len()))
+            }
+            // A symlink whose target is not there.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && full.symlink_metadata().is_ok_and(|m| m.is_symlink()) =>
+            {
+                (Kind::Missing, PathBuf::new(), None)
+            }
+            Err(source) => {
+                return Err(ReportError::Unreadable {
+                    file: rel.clone(),
+                    source,
+                });
+            }
+        };
+        let inside = resolved.starts_with(&canon_root);
+        if judge(&rel, kind, &resolved, inside, size)? {
+            out.push(Selected {
+                rel,
+                path: resolved,
             });
         }
-        let meta = resolved
-            .metadata()
-            .map_err(|source| ReportError::Unreadable {
-                file: rel.clone(),
-                source,
-            })?;
-        if meta.is_dir() {
-            continue;
-        }
-        if !meta.is_file() {
-            let kind = crate::fsutil::not_regular_kind(&meta.file_type()).unwrap_or("not a file");
-            return Err(ReportError::NotRegular { file: rel, kind });
-        }
-        out.push(Selected {
-            rel,
-            path: resolved,
-        });
     }
     if out.is_empty() {
         return Err(ReportError::NoMatch {

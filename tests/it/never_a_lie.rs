@@ -1394,3 +1394,43 @@ fn test_files_a_machine_did_not_build_are_not_covered() {
     );
     assert_eq!(repo.verified(), None);
 }
+
+/// Item 13: one tree, one failure name. A suite that leaves its report
+/// directory a symlink out of the tree, a huge sparse report, or a report
+/// whose name is not UTF-8 gets the same failure word certified here and
+/// on a lab machine: `report-symlink-escape`, `report-unreadable` (larger
+/// than saphan reads), `report-unreadable` (a name no record can carry).
+#[test]
+fn one_tree_gets_one_failure_name_wherever_it_runs() {
+    let Some(lab) = go_ready_lab() else { return };
+    let (env, _work) = lab_fleet(lab, &["m0"]);
+    let repo = Repo::new(&[(
+        "run.sh",
+        "#!/bin/sh\nmkdir -p reports\ncase \"$1\" in\nescape) rm -rf reports && ln -s /usr/share reports ;;\nhuge) truncate -s 300M reports/big.xml ;;\nname) printf '<testsuite tests=\"1\"/>' > \"reports/r$(printf '\\377').xml\" ;;\nesac\n",
+    )]);
+    for (case, word) in [
+        ("escape", "report-symlink-escape"),
+        ("huge", "report-unreadable"),
+        ("name", "report-unreadable"),
+    ] {
+        env.write_config(&format!(
+            "[verify.full]\nargv = [\"sh\", \"run.sh\", \"{case}\"]\nreport = \"junit-xml\"\nreport_path = \"reports/*.xml\"\n"
+        ));
+        let here = env.run(&["--json", "certify", "--repo", &repo.path_str()]);
+        let there = common::fleet::certify(&env, &repo, "m0", &[]);
+        let failure = |o: &std::process::Output| {
+            assert_code(o, 3);
+            let v = json(o);
+            let r = if v["records"].is_array() {
+                v["records"][0].clone()
+            } else {
+                v
+            };
+            (r["failure"].as_str().unwrap_or_default().to_string(), r)
+        };
+        let (h, hr) = failure(&here);
+        let (t, tr) = failure(&there);
+        assert_eq!(h, word, "{case} here: {hr}");
+        assert_eq!(t, word, "{case} on m0: {tr}");
+    }
+}
