@@ -8,19 +8,9 @@
 
 use std::fmt;
 
-/// Process exit codes (DESIGN §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Exit {
-    /// Success, or a green verdict.
-    Ok = 0,
-    /// A red verdict.
-    Red = 1,
-    /// A refusal or a usage error: nothing was measured.
-    Refusal = 2,
-    /// A measurement was attempted and failed (timeout, crash, broken report, lost machine).
-    MeasurementFailed = 3,
-}
+/// Process exit codes (DESIGN §4): the outcome's, re-exported for the
+/// refusals below.
+pub use crate::outcome::Exit;
 
 /// An error the operator can act on: a stable name and an exit code.
 pub trait Refusal: std::error::Error + Send + Sync + 'static {
@@ -33,6 +23,13 @@ pub trait Refusal: std::error::Error + Send + Sync + 'static {
     /// Extra keys for the `--json` object (an object whose keys are added
     /// to `error`/`message`/`exit_code`); `None` for most refusals.
     fn details(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// The record's `failure` word for this error when it ends an attempt
+    /// that was already under way ([`crate::outcome::FailureKind`]); `None`
+    /// for a refusal that has no kind of its own (then its name is the
+    /// word: `report::FailureKind::of`).
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
         None
     }
 }
@@ -137,6 +134,13 @@ impl Refusal for IoError {
             IoError::Spawn { .. } => "spawn",
             IoError::Symlink { .. } => "state-symlink",
         }
+    }
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
+        use crate::outcome::FailureKind;
+        Some(match self {
+            IoError::Io { .. } | IoError::Symlink { .. } => FailureKind::Io,
+            IoError::Spawn { .. } => FailureKind::Spawn,
+        })
     }
 }
 

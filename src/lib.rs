@@ -21,6 +21,7 @@ pub mod fsutil;
 pub mod git;
 pub mod home;
 pub mod measure;
+pub mod outcome;
 pub mod platform;
 pub mod procs;
 pub mod provision;

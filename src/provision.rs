@@ -79,6 +79,24 @@ impl Refusal for ProvisionError {
             ProvisionError::Place { .. } => "provision-failed",
         }
     }
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
+        Some(self.into())
+    }
+}
+
+/// The record's `failure` word of a provision error met after admission.
+impl From<&ProvisionError> for crate::outcome::FailureKind {
+    fn from(e: &ProvisionError) -> crate::outcome::FailureKind {
+        use crate::outcome::FailureKind;
+        use ProvisionError as P;
+        match e {
+            P::Place { .. } => FailureKind::ProvisionFailed,
+            P::SourceMissing { .. } => FailureKind::ProvisionSourceMissing,
+            P::SourceUnreadable { .. } => FailureKind::ProvisionSourceUnreadable,
+            P::SourceEmpty { .. } => FailureKind::ProvisionSourceEmpty,
+            P::DestConflict { .. } => FailureKind::ProvisionDestConflict,
+        }
+    }
 }
 
 fn canon(p: &Path) -> PathBuf {

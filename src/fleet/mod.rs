@@ -240,6 +240,24 @@ impl Refusal for FleetError {
             _ => Exit::Refusal,
         }
     }
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
+        Some(self.into())
+    }
+}
+
+/// The record's `failure` word of a fleet error met after admission: its
+/// transport's kind, a timeout, an interruption — otherwise its own name.
+impl From<&FleetError> for crate::outcome::FailureKind {
+    fn from(e: &FleetError) -> crate::outcome::FailureKind {
+        use crate::outcome::FailureKind;
+        use FleetError as F;
+        match e {
+            F::Transport { source, .. } => (&**source).into(),
+            F::Timeout { .. } => FailureKind::MachineTimeout,
+            F::Interrupted { .. } => FailureKind::Interrupted,
+            other => FailureKind::Other(std::borrow::Cow::Borrowed(other.name())),
+        }
+    }
 }
 
 /// The freshness window: `[fleet] freshness` in config-v1, default 24 hours.

@@ -276,6 +276,12 @@ impl Refusal for RecordError {
             RecordError::Interrupted { .. } => "interrupted",
         }
     }
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
+        match self {
+            RecordError::Interrupted { .. } => Some(crate::outcome::FailureKind::Interrupted),
+            RecordError::NotFound { .. } => None,
+        }
+    }
 }
 
 /// `<common>/saphan/attempts.jsonl`.

@@ -18,7 +18,7 @@ pub mod gojson;
 pub mod junit;
 mod xml;
 
-pub use failure::FailureKind;
+pub use crate::outcome::{FailureKind, Verdict};
 
 use crate::error::{Exit, Refusal};
 use crate::exec::Termination;
@@ -56,37 +56,6 @@ impl ReportKind {
             "junit-xml" => Some(ReportKind::JunitXml),
             "exitcode" => Some(ReportKind::Exitcode),
             _ => None,
-        }
-    }
-}
-
-/// The verdict of one measurement (record field `verdict`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Every named test passed and the process agreed.
-    Green,
-    /// A failure was measured.
-    Red,
-    /// No honest verdict could be derived (timeout, crash, broken report).
-    MeasurementFailed,
-}
-
-impl Verdict {
-    /// The record spelling (`green`, `red`, `measurement-failed`).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Verdict::Green => "green",
-            Verdict::Red => "red",
-            Verdict::MeasurementFailed => "measurement-failed",
-        }
-    }
-    /// The process exit code a verb uses for this verdict (DESIGN §4).
-    pub fn exit(&self) -> Exit {
-        match self {
-            Verdict::Green => Exit::Ok,
-            Verdict::Red => Exit::Red,
-            Verdict::MeasurementFailed => Exit::MeasurementFailed,
         }
     }
 }
@@ -452,6 +421,9 @@ impl Refusal for ReportError {
     }
     fn exit(&self) -> Exit {
         Exit::MeasurementFailed
+    }
+    fn failure_kind(&self) -> Option<FailureKind> {
+        Some(self.into())
     }
 }
 

@@ -252,6 +252,36 @@ impl Refusal for TransportError {
             _ => Exit::Refusal,
         }
     }
+    fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
+        Some(self.into())
+    }
+}
+
+/// The record's `failure` word of a transport error met after admission.
+impl From<&TransportError> for crate::outcome::FailureKind {
+    fn from(e: &TransportError) -> crate::outcome::FailureKind {
+        use crate::outcome::FailureKind;
+        use TransportError as T;
+        match e {
+            T::Spawn { .. } | T::RemoteSpawn { .. } => FailureKind::Spawn,
+            T::Copy { .. } | T::RemoteCopy { .. } => FailureKind::CopyFailed,
+            T::SshConfig { .. } => FailureKind::SshConfig,
+            T::ConfigExposed { .. } => FailureKind::HomeExposed,
+            T::HostUnreachable { .. } => FailureKind::HostUnreachable,
+            T::HostKeyUnknown { .. } => FailureKind::HostKeyUnknown,
+            T::HostKeyChanged { .. } => FailureKind::HostKeyChanged,
+            T::HostKeyRevoked { .. } => FailureKind::HostKeyRevoked,
+            T::KnownHostsUnreadable { .. } => FailureKind::KnownHostsUnreadable,
+            T::AuthFailed { .. } => FailureKind::AuthFailed,
+            T::Handshake { .. } => FailureKind::SshHandshake,
+            T::ConnectionLost { .. } => FailureKind::ConnectionLost,
+            T::Engine { .. } => FailureKind::Engine,
+            T::RemoteTimeout { .. } => FailureKind::RemoteTimeout,
+            T::UnixSocket { .. } => FailureKind::UnixSocketUnreachable,
+            T::BadArgument { .. } => FailureKind::BadArgument,
+            T::ArgumentTooLong { .. } => FailureKind::ArgumentTooLong,
+        }
+    }
 }
 
 /// The local machine.

@@ -108,6 +108,7 @@ fn engine_modules_print_nothing() {
 const LAYERS: &[&[&str]] = &[
     &[
         "error",
+        "outcome",
         "canonical",
         "clock",
         "platform",
@@ -152,10 +153,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     // the pipeline opens fleet benches and runs split and failover
     ("measure", "dispatch"),
     ("measure", "schedule"),
-    // FailureKind::of reads the errors of the modules above it
-    ("report", "fleet"),
-    ("report", "provision"),
-    ("report", "record"),
 ];
 
 /// Cycles left between the files of one module, `(module, a, b)` with
