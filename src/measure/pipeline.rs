@@ -603,7 +603,7 @@ async fn machines(
 ) -> Result<Certified> {
     let trunk = job.trunk;
     let mut benches = crate::dispatch::FleetBench::connect_all(job, admitted).await?;
-    let results = futures_util::future::join_all(benches.iter_mut().map(|b| {
+    let runs = futures_util::future::join_all(benches.iter_mut().map(|b| {
         let machine = b.machine().to_string();
         async move {
             // Machines of one invocation may share an engine: each gets its own.
@@ -611,8 +611,11 @@ async fn machines(
             let m = b.measure(job, executor.as_ref()).await;
             (m, executor.class())
         }
-    }))
-    .await;
+    }));
+    // Which packages have test files, listed as a split lists them, while
+    // the machines run: a package that ends `skip` on a machine did not
+    // run the tests the listing found.
+    let (results, listing) = tokio::join!(runs, tested_listing(job, admitted, executor));
     executor.settle().await;
     let ids: Vec<String> = admitted.iter().map(|m| m.row.id.clone()).collect();
     let mut runs = Vec::new();
@@ -620,15 +623,21 @@ async fn machines(
     for ((m, class), b) in results.into_iter().zip(&benches) {
         match m {
             Ok(measured) => runs.push(MachineRun {
-                record: record_of(
-                    job,
-                    b.machine(),
-                    class,
-                    &measured,
-                    Scope::Machines,
-                    trunk,
-                    &ids,
-                ),
+                record: {
+                    let mut r = record_of(
+                        job,
+                        b.machine(),
+                        class,
+                        &measured,
+                        Scope::Machines,
+                        trunk,
+                        &ids,
+                    );
+                    if let Some(l) = &listing {
+                        untested(&mut r, &measured, l);
+                    }
+                    r
+                },
                 stderr_tail: measured.run.stderr_tail,
                 test_output: measured.run.measurement.test_output,
                 test_output_omitted: measured.run.measurement.test_output_omitted,
@@ -722,6 +731,75 @@ pub fn record_of(
         record.dispatch_machines = Some(machines.to_vec());
     }
     record
+}
+
+/// The listing of an unsplit go-test-json run on fleet machines (host
+/// class, `go test … ./...`): `crate::schedule::list_packages` with this
+/// machine's `go`, as `certify --split` lists, so the packages with test
+/// files are known. `None` when the suite is no such run, or the listing
+/// cannot be made here (no `go`, another version than the machines') —
+/// the check is then not made (docs/dispatch.md).
+async fn tested_listing(
+    job: &Job<'_>,
+    admitted: &[crate::dispatch::Admitted],
+    executor: &dyn Executor,
+) -> Option<crate::schedule::Listing> {
+    let first = admitted.first()?;
+    if executor.class() != "host" || job.suite.report != crate::report::ReportKind::GoTestJson {
+        return None;
+    }
+    let at = crate::schedule::go_split_at(&first.argv)?;
+    if admitted
+        .iter()
+        .any(|a| crate::schedule::go_split_at(&a.argv) != Some(at))
+    {
+        return None;
+    }
+    let versions: Vec<(String, Option<String>)> = admitted
+        .iter()
+        .map(|a| (a.row.id.clone(), a.program_version.clone()))
+        .collect();
+    let go = crate::schedule::local_go(&versions).await.ok()?;
+    crate::schedule::list_packages(
+        job.home,
+        job.repo,
+        job.sha,
+        &first.argv,
+        job.extra_env,
+        &go,
+        job.interrupt,
+    )
+    .await
+    .ok()
+}
+
+/// Mark `r`, the record of an unsplit run `m`, when its stream ended `skip`
+/// (no test files) a package the listing found test files in: its tests
+/// never ran there (the machine's own `GOFLAGS` tags, a build constraint
+/// of its platform). A green becomes measurement-failed,
+/// `tests-never-ran`; any verdict gets the note naming the packages.
+fn untested(r: &mut Record, m: &Measured, listing: &crate::schedule::Listing) {
+    let mut skipped: Vec<String> = package_ends(m)
+        .into_iter()
+        .filter(|e| e.action == "skip" && listing.tested.contains(&e.package))
+        .map(|e| e.package)
+        .collect();
+    skipped.sort();
+    skipped.dedup();
+    if skipped.is_empty() {
+        return;
+    }
+    let kind = crate::report::FailureKind::TestsNeverRan;
+    r.notes.push(format!(
+        "{kind}: {} package(s) have test files at the SHA but ended `skip` (no test files) on {}, so their tests never ran: {} — the machine's own environment dropped them (its `go env GOFLAGS` tags, a build constraint of its platform)",
+        skipped.len(),
+        r.machine,
+        skipped.join(", ")
+    ));
+    if r.verdict == crate::report::Verdict::Green {
+        r.verdict = crate::report::Verdict::MeasurementFailed;
+        r.failure = Some(kind);
+    }
 }
 
 /// The suite's stdout a fleet bench brought back (`stdout`), when it did.

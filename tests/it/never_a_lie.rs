@@ -1346,7 +1346,8 @@ fn a_program_gone_from_where_its_row_vouched_is_its_own_failure() {
 /// that ends `skip` — "no test files" — on a machine, because that
 /// machine's own `go env -w GOFLAGS=-tags=…` drops them, is not covered:
 /// `shard-coverage-incomplete`, naming it, never green; the pointer stays.
-/// Without the machines' tag the same split is green.
+/// Unsplit (`--machine`), each machine's record is `tests-never-ran`,
+/// naming it. Without the machines' tag the same split is green.
 #[test]
 fn test_files_a_machine_did_not_build_are_not_covered() {
     let Some(_) = go_ready_lab() else { return };
@@ -1392,6 +1393,21 @@ fn test_files_a_machine_did_not_build_are_not_covered() {
         s["notes"].to_string().contains(&format!("{MODULE}/b")),
         "{v}"
     );
+    assert_eq!(repo.verified(), None);
+    // Unsplit, on one machine and on both: a named failure, never green.
+    for machines in ["m1", "m0,m1"] {
+        let o = common::fleet::certify(&env, &repo, machines, &[]);
+        let v = json(&o);
+        assert_code(&o, 3);
+        for r in v["records"].as_array().unwrap() {
+            assert_eq!(r["verdict"], "measurement-failed", "{r}");
+            assert_eq!(r["failure"], "tests-never-ran", "{r}");
+            assert!(
+                r["notes"].to_string().contains(&format!("{MODULE}/b")),
+                "{r}"
+            );
+        }
+    }
     assert_eq!(repo.verified(), None);
 }
 
