@@ -671,6 +671,22 @@ async fn runs_held(
         };
         let Some(b) = b else { break };
         let argv = s.argv(job, &b.argv);
+        // Handed a batch after a signal (so that this machine's record
+        // says it was interrupted): nothing more runs here.
+        if job.interrupt.is_cancelled() {
+            let run = SuiteRun::not_run(
+                FailureKind::Interrupted,
+                format!(
+                    "{} before this machine's batch started; nothing ran on the machine",
+                    job.interrupt
+                        .reason()
+                        .unwrap_or(crate::cancel::Reason::Requested)
+                        .words()
+                ),
+            );
+            feed.done(s.measured(job, argv, run, None));
+            break;
+        }
         if held.is_none() || used {
             let t_mat = Instant::now();
             let again = match held.as_mut() {

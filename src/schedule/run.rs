@@ -56,6 +56,11 @@ struct Work {
     /// The job's environment plus, for advisory shards,
     /// `SAPHAN_SHARD_INDEX` / `SAPHAN_SHARD_COUNT`.
     env: Vec<(String, String)>,
+    /// Not a batch of the plan: what an interrupted invocation hands a
+    /// machine that had no batch of its own (a spare, or a plan not made
+    /// yet), so that its session records how it was interrupted — the
+    /// whole suite's argv, no `shard`.
+    stand_in: bool,
 }
 
 /// A batch waiting to be pulled: a first attempt, a re-run of a failed
@@ -115,6 +120,11 @@ struct Queue {
     notes: Vec<(usize, String)>,
     /// Per machine: the copy it runs is no longer needed (stop it).
     unneeded: Vec<bool>,
+    /// Per machine: it was handed a run in this invocation.
+    ran: Vec<bool>,
+    /// The measured stand-ins ([`Work::stand_in`]) of an interrupted
+    /// invocation: each machine's record of its interruption.
+    stand_ins: Vec<Done>,
 }
 
 impl Queue {
@@ -169,6 +179,8 @@ struct Sched<'a, 'j> {
     trunk: Option<&'a str>,
     ids: Vec<String>,
     failover: bool,
+    /// `--split` ([`Mode::sharded`]).
+    sharded: bool,
     queue: Mutex<Queue>,
     wake: tokio::sync::Notify,
 }
@@ -200,12 +212,53 @@ impl Sched<'_, '_> {
         self.wake.notify_waiters();
     }
 
+    /// What machine `t` is handed once the invocation is interrupted: once,
+    /// when it was handed nothing yet, its own first batch of the plan (its
+    /// record carries that shard) or else a stand-in ([`Work::stand_in`]),
+    /// which its session measures as the interruption without running it —
+    /// so every machine chosen for the invocation gets its `interrupted`
+    /// record, however early the signal came; nothing after that.
+    fn interrupted(&self, q: &mut Queue, t: usize) -> Option<Batch> {
+        if std::mem::replace(&mut q.ran[t], true) {
+            return None;
+        }
+        let own = q
+            .pending
+            .iter()
+            .position(|p| p.retry_of.is_none() && !p.copy && p.work.prefer == t);
+        let p = match own.and_then(|i| q.pending.remove(i)) {
+            Some(p) => {
+                q.first_running += 1;
+                p
+            }
+            None => Pending {
+                work: Work {
+                    sharded: self.sharded,
+                    index: t,
+                    count: self.admitted.len(),
+                    packages: Vec::new(),
+                    prefer: t,
+                    bound: true,
+                    env: self.job.extra_env.to_vec(),
+                    stand_in: true,
+                },
+                retry_of: None,
+                failed_on: None,
+                copy: false,
+            },
+        };
+        q.handed += 1;
+        let b = self.batch(t, &p);
+        q.current[t] = Some(p);
+        Some(b)
+    }
+
     /// The batch `t` is handed: its argv on that machine.
     fn batch(&self, t: usize, p: &Pending) -> Batch {
         let a = &self.admitted[t];
         let argv = match self.at {
-            Some(at) => super::shard_argv(&a.argv, at, &p.work.packages),
-            None => a.argv.clone(),
+            Some(at) if !p.work.stand_in => super::shard_argv(&a.argv, at, &p.work.packages),
+            _ => a.argv.clone(),
         };
         Batch {
             argv,
@@ -227,6 +280,16 @@ impl Sched<'_, '_> {
             self.trunk,
             &self.ids,
         );
+        if work.stand_in {
+            q.stand_ins.push(Done {
+                work,
+                measured,
+                record: rec,
+            });
+            drop(q);
+            self.wake.notify_waiters();
+            return;
+        }
         let i = work.index;
         let infra = |r: &Record| {
             r.failure
@@ -437,14 +500,18 @@ impl Feed for MachineFeed<'_, '_, '_> {
                 wake.as_mut().enable();
                 {
                     let mut q = s.lock();
-                    if q.closed || s.job.interrupt.is_cancelled() {
+                    if q.closed {
                         return None;
+                    }
+                    if s.job.interrupt.is_cancelled() {
+                        return s.interrupted(&mut q, self.t);
                     }
                     if let Some(p) = q.take_for(self.t) {
                         if p.retry_of.is_none() && !p.copy {
                             q.first_running += 1;
                         }
                         q.handed += 1;
+                        q.ran[self.t] = true;
                         let b = s.batch(self.t, &p);
                         announce(s.job, s.admitted, &s.admitted[self.t].row.id, &p);
                         q.current[self.t] = Some(p);
@@ -572,7 +639,7 @@ fn record(
     ids: &[String],
 ) -> Record {
     let mut r = pipeline::record_of(job, machine, class, m, Scope::Machines, trunk, ids);
-    if w.sharded {
+    if w.sharded && !w.stand_in {
         r.shard = Some(record::Shard {
             index: w.index,
             count: w.count,
@@ -584,8 +651,9 @@ fn record(
 
 /// What the invocation's event loop waits for.
 enum Ev {
-    /// The packages listed (go-test-json splits), or why not.
-    Listed(Result<super::Listing>),
+    /// The packages listed (go-test-json splits), or why not; `None` when
+    /// a signal stopped the listing.
+    Listed(Option<Result<super::Listing>>),
     /// Machine `t` connected (or the fault that kept it from it), or a
     /// refusal found there.
     Connected(
@@ -663,6 +731,7 @@ pub async fn split(
                         prefer,
                         bound: false,
                         env: job.extra_env.to_vec(),
+                        stand_in: false,
                     })
                     .collect();
                 Ok((works, listed))
@@ -684,6 +753,7 @@ pub async fn split(
                         prefer: index,
                         bound: true,
                         env,
+                        stand_in: false,
                     }
                 })
                 .collect();
@@ -693,6 +763,7 @@ pub async fn split(
     let queue = Mode {
         failover,
         leave_out: false,
+        sharded: true,
     };
     run_queue(job, admitted, executor, trunk, queue, at, plan).await
 }
@@ -723,12 +794,14 @@ pub async fn admitted(
             prefer: index,
             bound: true,
             env: job.extra_env.to_vec(),
+            stand_in: false,
         })
         .collect();
     let plan = async move { Ok((works, super::Listing::default())) };
     let queue = Mode {
         failover: false,
         leave_out: true,
+        sharded: false,
     };
     run_queue(job, admitted, executor, trunk, queue, None, Box::pin(plan)).await
 }
@@ -741,6 +814,9 @@ struct Mode {
     /// Leave its machine out of the verdict when another machine answered
     /// (`@admitted` without `--split`).
     leave_out: bool,
+    /// The batches are shards of `--split` (so is the record of an
+    /// interruption that came before the plan).
+    sharded: bool,
 }
 
 /// The plan: the batches, and the listed packages (go-test-json splits;
@@ -769,9 +845,11 @@ async fn run_queue(
         trunk,
         ids: admitted.iter().map(|a| a.row.id.clone()).collect(),
         failover: mode.failover,
+        sharded: mode.sharded,
         queue: Mutex::new(Queue {
             current: vec![None; n],
             unneeded: vec![false; n],
+            ran: vec![false; n],
             alive: vec![false; n],
             fallback: vec![false; n],
             ..Queue::default()
@@ -790,11 +868,16 @@ async fn run_queue(
     };
     let mut events: FuturesUnordered<Pin<Box<dyn Future<Output = Ev> + '_>>> =
         FuturesUnordered::new();
+    // A signal stops the listing (its `go list` killed, its tree removed):
+    // the machines record the interruption without a plan.
     events.push(Box::pin(async move {
-        Ev::Listed(plan.await.map(|(w, l)| {
-            sched.plan(w);
-            l
-        }))
+        tokio::select! {
+            r = plan => Ev::Listed(Some(r.map(|(w, l)| {
+                sched.plan(w);
+                l
+            }))),
+            () = job.interrupt.cancelled() => Ev::Listed(None),
+        }
     }));
     for (t, a) in admitted.iter().enumerate() {
         job.progress.event(&a.row.id, &Event::Connect);
@@ -812,8 +895,11 @@ async fn run_queue(
     let mut refused: Option<crate::error::Error> = None;
     while let Some(ev) = events.next().await {
         match ev {
-            Ev::Listed(Ok(l)) => listed = Some(l),
-            Ev::Listed(Err(e)) => {
+            Ev::Listed(Some(Ok(l))) => listed = Some(l),
+            // Interrupted: no refusal, each machine records its interruption.
+            Ev::Listed(None) => {}
+            Ev::Listed(Some(Err(_))) if job.interrupt.is_cancelled() => {}
+            Ev::Listed(Some(Err(e))) => {
                 refused.get_or_insert(e);
                 sched.close();
             }
@@ -870,26 +956,37 @@ async fn run_queue(
     }
     let (done, superseded) = {
         let mut q = sched.lock();
-        let done: Vec<Done> = std::mem::take(&mut q.done).into_iter().flatten().collect();
+        let mut done: Vec<Done> = std::mem::take(&mut q.done).into_iter().flatten().collect();
+        // An interrupted invocation: the machines that had no batch of
+        // their own record their interruption too.
+        done.append(&mut q.stand_ins);
         (done, std::mem::take(&mut q.superseded))
     };
     let listed = at.and(listed);
-    conclude_queue(job, trunk, done, superseded, listed, mode.leave_out).await
+    // A split saphan cannot list is advisory (not one whose listing a
+    // signal stopped).
+    let advisory = at.is_none();
+    conclude_queue(job, trunk, done, superseded, listed, mode, advisory).await
 }
 
 /// Prove coverage (`listed`), leave out (`leave_out`, unsharded) the
 /// machines that failed for an infrastructure reason when another
 /// answered, append every record (superseded and left-out attempts
-/// first), conclude over the effective attempts.
+/// first), conclude over the effective attempts (an interrupted
+/// invocation's stand-ins among them). `advisory`: a split of a suite
+/// saphan cannot list.
 async fn conclude_queue(
     job: &Job<'_>,
     trunk: Option<&str>,
     mut done: Vec<Done>,
     superseded: Vec<Record>,
     listed: Option<super::Listing>,
-    leave_out: bool,
+    mode: Mode,
+    advisory: bool,
 ) -> Result<Certified> {
-    let sharded = done.first().is_some_and(|d| d.work.sharded);
+    let Mode {
+        leave_out, sharded, ..
+    } = mode;
     let (kept, out) = if leave_out && !sharded {
         leave_out_of(done)
     } else {
@@ -922,11 +1019,11 @@ async fn conclude_queue(
         record::append_off_runtime(&attempts, r).await?;
     }
     let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
-    let outcome = sharded.then(|| outcome(&records, coverage, listed.is_none(), union, explained));
+    let outcome = sharded.then(|| outcome(&records, coverage, advisory, union, explained));
     let scope = match (sharded, &outcome) {
         (false, _) if leave_out => Scope::Admitted,
         (false, _) => Scope::Machines,
-        (true, Some(o)) if o.coverage.is_some() => Scope::Split {
+        (true, Some(o)) if o.coverage.is_some() || !advisory => Scope::Split {
             union_green: o.verdict == Verdict::Green,
         },
         (true, _) => Scope::Advisory,
@@ -1157,7 +1254,8 @@ fn outcome(
         count,
         named_tests,
         notes,
-        shards: records.len(),
+        // The batches of the plan (an interrupted machine's stand-in is none).
+        shards: records.iter().filter(|r| r.shard.is_some()).count(),
         coverage,
         advisory: advisory.then(|| {
             "the suite is not a go-test-json `go test -json ./...` suite, so saphan cannot list its units: each shard got SAPHAN_SHARD_INDEX and SAPHAN_SHARD_COUNT for the suite's own splitter, nothing proves the shards ran the whole suite, and the pointer does not move".to_string()
@@ -1178,6 +1276,7 @@ mod tests {
             prefer,
             bound,
             env: Vec::new(),
+            stand_in: false,
         }
     }
 
