@@ -174,6 +174,13 @@ pub trait Feed: Send + Sync {
     fn idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(std::future::pending())
     }
+    /// Resolves once the invocation's work is over: every batch has its
+    /// answer and none is pending or running anywhere (what is left is
+    /// cleaning up). Never, by default (a feed of one run: its session's
+    /// end is the work's).
+    fn finished(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A feed of one run, for [`measure_on`].
@@ -287,21 +294,32 @@ pub async fn session(
                 id: &m.row.id,
                 feed,
             };
-            match attempt(on, &mut s).await {
-                Ok(()) => {}
-                Err(Failure::Fault(f)) => fault = Some(f),
-                Err(Failure::Refused(e)) => return Err(e),
-            }
-            // A lost connection is gone already; closing it politely would
-            // wait behind a reconnect to the dead machine.
-            let gone = s.lost
-                || fault
-                    .as_ref()
-                    .is_some_and(|f| f.kind == FailureKind::ConnectionLost);
-            if let Transport::Ssh(ssh) = &t
-                && !gone
-            {
-                ssh.disconnect().await;
+            let work = async {
+                let r = attempt(on, &mut s).await;
+                // A lost connection is gone already; closing it politely
+                // would wait behind a reconnect to the dead machine.
+                let gone = s.lost
+                    || matches!(&r, Err(Failure::Fault(f)) if f.kind == FailureKind::ConnectionLost);
+                if let Transport::Ssh(ssh) = &t
+                    && !gone
+                {
+                    ssh.disconnect().await;
+                }
+                r
+            };
+            // Done is done: once the invocation's work is over, a machine
+            // that stops answering is not waited for while its session
+            // cleans up or closes (the next dispatch there reaps what is
+            // left).
+            let r = tokio::select! {
+                biased;
+                r = work => Some(r),
+                () = cut_off_after_work(&t, feed) => None,
+            };
+            match r {
+                Some(Ok(())) | None => {}
+                Some(Err(Failure::Fault(f))) => fault = Some(f),
+                Some(Err(Failure::Refused(e))) => return Err(e),
             }
         }
     }
@@ -315,6 +333,29 @@ pub async fn session(
         feed.done(s.measured(job, argv, run, None));
     }
     Ok(())
+}
+
+/// Resolves once `feed`'s work is over ([`Feed::finished`]) and then the
+/// machine leaves an SSH ping unanswered for half a `ServerAliveInterval`
+/// (the rule that makes a running batch's machine suspect, [`watching`]):
+/// a session that is only cleaning up or closing on a machine cut off is
+/// not waited for — without this, the tree's removal, the lock's release
+/// and the disconnect each waited out the keep-alive limit or a reconnect's
+/// connect timeout there (a spare cut off while idle kept a finished split
+/// alive about 8 s). Never for a machine reached without SSH.
+async fn cut_off_after_work(t: &Transport, feed: &dyn Feed) {
+    let Transport::Ssh(ssh) = t else {
+        return std::future::pending().await;
+    };
+    feed.finished().await;
+    let half = ssh.keepalive_interval() / 2;
+    loop {
+        let asked = Instant::now();
+        if !ssh.answers_ping(half).await {
+            return;
+        }
+        tokio::time::sleep(half.saturating_sub(asked.elapsed())).await;
+    }
 }
 
 /// A session in progress: what every run's measurement carries.

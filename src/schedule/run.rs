@@ -570,6 +570,23 @@ impl Feed for MachineFeed<'_, '_, '_> {
             }
         })
     }
+    fn finished(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let s = self.sched;
+            loop {
+                let wake = s.wake.notified();
+                tokio::pin!(wake);
+                wake.as_mut().enable();
+                {
+                    let q = s.lock();
+                    if q.planned && q.pending.is_empty() && q.first_running == 0 {
+                        return;
+                    }
+                }
+                wake.await;
+            }
+        })
+    }
     fn runs_at_most(&self) -> usize {
         // Every batch once, and each re-run once.
         let q = self.sched.lock();

@@ -240,8 +240,9 @@ impl Ssh {
     /// Whether the server of the open connection answers an SSH ping (a
     /// `keepalive@openssh.com` global request that wants a reply; OpenSSH
     /// answers it, with a failure, at once) within `within`. `false` when
-    /// it does not answer in time or the connection is closed; `true` when
-    /// no connection is open (nothing to ask). It declares nothing lost:
+    /// it does not answer in time or the connection is closed, or was lost
+    /// and none replaced it yet; `true` when no connection was opened
+    /// (nothing to ask). It declares nothing lost:
     /// that stays the keep-alive limit's (`ServerAliveInterval` ×
     /// `ServerAliveCountMax`). The scheduler asks it while a batch runs, to
     /// start a copy of the batch elsewhere early
@@ -255,7 +256,9 @@ impl Ssh {
                 match guard.as_ref() {
                     Some(c) if c.handle.is_closed() => return false,
                     Some(c) => c.clone(),
-                    None => return true,
+                    None => {
+                        return !self.inner.lost.load(std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
             };
             c.handle.send_ping().await.is_ok() && !c.handle.is_closed()
