@@ -286,7 +286,7 @@ impl Catalog {
         if std::fs::symlink_metadata(&p).is_err() {
             return Ok(Catalog::load(None)?);
         }
-        crate::fleet::ledger::check_home_dirs(&[home.root(), &p])?;
+        crate::home::check_dirs(&[home.root(), &p])?;
         Ok(Catalog::load(Some(&p))?)
     }
 
@@ -306,83 +306,6 @@ impl Catalog {
             .find(|(_, c)| c.programs.iter().any(|p| p == base))
             .map(|(n, c)| (n.as_str(), c))
     }
-}
-
-/// What [`pin`] wrote.
-#[derive(Debug, Clone)]
-pub struct Pinned {
-    /// The catalog file written (absolute).
-    pub path: PathBuf,
-    /// The docker-oci `image` it held before (`None`: no such value).
-    pub previous: Option<String>,
-    /// [`Capability::digest`] of the new docker-oci entry.
-    pub digest: String,
-}
-
-/// `saphan catalog pin IMAGE`: set the docker-oci `image` of the catalog
-/// file every command picks up — `SAPHAN_HOME/catalog.toml` (a copy of the
-/// embedded catalog when it does not exist yet), or the `--catalog` file
-/// `flag` — changing nothing else in it. The pin is checked first, the new
-/// catalog parsed before it replaces the old one (atomically; a new file is
-/// mode 0600).
-///
-/// Errors: the pin's refusals (`docker-probe-image-tag`,
-/// `docker-probe-image-unpinned`, `docker-probe-image-pin-malformed`),
-/// `saphan-home-exposed`, `catalog-unreadable` (a `--catalog` file that is
-/// not there), `catalog-malformed` — all before anything is written.
-pub fn pin(
-    home: &crate::home::Home,
-    flag: Option<&Path>,
-    image: &str,
-) -> crate::error::Result<Pinned> {
-    let home_file = home.catalog();
-    let target = flag
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| home_file.clone());
-    let target = std::path::absolute(&target).unwrap_or(target);
-    let origin = target.display().to_string();
-    crate::docker::pin::Pin::parse(image, &origin)?;
-    let exists = std::fs::symlink_metadata(&target).is_ok();
-    if flag.is_none() {
-        let mut check = vec![home.root()];
-        if exists {
-            check.push(&target);
-        }
-        crate::fleet::ledger::check_home_dirs(&check)?;
-    }
-    let text = if exists {
-        std::fs::read_to_string(&target).map_err(|source| CatalogError::Read {
-            path: target.clone(),
-            source,
-        })?
-    } else if flag.is_some() {
-        return Err(CatalogError::Read {
-            path: target.clone(),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
-        }
-        .into());
-    } else {
-        EMBEDDED.to_string()
-    };
-    let previous = Catalog::parse(&text, &origin)
-        .ok()
-        .and_then(|c| c.rows.get(crate::docker::DOCKER_OCI).cloned())
-        .and_then(|r| {
-            r.extra
-                .get("image")
-                .and_then(|v| v.as_str().map(str::to_string))
-        });
-    let new = with_pinned_image(&text, image, &origin)?;
-    let cat = Catalog::parse(&new, &origin)?;
-    let digest = cat
-        .get(crate::docker::DOCKER_OCI)?
-        .digest(crate::docker::DOCKER_OCI);
-    crate::fsutil::atomic_write(&target, new.as_bytes())?;
-    Ok(Pinned {
-        path: target,
-        previous,
-        digest,
-    })
 }
 
 /// `text` (a catalog file) with the docker-oci row's `image` set to

@@ -119,3 +119,50 @@ impl Layout {
         })
     }
 }
+
+/// saphan's home is writable by someone other than its owner.
+#[derive(Debug, thiserror::Error)]
+pub enum HomeError {
+    /// A directory (or file) of SAPHAN_HOME others can write, or that the
+    /// current user does not own.
+    #[error(
+        "{dir}: {detail}; whoever can write it can change what saphan reads from SAPHAN_HOME (its catalog, its machines, its ledger), so nothing in it is trusted — run `{fix}`"
+    )]
+    Exposed {
+        /// The path.
+        dir: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+        /// The command that fixes it.
+        fix: String,
+    },
+}
+
+impl crate::error::Refusal for HomeError {
+    fn name(&self) -> &'static str {
+        match self {
+            HomeError::Exposed { .. } => "saphan-home-exposed",
+        }
+    }
+}
+
+/// The home's permission rule: refuse a path among `dirs` (SAPHAN_HOME and
+/// what saphan reads from it) that is group- or world-writable (a sticky
+/// bit does not help: it guards names against other users, not the
+/// directory's contents against replacement by its owner's peers), or that
+/// is not owned by the current user ([`crate::fsutil::exposure`]). A path
+/// that does not exist yet is skipped.
+///
+/// Errors: [`HomeError::Exposed`] (`saphan-home-exposed`) with the fix.
+pub fn check_dirs(dirs: &[&Path]) -> Result<(), HomeError> {
+    for dir in dirs {
+        if let Some(x) = crate::fsutil::exposure(dir, false) {
+            return Err(HomeError::Exposed {
+                dir: dir.to_path_buf(),
+                detail: x.detail,
+                fix: x.fix,
+            });
+        }
+    }
+    Ok(())
+}

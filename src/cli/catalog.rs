@@ -58,7 +58,7 @@ fn row_json(name: &str, c: &crate::catalog::Capability) -> serde_json::Value {
 /// `saphan-home-exposed`, `catalog-malformed` — all before anything is
 /// written.
 fn pin(ctx: &Ctx, image: &str) -> Result<Exit> {
-    let p = crate::catalog::pin(&ctx.home, ctx.catalog.as_deref(), image)?;
+    let p = crate::commands::catalog::pin(&ctx.home, ctx.catalog.as_deref(), image)?;
     let origin = p.path.display().to_string();
     let uses = if ctx.catalog.is_some() {
         format!(

@@ -9,6 +9,7 @@
 //! - [`stepgo`] — `saphan verify-stream`, a stream's four Go steps.
 //! - [`status`] — `saphan status`, one screen read from what exists.
 
+pub mod catalog;
 pub mod certify;
 pub mod status;
 pub mod stepgo;

@@ -51,16 +51,11 @@ pub fn check_key_mode(path: &Path) -> Result<(), FleetError> {
 ///
 /// Errors: [`FleetError::HomeExposed`] (`saphan-home-exposed`) with the fix.
 pub fn check_home_dirs(dirs: &[&Path]) -> Result<(), FleetError> {
-    for dir in dirs {
-        if let Some(x) = crate::fsutil::exposure(dir, false) {
-            return Err(FleetError::HomeExposed {
-                dir: dir.to_path_buf(),
-                detail: x.detail,
-                fix: x.fix,
-            });
+    crate::home::check_dirs(dirs).map_err(|e| match e {
+        crate::home::HomeError::Exposed { dir, detail, fix } => {
+            FleetError::HomeExposed { dir, detail, fix }
         }
-    }
-    Ok(())
+    })
 }
 
 /// SAPHAN_HOME and `fleet/` for a ledger at `SAPHAN_HOME/fleet/ledger.jsonl`.
