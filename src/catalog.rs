@@ -268,7 +268,7 @@ impl Catalog {
 
     /// The catalog a command uses: the `--catalog` file when one is given,
     /// else `SAPHAN_HOME/catalog.toml` ([`crate::home::Home::catalog`],
-    /// written by [`pin`]) when it exists, else the embedded one. The
+    /// written by `saphan catalog pin` (`crate::commands::catalog::pin`)) when it exists, else the embedded one. The
     /// home file decides the docker-oci pin, so it is checked like
     /// `fleet/machines.toml`: SAPHAN_HOME and the file must be the
     /// operator's alone.

@@ -441,7 +441,7 @@ const STATUS_ARGS: &[&str] = &[
     "--no-renames",
 ];
 
-/// What a [`STATUS_ARGS`] listing says differs from commit `sha`: the
+/// What a `STATUS_ARGS` listing says differs from commit `sha`: the
 /// HEAD when it is another commit, then each path git lists (changed,
 /// staged, unmerged, untracked or ignored), in git's order. Empty when the
 /// tree is exactly the commit.
@@ -494,12 +494,12 @@ pub fn status_differences(out: &[u8], sha: &str) -> Vec<String> {
 
 impl Scratch {
     /// Whether the tree is exactly its commit, before anything of the
-    /// suite's is placed in it: one `git status` ([`STATUS_ARGS`]) on the
+    /// suite's is placed in it: one `git status` (`STATUS_ARGS`) on the
     /// tree's machine, with saphan's git hardening (no hooks, no fsmonitor,
     /// no sparse checkout, no untracked cache, replace refs and grafts
     /// ignored), judged here ([`status_differences`]) for every machine
     /// alike. `Ok(None)`: exact. `Ok(Some(words))`: what differs, naming
-    /// up to [`MISMATCH_SHOWN`] paths (`src/a.go, extra.txt and 3 more`).
+    /// up to `MISMATCH_SHOWN` paths (`src/a.go, extra.txt and 3 more`).
     ///
     /// "Exactly" is git's own comparison (docs/certify.md, "The tree is
     /// the commit's"): HEAD is the commit, the index is its tree, each

@@ -300,9 +300,17 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     // `--machine @admitted`: choose the admitted machines first, and say
     // which were chosen and which were left out, and why.
     let selection = match settings.machines.as_slice() {
-        [m] if m == crate::dispatch::admit::ADMITTED => {
-            Some(crate::dispatch::admit::select(&ctx.home, &catalog, &settings).await?)
-        }
+        [m] if m == crate::dispatch::admit::ADMITTED => Some(
+            crate::dispatch::admit::select(
+                &ctx.home,
+                &catalog,
+                &settings.repo,
+                settings.rev.as_deref().unwrap_or("HEAD"),
+                settings.class,
+                settings.image.as_deref(),
+            )
+            .await?,
+        ),
         _ => None,
     };
     let settings = match &selection {
@@ -462,7 +470,7 @@ fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
 }
 
 /// One machine's record, then the tail of its suite's stderr on a non-green.
-fn record_lines(run: &crate::measure::pipeline::MachineRun) -> String {
+fn record_lines(run: &crate::schedule::invocation::MachineRun) -> String {
     let (r, stderr_tail) = (&run.record, run.stderr_tail.as_str());
     let mut s = verdict_lines(r, "  ");
     s.push_str(&why::test_output_lines(
@@ -484,7 +492,7 @@ fn record_lines(run: &crate::measure::pipeline::MachineRun) -> String {
 /// for `--machine @admitted`, which machines were chosen).
 fn dispatched(
     ctx: &Ctx,
-    m: &crate::dispatch::Multi,
+    m: &crate::schedule::invocation::Multi,
     selection: Option<&crate::dispatch::admit::Selection>,
 ) -> Exit {
     for r in &m.remain {
@@ -551,7 +559,7 @@ fn dispatched(
 /// m1 — green on every named machine` (or `every admitted machine`), or,
 /// when `@admitted` left machines out, `certified by m0; left out: m1
 /// (host-unreachable)`.
-fn certified_words(m: &crate::dispatch::Multi, admitted: bool) -> String {
+fn certified_words(m: &crate::schedule::invocation::Multi, admitted: bool) -> String {
     let by = format!("certified by {}", m.certified_by().join(", "));
     if !m.left_out.is_empty() {
         format!("{by}{}", left_out_words(m))
@@ -563,7 +571,7 @@ fn certified_words(m: &crate::dispatch::Multi, admitted: bool) -> String {
 }
 
 /// `; left out: m1 (host-unreachable), m2 (lock-timeout)`, or nothing.
-fn left_out_words(m: &crate::dispatch::Multi) -> String {
+fn left_out_words(m: &crate::schedule::invocation::Multi) -> String {
     if m.left_out.is_empty() {
         return String::new();
     }
@@ -577,7 +585,7 @@ fn left_out_words(m: &crate::dispatch::Multi) -> String {
 
 /// `certify --split`: the verdict over the shards, their coverage, and
 /// why an advisory result moves nothing.
-fn split_lines(sp: &crate::measure::pipeline::SplitOutcome) -> String {
+fn split_lines(sp: &crate::schedule::invocation::SplitOutcome) -> String {
     let mut s = format!(
         "split over {} shard(s): {} — {}",
         sp.shards,

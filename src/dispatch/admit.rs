@@ -862,7 +862,8 @@ impl Selection {
     }
 }
 
-/// Resolve `--machine @admitted` for a certify of `settings`: the suite at
+/// Resolve `--machine @admitted` for a certify of `rev` of the repository
+/// at `repo` in `class` (`image`: the container class's pin): the suite at
 /// the revision is resolved as certify resolves it, then every machine of
 /// machines.toml is admitted or refused as a named list would be (host
 /// class: fresh facts and a fresh `present` row for the suite's program at
@@ -875,18 +876,16 @@ impl Selection {
 pub async fn select(
     home: &Home,
     catalog: &Catalog,
-    settings: &crate::measure::pipeline::Settings,
+    repo: &Path,
+    rev: &str,
+    class: crate::measure::pipeline::Class,
+    image: Option<&str>,
 ) -> Result<Selection> {
-    let (setup, sha) = crate::measure::Setup::open_at(
-        home,
-        &settings.repo,
-        settings.rev.as_deref().unwrap_or("HEAD"),
-    )
-    .await?;
+    let (setup, sha) = crate::measure::Setup::open_at(home, repo, rev).await?;
     let mut suite = setup.full_suite(&sha, "certify").await?;
     let ids = [ADMITTED.to_string()];
-    let (chosen, left_out) = if settings.class == crate::measure::pipeline::Class::Container {
-        let pin = match settings.image.as_deref() {
+    let (chosen, left_out) = if class == crate::measure::pipeline::Class::Container {
+        let pin = match image {
             None => return Err(crate::docker::container::ContainerError::ImageMissing.into()),
             Some(i) => crate::docker::container::parse_image(i)?,
         };

@@ -54,7 +54,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// How long an attempt may wait for the repository's lock on the machine.
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
-pub use crate::measure::pipeline::{Job, MachineRun, Multi};
+pub use crate::measure::pipeline::Job;
 pub use crate::measure::progress::{Progress, Silent};
 pub use crate::measure::{Executor, Host as HostExecutor};
 

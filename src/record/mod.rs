@@ -312,7 +312,7 @@ fn state_root(path: &Path) -> &Path {
 }
 
 /// Append one record as one whole line of its own, whatever the file
-/// already holds. When [`check`] finds lines no reader takes (not UTF-8,
+/// already holds. When `check` finds lines no reader takes (not UTF-8,
 /// longer than [`LINE_CAP`], a last line without its newline), the record
 /// says so in a note — once: the next check finds the file as this append
 /// left it — and goes on a line of its own; the measurement is recorded

@@ -10,6 +10,7 @@
 //! ([`crate::measure::pipeline`]), one per machine; nothing here runs a
 //! suite.
 
+pub mod invocation;
 pub mod run;
 
 use crate::error::{Refusal, Result};
@@ -448,7 +449,7 @@ pub async fn list_packages(
     Ok(listing)
 }
 
-/// A [`Listing`] from `go list -e -f` [`LIST_FORMAT`] output.
+/// A [`Listing`] from `go list -e -f` `LIST_FORMAT` output.
 pub fn parse_listing(text: &str) -> Listing {
     let mut out = Listing::default();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {

@@ -13,6 +13,7 @@
 //! the pointer moves through [`conclude::conclude`] — for a split only when
 //! every batch is green and coverage is proven.
 
+use super::invocation::{Certified, LeftOut, MachineRun, Multi, SplitOutcome};
 use super::{Coverage, ShardCoverage};
 use crate::dispatch::{self, Admitted, Batch, DispatchFault, Feed};
 use crate::error::Result;
@@ -20,7 +21,7 @@ use crate::exec::Termination;
 use crate::measure::Executor;
 use crate::measure::bench::Measured;
 use crate::measure::conclude::{self, LockHold, Scope};
-use crate::measure::pipeline::{self, Certified, Job, LeftOut, MachineRun, Multi, SplitOutcome};
+use crate::measure::pipeline::{self, Job};
 use crate::measure::progress::Event;
 use crate::record::{self, Avail, Record};
 use crate::report::{FailureKind, ReportKind, Verdict};

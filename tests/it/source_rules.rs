@@ -147,9 +147,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("docker", "fleet"),
     // the container executor implements measure's Executor
     ("docker", "measure"),
-    // the pipeline opens fleet benches and runs split and failover
-    ("measure", "dispatch"),
-    ("measure", "schedule"),
 ];
 
 /// Cycles left between the files of one module, `(module, a, b)` with
