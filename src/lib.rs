@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod docker;
 pub mod error;
 pub mod exec;
+pub mod executor;
 pub mod fleet;
 pub mod fsutil;
 pub mod git;

@@ -17,8 +17,8 @@ use super::engine::{
 };
 use super::toolchain;
 use super::{DockerError, Pin};
+use crate::cancel::Token as Interrupt;
 use crate::exec::{STDERR_TAIL, Termination};
-use crate::measure::Interrupt;
 use crate::transport::Transport;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -712,7 +712,7 @@ async fn create_and_start(
 }
 
 /// The container class as the measurement core's
-/// [`Executor`](crate::measure::Executor): the core's command (argv, the
+/// [`Executor`](crate::executor::Executor): the core's command (argv, the
 /// tree as working directory, environment, budget, stdout file) becomes a
 /// container [`run`] on the engine of the machine whose transport the core
 /// passes (this machine for `certify --class container` without
@@ -782,7 +782,7 @@ fn target_container_run(t: &Target) -> crate::record::ContainerRun {
     }
 }
 
-/// The boxed future an [`crate::measure::Executor`] returns.
+/// The boxed future an [`crate::executor::Executor`] returns.
 type ExecFuture<'a> = std::pin::Pin<
     Box<
         dyn std::future::Future<
@@ -792,7 +792,7 @@ type ExecFuture<'a> = std::pin::Pin<
     >,
 >;
 
-impl crate::measure::Executor for LocalExecutor {
+impl crate::executor::Executor for LocalExecutor {
     fn class(&self) -> &'static str {
         "container"
     }
@@ -817,7 +817,7 @@ impl crate::measure::Executor for LocalExecutor {
     }
     /// The container is named `saphan-suite-<attempt>-<machine>` and labelled
     /// [`LABEL_MACHINE`]`=<machine>`; its run is settled by this executor.
-    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::executor::Executor + 's> {
         let mut target = self.target.clone();
         let attempt = target
             .labels
@@ -844,14 +844,14 @@ fn take(notes: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
 }
 
 /// A [`LocalExecutor`] for one machine of the invocation
-/// ([`crate::measure::Executor::for_machine`]).
+/// ([`crate::executor::Executor::for_machine`]).
 struct OnMachine<'a> {
     base: &'a LocalExecutor,
     target: Target,
     notes: std::sync::Mutex<Vec<String>>,
 }
 
-impl crate::measure::Executor for OnMachine<'_> {
+impl crate::executor::Executor for OnMachine<'_> {
     fn class(&self) -> &'static str {
         "container"
     }
@@ -870,7 +870,7 @@ impl crate::measure::Executor for OnMachine<'_> {
     fn take_notes(&self) -> Vec<String> {
         take(&self.notes)
     }
-    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::measure::Executor + 's> {
+    fn for_machine<'s>(&'s self, machine: &str) -> Box<dyn crate::executor::Executor + 's> {
         self.base.for_machine(machine)
     }
 }
@@ -933,7 +933,7 @@ impl LocalExecutor {
             read_only.dedup();
             let budget = cmd
                 .budget()
-                .unwrap_or(crate::measure::DEFAULT_SUITE_TIMEOUT);
+                .unwrap_or(crate::executor::DEFAULT_SUITE_TIMEOUT);
             // The engine is the one on the tree's machine (a dispatched
             // run passes the fleet machine's transport; bollard speaks to
             // its socket forwarded through that transport).

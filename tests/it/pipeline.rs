@@ -392,7 +392,7 @@ fn a_dispatched_certify_prints_progress_lines_and_the_summary() {
     );
     assert!(
         out.contains(&format!(
-            "verified: refs/saphan/verified -> {} (moved: green on every named machine)",
+            "verified: refs/saphan/verified -> {} (moved: certified by here — green on every named machine)",
             repo.head()
         )),
         "{out}"

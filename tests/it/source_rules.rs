@@ -130,6 +130,7 @@ const LAYERS: &[&[&str]] = &[
     &["suite"],
     &["provision"],
     &["record"],
+    &["executor"],
     &["docker"],
     &["fleet"],
     &["measure"],
@@ -145,8 +146,6 @@ const LAYERS: &[&[&str]] = &[
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     // docker's probes are findings of the fleet's ledger; fleet runs them
     ("docker", "fleet"),
-    // the container executor implements measure's Executor
-    ("docker", "measure"),
 ];
 
 /// Cycles left between the files of one module, `(module, a, b)` with
