@@ -64,6 +64,7 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
         total.count_derived |= p.count_derived;
         total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
         total.names.extend(p.names);
+        total.test_ids.extend(p.test_ids);
         total.notes.extend(p.notes);
         for o in p.output {
             if total.output.len() < OUTPUT_TESTS {
@@ -194,6 +195,8 @@ struct Case {
     depth: usize,
     failing: bool,
     skipped: bool,
+    /// [`super::test_id`] of its `classname` and `name`.
+    id: u64,
 }
 
 /// The streaming state machine.
@@ -370,10 +373,20 @@ impl State {
                     self.case_attrs.push_str(raw);
                 }
                 self.case_offset = offset;
+                // Its identity, from the spans checked above (no decoding).
+                let (mut classname, mut tname): (&[u8], &[u8]) = (b"", b"");
+                for a in &self.attrs {
+                    match &raw[a.key.clone()] {
+                        "classname" => classname = raw[a.value.clone()].as_bytes(),
+                        "name" => tname = raw[a.value.clone()].as_bytes(),
+                        _ => {}
+                    }
+                }
                 self.case = Some(Case {
                     depth,
                     failing: false,
                     skipped: false,
+                    id: super::test_id(classname, tname),
                 });
             }
             _ => {
@@ -541,10 +554,11 @@ impl State {
                 }
                 self.parsed.names.push(n);
             }
-            if !c.skipped
-                && let Some(d) = self.derived.as_mut()
-            {
-                *d += 1;
+            if !c.skipped {
+                self.parsed.test_ids.push(c.id);
+                if let Some(d) = self.derived.as_mut() {
+                    *d += 1;
+                }
             }
             self.case = None;
         }

@@ -92,6 +92,10 @@ pub struct Measurement {
     /// Failing tests past [`OUTPUT_TESTS`] whose output was not kept.
     #[serde(skip)]
     pub test_output_omitted: u64,
+    /// junit-xml: the identities of the tests that ran ([`Parsed::test_ids`]),
+    /// for a `--split`'s count of each test once; never the record.
+    #[serde(skip)]
+    pub test_ids: Vec<u64>,
 }
 
 impl Measurement {
@@ -108,6 +112,7 @@ impl Measurement {
             failure: Some(kind),
             test_output: Vec::new(),
             test_output_omitted: 0,
+            test_ids: Vec::new(),
         }
     }
 
@@ -177,6 +182,22 @@ pub struct Parsed {
     /// Failing tests whose output was not kept because [`OUTPUT_TESTS`]
     /// were already kept.
     pub output_omitted: u64,
+    /// junit-xml: one identity per `<testcase>` that ran (not skipped), in
+    /// report order, duplicates kept — a hash of its raw `classname` and
+    /// `name` ([`test_id`]) — so the shards of a `--split` can tell the
+    /// same test run twice from two tests. Empty for go-test-json.
+    pub test_ids: Vec<u64>,
+}
+
+/// The identity of a test: a hash of its raw (still escaped) `classname`
+/// and `name` attribute values. Equal for the same testcase written the
+/// same way by two runs of one suite; compared within one process only.
+pub fn test_id(classname: &[u8], name: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    classname.hash(&mut h);
+    name.hash(&mut h);
+    h.finish()
 }
 
 /// Lines kept per failing test: the last ones it wrote.
@@ -492,6 +513,7 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
             failure: None,
             test_output: Vec::new(),
             test_output_omitted: 0,
+            test_ids: Vec::new(),
         },
         ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
             Ok(p) => judge(p, ev.termination),
@@ -616,6 +638,7 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         failure,
         test_output: p.output,
         test_output_omitted: p.output_omitted,
+        test_ids: p.test_ids,
     }
 }
 

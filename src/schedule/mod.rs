@@ -570,6 +570,72 @@ pub fn coverage(
     )
 }
 
+/// Tests that ran in more than one shard of a `--split` whose suite splits
+/// itself (junit-xml: [`crate::report::Measurement::test_ids`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeats {
+    /// How many runs beyond the first of each test the shards' counts
+    /// hold: subtracted, each test is counted once.
+    pub extra: u64,
+    /// How many distinct tests ran in more than one shard.
+    pub tests: usize,
+    /// Every shard ran exactly the same tests: the suite ignored
+    /// `SAPHAN_SHARD_INDEX`/`SAPHAN_SHARD_COUNT`.
+    pub all_same: bool,
+}
+
+/// The tests that ran in more than one of `shards` (each a shard's test
+/// identities, duplicates kept: a glob that caught a report and its re-run
+/// counts both, within one shard); `None` when no test ran in two shards.
+/// Per test, the shard that ran it most times counts; the runs in the
+/// other shards are [`Repeats::extra`].
+pub fn repeats(shards: &[&[u64]]) -> Option<Repeats> {
+    let per: Vec<HashMap<u64, u64>> = shards
+        .iter()
+        .map(|ids| {
+            let mut m: HashMap<u64, u64> = HashMap::new();
+            for id in ids.iter() {
+                *m.entry(*id).or_default() += 1;
+            }
+            m
+        })
+        .collect();
+    let mut all: HashMap<u64, (u64, u64, usize)> = HashMap::new();
+    for m in &per {
+        for (id, n) in m {
+            let e = all.entry(*id).or_default();
+            e.0 += n;
+            e.1 = e.1.max(*n);
+            e.2 += 1;
+        }
+    }
+    let tests = all.values().filter(|(_, _, shards)| *shards > 1).count();
+    if tests == 0 {
+        return None;
+    }
+    Some(Repeats {
+        extra: all.values().map(|(total, max, _)| total - max).sum(),
+        tests,
+        all_same: per.len() > 1 && per.iter().all(|m| *m == per[0]),
+    })
+}
+
+/// The note of a split whose shards ran tests more than once (`sum`: the
+/// shards' counts added up).
+pub fn repeats_note(r: &Repeats, sum: u64) -> String {
+    let once = sum.saturating_sub(r.extra);
+    if r.all_same {
+        format!(
+            "shards-repeated: the suite ignored its shard variables (SAPHAN_SHARD_INDEX, SAPHAN_SHARD_COUNT): every shard ran the same tests — each test is counted once ({once}, not {sum}); make the suite run only its shard's share"
+        )
+    } else {
+        format!(
+            "shards-repeated: {} test(s) ran in more than one shard (the suite does not split exactly by SAPHAN_SHARD_INDEX and SAPHAN_SHARD_COUNT) — each test is counted once ({once}, not {sum})",
+            r.tests
+        )
+    }
+}
+
 /// The note of a shard whose stream did not end exactly its packages.
 pub fn coverage_note(c: &ShardCoverage) -> String {
     let mut parts = Vec::new();
@@ -822,6 +888,18 @@ mod tests {
         );
         assert_eq!(c.doubled, s(&["m/c"]));
         assert_eq!(per[0].doubled, s(&["m/c"]), "not assigned to shard 0");
+    }
+
+    #[test]
+    fn tests_run_by_more_than_one_shard_count_once() {
+        assert_eq!(repeats(&[&[1, 2], &[3]]), None);
+        let same = repeats(&[&[1, 2, 3], &[3, 2, 1]]).unwrap();
+        assert_eq!((same.extra, same.tests, same.all_same), (3, 3, true));
+        assert!(repeats_note(&same, 6).contains("ignored its shard variables"));
+        assert!(repeats_note(&same, 6).contains("(3, not 6)"));
+        // A report and its re-run in one shard still count twice there.
+        let part = repeats(&[&[1, 1, 2], &[2, 4]]).unwrap();
+        assert_eq!((part.extra, part.tests, part.all_same), (1, 1, false));
     }
 
     #[test]

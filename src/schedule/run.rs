@@ -1037,7 +1037,22 @@ async fn conclude_queue(
         record::append_off_runtime(&attempts, r).await?;
     }
     let records: Vec<Record> = done.iter().map(|d| d.record.clone()).collect();
-    let outcome = sharded.then(|| outcome(&records, coverage, advisory, union, explained));
+    let mut outcome = sharded.then(|| outcome(&records, coverage, advisory, union, explained));
+    // A suite that splits itself: a test that ran in two shards is one test.
+    if let Some(o) = outcome.as_mut()
+        && listed.is_none()
+        && job.suite.report == crate::report::ReportKind::JunitXml
+        && let Some(sum) = o.count
+    {
+        let ids: Vec<&[u64]> = done
+            .iter()
+            .map(|d| d.measured.run.measurement.test_ids.as_slice())
+            .collect();
+        if let Some(r) = super::repeats(&ids) {
+            o.notes.insert(0, super::repeats_note(&r, sum));
+            o.count = Some(sum.saturating_sub(r.extra));
+        }
+    }
     let scope = match (sharded, &outcome) {
         (false, _) if leave_out => Scope::Admitted,
         (false, _) => Scope::Machines,

@@ -1450,3 +1450,33 @@ fn one_tree_gets_one_failure_name_wherever_it_runs() {
         assert_eq!(t, word, "{case} on m0: {tr}");
     }
 }
+
+/// Item 3: a junit-xml `--split` whose suite ignores `SAPHAN_SHARD_INDEX`
+/// and `SAPHAN_SHARD_COUNT` — every shard runs the same three tests — says
+/// so and counts each test once (3, not 6); a suite that runs only its
+/// shard's share sums as before (3), and one whose shards overlap on one
+/// test counts it once (4, not 5).
+#[test]
+fn shards_that_ignored_their_shard_count_each_test_once() {
+    let Some(lab) = go_ready_lab() else { return };
+    let (env, _work) = lab_fleet(lab, &["m0", "m1"]);
+    let repo = Repo::new(&[(
+        "run.sh",
+        "#!/bin/sh\n# $1: all (ignore the shard), own (shard 0: a b, shard 1: c), overlap (0: a b c, 1: c d)\nmkdir -p reports\ncase \"$1/$SAPHAN_SHARD_INDEX\" in\nall/*) cases='a b c' ;;\nown/0) cases='a b' ;;\nown/1) cases='c' ;;\noverlap/0) cases='a b c' ;;\noverlap/1) cases='c d' ;;\nesac\nn=0; body=''\nfor c in $cases; do n=$((n+1)); body=\"$body<testcase classname='s' name='$c'/>\"; done\nprintf '<testsuite name=\"s\" tests=\"%s\">%s</testsuite>\\n' \"$n\" \"$body\" > reports/junit.xml\n",
+    )]);
+    for (case, count, repeated) in [("all", 3, true), ("own", 3, false), ("overlap", 4, true)] {
+        env.write_config(&format!(
+            "[verify.full]\nargv = [\"sh\", \"run.sh\", \"{case}\"]\nreport = \"junit-xml\"\nreport_path = \"reports/*.xml\"\n"
+        ));
+        let o = common::fleet::certify(&env, &repo, "m0,m1", &["--split"]);
+        assert_code(&o, 0);
+        let v = json(&o);
+        let s = &v["split"];
+        assert_eq!(s["count"], count, "{case}: {v}");
+        let notes = s["notes"].to_string();
+        assert_eq!(notes.contains("shards-repeated"), repeated, "{case}: {v}");
+        if case == "all" {
+            assert!(notes.contains("ignored its shard variables"), "{v}");
+        }
+    }
+}
