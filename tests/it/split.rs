@@ -766,35 +766,79 @@ fn verdict_of(v: &Value) -> (Value, Value, Value, Vec<String>) {
     )
 }
 
+/// github.com/BurntSushi/toml as Debian's golang-github-burntsushi-toml-dev
+/// ships it: a real module of 4 packages, one with tests, no network needed.
+const TOML: &str = "/usr/share/gocode/src/github.com/BurntSushi/toml";
+
 /// Split and unsplit verdicts are the same on a real multi-package module:
 /// green (same count), then red after a commit that breaks one test (the
 /// same named test, the same count).
 #[test]
 fn split_and_unsplit_agree_on_a_real_module() {
+    agree_on_a_real_module(
+        GO_CMP,
+        "github.com/google/go-cmp",
+        "golang-github-google-go-cmp-dev",
+        10,
+        ("cmp/cmpopts", "cmpopts"),
+        // 20 top-level tests (and ~700 subtests, which the count leaves
+        // out) in Debian 12's go-cmp 0.5.9.
+        10,
+    );
+}
+
+/// The same on BurntSushi/toml (issue 37: the real modules the lab uses
+/// certify with the same verdict, count and named tests, split and
+/// unsplit).
+#[test]
+fn split_and_unsplit_agree_on_the_toml_module() {
+    agree_on_a_real_module(
+        TOML,
+        "github.com/BurntSushi/toml",
+        "golang-github-burntsushi-toml-dev",
+        4,
+        (".", "toml"),
+        10,
+    );
+}
+
+/// Copy the module at `src` (`module`, from Debian's `package`) into a
+/// repository and compare `--split` over m0, m1, m3 with an unsplit run on
+/// m0: green with `listed` packages covered and at least `min_count`
+/// tests, then red naming the one test a commit breaks in `broken` (its
+/// directory and package name).
+fn agree_on_a_real_module(
+    src: &str,
+    module: &str,
+    package: &str,
+    listed: u64,
+    broken: (&str, &str),
+    min_count: u64,
+) {
     if common::skip_unless(
-        Path::new(GO_CMP).join("go.mod").exists(),
-        "no go-cmp source (apt-get install golang-github-google-go-cmp-dev)",
+        Path::new(src).join("go.mod").exists(),
+        &format!("no {module} source (apt-get install {package})"),
     ) {
         return;
     }
     let Some(lab) = go_ready_lab() else { return };
     let f = Fleet::new(lab, &["m0", "m1", "m3"]);
     assert_code(&f.admit("m0,m1,m3", "/usr/bin/go"), 0);
-    let repo = Repo::new(&[("README.saphan", "github.com/google/go-cmp\n")]);
+    let repo = Repo::new(&[("README.saphan", &format!("{module}\n"))]);
     let cp = std::process::Command::new("cp")
-        .args(["-r", &format!("{GO_CMP}/."), &repo.path_str()])
+        .args(["-r", &format!("{src}/."), &repo.path_str()])
         .status()
         .unwrap();
     assert!(cp.success());
     common::git(repo.path(), &["add", "-A"]);
-    common::git(repo.path(), &["commit", "-q", "-m", "go-cmp"]);
+    common::git(repo.path(), &["commit", "-q", "-m", module]);
 
     let compare = |want: i32| {
         let o = f.certify(&repo, "m0,m1,m3", &["--split"]);
         assert_code(&o, want);
         let v = json(&o);
         assert_eq!(v["split"]["coverage"]["complete"], true, "{v}");
-        assert_eq!(v["split"]["coverage"]["listed"], 10, "{v}");
+        assert_eq!(v["split"]["coverage"]["listed"], listed, "{v}");
         let split = verdict_of(&v["split"]);
         let o = f.certify(&repo, "m0", &[]);
         assert_code(&o, want);
@@ -805,22 +849,29 @@ fn split_and_unsplit_agree_on_a_real_module() {
     };
     let (verdict, count, _, _) = compare(0);
     assert_eq!(verdict, "green");
-    // 20 top-level tests (and ~700 subtests, which the count leaves out)
-    // in Debian 12's go-cmp 0.5.9.
-    assert!(count.as_u64().unwrap() >= 10, "go-cmp's tests: {count}");
+    assert!(
+        count.as_u64().unwrap() >= min_count,
+        "{module}'s tests: {count}"
+    );
 
+    let (dir, pkg) = broken;
     repo.commit(
         &[(
-            "cmp/cmpopts/zz_broken_test.go",
-            "package cmpopts\n\nimport \"testing\"\n\nfunc TestBrokenOnPurpose(t *testing.T) {\n\tt.Fatal(\"broken on purpose\")\n}\n",
+            &format!("{dir}/zz_broken_test.go"),
+            &format!("package {pkg}\n\nimport \"testing\"\n\nfunc TestBrokenOnPurpose(t *testing.T) {{\n\tt.Fatal(\"broken on purpose\")\n}}\n"),
         )],
         "break one test",
     );
     let (verdict, _, named, _) = compare(1);
     assert_eq!(verdict, "red");
+    let import = if dir == "." {
+        module.to_string()
+    } else {
+        format!("{module}/{dir}")
+    };
     assert_eq!(
         named,
-        serde_json::json!(["github.com/google/go-cmp/cmp/cmpopts.TestBrokenOnPurpose"])
+        serde_json::json!([format!("{import}.TestBrokenOnPurpose")])
     );
 }
 
