@@ -191,6 +191,27 @@ impl Sched<'_, '_> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Wait until `done` holds of the queue (checked at once, then at each
+    /// wake-up); with `interrupt`, Ctrl-C ends the wait too.
+    async fn until(&self, done: impl Fn(&Queue) -> bool, interrupt: bool) {
+        loop {
+            let wake = self.wake.notified();
+            tokio::pin!(wake);
+            wake.as_mut().enable();
+            if done(&self.lock()) {
+                return;
+            }
+            if interrupt {
+                tokio::select! {
+                    () = &mut wake => {}
+                    () = self.job.interrupt.cancelled() => return,
+                }
+            } else {
+                wake.await;
+            }
+        }
+    }
+
     /// Queue the plan's batches.
     fn plan(&self, works: Vec<Work>) {
         let mut q = self.lock();
@@ -536,57 +557,18 @@ impl Feed for MachineFeed<'_, '_, '_> {
         self.sched.suspect(self.t);
     }
     fn unneeded(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            let s = self.sched;
-            loop {
-                let wake = s.wake.notified();
-                tokio::pin!(wake);
-                wake.as_mut().enable();
-                if s.lock().unneeded[self.t] {
-                    return;
-                }
-                wake.await;
-            }
-        })
+        Box::pin(self.sched.until(|q| q.unneeded[self.t], false))
     }
     fn idle(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         // Before the plan is in, a wait is for this machine's listing only;
         // after it, what `next` waits for runs on other machines.
-        Box::pin(async move {
-            let s = self.sched;
-            loop {
-                let wake = s.wake.notified();
-                tokio::pin!(wake);
-                wake.as_mut().enable();
-                {
-                    let q = s.lock();
-                    if q.planned || q.closed {
-                        return;
-                    }
-                }
-                tokio::select! {
-                    () = &mut wake => {}
-                    () = s.job.interrupt.cancelled() => return,
-                }
-            }
-        })
+        Box::pin(self.sched.until(|q| q.planned || q.closed, true))
     }
     fn finished(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            let s = self.sched;
-            loop {
-                let wake = s.wake.notified();
-                tokio::pin!(wake);
-                wake.as_mut().enable();
-                {
-                    let q = s.lock();
-                    if q.planned && q.pending.is_empty() && q.first_running == 0 {
-                        return;
-                    }
-                }
-                wake.await;
-            }
-        })
+        Box::pin(self.sched.until(
+            |q| q.planned && q.pending.is_empty() && q.first_running == 0,
+            false,
+        ))
     }
     fn runs_at_most(&self) -> usize {
         // Every batch once, and each re-run once.
