@@ -7,15 +7,14 @@
 //! host-class attempt runs under [bubblewrap] (`bwrap`, what Flatpak seals
 //! its apps with) in its own mount and PID namespaces:
 //!
-//! - the whole filesystem is bound read-only (`--ro-bind / /`), with a
-//!   private `/tmp` (tmpfs, `TMPDIR=/tmp`) and a private `/dev`;
+//! - the whole filesystem is bound read-only (`--ro-bind / /`) — `/tmp`
+//!   too: the suite reads everything the machine holds, as it always
+//!   could — with a private `/dev`;
 //! - writable again are only the attempt's own paths ([`Bounds::writable`]):
 //!   the scratch tree, the scratch worktree's own git dir (its index and
-//!   HEAD), the build caches of the attempt's trust class, and the affected
-//!   tier's report directory;
-//! - paths under `/tmp` the suite must still read (the repository's common
-//!   git dir, when the repository lives there) are bound back read-only
-//!   ([`Bounds::readable`]);
+//!   HEAD), the build caches of the attempt's trust class, the affected
+//!   tier's report directory, and a private temp dir ([`Bounds::tmp`],
+//!   `TMPDIR`);
 //! - every capability is dropped (`--cap-drop ALL`: a root suite keeps
 //!   its uid but cannot remount, load modules or make device nodes), and
 //!   the suite is in a new session (no `TIOCSTI` into the operator's
@@ -185,17 +184,17 @@ pub struct Bounds {
     /// Bound read-write: the scratch tree, its worktree git dir, the
     /// caches, a report directory. Each must exist.
     pub writable: Vec<PathBuf>,
-    /// Bound back read-only over the private `/tmp` (only those under
-    /// `/tmp` need it; others are read-only already). Missing ones are
-    /// left out.
-    pub readable: Vec<PathBuf>,
+    /// The attempt's private temp dir (an existing, empty directory on the
+    /// machine, removed with the attempt): bound read-write and given to
+    /// the suite as `TMPDIR`.
+    pub tmp: PathBuf,
     /// The suite's working directory.
     pub cwd: PathBuf,
 }
 
 /// `bwrap` at `tool` sealing `program` (argv) within `bounds`: the argv to
 /// run instead of `program`. The suite's environment passes through
-/// unchanged but for `TMPDIR=/tmp` (its private temp dir).
+/// unchanged but for `TMPDIR` (its private temp dir, [`Bounds::tmp`]).
 pub fn argv(tool: &str, bounds: &Bounds, program: &[OsString]) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::with_capacity(24 + 3 * bounds.writable.len() + program.len());
     let mut push = |s: &str| a.push(s.into());
@@ -213,37 +212,22 @@ pub fn argv(tool: &str, bounds: &Bounds, program: &[OsString]) -> Vec<OsString> 
         "/dev",
         "--proc",
         "/proc",
-        "--tmpfs",
-        "/tmp",
-        "--setenv",
-        "TMPDIR",
-        "/tmp",
     ] {
         push(w);
     }
-    for r in &bounds.readable {
-        if under_tmp(r) {
-            a.push("--ro-bind-try".into());
-            a.push(r.into());
-            a.push(r.into());
-        }
-    }
-    for w in &bounds.writable {
+    for w in bounds.writable.iter().chain([&bounds.tmp]) {
         a.push("--bind".into());
         a.push(w.into());
         a.push(w.into());
     }
+    a.push("--setenv".into());
+    a.push("TMPDIR".into());
+    a.push(bounds.tmp.clone().into());
     a.push("--chdir".into());
     a.push(bounds.cwd.clone().into());
     a.push("--".into());
     a.extend(program.iter().cloned());
     a
-}
-
-/// A path strictly below `/tmp` (the private `/tmp` hides it unless it is
-/// bound back); `/tmp` itself never is.
-pub fn under_tmp(p: &Path) -> bool {
-    p.starts_with("/tmp") && p != Path::new("/tmp")
 }
 
 /// bwrap's own failure, read from how the sealed command ended: bwrap
@@ -393,7 +377,7 @@ mod tests {
     fn argv_binds_the_attempts_paths_after_the_read_only_root() {
         let b = Bounds {
             writable: vec!["/h/scratch/k/tree".into(), "/r/.git/worktrees/tree".into()],
-            readable: vec!["/tmp/r/.git".into(), "/srv/repo/.git".into()],
+            tmp: "/tmp/saphan-run-1-x/tmp".into(),
             cwd: "/h/scratch/k/tree".into(),
         };
         let a: Vec<String> = argv("/usr/bin/bwrap", &b, &["go".into(), "test".into()])
@@ -402,9 +386,15 @@ mod tests {
             .collect();
         let s = a.join(" ");
         assert!(s.starts_with("/usr/bin/bwrap --die-with-parent"), "{s}");
-        assert!(s.contains("--cap-drop ALL --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp"));
-        assert!(s.contains("--ro-bind-try /tmp/r/.git /tmp/r/.git"), "{s}");
-        assert!(!s.contains("/srv/repo/.git"), "read-only already: {s}");
+        assert!(s.contains("--cap-drop ALL --ro-bind / / --dev /dev --proc /proc --bind"));
+        assert!(
+            !s.contains("--tmpfs"),
+            "/tmp stays the machine's, read-only: {s}"
+        );
+        assert!(
+            s.contains("--bind /tmp/saphan-run-1-x/tmp /tmp/saphan-run-1-x/tmp --setenv TMPDIR /tmp/saphan-run-1-x/tmp"),
+            "{s}"
+        );
         let ro = s.find("--ro-bind / /").unwrap();
         let tree = s.find("--bind /h/scratch/k/tree").unwrap();
         assert!(ro < tree);

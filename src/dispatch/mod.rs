@@ -843,20 +843,23 @@ async fn run_batch(
         .map_err(|e| DispatchFault::new(FailureKind::CollectFailed, format!("temp dir: {e}")))?;
     let mut env: Vec<(String, String)> = env.to_vec();
     // The build caches of the attempt's trust class, under the workhome
-    // (made once per session, with the affected tier's report dir).
+    // (made once per session), the run's private temp dir (the sealed
+    // suite's TMPDIR, removed with the run dir) and the affected tier's
+    // report dir: one command.
     let trust = match job.trust {
         Some(t) => t,
         None => measure::trust_of(job.repo, job.sha, job.trunk).await,
     };
     let caches = on.layout.cache(trust);
-    let mut dirs: Vec<String> = Vec::new();
+    let tmp = format!("{run_dir}/tmp-{}", s.runs);
+    let mut dirs: Vec<String> = vec![tmp.clone()];
     if !s.caches_made {
         dirs.push(caches.clone());
     }
     if job.affected.is_some() {
         dirs.push(format!("{run_dir}/reports"));
     }
-    if !dirs.is_empty() {
+    {
         let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
         let mk = control(t, crate::remote::MKDIR, &dirs).await?;
         if !mk.status.success() {
@@ -874,7 +877,7 @@ async fn run_batch(
             .map(|_| std::path::PathBuf::from(run_dir))
             .into_iter()
             .collect(),
-        readable: vec![std::path::PathBuf::from(&on.layout.base)],
+        tmp: Some(std::path::PathBuf::from(&tmp)),
     };
     let report_root = if let Some(manifest) = job.affected {
         let reports = format!("{run_dir}/reports");

@@ -62,9 +62,7 @@ pub fn local_seal(
         path: dir.clone(),
         source,
     })?;
-    Ok(SealPlan::here(mode, source)
-        .caches(Some(dir))
-        .readable(home.root().to_path_buf()))
+    Ok(SealPlan::here(mode, source).caches(Some(dir)))
 }
 
 /// This machine's bench: the repository lock, held until dropped, and the

@@ -572,16 +572,16 @@ pub struct SealPlan {
     /// its trust class ([`crate::seal::Trust`]), given to the suite as
     /// `XDG_CACHE_HOME` with `GOCACHE` and `GOMODCACHE` inside it
     /// ([`crate::seal::cache_env`]). `None`: a sealed suite caches in its
-    /// private `/tmp`, an unsealed one where its environment says.
+    /// private temp dir, an unsealed one where its environment says.
     pub caches: Option<PathBuf>,
     /// More paths on the machine the suite writes (the affected tier's run
     /// directory, which holds its report directory and scope file).
     pub writable: Vec<PathBuf>,
-    /// Paths on the machine the suite reads that may live under `/tmp`,
-    /// which the seal replaces with a private one: `SAPHAN_HOME` here, the
-    /// workhome's `saphan/` on a machine (the shipped binary is there).
-    /// Bound back read-only.
-    pub readable: Vec<PathBuf>,
+    /// The attempt's private temp dir on the machine (an existing, empty
+    /// directory the bench removes with the attempt; the suite's
+    /// `TMPDIR`); `None`: on this machine, a `tmp/` made in the attempt's
+    /// run directory — a fleet machine's bench always names one.
+    pub tmp: Option<PathBuf>,
 }
 
 impl SealPlan {
@@ -600,7 +600,7 @@ impl SealPlan {
         }
     }
     /// This machine's seal under `mode` (from `source`), caching nowhere
-    /// but the attempt's own `/tmp` until [`SealPlan::caches`] says.
+    /// but the attempt's own temp dir until [`SealPlan::caches`] says.
     pub fn here(mode: crate::seal::Mode, source: impl Into<String>) -> SealPlan {
         SealPlan {
             mode,
@@ -608,13 +608,8 @@ impl SealPlan {
             capability: crate::seal::local().clone(),
             caches: None,
             writable: Vec::new(),
-            readable: Vec::new(),
+            tmp: None,
         }
-    }
-    /// With `dir` readable (bound back over the private `/tmp`).
-    pub fn readable(mut self, dir: PathBuf) -> SealPlan {
-        self.readable.push(dir);
-        self
     }
     /// With the build caches in `dir` (a directory on the machine).
     pub fn caches(self, dir: Option<PathBuf>) -> SealPlan {
@@ -788,7 +783,7 @@ pub async fn run_suite_with(
     let stdout_path = run_dir.path().join("stdout");
     // The seal: a host-class suite runs in its own mount and PID
     // namespaces where the machine can ([`crate::seal`]).
-    let mut sealing = Sealing::decide(executor.class(), plan, scratch);
+    let mut sealing = Sealing::decide(executor.class(), plan, scratch, run_dir.path());
     env.extend(sealing.cache_env());
     let t0 = Instant::now();
     let outcome = loop {
@@ -1027,7 +1022,7 @@ struct Sealing {
 }
 
 impl Sealing {
-    fn decide(class: &str, plan: Plan<'_>, scratch: &Scratch) -> Sealing {
+    fn decide(class: &str, plan: Plan<'_>, scratch: &Scratch, run_dir: &Path) -> Sealing {
         use crate::seal::{Capability, Mode, Seal};
         let default;
         let sp = match plan.seal {
@@ -1044,7 +1039,7 @@ impl Sealing {
                         ),
                         caches: None,
                         writable: Vec::new(),
-                        readable: Vec::new(),
+                        tmp: None,
                     }
                 };
                 &default
@@ -1083,34 +1078,27 @@ impl Sealing {
                 {
                     writable.push(r.to_path_buf());
                 }
-                // The repository's common dir, which git in the suite reads
-                // (`git log`, `git rev-parse main`): `<common>/worktrees/<name>`.
-                let common = scratch
-                    .git_dir
-                    .parent()
-                    .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf);
-                // What the suite reads from under `/tmp`: the common dir,
-                // saphan's home or workhome (a shipped binary), the suite's
-                // program, and here also its PATH and HOME.
-                let mut readable: Vec<PathBuf> = common.into_iter().collect();
-                readable.extend(sp.readable.iter().cloned());
-                if let Some(p) = plan.suite.argv.first().filter(|p| p.starts_with('/')) {
-                    readable.push(PathBuf::from(p));
-                }
-                if scratch.transport().is_local() {
-                    if let Some(path) = std::env::var_os("PATH") {
-                        readable.extend(std::env::split_paths(&path));
+                // The private temp dir: the plan's on a machine, a fresh
+                // one in the run dir here.
+                let tmp = match (&sp.tmp, scratch.transport().is_local()) {
+                    (Some(t), _) => Some(t.clone()),
+                    (None, true) => {
+                        let t = run_dir.join("tmp");
+                        std::fs::create_dir(&t).ok().map(|()| t)
                     }
-                    readable.extend(std::env::var_os("HOME").map(PathBuf::from));
-                }
-                readable.retain(|p| crate::seal::under_tmp(p));
-                readable.sort();
-                readable.dedup();
+                    (None, false) => None,
+                };
+                let Some(tmp) = tmp else {
+                    let why = "no private temp dir could be made for the suite".to_string();
+                    if sp.mode == Mode::Required {
+                        s.refused = Some(format!("the seal is required ({}) and {why}", sp.source));
+                    }
+                    s.record = Some(Seal::unsealed(why));
+                    return s;
+                };
                 let bounds = crate::seal::Bounds {
                     writable,
-                    readable,
+                    tmp,
                     cwd: scratch.path.clone(),
                 };
                 s.record = Some(Seal::sealed(tool));
@@ -1121,11 +1109,11 @@ impl Sealing {
     }
 
     /// The environment of the attempt's caches: the plan's cache directory,
-    /// or — sealed without one — the suite's private `/tmp/.cache`.
+    /// or — sealed without one — `.cache` in the suite's private temp dir.
     fn cache_env(&self) -> Vec<(String, String)> {
         match (&self.caches, &self.wrap) {
             (Some(dir), _) => crate::seal::cache_env(dir),
-            (None, Some(_)) => crate::seal::cache_env(Path::new("/tmp/.cache")),
+            (None, Some((_, b))) => crate::seal::cache_env(&b.tmp.join(".cache")),
             (None, None) => Vec::new(),
         }
     }

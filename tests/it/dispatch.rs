@@ -766,8 +766,11 @@ fn ctrl_c_during_ship_stops_the_ship_and_leaves_nothing() {
     assert_eq!(r["bundle_bytes"], 0, "{r}");
     assert!(r["phases"].get("run").is_none(), "{r}");
     let note = r["notes"][0].as_str().unwrap();
+    // The signal follows the `ship` line at once: it may reach saphan
+    // before the ship's first byte or during it — both honest words.
     assert!(
-        note.contains("while the commit was being shipped"),
+        note.contains("while the commit was being shipped")
+            || note.contains("before the commit was shipped"),
         "{note}"
     );
     assert!(!rest.contains("m2: run"), "{rest}");
