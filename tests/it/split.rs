@@ -504,11 +504,14 @@ pub(crate) fn stalled_then_red(lab: &Lab, copy_ends: bool) -> Value {
     };
     lab.resume("m1");
     assert!(suspected, "saphan never suspected the stalled m1");
-    // The copy of m1's shard runs on m0 …
-    assert!(
-        wait_for(bound, || started("m0", on_m1)),
-        "no copy of m1's shard ({on_m1}) ran on m0"
-    );
+    // The copy of m1's shard runs on m0 … (one released already may end,
+    // and its tree go, before its marker is seen: its end line says it ran)
+    if !copy_ends {
+        assert!(
+            wait_for(bound, || started("m0", on_m1)),
+            "no copy of m1's shard ({on_m1}) ran on m0"
+        );
+    }
     if copy_ends {
         // … and ends green there before m1 answers.
         let ended = loop {
