@@ -843,9 +843,14 @@ pub async fn run_suite_with(
     // The suite's program could not be started: when its machine's row
     // vouched for it and nothing is at its path any more, the machine
     // failed the attempt (`program-vanished`), not the suite.
+    // bwrap's words when the sealed program could not be started, read once.
+    let exec_failed = match &outcome {
+        Some(Ok(out)) if sealing.refused.is_none() => sealing.exec_failed(out),
+        _ => None,
+    };
     let not_started = match &outcome {
         Some(Err(TransportError::Spawn { .. } | TransportError::RemoteSpawn { .. })) => true,
-        Some(Ok(out)) => sealing.refused.is_none() && sealing.exec_failed(out).is_some(),
+        Some(Ok(_)) => exec_failed.is_some(),
         _ => false,
     };
     let vanished = match plan.vouched {
@@ -913,13 +918,13 @@ pub async fn run_suite_with(
             ),
             String::new(),
         ),
-        Some(Ok(out)) if sealing.exec_failed(&out).is_some() => (
+        Some(Ok(out)) if exec_failed.is_some() => (
             None,
             start_failed(format!(
                 "the suite's program `{}` could not be started on {}: {}",
                 plan.suite.argv[0],
                 t.describe(),
-                sealing.exec_failed(&out).unwrap_or_default()
+                exec_failed.clone().unwrap_or_default()
             )),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ),
