@@ -1,4 +1,4 @@
-# Shared by fleet/lab/{up,down,stop,partition,heal}: argument parsing and the
+# Shared by fleet/lab/{up,down,stop,partition,heal,stall,slurm}: argument parsing and the
 # names of everything a lab creates. Sourced, never run.
 #
 # A lab NAME (1-10 chars, [a-z0-9]) owns, and only ever touches:
@@ -7,7 +7,8 @@
 #   bridge      sbNAME                (NET.1/24)
 #   veth        sNAME-I  (host side; the namespace side is renamed eth0)
 #   net lease   /run/saphan-lab/nets/X (when the subnet NET = 10.250.X)
-# so several labs (parallel test binaries) coexist on one machine.
+# so several labs (parallel test binaries) coexist on one machine. The Slurm
+# lab (fleet/lab/slurm) leases from the same pool under its own names.
 
 set -euo pipefail
 
@@ -39,6 +40,41 @@ parse_args() {
   [ -n "$STATE" ] || STATE="${TMPDIR:-/tmp}/saphan-lab-$NAME"
   BRIDGE="sb$NAME"
   LEASES=/run/saphan-lab/nets
+}
+
+# --- subnet leases -----------------------------------------------------------
+# A lease is a directory $LEASES/X (for 10.250.X/24) holding `owner` (the lab
+# that holds it: NAME for an sshd lab, slurm-NAME for a Slurm lab) and
+# `bridge` (its bridge; an old lease without one means sbOWNER).
+lease_ok() { # X: free when nothing routes 10.250.X.0/24 yet
+  [ -z "$(ip -4 route show "10.250.$1.0/24" 2>/dev/null)" ]
+}
+reap_stale() { # a lease whose lab bridge is gone and which is older than a minute
+  local d="$1" owner bridge
+  owner="$(cat "$d/owner" 2>/dev/null || true)"
+  bridge="$(cat "$d/bridge" 2>/dev/null || true)"
+  [ -n "$bridge" ] || bridge="sb$owner"
+  if [ -n "$owner" ] && ! ip link show "$bridge" >/dev/null 2>&1 \
+     && [ -n "$(find "$d" -maxdepth 0 -mmin +1 2>/dev/null)" ]; then
+    rm -rf "$d"
+  fi
+}
+# lease_net OWNER BRIDGE [CHECK]: lease the first free 10.250.X/24 (and, with
+# CHECK, the first X for which `CHECK X` also succeeds); sets NET and LEASE.
+lease_net() {
+  local owner="$1" bridge="$2" check="${3:-}" x
+  mkdir -p "$LEASES"
+  for x in $(seq 1 254); do
+    [ -d "$LEASES/$x" ] && reap_stale "$LEASES/$x"
+    if lease_ok "$x" && { [ -z "$check" ] || "$check" "$x"; } \
+       && mkdir "$LEASES/$x" 2>/dev/null; then
+      echo "$bridge" > "$LEASES/$x/bridge"
+      echo "$owner" > "$LEASES/$x/owner"
+      NET="10.250.$x"; LEASE="$LEASES/$x"
+      return 0
+    fi
+  done
+  return 1
 }
 
 ns_of() { echo "sl-$NAME-$1"; }            # host id (m0) -> netns name

@@ -4,6 +4,7 @@
 
 pub mod fleet;
 pub mod lab;
+pub mod slurm;
 pub mod suite_images;
 
 use std::path::{Path, PathBuf};
