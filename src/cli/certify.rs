@@ -78,21 +78,52 @@ fn parse_seal(s: &str) -> std::result::Result<crate::seal::Mode, String> {
 }
 
 /// List the attempt records of a repository, or show one.
+///
+/// One line per record, oldest first: id, start (UTC), suite seconds, verb,
+/// verdict (a shard of a `--split` says so: its green is not the SHA's),
+/// SHA, machine, count, failure. The filters combine.
 #[derive(Debug, Args)]
 pub struct RecordsArgs {
     /// The repository (any path inside it).
     #[arg(long, default_value = ".", global = true)]
     pub repo: PathBuf,
+    /// Only records of a SHA starting with this (hex, as `git log` shows).
+    #[arg(long, value_name = "PREFIX")]
+    pub sha: Option<String>,
+    /// Only records of this machine (`local` or a fleet id).
+    #[arg(long, value_name = "ID")]
+    pub machine: Option<String>,
+    /// Only records with this verdict.
+    #[arg(long, value_name = "VERDICT", value_parser = ["green", "red", "measurement-failed"])]
+    pub verdict: Option<String>,
+    /// Only the last N records (after the other filters).
+    #[arg(short = 'n', value_name = "N")]
+    pub last: Option<usize>,
     #[command(subcommand)]
     pub cmd: Option<RecordsCmd>,
+}
+
+/// A filter given to `records show`, which shows one record.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`records show` shows the one record its id names; {0} filters the listing — drop it, or list with `saphan records {0} …`"
+)]
+pub struct FilterWithShow(&'static str);
+
+impl crate::error::Refusal for FilterWithShow {
+    fn name(&self) -> &'static str {
+        "usage"
+    }
 }
 
 /// `records` sub-verbs.
 #[derive(Debug, Subcommand)]
 pub enum RecordsCmd {
-    /// Show one record in full.
+    /// Show one record: what it measured, why it is not green (each failing
+    /// test's output, from the kept log), where its log is.
     Show {
-        /// The record id (first column of `saphan records`).
+        /// The record id (first column of `saphan records`), a prefix of it
+        /// that only one record's id starts with, or `last` (the newest).
         id: String,
         /// Print the attempt's kept suite log instead (checked against the
         /// record's `suite_log_sha256`; refused when it does not match).
@@ -252,15 +283,17 @@ impl Progress for Lines {
 /// nothing on stderr — a suite that prints its failures on stdout (pytest)
 /// shows them; otherwise (and always for go-test-json, whose stdout is the
 /// event stream) the last lines of its stderr.
-fn failure_tail(o: &certify::Outcome) -> Option<(&'static str, String, String)> {
-    let r = &o.record;
+fn failure_tail(
+    r: &crate::record::Record,
+    log_tail: &str,
+    stderr_tail: &str,
+) -> Option<(&'static str, String, String)> {
     if r.verdict == Verdict::Green {
         return None;
     }
-    let use_log = !o.log_tail.trim().is_empty()
+    let use_log = !log_tail.trim().is_empty()
         && (r.report == crate::report::ReportKind::Exitcode
-            || (r.report == crate::report::ReportKind::JunitXml
-                && o.stderr_tail.trim().is_empty()));
+            || (r.report == crate::report::ReportKind::JunitXml && stderr_tail.trim().is_empty()));
     if use_log {
         Some((
             "log_tail",
@@ -268,13 +301,13 @@ fn failure_tail(o: &certify::Outcome) -> Option<(&'static str, String, String)> 
                 "last lines of the suite's log ({})",
                 r.suite_log.as_deref().unwrap_or("not kept")
             ),
-            o.log_tail.trim_end().to_string(),
+            log_tail.trim_end().to_string(),
         ))
-    } else if !o.stderr_tail.trim().is_empty() {
+    } else if !stderr_tail.trim().is_empty() {
         Some((
             "stderr_tail",
             "last lines of the suite's stderr".into(),
-            o.stderr_tail.trim_end().to_string(),
+            stderr_tail.trim_end().to_string(),
         ))
     } else {
         None
@@ -355,7 +388,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         v["verified_pointer"] = serde_json::json!(o.pointer);
         // The human output shows the suite's last lines on a non-green
         // verdict; so does the JSON (`stderr_tail` or `log_tail`).
-        if let Some((key, _, tail)) = failure_tail(&o) {
+        if let Some((key, _, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail) {
             v[key] = serde_json::json!(tail);
         }
         why::add_test_output(&mut v, r.verdict, &o.test_output, o.test_output_omitted);
@@ -382,19 +415,25 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         }
         // What the suite wrote (names, notes, its output) is escaped.
         out(&visible(&s));
-        if let Some((_, header, tail)) = failure_tail(&o) {
+        if let Some((_, header, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail) {
             say!("{}", visible(&format!("--- {header} ---\n{tail}")));
         }
     }
     Ok(r.verdict.exit())
 }
 
+/// The first 12 characters of a SHA.
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
 /// The verdict line of a record and what explains it (failing tests, exit
 /// code, notes), each following line indented by `indent`: the same words
 /// for a local record and for each machine's.
-fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
+pub(crate) fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
     let mut s = format!(
-        "certify {} on {}: {} — {} ({}, {}), {:.1}s\n",
+        "{} {} on {}: {} — {} ({}, {}), {:.1}s\n",
+        r.verb,
         r.sha,
         r.machine,
         r.verdict.as_str(),
@@ -639,10 +678,16 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
     let all = attempts.records;
     match a.cmd {
         Some(RecordsCmd::Show { id, log }) => {
-            let r = all
-                .iter()
-                .find(|r| r.id == id)
-                .ok_or(crate::record::RecordError::NotFound { id, path })?;
+            let given = [
+                (a.sha.is_some(), "--sha"),
+                (a.machine.is_some(), "--machine"),
+                (a.verdict.is_some(), "--verdict"),
+                (a.last.is_some(), "-n"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+                return Err(FilterWithShow(flag).into());
+            }
+            let r = crate::record::find(&all, &id, &path)?;
             if log {
                 let bytes = why::suite_log(r).await?;
                 let text = String::from_utf8_lossy(&bytes);
@@ -658,50 +703,172 @@ pub async fn records(ctx: &Ctx, a: RecordsArgs) -> Result<Exit> {
                 }
                 return Ok(Exit::Ok);
             }
-            let v = serde_json::to_value(r).expect("records serialize");
             if ctx.json {
-                out_json(&v);
+                out_json(&serde_json::to_value(r).expect("records serialize"));
             } else {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&v).expect("json")
-                ));
+                out(&visible(&show(r).await));
             }
         }
         None => {
+            let chosen = filter(&all, &a);
             if ctx.json {
                 let corrupt: Vec<usize> = attempts.corrupt.iter().map(|(l, _)| *l).collect();
                 out_json(
-                    &serde_json::json!({ "attempts": path, "records": all, "corrupt_lines": corrupt }),
+                    &serde_json::json!({ "attempts": path, "records": chosen, "corrupt_lines": corrupt }),
                 );
             } else {
                 let mut s = String::new();
-                for r in &all {
-                    // A measurement-failed attempt names its failure
-                    // (`measurement-failed (host-unreachable)`).
-                    let failure = r
-                        .failure
-                        .as_ref()
-                        .map(|f| format!("  ({f})"))
-                        .unwrap_or_default();
-                    s.push_str(&format!(
-                        "{}  {:<15} {:<19} {}  {}  {}{failure}\n",
-                        r.id,
-                        r.verb,
-                        r.verdict.as_str(),
-                        &r.sha[..12.min(r.sha.len())],
-                        r.machine,
-                        r.count_words()
-                    ));
+                for r in &chosen {
+                    s.push_str(&listing_line(r));
                 }
                 if all.is_empty() {
                     s.push_str(&format!("no records yet in {}\n", path.display()));
+                } else if chosen.is_empty() {
+                    s.push_str(&format!(
+                        "no record of the {} in {} matches the filters\n",
+                        all.len(),
+                        path.display()
+                    ));
                 }
                 out(&visible(&s));
             }
         }
     }
     Ok(Exit::Ok)
+}
+
+/// The records `a`'s filters keep, oldest first: `--sha` (a prefix,
+/// case-insensitive), `--machine`, `--verdict`, then the last `-n`.
+fn filter<'a>(all: &'a [crate::record::Record], a: &RecordsArgs) -> Vec<&'a crate::record::Record> {
+    let sha = a.sha.as_deref().map(str::to_ascii_lowercase);
+    let mut kept: Vec<&crate::record::Record> = all
+        .iter()
+        .filter(|r| sha.as_deref().is_none_or(|p| r.sha.starts_with(p)))
+        .filter(|r| a.machine.as_deref().is_none_or(|m| r.machine == m))
+        .filter(|r| a.verdict.as_deref().is_none_or(|v| r.verdict.as_str() == v))
+        .collect();
+    if let Some(n) = a.last {
+        kept.drain(..kept.len().saturating_sub(n));
+    }
+    kept
+}
+
+/// The verdict as a listing or `status` shows it: a shard of a `--split`
+/// says so (`green (shard 1/3)`), since its green is one shard's, not the
+/// SHA's certification.
+pub(crate) fn verdict_word(r: &crate::record::Record) -> String {
+    match &r.shard {
+        Some(sh) => format!(
+            "{} (shard {}/{})",
+            r.verdict.as_str(),
+            sh.index + 1,
+            sh.count
+        ),
+        None => r.verdict.as_str().to_string(),
+    }
+}
+
+/// One line of `records`: id, start, suite seconds, verb, verdict, SHA,
+/// machine, count, and a measurement-failed attempt's failure
+/// (`measurement-failed (host-unreachable)`).
+fn listing_line(r: &crate::record::Record) -> String {
+    let failure = r
+        .failure
+        .as_ref()
+        .map(|f| format!("  ({f})"))
+        .unwrap_or_default();
+    format!(
+        "{}  {}  {:>8}  {:<15} {:<26} {}  {}  {}{failure}\n",
+        r.id,
+        crate::clock::to_seconds(&r.started_at),
+        format!("{:.1}s", r.suite_seconds),
+        r.verb,
+        verdict_word(r),
+        short(&r.sha),
+        r.machine,
+        r.count_words()
+    )
+}
+
+/// `records show ID`: the record as a person reads it — what was measured
+/// where and when, its verdict and what explains it in the words certify
+/// printed (the failing tests with their output, read again from the kept
+/// log; the log's last lines), where the log is.
+async fn show(r: &crate::record::Record) -> String {
+    let mut s = format!("record {} ({})\n", r.id, r.verb);
+    s.push_str(&verdict_lines(r, ""));
+    // What the kept log still tells: each failing test's output (a
+    // go-test-json stream), the log's last lines.
+    let mut tail = None;
+    if r.verdict != Verdict::Green {
+        match why::suite_log(r).await {
+            Ok(bytes) => {
+                let w =
+                    crate::record::log::why(r, &bytes, crate::measure::pipeline::LOG_TAIL_LINES);
+                s.push_str(&why::test_output_lines(
+                    &w.test_output,
+                    w.test_output_omitted,
+                    "",
+                ));
+                tail = failure_tail(r, &w.log_tail, &w.stderr_tail);
+            }
+            Err(crate::record::log::LogError::NotKept { .. }) => {}
+            Err(e) => s.push_str(&format!(
+                "output of failing tests: not shown — {}: {e}\n",
+                crate::error::Refusal::name(&e)
+            )),
+        }
+    }
+    s.push_str(&format!("machine: {} ({} class)\n", r.machine, r.class));
+    s.push_str(&format!("sha: {}\n", r.sha));
+    match &r.trunk {
+        Some(Some(t)) => s.push_str(&format!("trunk: {t}\n")),
+        Some(None) => s.push_str("trunk: none known\n"),
+        None => {}
+    }
+    if let Some(b) = &r.base {
+        s.push_str(&format!("base: {b}\n"));
+    }
+    for st in r.streams.iter().flatten() {
+        s.push_str(&format!("stream: {} {}\n", st.sha, st.name));
+    }
+    s.push_str(&format!(
+        "started: {}, finished {} (suite {:.1}s)\n",
+        crate::clock::to_seconds(&r.started_at),
+        crate::clock::to_seconds(&r.finished_at),
+        r.suite_seconds
+    ));
+    s.push_str(&format!("budget: {} ({})\n", r.budget, r.budget_source));
+    // An unsealed run's seal line is among the verdict's lines already.
+    match &r.seal {
+        Some(seal) if seal.state == crate::seal::State::Sealed => {
+            s.push_str(&format!("seal: {}\n", seal.words()))
+        }
+        Some(_) => {}
+        None => s.push_str("seal: none (the suite never ran)\n"),
+    }
+    if let Some(sh) = &r.shard {
+        s.push_str(&format!(
+            "split: this record is shard {}/{} of a `certify --split`; the SHA's verdict is the union's, not this shard's\n",
+            sh.index + 1,
+            sh.count
+        ));
+    }
+    s.push_str(&format!("suite: {}\n", r.suite_argv.join(" ")));
+    if let Some(p) = &r.verified_pointer {
+        s.push_str(&format!("verified pointer: {p}\n"));
+    }
+    match &r.suite_log {
+        Some(l) => s.push_str(&format!(
+            "log: {l} (`saphan records show {} --log`)\n",
+            r.id
+        )),
+        None => s.push_str("log: none kept\n"),
+    }
+    if let Some((_, header, text)) = tail {
+        s.push_str(&format!("--- {header} ---\n{text}\n"));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -47,6 +47,15 @@ fn attempt_line(a: &Attempt) -> String {
         Some(f) => format!("{} ({f})", a.verdict.as_str()),
         None => a.verdict.as_str().to_string(),
     };
+    // A shard's verdict is that shard's, not the SHA's.
+    let verdict = match &a.shard {
+        Some(sh) => format!(
+            "{verdict} (shard {}/{} of a split: not the SHA's verdict)",
+            sh.index + 1,
+            sh.count
+        ),
+        None => verdict,
+    };
     format!(
         "{} {} {} — {}, finished {}, {:.1}s (id {})",
         short(&a.sha),
@@ -122,6 +131,22 @@ fn render(st: &Status) -> String {
                     s.push_str("  failing: unavailable (the report kind names no tests)\n")
                 }
             }
+            if let Some(o) = &r.first_output {
+                s.push_str(&super::why::test_output_lines(
+                    std::slice::from_ref(o),
+                    0,
+                    "  ",
+                ));
+            } else if let Some(t) = &r.log_tail {
+                s.push_str("  last lines of the suite's log:\n");
+                for l in t.lines() {
+                    s.push_str(&format!("    {l}\n"));
+                }
+            }
+            s.push_str(&format!(
+                "  (saphan records show {} shows all of it)\n",
+                r.id
+            ));
         }
     }
     let f = &st.fleet;

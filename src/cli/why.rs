@@ -1,6 +1,6 @@
 //! Why a test failed: each failing test's own output, as a person reads it
 //! and as `--json` carries it (issue 21.5), and the suite log of a record
-//! (`records show ID --log`).
+//! (`records show ID --log`, read by [`crate::record::log`]).
 //!
 //! The text is the suite's: the human forms are returned unescaped and the
 //! caller prints them through [`super::visible`] with the rest of its output;
@@ -77,82 +77,9 @@ pub fn add_test_output(
     }
 }
 
-/// Why a record's suite log cannot be shown.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    /// The record names no kept log.
-    #[error(
-        "record {id} keeps no suite log (verify-affected keeps none; the attempt may have ended before its suite ran) — `saphan records show {id}` shows what it does record"
-    )]
-    NotKept {
-        /// The record id.
-        id: String,
-    },
-    /// The log the record names is gone or unreadable.
-    #[error(
-        "record {id}'s suite log {path} cannot be read ({why}) — it was moved or deleted; logs are never removed by saphan"
-    )]
-    Missing {
-        /// The record id.
-        id: String,
-        /// The log path the record names.
-        path: String,
-        /// The I/O error.
-        why: String,
-    },
-    /// The log's bytes no longer hash to the record's `suite_log_sha256`.
-    #[error(
-        "record {id}'s suite log {path} has sha256 {actual}, but the record says {expected} — the file was changed after the attempt; it is not the suite's log and is not shown"
-    )]
-    Tampered {
-        /// The record id.
-        id: String,
-        /// The log path.
-        path: String,
-        /// `suite_log_sha256` in the record.
-        expected: String,
-        /// What the file hashes to now.
-        actual: String,
-    },
-}
-
-impl crate::error::Refusal for LogError {
-    fn name(&self) -> &'static str {
-        match self {
-            LogError::NotKept { .. } => "record-log-not-kept",
-            LogError::Missing { .. } => "record-log-missing",
-            LogError::Tampered { .. } => "record-log-tampered",
-        }
-    }
-}
-
-/// The bytes of `r`'s kept suite log (`suite_log`), after checking they
-/// still hash to `suite_log_sha256`. Local and dispatched attempts keep it
-/// at the same place (`<git-common-dir>/saphan/logs/<id>.log`).
-///
-/// Errors: [`LogError::NotKept`] when the record names no log (or no hash),
-/// [`LogError::Missing`] when the file cannot be read,
-/// [`LogError::Tampered`] when its sha256 differs.
-pub async fn suite_log(r: &crate::record::Record) -> std::result::Result<Vec<u8>, LogError> {
-    let (Some(path), Some(expected)) = (&r.suite_log, &r.suite_log_sha256) else {
-        return Err(LogError::NotKept { id: r.id.clone() });
-    };
-    let bytes = tokio::fs::read(path).await.map_err(|e| LogError::Missing {
-        id: r.id.clone(),
-        path: path.clone(),
-        why: e.to_string(),
-    })?;
-    let actual = crate::fsutil::sha256_hex(&bytes);
-    if !actual.eq_ignore_ascii_case(expected) {
-        return Err(LogError::Tampered {
-            id: r.id.clone(),
-            path: path.clone(),
-            expected: expected.clone(),
-            actual,
-        });
-    }
-    Ok(bytes)
-}
+/// A record's kept suite log, checked against its hash: defined beside
+/// the records ([`crate::record::log`]).
+pub use crate::record::log::{LogError, suite_log};
 
 #[cfg(test)]
 mod tests {

@@ -71,7 +71,24 @@ pub struct Attempt {
     pub named_tests: record::Avail<Vec<String>>,
     /// `host` or `container`.
     pub class: String,
+    /// `certify --split`: which shard of the invocation this record is —
+    /// its verdict is that shard's, not the SHA's (the split's verdict is
+    /// its shards' union, which no one record holds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<record::Shard>,
+    /// The last red only: its first failing test's output, its last
+    /// [`OUTPUT_LINES`] lines, read again from the kept log (a go-test-json
+    /// stream keeps each test's output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_output: Option<crate::report::TestOutput>,
+    /// The last red only, when no test's output can be read from its log
+    /// (junit-xml, exitcode): the log's last [`OUTPUT_LINES`] lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
 }
+
+/// How many lines of the last red's output `status` shows.
+pub const OUTPUT_LINES: usize = 5;
 
 impl Attempt {
     fn of(r: &Record) -> Attempt {
@@ -86,7 +103,39 @@ impl Attempt {
             suite_seconds: r.suite_seconds,
             named_tests: r.named_tests.clone(),
             class: r.class.clone(),
+            shard: r.shard.clone(),
+            first_output: None,
+            log_tail: None,
         }
+    }
+
+    /// The attempt with what its kept log tells of why it is red: the
+    /// first failing test's last lines, or the log's. Nothing when the
+    /// log is not kept, or no longer hashes to the record's sha256.
+    async fn with_output(mut self, r: &Record) -> Attempt {
+        let Ok(bytes) = record::log::suite_log(r).await else {
+            return self;
+        };
+        let w = record::log::why(r, &bytes, crate::measure::pipeline::LOG_TAIL_LINES);
+        // The suite's own lines, without the log's section headers.
+        let own: Vec<&str> = w
+            .log_tail
+            .lines()
+            .filter(|l| *l != record::log::STDOUT_HEADER.trim_end())
+            .filter(|l| *l != record::log::STDERR_HEADER.trim_end())
+            .collect();
+        let log_tail = own[own.len().saturating_sub(OUTPUT_LINES)..].join("\n");
+        match w.test_output.into_iter().next() {
+            Some(mut o) => {
+                let cut = o.lines.len().saturating_sub(OUTPUT_LINES);
+                o.lines.drain(..cut);
+                o.dropped += cut as u64;
+                self.first_output = Some(o);
+            }
+            None if !log_tail.trim().is_empty() => self.log_tail = Some(log_tail),
+            None => {}
+        }
+        self
     }
     /// The count as a person reads it.
     pub fn count_words(&self) -> String {
@@ -281,11 +330,10 @@ pub async fn status(
     for r in &certs {
         by_machine.insert(&r.machine, r);
     }
-    let last_red = certs
-        .iter()
-        .rev()
-        .find(|r| r.verdict == Verdict::Red)
-        .map(|r| Attempt::of(r));
+    let last_red = match certs.iter().rev().find(|r| r.verdict == Verdict::Red) {
+        Some(r) => Some(Attempt::of(r).with_output(r).await),
+        None => None,
+    };
     let fleet = fleet(home, catalog, &repo, trunk_head.as_deref(), &all.records).await;
     Ok(Status {
         repo: repo.top.clone(),

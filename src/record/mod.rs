@@ -7,6 +7,7 @@
 //! are `"unavailable"` rather than 0 or `[]` when the report kind gives none.
 
 pub mod fields;
+pub mod log;
 pub mod trunk;
 
 pub use fields::{
@@ -264,22 +265,86 @@ pub enum RecordError {
         "interrupted while waiting for {lock} (another certification of this repository holds it) — nothing was measured; re-run when it is done"
     )]
     Interrupted { lock: PathBuf },
-    /// No record with that id.
+    /// No record with that id (or id prefix, or `last` in an empty file).
     #[error("no record with id {id} in {path} — `saphan records` lists the ids")]
     NotFound { id: String, path: PathBuf },
+    /// An id prefix that more than one record's id starts with.
+    #[error(
+        "{prefix} is the start of {count} record ids: {} — give more of the id",
+        candidates.join(", ")
+    )]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// How many ids it starts.
+        count: usize,
+        /// Every id it starts (at most [`AMBIGUOUS_SHOWN`], then `…`).
+        candidates: Vec<String>,
+    },
+}
+
+/// How many candidates an ambiguous id prefix names.
+pub const AMBIGUOUS_SHOWN: usize = 10;
+
+/// The word `records show` takes for the newest record.
+pub const LAST: &str = "last";
+
+/// The record `id` names among `records` (in file order, oldest first):
+/// the record with exactly that id; `last`, the newest (the file's last
+/// record); else the one record whose id starts with `id`, as git takes a
+/// unique prefix of an object name.
+///
+/// Errors: [`RecordError::NotFound`] (nothing matches, an empty `id`, or
+/// `last` with no record), [`RecordError::Ambiguous`] naming the ids a
+/// prefix starts.
+pub fn find<'a>(records: &'a [Record], id: &str, path: &Path) -> Result<&'a Record, RecordError> {
+    let not_found = || RecordError::NotFound {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+    };
+    if let Some(r) = records.iter().find(|r| r.id == id) {
+        return Ok(r);
+    }
+    if id == LAST {
+        return records.last().ok_or_else(not_found);
+    }
+    if id.is_empty() {
+        return Err(not_found());
+    }
+    let mut matching = records.iter().filter(|r| r.id.starts_with(id));
+    match (matching.next(), matching.next()) {
+        (None, _) => Err(not_found()),
+        (Some(r), None) => Ok(r),
+        (Some(a), Some(b)) => {
+            let mut candidates: Vec<String> = vec![a.id.clone(), b.id.clone()];
+            candidates.extend(matching.map(|r| r.id.clone()));
+            let count = candidates.len();
+            if count > AMBIGUOUS_SHOWN {
+                let more = count - AMBIGUOUS_SHOWN;
+                candidates.truncate(AMBIGUOUS_SHOWN);
+                candidates.push(format!("… and {more} more"));
+            }
+            Err(RecordError::Ambiguous {
+                prefix: id.to_string(),
+                count,
+                candidates,
+            })
+        }
+    }
 }
 
 impl Refusal for RecordError {
     fn name(&self) -> &'static str {
         match self {
             RecordError::NotFound { .. } => "record-not-found",
+            RecordError::Ambiguous { .. } => "record-id-ambiguous",
             RecordError::Interrupted { .. } => "interrupted",
         }
     }
     fn failure_kind(&self) -> Option<crate::outcome::FailureKind> {
         match self {
             RecordError::Interrupted { .. } => Some(crate::outcome::FailureKind::Interrupted),
-            RecordError::NotFound { .. } => None,
+            RecordError::NotFound { .. } | RecordError::Ambiguous { .. } => None,
         }
     }
 }

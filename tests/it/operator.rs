@@ -504,6 +504,14 @@ fn status_shows_trunk_verified_last_attempts_and_last_red() {
         ),
         "  failing (1):".to_string(),
         "    calc.TestAdd".to_string(),
+        // A junit-xml red keeps no test's output after the fact: the kept
+        // log's last lines stand for it.
+        "  last lines of the suite's log:".to_string(),
+        "    calc_test: 2+3 != 6".to_string(),
+        format!(
+            "  (saphan records show {} shows all of it)",
+            red["id"].as_str().unwrap()
+        ),
         "fleet: no machine rows (suite program `./suite.sh` maps to no catalog capability)"
             .to_string(),
     ];

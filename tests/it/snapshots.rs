@@ -148,3 +148,33 @@ fn multi_machine_summary() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     s.bind(|| insta::assert_snapshot!("multi_machine_green", out));
 }
+
+/// What the records verbs print: the listing (date and duration columns)
+/// and `records show` of a red go module (the failing test and its output,
+/// read again from the kept log), with start times redacted too.
+#[test]
+fn records_listing_and_show_of_a_red() {
+    if gomod::no_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = go_repo(FAILING);
+    assert_code(
+        &env.run(&["certify", "--repo", &repo.path_str(), "--timeout", "5m"]),
+        1,
+    );
+    assert_code(&env.run(&["certify", "--repo", &repo.path_str()]), 1);
+    let mut s = settings(&env, &repo);
+    s.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]");
+    s.add_filter(r"\b[0-9a-f]{12}\b", "[SHA12]");
+    // The duration column is right-aligned: its width follows the digits.
+    s.add_filter(r" +\[SECS\]", " [SECS]");
+    let list = env.run(&["records", "--repo", &repo.path_str()]);
+    assert_code(&list, 0);
+    let show = env.run(&["records", "--repo", &repo.path_str(), "show", "last"]);
+    assert_code(&show, 0);
+    s.bind(|| {
+        insta::assert_snapshot!("records_listing", shown(&list));
+        insta::assert_snapshot!("records_show_red", shown(&show));
+    });
+}
