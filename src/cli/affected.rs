@@ -30,6 +30,11 @@ pub struct VerifyAffectedArgs {
     /// when the machine's measured os/arch match this build.
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub machine: Vec<String>,
+    /// Also write the result as one JUnit XML report to FILE (replaced
+    /// atomically): a testcase per selected test, the result and the
+    /// selection in the testsuite's properties.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
 }
 
 /// Bundled proc adapters, run by the engine, not by hand.
@@ -55,6 +60,7 @@ pub enum AdapterCmd {
 pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
     let machines = crate::dispatch::machine_ids(&a.machine)?;
     crate::dispatch::admit::refuse_selection(&machines, "verify-affected")?;
+    super::junit::check(a.junit.as_deref())?;
     let settings = engine::Settings {
         repo: a.repo,
         base: a.base,
@@ -69,6 +75,9 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
     };
     let interrupt = crate::cancel::install();
     let r = engine::verify_affected(&settings, &interrupt).await?;
+    if a.junit.is_some() {
+        super::junit::write_asked(a.junit.as_deref(), &[junit_suite(&r)]);
+    }
     if ctx.json {
         out_json(&serde_json::to_value(&r).expect("a result serializes"));
     } else {
@@ -85,5 +94,49 @@ pub fn adapter(a: AdapterArgs) -> Result<Exit> {
             &mut std::io::stdout().lock(),
             Box::new(std::io::stderr()),
         ),
+    }
+}
+
+/// The JUnit testsuite of a verify-affected result: the selected tests,
+/// the result and the selection in its properties, its rendering as
+/// `<system-out>`.
+fn junit_suite(r: &engine::AffectedResult) -> super::junit::Suite<'_> {
+    let m = r.measurement.as_ref();
+    let mut properties = vec![
+        ("saphan.verb", "verify-affected".to_string()),
+        ("saphan.verdict", r.result.as_str().to_string()),
+    ];
+    if let Some(f) = m.and_then(|m| m.failure.as_ref()) {
+        properties.push(("saphan.failure", f.to_string()));
+    }
+    properties.extend([
+        ("saphan.tier", r.tier.to_string()),
+        ("saphan.base", r.base.clone()),
+        ("saphan.sha", r.head.clone()),
+        ("saphan.machine", r.machine.clone()),
+        (
+            "saphan.count",
+            super::junit::count_word(m.and_then(|m| m.count)),
+        ),
+        ("saphan.selected_packages", r.selected_packages.join(" ")),
+        ("saphan.widened", r.widened.to_string()),
+    ]);
+    if let Some(k) = r.report {
+        properties.push(("saphan.report", k.as_str().to_string()));
+    }
+    let mut why: Vec<String> = r.reason.iter().cloned().collect();
+    why.extend(m.iter().flat_map(|m| m.notes.iter().cloned()));
+    let suite = super::junit::Suite {
+        name: format!("verify-affected {}", &r.head[..12.min(r.head.len())]),
+        properties,
+        verdict: r.result.as_str().to_string(),
+        why,
+        seconds: r.adapter_seconds,
+        summary: engine::render(r),
+        ..super::junit::Suite::default()
+    };
+    match m {
+        Some(m) => suite.with_tests(&m.tests, &m.test_output),
+        None => suite,
     }
 }

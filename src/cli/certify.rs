@@ -1,6 +1,6 @@
 //! `saphan certify` and `saphan records`.
 
-use super::{Ctx, out, out_json, visible, why};
+use super::{Ctx, junit, out, out_json, visible, why};
 use crate::commands::certify::{self, Certified, Class, Settings};
 use crate::error::{Exit, Result};
 use crate::measure::progress::{Event, Progress};
@@ -69,6 +69,12 @@ pub struct CertifyArgs {
     /// `off`. Wins over verify.full.seal; see docs/certify.md "The seal".
     #[arg(long, value_name = "auto|required|off", value_parser = parse_seal)]
     pub seal: Option<crate::seal::Mode>,
+    /// Also write the attempt as one JUnit XML report to FILE (replaced
+    /// atomically, on every verdict): a testcase per test, failures with
+    /// their output, the verdict in the testsuite's properties; for
+    /// --split, the union of the shards (docs/certify.md).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// `--seal`'s value.
@@ -317,6 +323,8 @@ fn failure_tail(
 /// Run `certify`.
 pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
+    junit::check(a.junit.as_deref())?;
+    let junit_path = a.junit;
     let settings = Settings {
         repo: a.repo,
         rev: Some(a.sha),
@@ -379,10 +387,24 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         certify::certify(&ctx.home, &catalog, &settings, &spinner, &interrupt).await?
     };
     let o = match certified {
-        Certified::Machines(m) => return Ok(dispatched(ctx, &m, selection.as_ref())),
+        Certified::Machines(m) => {
+            junit::write_asked(junit_path.as_deref(), &machines_junit(&m));
+            return Ok(dispatched(ctx, &m, selection.as_ref()));
+        }
         Certified::Here(o) => *o,
     };
     let r = &o.record;
+    if junit_path.is_some() {
+        let mut suite = junit::Suite {
+            summary: verdict_lines(r, ""),
+            ..junit::Suite::of_record(format!("certify {} on {}", short(&r.sha), r.machine), r)
+        }
+        .with_tests(&o.tests, &o.test_output);
+        suite
+            .properties
+            .push(("saphan.verified_pointer", pointer_word(&o.pointer)));
+        junit::write_asked(junit_path.as_deref(), &[suite]);
+    }
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
@@ -425,6 +447,86 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
 /// The first 12 characters of a SHA.
 fn short(sha: &str) -> &str {
     &sha[..12.min(sha.len())]
+}
+
+/// `moved`, or `unchanged: <why>` (the record's `verified_pointer` words).
+fn pointer_word(p: &PointerOutcome) -> String {
+    match p {
+        PointerOutcome::Moved => "moved".into(),
+        PointerOutcome::Unchanged(why) => format!("unchanged: {why}"),
+    }
+}
+
+/// The JUnit report of `certify --machine`: one testsuite per machine
+/// whose attempt the verdict is over, or, for `--split`, one testsuite of
+/// the shards' union.
+fn machines_junit(m: &crate::schedule::invocation::Multi) -> Vec<junit::Suite<'_>> {
+    let effective: Vec<&str> = m.effective().map(|r| r.id.as_str()).collect();
+    let runs: Vec<&crate::schedule::invocation::MachineRun> = m
+        .runs
+        .iter()
+        .filter(|r| effective.contains(&r.record.id.as_str()))
+        .collect();
+    let pointer = pointer_word(&m.pointer);
+    let Some(sp) = &m.split else {
+        return runs
+            .iter()
+            .map(|run| {
+                let r = &run.record;
+                let mut suite = junit::Suite {
+                    summary: record_lines(run),
+                    ..junit::Suite::of_record(
+                        format!("certify {} on {}", short(&r.sha), r.machine),
+                        r,
+                    )
+                }
+                .with_tests(&run.tests, &run.test_output);
+                suite
+                    .properties
+                    .push(("saphan.verified_pointer", pointer.clone()));
+                suite
+            })
+            .collect();
+    };
+    let sha = m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or("");
+    let mut properties = vec![
+        ("saphan.verb", "certify".to_string()),
+        ("saphan.verdict", sp.verdict.as_str().to_string()),
+    ];
+    if let Some(f) = &sp.failure {
+        properties.push(("saphan.failure", f.to_string()));
+    }
+    properties.extend([
+        ("saphan.sha", sha.to_string()),
+        ("saphan.split", format!("{} shard(s)", sp.shards)),
+        ("saphan.count", junit::count_word(sp.count)),
+    ]);
+    if let Some(r) = runs.first() {
+        properties.push(("saphan.report", r.record.report.as_str().to_string()));
+    }
+    for run in &runs {
+        properties.push(("saphan.machine", run.record.machine.clone()));
+        properties.push(("saphan.record", run.record.id.clone()));
+    }
+    properties.push(("saphan.verified_pointer", pointer));
+    let mut why: Vec<String> = sp.failure.iter().map(|f| format!("failure: {f}")).collect();
+    why.extend(sp.notes.iter().cloned());
+    why.extend(sp.advisory.iter().map(|a| format!("advisory: {a}")));
+    let shards: Vec<&crate::report::Tests> = runs.iter().map(|r| &r.tests).collect();
+    let mut summary = split_lines(sp);
+    for run in &runs {
+        summary.push_str(&record_lines(run));
+    }
+    vec![junit::Suite {
+        name: format!("certify {} split over {} shard(s)", short(sha), sp.shards),
+        properties,
+        tests: junit::union(&shards),
+        output: runs.iter().flat_map(|r| r.test_output.iter()).collect(),
+        verdict: sp.verdict.as_str().to_string(),
+        why,
+        seconds: runs.iter().map(|r| r.record.suite_seconds).reduce(f64::max),
+        summary,
+    }]
 }
 
 /// The verdict line of a record and what explains it (failing tests, exit

@@ -38,6 +38,7 @@ use std::process::ExitCode;
 pub mod catalog;
 pub mod config;
 pub mod init;
+pub mod junit;
 pub mod machine;
 pub mod shell;
 pub mod status;

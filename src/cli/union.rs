@@ -29,6 +29,10 @@ pub struct VerifyUnionArgs {
     /// A stream branch; repeat (or give several) to merge them in order.
     #[arg(long, value_name = "BRANCH", num_args = 1.., required = true)]
     pub stream: Vec<String>,
+    /// Also write the union's measurement as one JUnit XML report to FILE
+    /// (replaced atomically; none when no union was measured).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Run a stream's four Go steps: go build, go vet, go test, gofmt -l.
@@ -50,6 +54,7 @@ pub struct VerifyStreamArgs {
 /// Run `verify-union`.
 pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     let catalog = ctx.catalog()?;
+    super::junit::check(a.junit.as_deref())?;
     let interrupt = crate::cancel::install();
     let s = union::Settings {
         repo: a.repo,
@@ -58,6 +63,25 @@ pub async fn verify_union(ctx: &Ctx, a: VerifyUnionArgs) -> Result<Exit> {
     };
     let o = union::verify_union(&ctx.home, &catalog, &s, &interrupt).await?;
     let r = &o.record;
+    if a.junit.is_some() {
+        let mut suite = super::junit::Suite {
+            summary: super::certify::verdict_lines(r, ""),
+            ..super::junit::Suite::of_record(
+                format!("verify-union {}", &r.sha[..12.min(r.sha.len())]),
+                r,
+            )
+        }
+        .with_tests(&o.tests, &o.test_output);
+        if let Some(b) = &r.base {
+            suite.properties.push(("saphan.base", b.clone()));
+        }
+        for st in r.streams.iter().flatten() {
+            suite
+                .properties
+                .push(("saphan.stream", format!("{} {}", st.name, st.sha)));
+        }
+        super::junit::write_asked(a.junit.as_deref(), &[suite]);
+    }
     if ctx.json {
         out_json(&serde_json::to_value(r).expect("records serialize"));
         return Ok(r.verdict.exit());

@@ -395,6 +395,7 @@ async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
         log_tail: measured.run.log_tail(LOG_TAIL_LINES),
         test_output: measured.run.measurement.test_output,
         test_output_omitted: measured.run.measurement.test_output_omitted,
+        tests: measured.run.measurement.tests,
         stderr_tail: measured.run.stderr_tail,
     })))
 }

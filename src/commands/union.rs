@@ -104,6 +104,12 @@ pub struct Outcome {
     pub stderr_tail: String,
     /// The last lines of the kept suite log (shown on red).
     pub log_tail: String,
+    /// What each failing test wrote, bounded ([`crate::report::TestOutput`]).
+    pub test_output: Vec<crate::report::TestOutput>,
+    /// Failing tests whose output was not kept (past the cap).
+    pub test_output_omitted: u64,
+    /// Every test the report says ended (`--junit`).
+    pub tests: crate::report::Tests,
 }
 
 fn short(sha: &str) -> &str {
@@ -291,5 +297,8 @@ pub async fn verify_union(
         attempts,
         log_tail: run.log_tail(measure::pipeline::LOG_TAIL_LINES),
         stderr_tail: run.stderr_tail,
+        test_output: run.measurement.test_output,
+        test_output_omitted: run.measurement.test_output_omitted,
+        tests: run.measurement.tests,
     })
 }

@@ -125,6 +125,8 @@ pub struct Outcome {
     pub test_output: Vec<crate::report::TestOutput>,
     /// Failing tests whose output was not kept (past the cap).
     pub test_output_omitted: u64,
+    /// Every test the report says ended (`--junit`).
+    pub tests: crate::report::Tests,
 }
 
 /// The record of one machine's attempt — the one place a certify record

@@ -52,6 +52,7 @@
 
 use super::{
     FailureKind, OUTPUT_LINE_BYTES, OUTPUT_LINES, OUTPUT_TESTS, Parsed, ReportError, TestOutput,
+    TestStatus, Tests,
 };
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -129,6 +130,7 @@ impl Stream {
             said_pass: HashSet::default(),
             never_ran: Vec::new(),
             lines: 0,
+            tests: Tests::default(),
         }
     }
 
@@ -831,6 +833,8 @@ struct Stream {
     never_ran: Vec<String>,
     /// Lines read, JSON or not.
     lines: u64,
+    /// Every test that ended, in stream order ([`Parsed::tests`]).
+    tests: Tests,
 }
 
 fn top_level(test: &str) -> bool {
@@ -1042,6 +1046,12 @@ impl Stream {
                 } else {
                     self.cap.release(ring);
                 }
+                let status = match term {
+                    Term::Pass => TestStatus::Passed,
+                    Term::Fail => TestStatus::Failed,
+                    Term::Skip => TestStatus::Skipped,
+                };
+                self.tests.push(pkg, test, status);
                 if term == Term::Fail {
                     self.names.push(format!("{pkg}.{test}"));
                     if !self.named_pkgs.contains(pkg) {
@@ -1116,6 +1126,7 @@ impl Stream {
                         self.cap
                             .failed(rings.remove(&seq), || format!("{pkg}.{name}"));
                         self.names.push(format!("{pkg}.{name}"));
+                        self.tests.push(pkg, &name, TestStatus::Failed);
                         if !self.named_pkgs.contains(pkg) {
                             self.named_pkgs.insert(pkg.to_string());
                         }
@@ -1293,9 +1304,12 @@ impl Stream {
         self.settle_builds();
         let mut names = self.names;
         let mut cap = self.cap;
+        let mut tests = self.tests;
         for p in &self.failed_pkgs {
             if !self.named_pkgs.contains(p) {
                 names.push(p.clone());
+                // The package failed without naming a test: it is the test.
+                tests.push(p, "", TestStatus::Failed);
                 if let Some(o) = cap.pkg_output.remove(p) {
                     if cap.output.len() < OUTPUT_TESTS {
                         cap.output.push(o);
@@ -1361,6 +1375,7 @@ impl Stream {
             notes,
             output: cap.output,
             output_omitted: cap.omitted,
+            tests,
             ..Parsed::default()
         })
     }

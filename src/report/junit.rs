@@ -32,7 +32,7 @@
 //! 5. A UTF-8 BOM and an XML declaration are accepted.
 
 use super::xml::{self, AttrSpan};
-use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, files};
+use super::{LineRing, OUTPUT_LINE_BYTES, OUTPUT_TESTS, Parsed, ReportError, TestStatus, files};
 use quick_xml::encoding::EncodingError;
 use quick_xml::events::Event;
 use quick_xml::reader::Reader;
@@ -65,6 +65,7 @@ pub fn parse_glob(root: &Path, pattern: &str) -> Result<Parsed, ReportError> {
         total.declared_failures = total.declared_failures.saturating_add(p.declared_failures);
         total.names.extend(p.names);
         total.test_ids.extend(p.test_ids);
+        total.tests.extend(&p.tests);
         total.notes.extend(p.notes);
         for o in p.output {
             if total.output.len() < OUTPUT_TESTS {
@@ -184,6 +185,8 @@ struct Suite {
     depth: usize,
     /// Index in `names` where this suite began (rule 4 inserts there).
     at: usize,
+    /// Index in `Parsed::tests` where this suite began (its error goes there).
+    tests_at: usize,
     /// The `name` attribute, for rule 4.
     name: String,
     /// Rule 4 already named it.
@@ -197,6 +200,8 @@ struct Case {
     skipped: bool,
     /// [`super::test_id`] of its `classname` and `name`.
     id: u64,
+    /// Its entry in `Parsed::tests`, whose status its close sets.
+    entry: usize,
 }
 
 /// The streaming state machine.
@@ -374,19 +379,34 @@ impl State {
                 }
                 self.case_offset = offset;
                 // Its identity, from the spans checked above (no decoding).
-                let (mut classname, mut tname): (&[u8], &[u8]) = (b"", b"");
+                let (mut classname, mut tname) = (None, None);
                 for a in &self.attrs {
                     match &raw[a.key.clone()] {
-                        "classname" => classname = raw[a.value.clone()].as_bytes(),
-                        "name" => tname = raw[a.value.clone()].as_bytes(),
+                        "classname" => classname = Some(a),
+                        "name" => tname = Some(a),
                         _ => {}
                     }
                 }
+                let raw_of = |a: Option<&AttrSpan>| a.map_or("", |a| &raw[a.value.clone()]);
+                let id = super::test_id(raw_of(classname).as_bytes(), raw_of(tname).as_bytes());
+                // Its entry, passed until a child says otherwise. A value
+                // that does not unescape is kept as written: only a failing
+                // testcase's name decides anything (`case_name`).
+                let decoded = |a: Option<&AttrSpan>| match a {
+                    Some(a) => xml::attr_value(raw, a)
+                        .unwrap_or(std::borrow::Cow::Borrowed(&raw[a.value.clone()])),
+                    None => std::borrow::Cow::Borrowed(""),
+                };
+                let entry = self.parsed.tests.len();
+                self.parsed
+                    .tests
+                    .push(&decoded(classname), &decoded(tname), TestStatus::Passed);
                 self.case = Some(Case {
                     depth,
                     failing: false,
                     skipped: false,
-                    id: super::test_id(classname, tname),
+                    id,
+                    entry,
                 });
             }
             _ => {
@@ -430,6 +450,9 @@ impl State {
                     } else {
                         self.parsed.output_omitted += 1;
                     }
+                    self.parsed
+                        .tests
+                        .insert(s.tests_at, "", &n, TestStatus::Failed);
                     self.parsed.names.insert(s.at, n);
                 }
             }
@@ -493,6 +516,7 @@ impl State {
         self.suites.push(Suite {
             depth,
             at: self.parsed.names.len(),
+            tests_at: self.parsed.tests.len(),
             name,
             error_named: false,
         });
@@ -554,6 +578,12 @@ impl State {
                 }
                 self.parsed.names.push(n);
             }
+            let status = match (c.failing, c.skipped) {
+                (true, _) => TestStatus::Failed,
+                (false, true) => TestStatus::Skipped,
+                (false, false) => TestStatus::Passed,
+            };
+            self.parsed.tests.set_status(c.entry, status);
             if !c.skipped {
                 self.parsed.test_ids.push(c.id);
                 if let Some(d) = self.derived.as_mut() {

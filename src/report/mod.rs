@@ -96,6 +96,10 @@ pub struct Measurement {
     /// for a `--split`'s count of each test once; never the record.
     #[serde(skip)]
     pub test_ids: Vec<u64>,
+    /// Every test the report says ended, and how ([`Parsed::tests`]): what
+    /// `--junit` writes one `<testcase>` for; never the record.
+    #[serde(skip)]
+    pub tests: Tests,
 }
 
 impl Measurement {
@@ -113,6 +117,7 @@ impl Measurement {
             test_output: Vec::new(),
             test_output_omitted: 0,
             test_ids: Vec::new(),
+            tests: Tests::default(),
         }
     }
 
@@ -187,6 +192,142 @@ pub struct Parsed {
     /// `name` ([`test_id`]) — so the shards of a `--split` can tell the
     /// same test run twice from two tests. Empty for go-test-json.
     pub test_ids: Vec<u64>,
+    /// Every test the report says ended — passed, failed or skipped — in
+    /// report order, re-runs and subtests each on their own (see [`Tests`]).
+    /// Its failed entries are exactly [`Self::names`], in the same order.
+    pub tests: Tests,
+}
+
+/// How one test ended, as its report says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestStatus {
+    /// It passed.
+    Passed,
+    /// It failed (go: a `fail` event, or it never ended in a package that
+    /// failed; junit: a `<failure>` or `<error>` child; a suite-level
+    /// `<error>`; a go package that failed without naming a test).
+    Failed,
+    /// It was skipped (go: a `skip` event; junit: a `<skipped>` child).
+    Skipped,
+}
+
+/// One entry of [`Tests`], borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestResult<'a> {
+    /// The package (go-test-json) or `classname` (junit-xml); empty for a
+    /// junit testcase without one and for a suite-level error.
+    pub classname: &'a str,
+    /// The test (`TestAdd`, `TestAdd/sub`) or the testcase's `name`; empty
+    /// for a go package that failed without naming a test (its build or
+    /// setup failed) and for a junit testcase without a `name`.
+    pub name: &'a str,
+    /// How it ended.
+    pub status: TestStatus,
+}
+
+impl TestResult<'_> {
+    /// The test as `named_tests` spells it: `classname.name`, the one that
+    /// is not empty alone, or `(unnamed testcase)`.
+    pub fn full_name(&self) -> String {
+        match (self.classname.is_empty(), self.name.is_empty()) {
+            (false, false) => format!("{}.{}", self.classname, self.name),
+            (_, false) => self.name.to_string(),
+            (false, true) => self.classname.to_string(),
+            (true, true) => "(unnamed testcase)".to_string(),
+        }
+    }
+}
+
+/// Every test a report says ended, in report order: what `--junit` writes
+/// one `<testcase>` each for. Held in one text buffer (a package's name
+/// once for its run of tests) and one small entry per test, so a report of
+/// a million tests costs their names and about 40 bytes each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tests {
+    text: String,
+    cases: Vec<CaseAt>,
+}
+
+/// Where one test's classname and name lie in [`Tests::text`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CaseAt {
+    class: (usize, usize),
+    name: (usize, usize),
+    status: TestStatus,
+}
+
+impl Tests {
+    /// Add one test at the end.
+    pub fn push(&mut self, classname: &str, name: &str, status: TestStatus) {
+        let c = self.case(classname, name, status);
+        self.cases.push(c);
+    }
+
+    /// Add one test at position `at` (clamped to the end): a junit
+    /// suite-level error is named where its suite began.
+    pub fn insert(&mut self, at: usize, classname: &str, name: &str, status: TestStatus) {
+        let c = self.case(classname, name, status);
+        self.cases.insert(at.min(self.cases.len()), c);
+    }
+
+    fn case(&mut self, classname: &str, name: &str, status: TestStatus) -> CaseAt {
+        // A package's tests come in runs: its name is kept once per run.
+        let class = match self.cases.last() {
+            Some(l) if &self.text[l.class.0..l.class.1] == classname => l.class,
+            _ => {
+                let s = self.text.len();
+                self.text.push_str(classname);
+                (s, self.text.len())
+            }
+        };
+        let s = self.text.len();
+        self.text.push_str(name);
+        CaseAt {
+            class,
+            name: (s, self.text.len()),
+            status,
+        }
+    }
+
+    /// Set how the entry at `index` ended (a junit testcase is added when
+    /// it opens and learns its end from its children).
+    pub fn set_status(&mut self, index: usize, status: TestStatus) {
+        if let Some(c) = self.cases.get_mut(index) {
+            c.status = status;
+        }
+    }
+
+    /// Add every test of `other` after these.
+    pub fn extend(&mut self, other: &Tests) {
+        for t in other.iter() {
+            self.push(t.classname, t.name, t.status);
+        }
+    }
+
+    /// How many tests.
+    pub fn len(&self) -> usize {
+        self.cases.len()
+    }
+
+    /// True when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.cases.is_empty()
+    }
+
+    /// The tests, in order.
+    pub fn iter(&self) -> impl Iterator<Item = TestResult<'_>> + '_ {
+        self.cases.iter().map(|c| TestResult {
+            classname: &self.text[c.class.0..c.class.1],
+            name: &self.text[c.name.0..c.name.1],
+            status: c.status,
+        })
+    }
+
+    /// How many ended with `status`.
+    pub fn count(&self, status: TestStatus) -> usize {
+        self.cases.iter().filter(|c| c.status == status).count()
+    }
 }
 
 /// The identity of a test: a hash of its raw (still escaped) `classname`
@@ -514,6 +655,7 @@ pub fn measure(ev: &Evidence<'_>) -> Measurement {
             test_output: Vec::new(),
             test_output_omitted: 0,
             test_ids: Vec::new(),
+            tests: Tests::default(),
         },
         ReportKind::GoTestJson | ReportKind::JunitXml => match parse(ev) {
             Ok(p) => judge(p, ev.termination),
@@ -639,6 +781,7 @@ pub fn judge(p: Parsed, termination: Termination) -> Measurement {
         test_output: p.output,
         test_output_omitted: p.output_omitted,
         test_ids: p.test_ids,
+        tests: p.tests,
     }
 }
 

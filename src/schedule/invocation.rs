@@ -24,6 +24,9 @@ pub struct MachineRun {
     pub test_output: Vec<crate::report::TestOutput>,
     /// Failing tests whose output was not kept (past the cap).
     pub test_output_omitted: u64,
+    /// Every test the report says ended (`--junit`); empty for an attempt
+    /// whose suite never ran or that a failover superseded.
+    pub tests: crate::report::Tests,
 }
 
 /// Every machine's attempt of one invocation, and what the pointer did.
@@ -190,6 +193,7 @@ pub async fn every_named(
                 stderr_tail: measured.run.stderr_tail,
                 test_output: measured.run.measurement.test_output,
                 test_output_omitted: measured.run.measurement.test_output_omitted,
+                tests: measured.run.measurement.tests,
             }),
             Err(e) => refused = refused.or(Some(e)),
         }

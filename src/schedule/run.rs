@@ -1065,6 +1065,7 @@ async fn conclude_queue(
             stderr_tail: String::new(),
             test_output: Vec::new(),
             test_output_omitted: 0,
+            tests: Default::default(),
         })
         .collect();
     let left_out: Vec<LeftOut> = out
@@ -1086,6 +1087,7 @@ async fn conclude_queue(
             stderr_tail: d.measured.run.stderr_tail,
             test_output: d.measured.run.measurement.test_output,
             test_output_omitted: d.measured.run.measurement.test_output_omitted,
+            tests: d.measured.run.measurement.tests,
         });
     }
     if sharded {

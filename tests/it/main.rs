@@ -18,6 +18,7 @@ mod fleet;
 mod git_hardening;
 mod hardening;
 mod init;
+mod junit_report;
 mod never_a_lie;
 mod operator;
 mod pipeline;
