@@ -36,6 +36,7 @@ mod scratch;
 mod seal;
 mod seal_modes;
 mod signals;
+mod slurm_lab;
 mod snapshots;
 mod source_rules;
 mod split;
