@@ -192,6 +192,35 @@ pub enum Sink {
     Null,
 }
 
+/// Sees a child's stderr as it is read, chunk by chunk, before
+/// [`Output::stderr`] keeps its tail: for a caller that must act on a line
+/// while the child still runs (a supervised run on a machine prints its
+/// process group there, which a dropped run kills). Cloning a [`Cmd`]
+/// shares it.
+#[derive(Clone)]
+pub struct StderrWatch(std::sync::Arc<std::sync::Mutex<WatchFn>>);
+
+/// What a [`StderrWatch`] calls.
+type WatchFn = dyn FnMut(&[u8]) + Send;
+
+impl StderrWatch {
+    /// Call `f` with every chunk of stderr, in order.
+    pub fn new(f: impl FnMut(&[u8]) + Send + 'static) -> StderrWatch {
+        StderrWatch(std::sync::Arc::new(std::sync::Mutex::new(f)))
+    }
+    fn feed(&self, bytes: &[u8]) {
+        if let Ok(mut f) = self.0.lock() {
+            f(bytes);
+        }
+    }
+}
+
+impl std::fmt::Debug for StderrWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StderrWatch")
+    }
+}
+
 /// One program invocation.
 #[derive(Debug, Clone)]
 pub struct Cmd {
@@ -202,6 +231,7 @@ pub struct Cmd {
     timeout: Option<Duration>,
     stdout: Sink,
     stdin: Input,
+    stderr_watch: Option<StderrWatch>,
 }
 
 impl Cmd {
@@ -215,6 +245,7 @@ impl Cmd {
             timeout: None,
             stdout: Sink::Capture,
             stdin: Input::Null,
+            stderr_watch: None,
         }
     }
     /// `argv[0]` then the rest, as given.
@@ -286,6 +317,11 @@ impl Cmd {
     /// What the child reads on stdin (default: nothing, [`Input::Null`]).
     pub fn input(mut self, input: Input) -> Cmd {
         self.stdin = input;
+        self
+    }
+    /// Have `watch` see the child's stderr as it is read ([`StderrWatch`]).
+    pub fn watch_stderr(mut self, watch: StderrWatch) -> Cmd {
+        self.stderr_watch = Some(watch);
         self
     }
     /// The program, as given.
@@ -643,6 +679,7 @@ async fn drain<R: AsyncRead + Unpin>(
     mut file: Option<(tokio::fs::File, PathBuf)>,
     mut keep: Keep,
     mut stop: tokio::sync::watch::Receiver<bool>,
+    watch: Option<StderrWatch>,
 ) -> Drained {
     let mut buf = vec![0u8; 64 * 1024];
     let mut lost = None;
@@ -659,6 +696,9 @@ async fn drain<R: AsyncRead + Unpin>(
                 }
             },
         };
+        if let Some(w) = &watch {
+            w.feed(&buf[..n]);
+        }
         match (&mut file, &mut keep) {
             (Some((f, path)), _) => {
                 if let Err(e) = f.write_all(&buf[..n]).await {
@@ -783,14 +823,22 @@ pub async fn run(cmd: Cmd) -> std::io::Result<Output> {
         Sink::CaptureFrom(m) => WholeBuf::from_marker(STDOUT_WHOLE, m.clone()),
         _ => WholeBuf::new(STDOUT_WHOLE),
     };
-    let out_task =
-        stdout.map(|s| tokio::spawn(drain(s, file, Keep::Whole(stdout_buf), stop_rx.clone())));
+    let out_task = stdout.map(|s| {
+        tokio::spawn(drain(
+            s,
+            file,
+            Keep::Whole(stdout_buf),
+            stop_rx.clone(),
+            None,
+        ))
+    });
     let err_task = stderr.map(|s| {
         tokio::spawn(drain(
             s,
             None,
             Keep::Tail(TailBuf::new(STDERR_TAIL)),
             stop_rx,
+            cmd.stderr_watch.clone(),
         ))
     });
 

@@ -32,6 +32,7 @@ pub mod remote;
 pub mod report;
 pub mod schedule;
 pub mod seal;
+pub mod slurm;
 pub mod stream;
 pub mod suite;
 pub mod transport;

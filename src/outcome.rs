@@ -228,6 +228,18 @@ kinds! {
     BadArgument => "bad-argument",
     /// An argument is longer than a remote command accepts.
     ArgumentTooLong => "argument-too-long",
+    /// A transport was asked what it cannot do (a borrowed Slurm node
+    /// forwards no socket).
+    TransportUnsupported => "transport-unsupported",
+    // A node borrowed from a Slurm cluster (`crate::slurm`).
+    /// A job step on a borrowed node ended without the supervisor's report
+    /// (the node failed, the job was cancelled, expired or timed out, the
+    /// step could not be created or launched).
+    SlurmStepFailed => "slurm-step-failed",
+    /// The cluster could not be asked (no Slurm client here, no config).
+    SlurmUnavailable => "slurm-unavailable",
+    /// The cluster refused or did not grant the allocation.
+    SlurmAllocationFailed => "slurm-allocation-failed",
 }
 
 impl FailureKind {
@@ -235,7 +247,9 @@ impl FailureKind {
     /// the machine or its engine failed the attempt, so the same work could
     /// succeed elsewhere (the failover set of issue 19: `host-unreachable`,
     /// `connection-lost`, `ship-failed`, `lock-timeout`,
-    /// `materialize-failed`, `engine`, `seal-failed`, `program-vanished`).
+    /// `materialize-failed`, `engine`, `seal-failed`, `program-vanished`;
+    /// and issue 39's `slurm-step-failed`: Slurm took the node or the
+    /// allocation away).
     /// A red is never infrastructure, nor
     /// is a `timeout`. This is the one place that says so.
     pub fn is_infrastructure(&self) -> bool {
@@ -249,6 +263,7 @@ impl FailureKind {
                 | FailureKind::Engine
                 | FailureKind::SealFailed
                 | FailureKind::ProgramVanished
+                | FailureKind::SlurmStepFailed
         )
     }
 }
@@ -321,7 +336,8 @@ mod tests {
                 "connection-lost",
                 "ship-failed",
                 "lock-timeout",
-                "materialize-failed"
+                "materialize-failed",
+                "slurm-step-failed"
             ]
         );
     }

@@ -1013,6 +1013,7 @@ impl LocalExecutor {
                         alias: match transport {
                             Transport::Ssh(s) => s.settings().alias.clone(),
                             Transport::Local(_) => "the local machine".into(),
+                            Transport::Slurm(s) => s.node().id.clone(),
                         },
                         detail,
                     })

@@ -405,7 +405,7 @@ pub async fn probe_toolchains(
             .prefix("saphan-probe-pids-")
             .tempdir()
             .ok(),
-        Transport::Ssh(_) => None,
+        Transport::Ssh(_) | Transport::Slurm(_) => None,
     };
     let workhome = items
         .first()

@@ -87,6 +87,10 @@ pub const USER_IDS: &str = include_str!("user-ids.sh");
 /// The SHA-256 of a file on the machine (`sha256sum`, else `shasum -a 256`).
 pub const SHA256: &str = include_str!("sha256.sh");
 
+/// The login of every command on a borrowed Slurm node
+/// ([`crate::transport::srun`]): `$1` is the quoted command line.
+pub const SLURM_LOGIN: &str = include_str!("slurm-login.sh");
+
 /// Every script, by file name, for the shell tests and the docs.
 pub const ALL: &[(&str, &str)] = &[
     ("watchdog.sh", WATCHDOG),
@@ -116,6 +120,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("put.sh", PUT),
     ("user-ids.sh", USER_IDS),
     ("sha256.sh", SHA256),
+    ("slurm-login.sh", SLURM_LOGIN),
 ];
 
 /// `sh -c SCRIPT NAME ARGS…` as a [`Cmd`] (no budget: the caller sets one).

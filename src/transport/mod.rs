@@ -1,11 +1,14 @@
-//! One way to run things on a machine, two implementations: local processes
-//! and SSH (russh). Fleet ceremonies, the Docker probe and dispatch only see
-//! [`Transport`].
+//! One way to run things on a machine, three implementations: local
+//! processes, SSH (russh), and a node borrowed from a Slurm cluster (srun).
+//! Fleet ceremonies, the Docker probe and dispatch only see [`Transport`].
 //!
 //! - [`ssh_config`]: host settings for an alias, resolved like OpenSSH does
 //!   (`ssh -G` is the reference).
 //! - [`ssh`]: the russh client — strict known_hosts, key and agent auth,
 //!   ProxyJump, keep-alive, one connection per machine.
+//! - [`srun`]: a node of a Slurm allocation, one job step per command.
+//! - [`watchdog`]: the supervisor a remote command runs under, shared by
+//!   both remote transports.
 //! - [`quote`]: POSIX shell quoting of every remote word.
 //!
 //! The operator's view is `docs/transport.md`.
@@ -19,10 +22,12 @@ pub mod known_hosts;
 /// POSIX shell quoting (a bottom module: [`crate::fsutil`] quotes with
 /// it too).
 pub use crate::quote;
+pub mod srun;
 pub mod ssh;
 pub mod ssh_config;
 pub mod watchdog;
 
+pub use srun::{SlurmNode, Srun};
 pub use ssh::{Ssh, SshOptions};
 pub use ssh_config::{HostSettings, resolve};
 
@@ -220,6 +225,32 @@ pub enum TransportError {
     /// A command that cannot be sent as given.
     #[error("cannot run this command: {detail}")]
     BadArgument { detail: String },
+    /// A job step on a borrowed Slurm node ended without the supervisor's
+    /// report: Slurm could not create or launch it, the node failed, or
+    /// the job was cancelled, expired or ran past its time limit. What ran
+    /// may have been killed; no status of the command is known.
+    #[error(
+        "{machine}: Slurm ended the step on node {node} of job {job} without saphan's report of the command ({words}) — the node or the allocation is gone (a node failure, the job cancelled or past its time limit); the work can run on another node. See `scontrol show job {job}` and `sinfo --nodes {node}`"
+    )]
+    SlurmStep {
+        /// The machine's id (`POOL/NODE`).
+        machine: String,
+        job: u64,
+        node: String,
+        /// srun's own words (its error lines, joined with `; `).
+        words: String,
+    },
+    /// What a borrowed Slurm node cannot do (srun forwards no socket):
+    /// nothing was tried.
+    #[error(
+        "{machine} is a node borrowed from a Slurm cluster, reached through srun, which cannot {what} — borrowed nodes run the host class; run this on an SSH machine"
+    )]
+    Unsupported {
+        /// The machine's id (`POOL/NODE`).
+        machine: String,
+        /// What was asked (`forward the Unix socket /var/run/docker.sock`).
+        what: String,
+    },
 }
 
 impl Refusal for TransportError {
@@ -242,12 +273,15 @@ impl Refusal for TransportError {
             TransportError::UnixSocket { .. } => "unix-socket-unreachable",
             TransportError::BadArgument { .. } => "bad-argument",
             TransportError::ArgumentTooLong { .. } => "argument-too-long",
+            TransportError::SlurmStep { .. } => "slurm-step-failed",
+            TransportError::Unsupported { .. } => "transport-unsupported",
         }
     }
     fn exit(&self) -> Exit {
         match self {
             TransportError::ConnectionLost { .. }
             | TransportError::RemoteTimeout { .. }
+            | TransportError::SlurmStep { .. }
             | TransportError::Engine { .. } => Exit::MeasurementFailed,
             _ => Exit::Refusal,
         }
@@ -280,6 +314,8 @@ impl From<&TransportError> for crate::outcome::FailureKind {
             T::UnixSocket { .. } => FailureKind::UnixSocketUnreachable,
             T::BadArgument { .. } => FailureKind::BadArgument,
             T::ArgumentTooLong { .. } => FailureKind::ArgumentTooLong,
+            T::SlurmStep { .. } => FailureKind::SlurmStepFailed,
+            T::Unsupported { .. } => FailureKind::TransportUnsupported,
         }
     }
 }
@@ -296,6 +332,8 @@ pub enum Transport {
     Local(Local),
     /// A machine reached over SSH.
     Ssh(Ssh),
+    /// A node of a Slurm allocation, reached with srun ([`srun`]).
+    Slurm(Srun),
 }
 
 impl Transport {
@@ -320,7 +358,14 @@ impl Transport {
         Transport::connect_ssh(&settings, opts).await
     }
 
-    /// A short description for messages: `local` or `ssh m1 (root@10.0.0.5:22)`.
+    /// A node of a Slurm allocation as a machine ([`srun`]); nothing runs
+    /// until a command does.
+    pub fn slurm(node: SlurmNode) -> Transport {
+        Transport::Slurm(Srun::new(node))
+    }
+
+    /// A short description for messages: `local`, `ssh m1
+    /// (root@10.0.0.5:22)` or `slurm n0 (job 42)`.
     pub fn describe(&self) -> String {
         match self {
             Transport::Local(_) => "local".into(),
@@ -328,24 +373,28 @@ impl Transport {
                 let h = s.settings();
                 format!("ssh {} ({}@{}:{})", h.alias, h.user, h.hostname, h.port)
             }
+            Transport::Slurm(s) => s.describe(),
         }
     }
 
     /// `Some(why)` when this machine's SSH connection was declared dead (the
-    /// keep-alive limit, [`ssh::keepalive`]) — a run on it ended because the
-    /// connection did, not because of the machine; `None` locally or while
-    /// it is up.
+    /// keep-alive limit, [`ssh::keepalive`]), or a borrowed Slurm node can
+    /// no longer be reached through its allocation ([`Srun::connection_gone`])
+    /// — a run on it ended because the connection did, not because of the
+    /// machine; `None` locally or while it is up.
     pub async fn connection_gone(&self) -> Option<String> {
         match self {
             Transport::Local(_) => None,
             Transport::Ssh(s) => s.connection_gone().await,
+            Transport::Slurm(s) => s.connection_gone().await,
         }
     }
 
     /// A stream to the Unix socket `path` on the machine: a local
     /// `UnixStream`, or over SSH a `direct-streamlocal` channel (needs
     /// `AllowStreamLocalForwarding yes`, sshd's default). For bollard's custom
-    /// transport, the Docker socket, and the like.
+    /// transport, the Docker socket, and the like. A borrowed Slurm node
+    /// forwards none: `transport-unsupported`.
     pub async fn open_unix_socket(
         &self,
         path: &str,
@@ -360,6 +409,10 @@ impl Transport {
                     detail: e.to_string(),
                 }),
             Transport::Ssh(s) => s.open_unix_socket(path).await,
+            Transport::Slurm(s) => Err(TransportError::Unsupported {
+                machine: s.node().id.clone(),
+                what: format!("forward the Unix socket {path}"),
+            }),
         }
     }
 
@@ -409,6 +462,7 @@ impl Transport {
                 };
                 s.exec(argv, timeout, sink).await
             }
+            Transport::Slurm(s) => s.exec(argv, timeout, begin).await,
         }
     }
 
@@ -447,17 +501,32 @@ impl Transport {
                 );
                 r
             }
+            Transport::Slurm(s) => {
+                let t0 = std::time::Instant::now();
+                let what = debug_label(&cmd);
+                let r = s.run(cmd).await;
+                tracing::debug!(
+                    target: "saphan::remote",
+                    alias = %s.node().id,
+                    cmd = %what,
+                    ms = t0.elapsed().as_secs_f64() * 1e3,
+                    "remote command"
+                );
+                r
+            }
         }
     }
 
     /// What an attempt's commands (those carrying the scratch marker) get to
     /// keep their processes from outliving them: locally
-    /// [`exec::local_containment`]; on an SSH machine what its supervisor
-    /// reported for the last such command (`None` before one ran).
+    /// [`exec::local_containment`]; on an SSH machine or a borrowed Slurm
+    /// node what its supervisor reported for the last such command (`None`
+    /// before one ran).
     pub async fn containment(&self) -> Option<crate::exec::Containment> {
         match self {
             Transport::Local(_) => Some(exec::local_containment()),
             Transport::Ssh(s) => s.containment(),
+            Transport::Slurm(s) => s.containment(),
         }
     }
 
@@ -471,6 +540,7 @@ impl Transport {
         match self {
             Transport::Local(_) => local_put(local, Path::new(remote)).await,
             Transport::Ssh(s) => s.put(local, remote).await,
+            Transport::Slurm(s) => s.put(local, remote).await,
         }
     }
 
@@ -479,6 +549,7 @@ impl Transport {
         match self {
             Transport::Local(_) => local_copy(Path::new(remote), local).await,
             Transport::Ssh(s) => s.get(remote, local).await,
+            Transport::Slurm(s) => s.get(remote, local).await,
         }
     }
 }

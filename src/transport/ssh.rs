@@ -15,7 +15,9 @@
 //! with each `IdentityFile` in order, then the ssh-agent.
 
 use super::ssh_config::{self, HostSettings, parse_jump};
+use super::watchdog::{Finished, Supervised};
 use super::{AsyncReadWrite, TransportError, known_hosts, quote};
+use crate::exec::{Cmd, Sink};
 use crate::exec::{Output, REMOTE_STDOUT_WHOLE, STDERR_TAIL, TailBuf, Termination, WholeBuf};
 use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
@@ -718,6 +720,66 @@ impl Ssh {
     }
 }
 
+impl Ssh {
+    /// Run `cmd` on the machine under the [`WATCHDOG`](super::watchdog::WATCHDOG) ([`super::watchdog`]): same
+    /// [`Output`] meaning as [`crate::exec::run`]. Without a budget in `cmd`
+    /// the transfer budget ([`super::SshOptions::transfer_timeout`]) applies.
+    ///
+    /// Errors: `bad-argument` (a word that is not UTF-8 or holds a NUL),
+    /// `spawn` (the program, `setsid` or the working directory is missing on
+    /// the machine), `copy` (the local stdin file or stdout file),
+    /// `connection-lost`, and the connection errors of [`Ssh::connect`].
+    pub async fn run(&self, cmd: Cmd) -> Result<Output, TransportError> {
+        let run = Supervised::new(cmd.budget().unwrap_or(self.transfer_budget()));
+        let line =
+            quote::command_line(&run.argv(&cmd)?).map_err(|i| TransportError::BadArgument {
+                detail: format!("word {i} of the command holds a NUL byte"),
+            })?;
+        let copy = |what: String| move |source| TransportError::Copy { what, source };
+        let stdin = cmd
+            .stdin_input()
+            .open()
+            .await
+            .map_err(copy(format!("the stdin of `{}`", cmd.display())))?;
+        let sink = match cmd.sink() {
+            Sink::Capture => OutSink::Capture,
+            Sink::CaptureFrom(m) => OutSink::CaptureFrom(m.clone()),
+            Sink::Null => OutSink::Null,
+            Sink::File(p) => OutSink::File(tokio::fs::File::create(p).await.map_err(copy(
+                format!("the stdout of `{}` to {}", cmd.display(), p.display()),
+            ))?),
+        };
+        let mut scan = run.scan();
+        let ssh = self.clone();
+        let mut guard = run.guard(Arc::new(move |p, bound| {
+            let ssh = ssh.clone();
+            Box::pin(async move {
+                let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
+                let _ = ssh.exec(&argv, bound, OutSink::Capture).await;
+            })
+        }));
+        let out = self
+            .run_line_with(&line, stdin, sink, run.wait(), Some(&mut scan))
+            .await?;
+        if let Some(c) = scan.containment() {
+            self.set_containment(c);
+        }
+        match run.finish(out, &cmd, &self.settings().alias, &mut guard) {
+            Finished::Ended(out) => Ok(out),
+            Finished::Refused(e) => Err(e),
+            // No honest status to give: the wrapper itself died.
+            Finished::Unreported(out) => Err(TransportError::ConnectionLost {
+                alias: self.settings().alias.clone(),
+                detail: format!(
+                    "the remote supervisor ended ({:?}) without reporting how `{}` ended",
+                    out.status,
+                    cmd.display()
+                ),
+            }),
+        }
+    }
+}
+
 /// The keep-alive of a connection to `s`: (interval, unanswered count) —
 /// `ServerAliveInterval` (else [`SshOptions::keepalive_interval`]) and
 /// `ServerAliveCountMax` (OpenSSH's default 3; at least 1). A connection
@@ -763,7 +825,7 @@ pub(super) enum OutSink {
     Null,
 }
 
-fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {
+pub(super) fn command_line<S: AsRef<str>>(argv: &[S]) -> Result<String, TransportError> {
     if argv.is_empty() {
         return Err(TransportError::BadArgument {
             detail: "an empty command".into(),

@@ -1,11 +1,17 @@
-//! Running one [`Cmd`] on an SSH machine with the same meaning as
-//! [`crate::exec::run`] locally: its own process group, a budget enforced *on
-//! the machine* (SIGTERM to the whole group, [`GRACE`], SIGKILL), stdout to a
-//! local file or a bounded capture, stderr bounded to [`STDERR_TAIL`](crate::exec::STDERR_TAIL).
+//! Running one [`Cmd`] on a machine — an SSH machine ([`super::Ssh::run`])
+//! or a borrowed Slurm node ([`super::Srun::run`]) — with the same meaning
+//! as [`crate::exec::run`] locally: its own process group, a budget enforced
+//! *on the machine* (SIGTERM to the whole group, [`GRACE`], SIGKILL), stdout
+//! to a local file or a bounded capture, stderr bounded to
+//! [`STDERR_TAIL`](crate::exec::STDERR_TAIL). This module is the one piece
+//! both share (`Supervised`: the argv, the local wait, the group scan, the
+//! guard, the reading of the end markers); each transport only carries the
+//! argv there and the bytes back.
 //!
-//! The remote command line is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
-//! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, every word quoted by
-//! [`super::quote`]. The POSIX-sh [`WATCHDOG`] script
+//! The remote argv is `sh -c WATCHDOG saphan-run NONCE BUDGET GRACE
+//! CWD INNER [+K=V | -K]… -- PROGRAM ARGS…`, sent as one command line with
+//! every word quoted by [`super::quote`] (SSH hands it to the login shell;
+//! on a Slurm node `slurm-login.sh` runs it, see [`super::srun`]). The POSIX-sh [`WATCHDOG`] script
 //! (`src/remote/watchdog.sh`, its protocol in its header):
 //!
 //! 1. `cd`s into CWD (empty: the login directory);
@@ -38,17 +44,19 @@
 //! The local side waits BUDGET + GRACE + [`LINK_SLACK`] for the channel; past
 //! that (a partitioned machine) it returns [`Termination::TimedOut`] and
 //! leaves the group to the machine's watchdog. A run whose future is dropped
-//! (Ctrl-C, a lost `select!`) sends `kill -KILL -PGID` over the connection
-//! in the background, best effort.
+//! (Ctrl-C, a lost `select!`) sends `kill -KILL -PGID` to the machine (over
+//! the connection, or in another srun step) in the background, best effort;
+//! a second signal does the same through [`crate::cancel`].
 //!
 //! Requirements on the machine: a POSIX `sh`, `setsid` (util-linux or
 //! busybox), `sleep` with fractional seconds (GNU coreutils, busybox), and
 //! `kill`. A missing program is reported as [`TransportError::RemoteSpawn`],
 //! like a local spawn failure.
 
-use super::ssh::{OutSink, Ssh};
-use super::{TransportError, quote};
-use crate::exec::{Cmd, GRACE, Output, Sink, Termination};
+use super::TransportError;
+use crate::exec::{Cmd, GRACE, Output, Termination};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,7 +65,8 @@ use std::time::Duration;
 /// killed the group by then unless the machine is unreachable).
 pub const LINK_SLACK: Duration = Duration::from_secs(5);
 
-/// The POSIX-sh supervisor every [`Ssh::run`] command runs under (see the
+/// The POSIX-sh supervisor every [`super::Ssh::run`] and
+/// [`super::Srun::run`] command runs under (see the
 /// module docs; its protocol heads `src/remote/watchdog.sh`). `$0` is
 /// `saphan-run`.
 pub const WATCHDOG: &str = crate::remote::WATCHDOG;
@@ -83,6 +92,11 @@ pub(super) struct GroupScan {
 }
 
 impl GroupScan {
+    /// What the `NONCE contain …` line said, once seen.
+    pub(super) fn containment(&self) -> Option<crate::exec::Containment> {
+        self.containment
+    }
+
     fn new(nonce: &str, found: Arc<Mutex<Option<i32>>>) -> GroupScan {
         GroupScan {
             needle: format!("{nonce} pgid ").into_bytes(),
@@ -139,12 +153,46 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
 }
 
-/// Kills the remote group in the background when a run is dropped before
-/// its end was read.
-struct GroupGuard {
-    ssh: Ssh,
+/// How a transport kills a process group on its machine from here:
+/// `(pgid, bound)` → a future that sends `kill -s KILL -- -PGID` there and
+/// waits at most `bound`. Best effort: its result is not read.
+pub(super) type KillGroup =
+    Arc<dyn Fn(i32, Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Kills the remote group when a run ends before its end was read: in the
+/// background when dropped (a dropped future, Ctrl-C), and through
+/// [`crate::cancel`] when a second signal forces the exit.
+pub(super) struct GroupGuard {
+    kill: KillGroup,
     pgid: Arc<Mutex<Option<i32>>>,
     armed: bool,
+    _registered: crate::cancel::Registration,
+}
+
+impl GroupGuard {
+    fn new(kill: KillGroup, pgid: Arc<Mutex<Option<i32>>>) -> GroupGuard {
+        let registered = {
+            let (kill, pgid) = (kill.clone(), pgid.clone());
+            crate::cancel::register_remote(Box::new(move || {
+                Box::pin(async move {
+                    let p = pgid.lock().ok().and_then(|g| *g);
+                    if let Some(p) = p {
+                        kill(p, crate::cancel::FORCE_BOUND).await;
+                    }
+                })
+            }))
+        };
+        GroupGuard {
+            kill,
+            pgid,
+            armed: true,
+            _registered: registered,
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
 }
 
 impl Drop for GroupGuard {
@@ -156,13 +204,7 @@ impl Drop for GroupGuard {
             return;
         };
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let ssh = self.ssh.clone();
-            rt.spawn(async move {
-                let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
-                let _ = ssh
-                    .exec(&argv, Duration::from_secs(10), OutSink::Capture)
-                    .await;
-            });
+            rt.spawn((self.kill)(p, Duration::from_secs(10)));
         }
     }
 }
@@ -244,7 +286,10 @@ fn drop_line(buf: &mut Vec<u8>, prefix: &[u8]) {
 }
 
 /// Find and strip the final `\nNONCE …\n` marker and the `NONCE pgid N\n`
-/// line from `stderr`.
+/// line from `stderr`. What follows the marker's line is not the
+/// program's (the supervisor printed it last) but the transport's own
+/// words after the command ended (srun's, on a borrowed Slurm node); it is
+/// kept.
 fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
     for tag in ["contain", "pgid"] {
         drop_line(stderr, format!("{nonce} {tag} ").as_bytes());
@@ -256,9 +301,12 @@ fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
     }
     let m = format!("\n{nonce} ").into_bytes();
     let i = rfind(stderr, &m)?;
-    let text = String::from_utf8_lossy(&stderr[i + m.len()..])
-        .trim()
-        .to_string();
+    let rest = &stderr[i + m.len()..];
+    let (line, after) = match rest.iter().position(|b| *b == b'\n') {
+        Some(e) => (&rest[..e], rest[e + 1..].to_vec()),
+        None => (rest, Vec::new()),
+    };
+    let text = String::from_utf8_lossy(line).trim().to_string();
     let end = match text.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["exit", c] => End::Exit(c.parse().ok()?),
         ["timeout"] => End::TimedOut,
@@ -268,129 +316,137 @@ fn split_markers(stderr: &mut Vec<u8>, nonce: &str) -> Option<End> {
         _ => return None,
     };
     stderr.truncate(i);
+    if !after.is_empty() {
+        // The marker's own leading newline is the supervisor's: the
+        // program's last line may lack one.
+        if stderr.last().is_some_and(|b| *b != b'\n') {
+            stderr.push(b'\n');
+        }
+        stderr.extend_from_slice(&after);
+    }
     Some(end)
 }
 
-impl Ssh {
-    /// Run `cmd` on the machine under the [`WATCHDOG`] (module docs): same
-    /// [`Output`] meaning as [`crate::exec::run`]. Without a budget in `cmd`
-    /// the transfer budget ([`super::SshOptions::transfer_timeout`]) applies.
-    ///
-    /// Errors: `bad-argument` (a word that is not UTF-8 or holds a NUL),
-    /// `spawn` (the program, `setsid` or the working directory is missing on
-    /// the machine), `copy` (the local stdin file or stdout file),
-    /// `connection-lost`, and the connection errors of [`Ssh::connect`].
-    pub async fn run(&self, cmd: Cmd) -> Result<Output, TransportError> {
-        let budget = cmd.budget().unwrap_or(self.transfer_budget());
+/// One command run under the [`WATCHDOG`] on a machine, whatever carries it
+/// there (an SSH channel, an srun step): the nonce, the remote argv, the
+/// local wait, the group scan, the guard that kills a dropped run's group,
+/// and how its end markers are read. Each transport only moves bytes.
+pub(super) struct Supervised {
+    nonce: String,
+    budget: Duration,
+    pgid: Arc<Mutex<Option<i32>>>,
+}
+
+/// How a supervised run ended, once its end markers were read.
+pub(super) enum Finished {
+    /// The supervisor reported how the program ended (or the local wait
+    /// ran out: [`Termination::TimedOut`]): the markers are stripped, the
+    /// status is the program's.
+    Ended(Output),
+    /// Nothing ran: the working directory, `setsid` or the program is
+    /// missing on the machine.
+    Refused(TransportError),
+    /// The supervisor ended without its end marker (it was killed, the
+    /// carrier failed): no honest status. The transport says why, from
+    /// what it saw; the guard stays armed.
+    Unreported(Output),
+}
+
+impl Supervised {
+    /// A fresh run with `budget` (the nonce is random).
+    pub(super) fn new(budget: Duration) -> Supervised {
         let mut nb = [0u8; 12];
         let _ = getrandom::fill(&mut nb);
-        let nonce = format!("saphan-{}", hex::encode(nb));
-        let argv = remote_argv(&cmd, &nonce, budget)?;
-        let line = quote::command_line(&argv).map_err(|i| TransportError::BadArgument {
-            detail: format!("word {i} of the command holds a NUL byte"),
-        })?;
-        let copy = |what: String| move |source| TransportError::Copy { what, source };
-        let stdin = cmd
-            .stdin_input()
-            .open()
-            .await
-            .map_err(copy(format!("the stdin of `{}`", cmd.display())))?;
-        let sink = match cmd.sink() {
-            Sink::Capture => OutSink::Capture,
-            Sink::CaptureFrom(m) => OutSink::CaptureFrom(m.clone()),
-            Sink::Null => OutSink::Null,
-            Sink::File(p) => OutSink::File(tokio::fs::File::create(p).await.map_err(copy(
-                format!("the stdout of `{}` to {}", cmd.display(), p.display()),
-            ))?),
-        };
-        let pgid = Arc::new(Mutex::new(None));
-        let mut scan = GroupScan::new(&nonce, pgid.clone());
-        let _registered = {
-            let (ssh, pgid) = (self.clone(), pgid.clone());
-            crate::cancel::register_remote(Box::new(move || {
-                Box::pin(async move {
-                    let p = pgid.lock().ok().and_then(|g| *g);
-                    if let Some(p) = p {
-                        let argv = ["kill", "-s", "KILL", "--", &format!("-{p}")].map(String::from);
-                        let _ = ssh
-                            .exec(&argv, crate::cancel::FORCE_BOUND, OutSink::Capture)
-                            .await;
-                    }
-                })
-            }))
-        };
-        let mut guard = GroupGuard {
-            ssh: self.clone(),
-            pgid,
-            armed: true,
-        };
-        let mut out = self
-            .run_line_with(
-                &line,
-                stdin,
-                sink,
-                budget + GRACE + LINK_SLACK,
-                Some(&mut scan),
-            )
-            .await?;
-        if let Some(c) = scan.containment {
-            self.set_containment(c);
+        Supervised {
+            nonce: format!("saphan-{}", hex::encode(nb)),
+            budget,
+            pgid: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The argv to run on the machine (`sh -c WATCHDOG saphan-run …`, see
+    /// the module docs). Errors: `bad-argument` (a word that is not UTF-8
+    /// or holds a NUL, an environment name that is empty or holds `=`).
+    pub(super) fn argv(&self, cmd: &Cmd) -> Result<Vec<String>, TransportError> {
+        remote_argv(cmd, &self.nonce, self.budget)
+    }
+
+    /// How long the local side waits for the run to report: budget +
+    /// [`GRACE`] + [`LINK_SLACK`].
+    pub(super) fn wait(&self) -> Duration {
+        self.budget + GRACE + LINK_SLACK
+    }
+
+    /// A scan of the run's stderr for its process group and containment.
+    pub(super) fn scan(&self) -> GroupScan {
+        GroupScan::new(&self.nonce, self.pgid.clone())
+    }
+
+    /// The guard that kills the run's group with `kill` unless the run's
+    /// end was read ([`Supervised::finish`] disarms it).
+    pub(super) fn guard(&self, kill: KillGroup) -> GroupGuard {
+        GroupGuard::new(kill, self.pgid.clone())
+    }
+
+    /// Read how the run ended from `out` (what the carrier returned for
+    /// it): strip the markers, map the final one to a [`Termination`],
+    /// disarm `guard` when the group is known to be gone. `machine` names
+    /// the machine in a [`TransportError::RemoteSpawn`].
+    pub(super) fn finish(
+        &self,
+        mut out: Output,
+        cmd: &Cmd,
+        machine: &str,
+        guard: &mut GroupGuard,
+    ) -> Finished {
         if out.status == Termination::TimedOut {
             // The machine did not report within budget + grace + slack: the
             // guard's drop asks it to kill the group (its own watchdog does
             // anyway).
-            let _ = split_markers(&mut out.stderr, &nonce);
-            return Ok(out);
+            let _ = split_markers(&mut out.stderr, &self.nonce);
+            return Finished::Ended(out);
         }
         let lost = out.status == Termination::OutputLost;
-        let end = split_markers(&mut out.stderr, &nonce);
-        let spawn = |why: &str| TransportError::RemoteSpawn {
-            alias: self.settings().alias.clone(),
-            program: cmd.program().to_string_lossy().into_owned(),
-            detail: why.to_string(),
+        let end = split_markers(&mut out.stderr, &self.nonce);
+        let spawn = |why: String| {
+            Finished::Refused(TransportError::RemoteSpawn {
+                alias: machine.to_string(),
+                program: cmd.program().to_string_lossy().into_owned(),
+                detail: why,
+            })
         };
         out.status = match end {
             Some(End::Exit(c)) if c > 128 && c < 128 + 65 => Termination::Signaled(c - 128),
             Some(End::Exit(c)) => Termination::Exited(c),
             Some(End::TimedOut) => Termination::TimedOut,
             Some(End::NoCwd) => {
-                guard.armed = false;
-                return Err(spawn(&format!(
+                guard.disarm();
+                return spawn(format!(
                     "the working directory {} does not exist there",
                     cmd.working_dir()
                         .map(|d| d.display().to_string())
                         .unwrap_or_default()
-                )));
-            }
-            Some(End::NoSetsid) => {
-                guard.armed = false;
-                return Err(spawn(
-                    "`setsid` is not installed there (util-linux or busybox provides it)",
                 ));
             }
+            Some(End::NoSetsid) => {
+                guard.disarm();
+                return spawn(
+                    "`setsid` is not installed there (util-linux or busybox provides it)".into(),
+                );
+            }
             Some(End::NoProgram) => {
-                guard.armed = false;
-                return Err(spawn("no such program on the machine's PATH"));
+                guard.disarm();
+                return spawn("no such program on the machine's PATH".into());
             }
-            None => {
-                // The wrapper itself died (the shell was killed, or the
-                // machine's sh is not POSIX): no honest status to give.
-                return Err(TransportError::ConnectionLost {
-                    alias: self.settings().alias.clone(),
-                    detail: format!(
-                        "the remote supervisor ended ({:?}) without reporting how `{}` ended",
-                        out.status,
-                        cmd.display()
-                    ),
-                });
-            }
+            // The wrapper itself died (the shell was killed, the carrier
+            // failed, or the machine's sh is not POSIX).
+            None => return Finished::Unreported(out),
         };
-        guard.armed = false;
+        guard.disarm();
         if lost && out.status != Termination::TimedOut {
             out.status = Termination::OutputLost;
         }
-        Ok(out)
+        Finished::Ended(out)
     }
 }
 
@@ -408,6 +464,16 @@ mod tests {
         assert_eq!(e, b"");
         let mut e = b"no marker".to_vec();
         assert_eq!(split_markers(&mut e, "saphan-x"), None);
+        // What a carrier says after the supervisor's last line (srun, as
+        // the step is torn down) is kept, and is no marker of its own.
+        let mut e =
+            b"boom\n\nsaphan-x exit 0\nslurmstepd-n1: error: *** STEP 4.2 ON n1 CANCELLED ***\n"
+                .to_vec();
+        assert_eq!(split_markers(&mut e, "saphan-x"), Some(End::Exit(0)));
+        assert_eq!(
+            e,
+            b"boom\nslurmstepd-n1: error: *** STEP 4.2 ON n1 CANCELLED ***\n"
+        );
     }
 
     #[test]

@@ -1275,3 +1275,43 @@ fn ship_probe_makes_one_mirror_without_a_lock() {
         assert!(inside.is_empty(), "{n}: {inside:?}");
     }
 }
+
+#[test]
+fn slurm_login_gives_the_command_line_a_login_and_its_status() {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .unwrap()
+        .unwrap();
+    for sh in shells() {
+        let n = sh.name;
+        // What srun --export=NONE leaves a task: no HOME, USER, PATH.
+        let mut c = sh.cmd();
+        c.env_clear();
+        if let Some(d) = &sh.path_first {
+            // busybox's applets (`id`) are where a busybox machine has them.
+            c.env("PATH", d);
+        }
+        let o = c
+            .arg("-c")
+            .arg(remote::SLURM_LOGIN)
+            .arg("saphan-slurm-login")
+            .arg("printf '%s|' \"$HOME\" \"$USER\" \"$LOGNAME\" \"$SHELL\" \"$PATH\" \"$(pwd)\" ':' 'a b'; exit 7")
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), Some(7), "{n}: {}", s(&o.stderr));
+        let home = user.dir.display().to_string();
+        assert_eq!(
+            s(&o.stdout),
+            format!(
+                "{home}|{u}|{u}|{}|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|{home}|:|a b|",
+                user.shell.display(),
+                u = user.name
+            ),
+            "{n}"
+        );
+        assert!(o.stderr.is_empty(), "{n}: {}", s(&o.stderr));
+    }
+}
