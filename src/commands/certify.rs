@@ -337,7 +337,7 @@ async fn gate(
     // and names every refusal at once; here, this machine's row.
     if fleet.is_empty() {
         let now = time::OffsetDateTime::now_utc();
-        crate::docker::require_container_capability(home, catalog, "local", now)?;
+        crate::fleet::docker_probes::require_container_capability(home, catalog, "local", now)?;
     }
     if suite.source == crate::suite::SuiteSource::DefaultGo {
         // In a container, default-go's `go` is the image's, on its PATH.

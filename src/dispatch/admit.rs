@@ -1004,7 +1004,7 @@ pub struct ContainerAdmitted {
 }
 
 /// Admit each machine of `ids` (or of `[@admitted]`) for a container-class
-/// run of `suite`: its row, the docker-oci gate ([`crate::docker::gate::check`]),
+/// run of `suite`: its row, the docker-oci gate ([`crate::fleet::docker_probes::gate::check`]),
 /// then its engine is asked — over its own transport — for the pinned image.
 /// Nothing is run. The bool says the list was `@admitted`. Every machine's
 /// engine must resolve the pin to the image ID the first admitted machine's
@@ -1042,7 +1042,9 @@ pub async fn admit_each_container(
                 continue;
             }
         };
-        if let Err(e) = crate::docker::gate::check(home, catalog, &ledger, window, &row, now) {
+        if let Err(e) =
+            crate::fleet::docker_probes::gate::check(home, catalog, &ledger, window, &row, now)
+        {
             if !matches!(
                 e.downcast_ref::<crate::docker::DockerError>(),
                 Some(crate::docker::DockerError::ContainerCapabilityAbsent { .. })

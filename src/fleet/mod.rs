@@ -19,6 +19,7 @@
 //! ceremonies ([`probe`], [`run`], [`remeasure`]) above. Nothing below
 //! names what is above it.
 
+pub mod docker_probes;
 pub mod finding;
 pub mod ledger;
 pub mod machines;

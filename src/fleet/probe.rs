@@ -498,19 +498,19 @@ pub async fn probe_toolchains(
 /// made once, before any machine is contacted — e.g. refusing
 /// `docker-probe-image-unpinned` while the catalog pin is the zero digest.
 ///
-/// Delegates to [`crate::docker::precheck`]. `origin` names the catalog (`embedded` or the `--catalog` path).
+/// Delegates to [`super::docker_probes::precheck`]. `origin` names the catalog (`embedded` or the `--catalog` path).
 pub fn precheck_other(capability: &str, entry: &Capability, origin: &str) -> Result<()> {
-    crate::docker::precheck(capability, entry, origin)
+    super::docker_probes::precheck(capability, entry, origin)
 }
 
 /// Probe a non-toolchain capability on one connected machine.
 ///
-/// Delegates to [`crate::docker::probe`], which returns a [`Finding`] (the
+/// Delegates to [`super::docker_probes::probe`], which returns a [`Finding`] (the
 /// ceremony adds facts, measured_at, catalog digest and the two-line remedy —
 /// using `Finding::install` for line 1 when set — then signs and appends the
 /// row), or an error to record nothing for this machine.
 pub async fn probe_other(req: &ProbeRequest<'_>, t: &Transport) -> Result<Finding> {
-    crate::docker::probe(req, t).await
+    super::docker_probes::probe(req, t).await
 }
 
 /// The whole ceremony for one machine: connect once, probe every item

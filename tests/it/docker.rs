@@ -523,7 +523,8 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     let now = || time::OffsetDateTime::now_utc();
 
     // Never probed.
-    let e = saphan::docker::require_container_capability(&home, &cat, "here", now()).unwrap_err();
+    let e = saphan::fleet::docker_probes::require_container_capability(&home, &cat, "here", now())
+        .unwrap_err();
     assert_eq!(e.name(), "container-docker-capability-absent");
     let line = e.line();
     let lines: Vec<&str> = line.lines().collect();
@@ -560,7 +561,8 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
             .contains(&bad.display().to_string()),
         "{row}"
     );
-    let e = saphan::docker::require_container_capability(&home, &cat, "here", now()).unwrap_err();
+    let e = saphan::fleet::docker_probes::require_container_capability(&home, &cat, "here", now())
+        .unwrap_err();
     let line = e.line();
     assert!(line.contains("says failed: daemon-unreachable"), "{line}");
     assert!(
@@ -578,12 +580,14 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     // A real successful probe writes the fresh row; the gate passes.
     let (code, out, _) = probe_docker(&env, &cat_path, "/usr/bin/docker");
     assert_eq!(code, 0, "{out}");
-    saphan::docker::require_container_capability(&home, &cat, "here", now()).unwrap();
+    saphan::fleet::docker_probes::require_container_capability(&home, &cat, "here", now()).unwrap();
 
     // Re-pinning makes it stale; so does time.
     let other = catalog_with(&env, probe_image(), None);
     let other = Catalog::load(Some(&other)).unwrap();
-    let e = saphan::docker::require_container_capability(&home, &other, "here", now()).unwrap_err();
+    let e =
+        saphan::fleet::docker_probes::require_container_capability(&home, &other, "here", now())
+            .unwrap_err();
     assert!(
         e.line().contains("another docker-oci catalog entry"),
         "{}",
@@ -601,7 +605,8 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
         e.line()
     );
     let later = now() + time::Duration::hours(25);
-    let e = saphan::docker::require_container_capability(&home, &cat, "here", later).unwrap_err();
+    let e = saphan::fleet::docker_probes::require_container_capability(&home, &cat, "here", later)
+        .unwrap_err();
     let line = e.line();
     assert!(line.contains("older than the freshness window"), "{line}");
     // The facts row is stale too: measure, then probe; no install.
@@ -614,7 +619,8 @@ fn container_class_gate_refuses_without_a_fresh_row_and_passes_with_one() {
     assert!(lines[2].contains(&probe_line), "{line}");
     assert!(!line.contains("apt-get"), "{line}");
     // An unknown machine is refused by its own name.
-    let e = saphan::docker::require_container_capability(&home, &cat, "nope", now()).unwrap_err();
+    let e = saphan::fleet::docker_probes::require_container_capability(&home, &cat, "nope", now())
+        .unwrap_err();
     assert_eq!(e.name(), "machine-unknown");
 }
 
@@ -693,7 +699,8 @@ fn sandbox_userns_denied_and_absent_are_named() {
 /// filesystem, so the socket there is this engine's).
 #[test]
 fn pinned_probe_passes_over_ssh_to_a_lab_host() {
-    use saphan::docker::{DockerProbeSettings, Pin, Platform, probe_docker_oci};
+    use saphan::docker::Pin;
+    use saphan::fleet::docker_probes::{DockerProbeSettings, Platform, probe_docker_oci};
     use saphan::fleet::ledger::Outcome;
     use saphan::transport::{SshOptions, Transport};
     if !engine() {
@@ -780,7 +787,7 @@ fn pinned_probe_passes_over_ssh_to_a_lab_host() {
     assert_eq!(row["detail"]["image_id"], v.id.as_str());
     let home = saphan::home::Home::at(env.home());
     let catalog = saphan::catalog::Catalog::load(Some(&cat)).unwrap();
-    saphan::docker::require_container_capability(
+    saphan::fleet::docker_probes::require_container_capability(
         &home,
         &catalog,
         "m3",

@@ -3,8 +3,8 @@
 //! it runs the pinned saphan-probe image, measured against the catalog entry
 //! (and so the pin) in use now, within the freshness window.
 
-use super::{DOCKER_OCI, DockerError};
 use crate::catalog::Catalog;
+use crate::docker::{DOCKER_OCI, DockerError};
 use crate::error::Result;
 use crate::fleet::ledger::{self, Ledger, MachineFacts, Outcome};
 use crate::fleet::machines::{MachineRow, Machines};
@@ -131,7 +131,7 @@ fn first_command(
         .and_then(super::Reason::from_word)
         .and_then(|r| {
             let pin = super::pin_of(entry, origin).ok();
-            super::engine::fix_for(
+            super::oci::fix_for(
                 r,
                 pin.as_ref(),
                 install,
