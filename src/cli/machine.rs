@@ -74,15 +74,17 @@ pub struct ProbeArgs {
     /// The program's absolute path on the machine (one per --capability).
     #[arg(long = "declared-path", value_name = "ABS", required = true)]
     pub declared_paths: Vec<String>,
-    /// The machine's absolute work directory.
+    /// The machine's absolute work directory, checked for and recorded in
+    /// the row (default: each machine row's own workhome).
     #[arg(long, value_name = "ABS")]
-    pub workhome: String,
-    /// Who probes (recorded in the row).
+    pub workhome: Option<String>,
+    /// Who probes, recorded in the row (default: the login user).
     #[arg(long, value_name = "ACTOR")]
-    pub probed_by: String,
-    /// The canonical workspace the probe is for (recorded in the row).
+    pub probed_by: Option<String>,
+    /// The canonical workspace the probe is for, recorded in the row
+    /// (default: none).
     #[arg(long, value_name = "CANON")]
-    pub workspace: String,
+    pub workspace: Option<String>,
     /// Budget per machine, connection included (e.g. 30s, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -433,16 +435,27 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
         ))
         .into());
     }
+    if a.workhome.as_deref() == Some("") {
+        // Empty inputs stand for the row's own: an empty flag is refused.
+        return Err(crate::fleet::FleetError::WorkhomeNotAbsolute {
+            path: String::new(),
+        }
+        .into());
+    }
     let mut items = Vec::new();
     for (cap, path) in caps.iter().zip(&a.declared_paths) {
         items.push(probe::ProbeItem {
             capability: cap.clone(),
             entry: cat.get(cap)?.clone(),
+            // No --workhome: each machine row's own (ProbeSettings::for_row).
             inputs: ProbeInputs {
                 declared_path: path.clone(),
-                workhome: a.workhome.clone(),
-                probed_by: a.probed_by.clone(),
-                workspace: a.workspace.clone(),
+                workhome: a.workhome.clone().unwrap_or_default(),
+                probed_by: a
+                    .probed_by
+                    .clone()
+                    .unwrap_or_else(crate::fleet::remedy::login_user),
+                workspace: a.workspace.clone().unwrap_or_default(),
             },
         });
     }

@@ -35,7 +35,10 @@ pub struct ProbeItem {
     pub capability: String,
     /// Its catalog entry.
     pub entry: Capability,
-    /// `--declared-path`, `--workhome`, `--probed-by`, `--workspace`.
+    /// `--declared-path`, `--workhome`, `--probed-by`, `--workspace`. An
+    /// empty `workhome` stands for each machine row's own
+    /// ([`ProbeSettings::for_row`]), so one probe of machines with
+    /// different workhomes records each one's.
     pub inputs: ProbeInputs,
 }
 
@@ -57,7 +60,8 @@ impl ProbeSettings {
     /// Check what can be checked before any machine is contacted.
     ///
     /// Errors: `argument-too-long`, `declared-path-not-absolute`,
-    /// `workhome-not-absolute`, and
+    /// `workhome-not-absolute` (for a given one: an empty workhome is the
+    /// machine row's own, absolute by machines.toml's rules), and
     /// whatever [`precheck_other`] refuses for non-toolchain kinds.
     pub fn validate(&self) -> Result<()> {
         for it in &self.items {
@@ -80,7 +84,7 @@ impl ProbeSettings {
                 }
                 .into());
             }
-            if !it.inputs.workhome.starts_with('/') {
+            if !it.inputs.workhome.is_empty() && !it.inputs.workhome.starts_with('/') {
                 return Err(FleetError::WorkhomeNotAbsolute {
                     path: it.inputs.workhome.clone(),
                 }
@@ -91,6 +95,18 @@ impl ProbeSettings {
             }
         }
         Ok(())
+    }
+
+    /// These settings for the machine of `row`: every item whose workhome
+    /// was not given (empty) gets the row's own.
+    pub fn for_row(&self, row: &MachineRow) -> ProbeSettings {
+        let mut s = self.clone();
+        for it in &mut s.items {
+            if it.inputs.workhome.is_empty() {
+                it.inputs.workhome = row.workhome.clone();
+            }
+        }
+        s
     }
 }
 
@@ -544,6 +560,7 @@ pub async fn probe_on(
     t: &Transport,
     started: tokio::time::Instant,
 ) -> Result<Vec<Result<CapabilityRow>>> {
+    let s = &s.for_row(row);
     let facts = ledger.latest_facts(&row.id);
     let remaining = || {
         s.timeout

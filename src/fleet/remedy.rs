@@ -17,7 +17,7 @@
 use super::ledger::ProbeInputs;
 pub use super::machines::reach_hint;
 use super::machines::{MachineRow, TransportKind};
-pub use super::spell::{home_is_default, quote, single_quote, ssh_config_display};
+pub use super::spell::{home_is_default, login_user, quote, single_quote, ssh_config_display};
 use crate::home::Home;
 use std::path::Path;
 
@@ -85,16 +85,20 @@ pub fn probe_line(
     capability: &str,
     inputs: &ProbeInputs,
 ) -> String {
-    format!(
-        "{} machine probe {} {} {} {} {} {}",
+    let mut s = format!(
+        "{} machine probe {} {} {} {} {}",
         saphan_prefix(home, catalog),
         flag("machine", machine),
         flag("capability", capability),
         flag("declared-path", &inputs.declared_path),
         flag("workhome", &inputs.workhome),
         flag("probed-by", &inputs.probed_by),
-        flag("workspace", &inputs.workspace),
-    )
+    );
+    if !inputs.workspace.is_empty() {
+        s.push(' ');
+        s.push_str(&flag("workspace", &inputs.workspace));
+    }
+    s
 }
 
 /// `--name value`, quoted for a POSIX shell — or `--name=value` when the
@@ -108,22 +112,16 @@ pub fn flag(name: &str, value: &str) -> String {
     }
 }
 
-/// The probe inputs a remedy line proposes when no row recorded any: the
-/// machine row's workhome, `$USER` (else `operator`) as the prober, the
-/// current directory as the workspace, and `declared` as the path.
+/// The probe inputs a remedy line proposes when no row recorded any —
+/// `machine probe`'s own defaults: the machine row's workhome, the login
+/// user ([`login_user`]) as the prober, no workspace, and `declared` as
+/// the path.
 pub fn default_inputs(row: &MachineRow, declared: &str) -> ProbeInputs {
     ProbeInputs {
         declared_path: declared.to_string(),
         workhome: row.workhome.clone(),
-        probed_by: std::env::var("USER")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| "operator".into()),
-        workspace: std::env::current_dir()
-            .ok()
-            .and_then(|d| d.canonicalize().ok())
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "/".into()),
+        probed_by: login_user(),
+        workspace: String::new(),
     }
 }
 

@@ -37,3 +37,19 @@ pub fn ssh_config_display(home: &Home) -> String {
         quote(&home.ssh_config().to_string_lossy())
     }
 }
+
+/// Who is running saphan, as a probe records it (`--probed-by`'s default):
+/// `$USER`, else `$LOGNAME`, else the password database's name of the real
+/// uid, else the uid itself (`uid-1000`).
+pub fn login_user() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        })
+        .unwrap_or_else(|| format!("uid-{}", nix::unistd::getuid().as_raw()))
+}

@@ -380,6 +380,71 @@ fn lab_measure_all_four_then_probe_go_present_and_absent() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "m2");
 }
 
+/// Issue 40 item 6: `machine probe` asks only what it cannot know. With
+/// no `--workhome`, `--probed-by` or `--workspace`, one probe of machines
+/// with different workhomes records each machine row's own workhome, the
+/// login user as the prober and no workspace; the remedy's re-probe line
+/// names that machine's workhome and no workspace. An empty `--workhome`
+/// given on purpose is still refused.
+#[test]
+fn probe_defaults_each_rows_workhome_the_login_user_and_no_workspace() {
+    let Some(lab) = Lab::shared() else { return };
+    let (env, work) = crate::common::fleet::home(lab, &["m0", "m2"], "probe-defaults");
+    assert_code(&env.run(&["machine", "measure", "--machine", "m0,m2"]), 0);
+    let o = env.run(&[
+        "--json",
+        "machine",
+        "probe",
+        "--machine",
+        "m0,m2",
+        "--capability",
+        "go",
+        "--declared-path",
+        "/usr/bin/go",
+    ]);
+    assert_code(&o, 1);
+    let v = json(&o);
+    let user = saphan::fleet::spell::login_user();
+    for h in ["m0", "m2"] {
+        let r = result(&v, h);
+        assert_eq!(
+            r["row"]["inputs"],
+            serde_json::json!({
+                "declared_path": "/usr/bin/go",
+                "workhome": work.path().join(h).to_str().unwrap(),
+                "probed_by": user,
+                "workspace": "",
+            }),
+            "{r}"
+        );
+    }
+    assert_eq!(result(&v, "m0")["outcome"], "present");
+    let m2 = result(&v, "m2");
+    assert_eq!(m2["outcome"], "absent");
+    let line = m2["remedy"][1].as_str().unwrap();
+    assert!(
+        line.ends_with(&format!(
+            "machine probe --machine m2 --capability go --declared-path /usr/bin/go --workhome {} --probed-by {}",
+            q(work.path().join("m2").to_str().unwrap()),
+            q(&user)
+        )),
+        "{line}"
+    );
+    let o = env.run(&[
+        "machine",
+        "probe",
+        "--machine",
+        "m0",
+        "--capability",
+        "go",
+        "--declared-path",
+        "/usr/bin/go",
+        "--workhome",
+        "",
+    ]);
+    assert_refused(&o, "workhome-not-absolute");
+}
+
 #[test]
 fn lab_stopped_and_partitioned_hosts_fail_by_name_while_others_succeed() {
     let Some(f) = lab_fleet(4) else { return };

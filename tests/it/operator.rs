@@ -34,7 +34,7 @@ fn usage_errors_keep_clap_argument_names_tips_and_possible_values() {
     let first = err.lines().next().unwrap();
     assert_eq!(
         first,
-        "saphan: usage: the following required arguments were not provided: --capability <NAME>, --declared-path <ABS>, --workhome <ABS>, --probed-by <ACTOR>, --workspace <CANON> — see `saphan machine probe --help`"
+        "saphan: usage: the following required arguments were not provided: --capability <NAME>, --declared-path <ABS> — see `saphan machine probe --help`"
     );
     assert!(
         err.lines()

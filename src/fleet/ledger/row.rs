@@ -153,16 +153,17 @@ impl Outcome {
     }
 }
 
-/// The probe's inputs, as the operator gave them.
+/// The probe's inputs, as the operator gave them (or `machine probe`
+/// defaulted them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeInputs {
     /// `--declared-path` (absolute).
     pub declared_path: String,
-    /// `--workhome` (absolute).
+    /// `--workhome` (absolute; by default the machine row's own).
     pub workhome: String,
-    /// `--probed-by`.
+    /// `--probed-by` (by default the login user).
     pub probed_by: String,
-    /// `--workspace`.
+    /// `--workspace`; empty when none was given (the default).
     pub workspace: String,
 }
 
