@@ -45,9 +45,10 @@ pub enum MachineCmd {
     /// Never installs anything; a failure prints two commands under `remedy`.
     Probe(ProbeArgs),
     /// Re-run `machine measure` and every capability probe whose row is
-    /// stale or absent, each probe with its own last row's inputs, and print
-    /// what changed (`m1 go: go1.19.8 → go1.21.0`) and what was fresh and
-    /// left alone. Machines run concurrently.
+    /// stale or absent, or says the program is not present (absent, failed),
+    /// each probe with its own last row's inputs, and print what changed
+    /// (`m1 go: go1.19.8 → go1.21.0`, `m1 go: absent → present`) and what
+    /// was fresh and left alone. Machines run concurrently.
     Remeasure {
         /// Machine ids, comma-separated or repeated (default: every machine
         /// of machines.toml).

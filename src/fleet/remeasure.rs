@@ -1,9 +1,11 @@
 //! `machine remeasure`: re-run `machine measure` and every capability probe
-//! whose row is stale or absent, each probe with the inputs its own last row
-//! recorded, and say what changed (docs/fleet.md, "Re-measure").
+//! whose row is stale or absent, or says the program is not `present`, each
+//! probe with the inputs its own last row recorded, and say what changed
+//! (docs/fleet.md, "Re-measure").
 //!
-//! [`plan`] reads the ledger and decides, per machine, what is fresh (left
-//! alone), what is stale (re-run) and what was never probed on that machine
+//! [`plan`] reads the ledger and decides, per machine, what is fresh and
+//! `present` (left alone), what is stale or not present (re-run: "I fixed
+//! the machine, now remeasure" probes it again) and what was never probed on that machine
 //! while other machines of the fleet have a row for it (reported, with the
 //! probe command to run: there are no recorded inputs to re-run). [`run`]
 //! then does the stale work on every machine concurrently
@@ -35,6 +37,9 @@ pub enum Freshness {
     OtherEntry,
     /// No row at all.
     Absent,
+    /// Fresh, but its probe said `absent` or `failed`: probed again (its
+    /// probe is cheap), so a machine fixed since is seen at once.
+    NotPresent,
 }
 
 impl Freshness {
@@ -45,9 +50,11 @@ impl Freshness {
             Freshness::Old => "stale: older than the freshness window",
             Freshness::OtherEntry => "stale: measured against a different catalog entry",
             Freshness::Absent => "never measured",
+            Freshness::NotPresent => "fresh, but not present",
         }
     }
-    /// Does the row need re-running?
+    /// Does the row need re-running? (Every row but a fresh one: a stale
+    /// row, and a fresh row that is not `present`.)
     pub fn stale(self) -> bool {
         self != Freshness::Fresh
     }
@@ -56,9 +63,10 @@ impl Freshness {
 /// What the plan says about one capability of one machine.
 #[derive(Debug, Clone)]
 pub enum CapPlan {
-    /// Its last row is fresh: left alone.
+    /// Its last row is fresh and `present`: left alone.
     Fresh(CapabilityRow),
-    /// Its last row is stale: re-probed with that row's inputs.
+    /// Its last row is stale, or fresh but not `present`: re-probed with
+    /// that row's inputs.
     Reprobe(CapabilityRow, Freshness),
     /// Its last row is stale but the capability has left the catalog: it
     /// cannot be probed again; left alone.
@@ -143,7 +151,13 @@ pub fn plan(
             for c in last {
                 let p = match catalog.rows.get(&c.capability) {
                     None => CapPlan::NotInCatalog(c.clone()),
-                    Some(e) if ledger::is_fresh(&c, now, window, e) => CapPlan::Fresh(c.clone()),
+                    Some(e) if ledger::is_fresh(&c, now, window, e) => {
+                        if c.outcome == Outcome::Present {
+                            CapPlan::Fresh(c.clone())
+                        } else {
+                            CapPlan::Reprobe(c.clone(), Freshness::NotPresent)
+                        }
+                    }
                     Some(e) if c.catalog_digest != e.digest(&c.capability) => {
                         CapPlan::Reprobe(c.clone(), Freshness::OtherEntry)
                     }

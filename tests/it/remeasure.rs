@@ -525,3 +525,70 @@ fn a_home_catalog_others_can_write_is_refused() {
     ]);
     assert_code(&o, 0);
 }
+
+/// Issue 40 item 5: a fresh row that says `absent` used to be "fresh, left
+/// alone" (exit 0), so "I fixed the machine, now remeasure" did nothing.
+/// remeasure probes again every row that is not `present` and says what
+/// changed; a `present` fresh row is still left alone.
+#[test]
+fn remeasure_retries_what_a_probe_said_is_not_present() {
+    let env = Env::new();
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(
+        env.home().join("fleet/machines.toml"),
+        "[machine.here]\ntransport = \"local\"\nworkhome = \"/tmp\"\n",
+    )
+    .unwrap();
+    let go = bin.path().join("go");
+    let go = go.to_str().unwrap();
+    assert_code(&env.run(&["machine", "measure", "--machine", "here"]), 0);
+    assert_code(&env.run(&probe_args("here", "go", go)), 1);
+
+    // Still absent: probed again (nothing changed), its remedy, exit 1.
+    let o = env.run(&["machine", "remeasure"]);
+    assert_code(&o, 1);
+    let (out, _) = text(&o);
+    assert!(
+        out.lines()
+            .any(|l| l == "here go: re-probed (fresh, but not present), unchanged (absent)"),
+        "{out}"
+    );
+    assert!(out.contains("remedy:\n"), "{out}");
+    let rows = capability_rows(&env);
+    assert_eq!(rows.len(), 2, "re-probed: a new row");
+    assert_eq!(
+        rows[1]["inputs"], rows[0]["inputs"],
+        "with its recorded inputs"
+    );
+
+    // Fixed: the next remeasure says so, and exits 0.
+    std::fs::write(go, "#!/bin/sh\necho \"go version go1.21.0 linux/amd64\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(go, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = env.run(&["--json", "machine", "remeasure"]);
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(
+        v["changes"],
+        serde_json::json!(["here go: absent → present"]),
+        "{v}"
+    );
+    let c = &v["results"][0]["capabilities"][0];
+    assert_eq!(c["action"], "re-probed", "{c}");
+    assert_eq!(c["was"], "fresh, but not present", "{c}");
+    assert_eq!(c["outcome"], "present", "{c}");
+
+    // Present and fresh: left alone, nothing written.
+    let o = env.run(&["machine", "remeasure"]);
+    assert_code(&o, 0);
+    assert!(
+        text(&o)
+            .0
+            .lines()
+            .any(|l| l.starts_with("here go: fresh, left alone (go1.21.0")),
+        "{}",
+        text(&o).0
+    );
+    assert_eq!(capability_rows(&env).len(), 3);
+}
