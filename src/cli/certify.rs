@@ -75,6 +75,11 @@ pub struct CertifyArgs {
     /// --split, the union of the shards (docs/certify.md).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Before admission, re-measure the --machine machines' stale rows
+    /// (and re-probe what a probe said is not present), as `saphan machine
+    /// remeasure` does, saying what changed on stderr; then certify.
+    #[arg(long)]
+    pub remeasure: bool,
 }
 
 /// `--seal`'s value.
@@ -338,6 +343,9 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         failover: a.split,
         seal: a.seal,
     };
+    if a.remeasure {
+        super::machine::remeasure_before_certify(ctx, &settings.machines).await?;
+    }
     // `--machine @admitted`: choose the admitted machines first, and say
     // which were chosen and which were left out, and why.
     let selection = match settings.machines.as_slice() {

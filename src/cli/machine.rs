@@ -582,9 +582,6 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
 /// measured (the others completed); 2 a refusal (before anything ran, or a
 /// capability refused before contact, e.g. `docker-probe-image-unpinned`).
 async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
-    use crate::fleet::remeasure::{self as rm, CapPlan};
-    let cat = ctx.catalog()?;
-    let window = crate::fleet::freshness_window(&ctx.home)?;
     let machines = Machines::load(&ctx.home)?;
     let rows = if ids.is_empty() {
         if machines.rows.is_empty() {
@@ -598,6 +595,70 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
     } else {
         select(&ctx.home, &machines, ids)?
     };
+    let r = remeasured(ctx, &machines, rows, timeout).await?;
+    if ctx.json {
+        out_json(&r.json);
+    } else {
+        out(&visible(&r.text));
+    }
+    Ok(r.exit)
+}
+
+/// `certify --remeasure --machine IDS`: before certify admits them,
+/// re-measure what `machine remeasure` would on those machines (every
+/// fleet machine of machines.toml for `@admitted`), and say so on stderr
+/// (certify's stdout stays its own). A machine that could not be
+/// re-measured is named there and left to admission, which refuses it.
+///
+/// Errors: what refuses before anything runs (`machine-unknown`,
+/// machines.toml, the ledger, the catalog); `usage` without `--machine`.
+pub(crate) async fn remeasure_before_certify(ctx: &Ctx, ids: &[String]) -> Result<()> {
+    let machines = Machines::load(&ctx.home)?;
+    let ids = match ids {
+        [] => {
+            return Err(crate::error::Usage(
+                "--remeasure re-measures fleet machines before certifying on them — give --machine ID[,ID…] or --machine @admitted".into(),
+            )
+            .into());
+        }
+        [one] if one == crate::dispatch::admit::ADMITTED => {
+            crate::dispatch::admit::expand(&ctx.home, &machines, ids)?.0
+        }
+        _ => ids.to_vec(),
+    };
+    let rows = select(&ctx.home, &machines, &ids)?;
+    say!(
+        "--remeasure: re-measuring what is stale or not present on {} before admission",
+        ids.join(", ")
+    );
+    let r = remeasured(ctx, &machines, rows, REMEASURE_TIMEOUT).await?;
+    say_part!("{}", visible(&r.text));
+    Ok(())
+}
+
+/// `certify --remeasure`'s budget per machine and step (`machine
+/// remeasure`'s `--timeout` default).
+const REMEASURE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one re-measure did: the lines a person reads, the `--json`
+/// object, the exit code.
+struct Remeasured {
+    text: String,
+    json: Value,
+    exit: Exit,
+}
+
+/// `machine remeasure` of `rows` (`machines` is the whole fleet, for the
+/// never-probed lines).
+async fn remeasured(
+    ctx: &Ctx,
+    machines: &Machines,
+    rows: Vec<MachineRow>,
+    timeout: Duration,
+) -> Result<Remeasured> {
+    use crate::fleet::remeasure::{self as rm, CapPlan};
+    let cat = ctx.catalog()?;
+    let window = crate::fleet::freshness_window(&ctx.home)?;
     let fleet: Vec<MachineRow> = machines.rows.values().cloned().collect();
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let plans = rm::plan(
@@ -744,16 +805,15 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
         json_rows.push(json!({"machine": id, "ok": true, "facts": facts_json,
                               "capabilities": caps_json, "probes_failed": probes_failed}));
     }
-    if ctx.json {
-        out_json(&json!({
+    Ok(Remeasured {
+        json: json!({
             "verb": "machine remeasure",
             "ledger": led.path(),
             "freshness_window": humantime::format_duration(window).to_string(),
             "changes": changes_all,
             "results": json_rows,
-        }));
-    } else {
-        out(&visible(&text));
-    }
-    Ok(exit)
+        }),
+        text,
+        exit,
+    })
 }

@@ -199,11 +199,17 @@ fn render(st: &Status) -> String {
         line.push_str(&health_words(&m.health));
         if m.needs_attention {
             let mut todo = Vec::new();
-            if m.facts != Freshness::Fresh {
+            // A row that exists but is old is re-run by the one command
+            // made for it; what was never measured or probed is asked for.
+            let stale = m.facts == Freshness::Stale || m.toolchain == Some(Freshness::Stale);
+            if m.facts == Freshness::None {
                 todo.push(format!("saphan machine measure --machine {}", m.machine));
             }
+            if stale {
+                todo.push(format!("saphan machine remeasure --machine {}", m.machine));
+            }
             if let (Some(t), Some(c)) = (m.toolchain, &f.capability)
-                && t != Freshness::Fresh
+                && (t == Freshness::None || t == Freshness::NotPresent)
             {
                 todo.push(format!(
                     "saphan machine probe --machine {} --capability {c} …",

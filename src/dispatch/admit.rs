@@ -181,7 +181,12 @@ fn program_token(suite: &ResolvedSuite) -> String {
 
 /// Admit `row` for `suite` at `now`, from the ledger only.
 ///
-/// Errors: `verification-toolchain-absent` naming the machine, the catalog
+/// Errors: `verification-toolchain-stale` ([`DispatchError::ToolchainStale`])
+/// when every reason is a row older than the freshness window or measured
+/// against another catalog entry (the facts row, a `present` row at the
+/// path the suite runs) — the remedy is the one line
+/// `saphan machine remeasure --machine <id>`. Otherwise
+/// `verification-toolchain-absent` naming the machine, the catalog
 /// row, every reason (facts never measured or stale; program never probed,
 /// probed absent or failed, probed at another path, or only stale) and the
 /// remedy lines in the order they are run ([`remedy::admission`]): the
@@ -204,8 +209,14 @@ pub fn admit(
         .as_ref()
         .filter(|f| ledger::facts_fresh(f, now, window));
     let mut whys: Vec<String> = Vec::new();
+    // Every reason so far is a row older than the window (or measured
+    // against another catalog entry): `machine remeasure` is the remedy.
+    let mut only_stale = true;
     match &facts {
-        None => whys.push("the machine was never measured".into()),
+        None => {
+            only_stale = false;
+            whys.push("the machine was never measured".into())
+        }
         Some(f) if fresh_facts.is_none() => whys.push(format!(
             "its facts row ({}) is older than the freshness window of {}",
             f.measured_at,
@@ -261,8 +272,12 @@ pub fn admit(
             inputs.declared_path = declared;
             let mut probe = true;
             match &latest {
-                None => whys.push("it was never probed there".into()),
+                None => {
+                    only_stale = false;
+                    whys.push("it was never probed there".into())
+                }
                 Some(c) if c.outcome != Outcome::Present => {
+                    only_stale = false;
                     whys.push(format!(
                         "its latest row ({}) says {}{}",
                         c.measured_at,
@@ -284,6 +299,7 @@ pub fn admit(
                         .as_deref()
                         .is_some_and(|n| n != c.inputs.declared_path) =>
                 {
+                    only_stale = false;
                     whys.push(format!(
                         "its present row ({}) probed {}, but the suite's argv names {}, which was never probed there",
                         c.measured_at,
@@ -339,6 +355,18 @@ pub fn admit(
             format!("catalog row: {cap_name}")
         }
     };
+    if only_stale {
+        let saphan = remedy::saphan_prefix(home, catalog_path);
+        return Err(DispatchError::ToolchainStale {
+            machine: row.id.clone(),
+            program: token,
+            catalog_row,
+            why: whys.join("; "),
+            remedy: vec![remedy::remeasure_line(&saphan, &[&row.id])],
+            saphan,
+        }
+        .into());
+    }
     Err(DispatchError::ToolchainAbsent {
         machine: row.id.clone(),
         program: token,
@@ -593,6 +621,22 @@ pub struct Refused {
     /// Its remedy commands, in the order they are run (empty when the
     /// refusal carries none).
     pub remedy: Vec<String>,
+    /// A `verification-toolchain-stale` refusal: why, and `saphan` as its
+    /// remedy spells it — a refusal of several machines lists the machine
+    /// with its why alone and gathers every stale machine into one
+    /// `machine remeasure` line ([`NotAdmitted`]).
+    #[serde(skip)]
+    pub stale: Option<Stale>,
+}
+
+/// Why a machine's rows are only stale, for a combined refusal
+/// ([`Refused::stale`]).
+#[derive(Debug, Clone)]
+pub struct Stale {
+    /// Which rows are stale, and since when.
+    pub why: String,
+    /// `saphan`, `SAPHAN_HOME=… saphan`, `… --catalog …`.
+    pub saphan: String,
 }
 
 impl Refused {
@@ -603,6 +647,13 @@ impl Refused {
             name: e.name(),
             message: e.inner().to_string(),
             remedy: remedy_of(e),
+            stale: match e.downcast_ref::<DispatchError>() {
+                Some(DispatchError::ToolchainStale { why, saphan, .. }) => Some(Stale {
+                    why: why.clone(),
+                    saphan: saphan.clone(),
+                }),
+                _ => None,
+            },
         }
     }
 
@@ -617,7 +668,11 @@ impl Refused {
 
 /// The remedy commands a refusal carries, as separate lines.
 fn remedy_of(e: &Error) -> Vec<String> {
-    if let Some(DispatchError::ToolchainAbsent { remedy, .. }) = e.downcast_ref::<DispatchError>() {
+    if let Some(
+        DispatchError::ToolchainAbsent { remedy, .. }
+        | DispatchError::ToolchainStale { remedy, .. },
+    ) = e.downcast_ref::<DispatchError>()
+    {
         return remedy.clone();
     }
     if let Some(RequirementsAbsent { remedy, .. }) = e.downcast_ref::<RequirementsAbsent>() {
@@ -687,6 +742,11 @@ impl std::fmt::Display for NotAdmitted {
         }
         for r in &self.refused {
             write!(f, "\n  {}: {}: ", r.machine, r.name)?;
+            if let Some(st) = &r.stale {
+                // Its remedy is gathered with the other stale machines'.
+                write!(f, "{} — re-measure it (below)", st.why)?;
+                continue;
+            }
             for (i, l) in r.message.lines().enumerate() {
                 if i > 0 {
                     write!(f, "\n  ")?;
@@ -694,7 +754,25 @@ impl std::fmt::Display for NotAdmitted {
                 write!(f, "{l}")?;
             }
         }
+        if let Some(line) = self.remeasure() {
+            write!(
+                f,
+                "\n  re-measure the stale machines at once (or certify with --remeasure):\n    {line}"
+            )?;
+        }
         Ok(())
+    }
+}
+
+impl NotAdmitted {
+    /// One `saphan machine remeasure --machine <id>,<id>…` line naming
+    /// every refused machine whose rows are only stale
+    /// (`verification-toolchain-stale`); `None` when none is.
+    pub fn remeasure(&self) -> Option<String> {
+        let stale: Vec<&Refused> = self.refused.iter().filter(|r| r.stale.is_some()).collect();
+        let saphan = &stale.first()?.stale.as_ref()?.saphan;
+        let ids: Vec<&str> = stale.iter().map(|r| r.machine.as_str()).collect();
+        Some(remedy::remeasure_line(saphan, &ids))
     }
 }
 
@@ -711,10 +789,14 @@ impl Refusal for NotAdmitted {
         Exit::Refusal
     }
     fn details(&self) -> Option<serde_json::Value> {
-        Some(serde_json::json!({
+        let mut v = serde_json::json!({
             "refusals": self.refused,
             "admitted": self.admitted,
-        }))
+        });
+        if let Some(line) = self.remeasure() {
+            v["remeasure"] = line.into();
+        }
+        Some(v)
     }
 }
 
@@ -1258,7 +1340,59 @@ mod tests {
             name,
             message: format!("{machine} is not admitted — remedy:\n  fix {machine}"),
             remedy: vec![format!("fix {machine}")],
+            stale: None,
         }
+    }
+
+    fn stale(machine: &str) -> Refused {
+        let e: Error = DispatchError::ToolchainStale {
+            machine: machine.into(),
+            program: "go".into(),
+            catalog_row: "catalog row: go".into(),
+            why: format!("{machine}'s facts row (T) is older than the freshness window of 1day"),
+            remedy: vec![format!("saphan machine remeasure --machine {machine}")],
+            saphan: "saphan".into(),
+        }
+        .into();
+        Refused::of(machine, &e)
+    }
+
+    #[test]
+    fn stale_machines_share_one_remeasure_line() {
+        let refuse = |r: Vec<Refused>| {
+            let each: Each<u8> = r.into_iter().map(|r| (r.machine.clone(), Err(r))).collect();
+            settle(each, false).unwrap_err()
+        };
+        let one = refuse(vec![stale("m0")]);
+        assert_eq!(one.name(), "verification-toolchain-stale");
+        assert!(
+            one.inner()
+                .to_string()
+                .ends_with("remedy:\n  saphan machine remeasure --machine m0"),
+            "{one}"
+        );
+        let mixed = refuse(vec![
+            stale("m0"),
+            refused("m2", "verification-toolchain-absent"),
+            stale("m3"),
+        ]);
+        assert_eq!(mixed.name(), MIXED);
+        let text = mixed.inner().to_string();
+        assert!(
+            text.contains("\n  m0: verification-toolchain-stale: m0's facts row (T) is older than the freshness window of 1day — re-measure it (below)\n  m2: "),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("\n  re-measure the stale machines at once (or certify with --remeasure):\n    saphan machine remeasure --machine m0,m3"),
+            "{text}"
+        );
+        assert_eq!(text.matches("machine remeasure").count(), 1, "{text}");
+        let v = mixed.to_json();
+        assert_eq!(v["remeasure"], "saphan machine remeasure --machine m0,m3");
+        assert_eq!(
+            v["refusals"][0]["remedy"][0],
+            "saphan machine remeasure --machine m0"
+        );
     }
 
     #[test]

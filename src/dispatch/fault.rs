@@ -7,6 +7,10 @@ use crate::error::Refusal;
 use crate::report::FailureKind;
 use crate::transport::TransportError;
 
+/// The refusal name of a machine whose rows are only stale
+/// ([`DispatchError::ToolchainStale`]).
+pub const TOOLCHAIN_STALE: &str = "verification-toolchain-stale";
+
 /// Refusals of a dispatched run (nothing was shipped).
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
@@ -21,6 +25,26 @@ pub enum DispatchError {
         catalog_row: String,
         why: String,
         remedy: Vec<String>,
+    },
+    /// The machine was measured and its program probed `present`, but a
+    /// row admission needs is older than the freshness window (or was
+    /// measured against another catalog entry): nothing says it is
+    /// missing, so the remedy is `machine remeasure`, never an install.
+    #[error(
+        "the suite's program `{program}` on machine {machine} ({catalog_row}) was measured, but not recently enough to be admitted: {why} — nothing was shipped; re-measure it (or certify with --remeasure); remedy:\n  {}",
+        remedy.join("\n  ")
+    )]
+    ToolchainStale {
+        machine: String,
+        program: String,
+        catalog_row: String,
+        why: String,
+        /// `saphan machine remeasure --machine <id>`.
+        remedy: Vec<String>,
+        /// `saphan` as the remedy spells it (`SAPHAN_HOME=… saphan
+        /// --catalog …`), so a refusal of several stale machines prints
+        /// one remeasure line naming them all.
+        saphan: String,
     },
     /// A program no catalog row maps is not on the machine.
     #[error(
@@ -63,6 +87,7 @@ impl Refusal for DispatchError {
             DispatchError::ToolchainAbsent { .. } | DispatchError::ProgramAbsent { .. } => {
                 "verification-toolchain-absent"
             }
+            DispatchError::ToolchainStale { .. } => TOOLCHAIN_STALE,
             DispatchError::ProvisionConflict { .. } => "provision-dest-conflict",
             DispatchError::PlatformMismatch { .. } => "saphan-binary-unavailable",
             DispatchError::MachineList { .. } => "machine-list-invalid",

@@ -77,7 +77,20 @@ pub fn measure_line(home: &Home, catalog: Option<&Path>, machine: &str) -> Strin
     )
 }
 
-/// The complete `saphan machine probe …` invocation for one machine.
+/// `saphan machine remeasure --machine <id>[,<id>…]`: the one command
+/// for rows that are only stale (and rows a probe said absent or failed,
+/// which it probes again). `saphan` is [`saphan_prefix`].
+pub fn remeasure_line(saphan: &str, machines: &[&str]) -> String {
+    format!(
+        "{saphan} machine remeasure {}",
+        flag("machine", &machines.join(","))
+    )
+}
+
+/// The complete `saphan machine probe …` invocation for one machine:
+/// every input spelled out (so it records what the row it repeats
+/// recorded, whoever pastes it), but `--workspace` only when the inputs
+/// name one (none is its default).
 pub fn probe_line(
     home: &Home,
     catalog: Option<&Path>,

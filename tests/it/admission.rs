@@ -175,10 +175,13 @@ fn remedies_follow_the_ledger_with_each_rows_own_workhome() {
     assert!(!m2[1].contains(&f.workhome_str("m1")), "{m2:?}");
     assert!(!f.workhome("m1").exists(), "something was shipped to m1");
 
-    // Only stale: every row is older than a window of one nanosecond.
+    // Only stale: every row is older than a window of one nanosecond. That
+    // is its own refusal (issue 40 item 4), and its remedy is the one
+    // command made for it — never a measure and a probe line, never an
+    // install, never "no measured platform".
     f.env.write_config("[fleet]\nfreshness = \"1ns\"\n");
     let o = f.certify(&repo, "m1", &[]);
-    let err = assert_refused(&o, "verification-toolchain-absent");
+    let err = assert_refused(&o, "verification-toolchain-stale");
     assert!(err.contains("its facts row ("), "{err}");
     assert!(
         err.contains("its present row (") && err.contains("older than the freshness window"),
@@ -187,12 +190,128 @@ fn remedies_follow_the_ledger_with_each_rows_own_workhome() {
     assert!(!err.contains("no measured platform"), "{err}");
     assert!(!err.contains("apt-get"), "{err}");
     assert!(!err.contains("NO INSTALL COMMAND"), "{err}");
+    assert!(!err.contains("machine probe"), "{err}");
     let v = json(&o);
     let m1 = remedy(refusal(&v, "m1"));
-    assert_eq!(m1.len(), 2, "{m1:?}");
-    assert!(m1[0].ends_with("machine measure --machine m1"), "{m1:?}");
-    assert!(m1[1].contains(&probe_line(&f, "m1")), "{m1:?}");
+    assert_eq!(m1.len(), 1, "{m1:?}");
+    assert!(m1[0].ends_with("machine remeasure --machine m1"), "{m1:?}");
     assert!(repo.records().is_empty());
+}
+
+/// The go catalog entry as shipped, with its `version_pattern` spelled
+/// differently (the same programs match): every go row probed before is
+/// stale ("measured against another catalog entry"), nothing else is.
+fn new_go_entry(env: &Env) {
+    let shipped = saphan::catalog::EMBEDDED;
+    let old = "version_pattern = '^go version go\\d'";
+    assert!(shipped.contains(old), "the shipped go row changed");
+    let new = shipped.replace(old, "version_pattern = '^go version go[0-9]'");
+    std::fs::write(env.home().join("catalog.toml"), new).unwrap();
+}
+
+/// Issue 40 item 4: machines whose rows are only stale used to be refused
+/// as `verification-toolchain-absent`, with a measure and a probe line per
+/// machine. Now one refusal names them, a line each, and gathers them into
+/// one `machine remeasure` line; a machine that lacks the program keeps
+/// its own install and probe lines; `certify --remeasure` re-measures
+/// first, says what it did, then certifies.
+#[test]
+fn stale_machines_are_one_remeasure_line_and_certify_remeasure_runs_it() {
+    let Some(lab) = go_ready_lab() else { return };
+    let f = Fleet::new(lab, &["m0", "m1", "m2"]);
+    let repo = go_repo();
+    f.measure("m0,m1,m2");
+    assert_code(&f.probe("m0,m1,m2", "go", "/usr/bin/go", "/tmp"), 1);
+    new_go_entry(&f.env);
+
+    let o = f.certify(&repo, "m0,m1", &[]);
+    let err = assert_refused(&o, "verification-toolchain-stale");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    assert!(
+        lines[0].contains("2 of 2 machines are not admitted (m0, m1)"),
+        "{err}"
+    );
+    for (i, m) in ["m0", "m1"].iter().enumerate() {
+        assert!(
+            lines[1 + i].starts_with(&format!(
+                "  {m}: verification-toolchain-stale: its present row ("
+            )),
+            "{err}"
+        );
+        assert!(
+            lines[1 + i].contains("measured against another catalog entry for go"),
+            "{err}"
+        );
+    }
+    assert!(
+        lines[4].starts_with("    ") && lines[4].ends_with("machine remeasure --machine m0,m1"),
+        "{err}"
+    );
+    let v = json(&o);
+    assert!(
+        v["remeasure"]
+            .as_str()
+            .unwrap()
+            .ends_with("machine remeasure --machine m0,m1"),
+        "{v}"
+    );
+
+    // m2 lacks go: its own refusal and lines, beside the gathered line.
+    let o = f.certify(&repo, "m0,m1,m2", &[]);
+    let err = assert_refused(&o, "machines-not-admitted");
+    assert_eq!(err.matches("machine remeasure").count(), 1, "{err}");
+    assert!(
+        err.contains("machine remeasure --machine m0,m1\n")
+            || err.ends_with("machine remeasure --machine m0,m1"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n  m2: verification-toolchain-absent: "),
+        "{err}"
+    );
+    assert!(err.contains("'apt-get install -y golang-go'"), "{err}");
+    assert!(repo.records().is_empty());
+
+    // --remeasure needs machines to re-measure.
+    let o = f
+        .env
+        .run(&["certify", "--repo", &repo.path_str(), "--remeasure"]);
+    let msg = assert_refused(&o, "usage");
+    assert!(msg.contains("--remeasure"), "{msg}");
+
+    // certify --remeasure: the stale rows are probed again, then certified.
+    let o = f.certify(&repo, "m0,m1", &["--remeasure"]);
+    assert_code(&o, 0);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains(
+            "--remeasure: re-measuring what is stale or not present on m0, m1 before admission"
+        ),
+        "{err}"
+    );
+    for m in ["m0", "m1"] {
+        assert!(
+            err.lines().any(|l| l.starts_with(&format!(
+                "{m} go: re-probed (stale: measured against a different catalog entry), unchanged (go"
+            ))),
+            "{err}"
+        );
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("{m} facts: fresh, left alone"))),
+            "{err}"
+        );
+    }
+    let v = json(&o);
+    let machines: Vec<&str> = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["green", "green"], "{v}");
+    assert_eq!(repo.verified().as_deref(), Some(repo.head().as_str()));
 }
 
 /// `--machine @admitted` used to be refused as an unknown machine. It runs

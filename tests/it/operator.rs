@@ -648,7 +648,7 @@ fn status_names_fleet_machines_without_fresh_facts_or_toolchain_rows() {
     let out = text(&o).0;
     assert!(
         out.contains("  m0: facts stale (")
-            && out.contains("— needs: saphan machine measure --machine m0; saphan machine probe --machine m0 --capability go …"),
+            && out.contains("— needs: saphan machine remeasure --machine m0\n"),
         "{out}"
     );
 }

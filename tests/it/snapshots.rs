@@ -178,3 +178,53 @@ fn records_listing_and_show_of_a_red() {
         insta::assert_snapshot!("records_show_red", shown(&show));
     });
 }
+
+/// Issue 40 item 4: four machines whose rows are past the freshness window
+/// — one line each, and one `machine remeasure` line naming them all
+/// (machines of `transport = "local"`: no lab needed).
+#[test]
+fn refusal_of_stale_machines() {
+    if crate::common::skip_unless(
+        std::path::Path::new("/usr/bin/go").exists(),
+        "no /usr/bin/go",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let work = tempfile::Builder::new()
+        .prefix("saphan-snap-")
+        .tempdir()
+        .unwrap();
+    let ids = ["m0", "m1", "m2", "m3"];
+    let mut rows = String::new();
+    for h in ids {
+        rows += &format!(
+            "[machine.{h}]\ntransport = \"local\"\nworkhome = \"{}\"\n\n",
+            work.path().join(h).display()
+        );
+    }
+    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+    std::fs::write(env.home().join("fleet/machines.toml"), rows).unwrap();
+    let all = ids.join(",");
+    assert_code(&env.run(&["machine", "measure", "--machine", &all]), 0);
+    assert_code(
+        &env.run(&[
+            "machine",
+            "probe",
+            "--machine",
+            &all,
+            "--capability",
+            "go",
+            "--declared-path",
+            "/usr/bin/go",
+        ]),
+        0,
+    );
+    env.write_config("[fleet]\nfreshness = \"1ns\"\n");
+    let repo = go_repo(PASSING);
+    let o = env.run(&["certify", "--repo", &repo.path_str(), "--machine", &all]);
+    assert_code(&o, 2);
+    let mut s = settings(&env, &repo);
+    s.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
+    s.bind(|| insta::assert_snapshot!("refusal_stale_machines", shown(&o)));
+}
