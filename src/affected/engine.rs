@@ -427,7 +427,9 @@ async fn run_adapter(
                 seal: (seal_mode, &seal_source),
                 trust: Some(crate::seal::Trust::Other),
             };
-            let mut bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+            let mut bench =
+                measure::bench::LocalBench::open(home, repo, interrupt, job.verb, job.progress)
+                    .await?;
             bench.measure(&job, &measure::Host).await?
         }
     };

@@ -147,7 +147,18 @@ pub enum RecordsCmd {
 struct Spinner(Option<indicatif::ProgressBar>);
 
 impl Progress for Spinner {
-    fn event(&self, _machine: &str, event: &Event<'_>) {
+    fn event(&self, machine: &str, event: &Event<'_>) {
+        // A wait for a lock is said with or without a terminal.
+        if let Event::Waiting { .. } = event {
+            match &self.0 {
+                Some(pb) => {
+                    pb.set_message(event_words(event));
+                    pb.enable_steady_tick(Duration::from_millis(120));
+                }
+                None => say!("{machine}: {}", event_words(event)),
+            }
+            return;
+        }
         let Some(pb) = &self.0 else { return };
         match event {
             Event::Run { sha, argv, budget } => {
@@ -251,9 +262,27 @@ pub(crate) fn event_words(event: &Event<'_>) -> String {
             };
             format!("shard {}/{count}: {what}{retry}", index + 1)
         }
+        Event::Waiting { wait } => waiting_words(wait),
         Event::Collect => "collect".into(),
         Event::Done { verdict } => format!("done: {}", verdict.as_str()),
     }
+}
+
+/// `waiting for the repository lock /r/.git/saphan/lock — held by certify
+/// (pid 4242 on laptop) since 2026-12-01T03:00:04Z; waited 10s`.
+pub(crate) fn waiting_words(w: &crate::record::wait::LockWait) -> String {
+    let holder = match &w.holder {
+        Some(h) => format!(
+            "held by {} (pid {} on {}) since {}",
+            h.verb, h.pid, h.host, h.since
+        ),
+        None => "held by another run (it does not say which)".into(),
+    };
+    format!(
+        "waiting for {} — {holder}; waited {}",
+        w.lock,
+        humantime::format_duration(Duration::from_secs(w.waited.as_secs()))
+    )
 }
 
 impl Progress for Lines {
@@ -283,7 +312,13 @@ impl Progress for Lines {
                 let e = self.start.elapsed().as_secs();
                 say!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
             }
-            None => {}
+            // A machine without a line (this one's repository lock, for
+            // the pointer): its wait is said above the lines.
+            None => {
+                if let (Event::Waiting { .. }, Some((_, pb))) = (event, self.bars.first()) {
+                    pb.println(format!("{machine}: {what}"));
+                }
+            }
         }
     }
 }

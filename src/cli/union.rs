@@ -144,7 +144,10 @@ struct Progress(bool);
 
 impl crate::measure::progress::Progress for Progress {
     fn event(&self, _machine: &str, event: &crate::measure::progress::Event<'_>) {
-        if self.0 && matches!(event, crate::measure::progress::Event::Step { .. }) {
+        use crate::measure::progress::Event;
+        // A wait for the repository lock is said with or without a terminal.
+        if matches!(event, Event::Waiting { .. }) || (self.0 && matches!(event, Event::Step { .. }))
+        {
             say!("verify-stream: {}", super::certify::event_words(event));
         }
     }

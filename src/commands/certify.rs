@@ -361,7 +361,8 @@ async fn gate(
 /// move), the stable scratch path, one record.
 async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
     let trunk = job.trunk;
-    let mut bench = LocalBench::open(job.home, job.repo, job.interrupt).await?;
+    let mut bench =
+        LocalBench::open(job.home, job.repo, job.interrupt, job.verb, job.progress).await?;
     // The bench guards the pointer against the suite, and reads it with
     // the trunk's tip under its lock once the suite has ended.
     let mut measured = bench.measure(job, executor).await?;

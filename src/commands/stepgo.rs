@@ -177,7 +177,8 @@ pub async fn verify_stream(
         "default",
         crate::seal::Trust::Other,
     )?;
-    let bench = measure::bench::LocalBench::open(home, repo, interrupt).await?;
+    let bench =
+        measure::bench::LocalBench::open(home, repo, interrupt, "verify-stream", progress).await?;
     let scratch = bench.checkout(&sha).await?;
     let log_dir = measure::log_dir(repo);
     let mut steps = Vec::with_capacity(4);

@@ -243,7 +243,14 @@ pub async fn verify_union(
 
     let (mode, source) = measure::SealPlan::mode_of(None, &suite, "verify.full");
     let seal = measure::bench::local_seal(home, mode, &source, crate::seal::Trust::Other)?;
-    let bench = LocalBench::open(home, repo, interrupt).await?;
+    let bench = LocalBench::open(
+        home,
+        repo,
+        interrupt,
+        "verify-union",
+        &crate::measure::progress::Silent,
+    )
+    .await?;
     let scratch = bench.checkout(&union).await?;
     let log_dir = measure::log_dir(repo);
     let run = measure::run_then_remove(

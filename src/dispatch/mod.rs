@@ -579,10 +579,13 @@ async fn take_lock(on: On<'_, '_>, s: &mut Session<'_>) -> Result<Held, Dispatch
     let hold = LOCK_WAIT + per_run * on.feed.runs_at_most().max(1) as u32;
     let (lock, left) = MachineLock::acquire(
         on.t,
+        on.id,
         on.layout,
         &format!("{run_dir}/locked"),
         hold,
         &on.layout.tree(),
+        &crate::record::wait::Holder::me(on.job.verb),
+        &|wait| on.progress.event(on.id, &Event::Waiting { wait }),
     )
     .await?;
     if left {

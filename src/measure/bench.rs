@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::git::Repo;
 use crate::home::Home;
 use crate::measure::pipeline::Job;
-use crate::measure::progress::Event;
+use crate::measure::progress::{Event, Progress};
 use crate::measure::{Executor, Interrupt, Plan, SealPlan, SuiteRun};
 use crate::record;
 use crate::worktree::Scratch;
@@ -75,12 +75,23 @@ pub struct LocalBench {
 }
 
 impl LocalBench {
-    /// Take `repo`'s lock (waiting for any other holder, off the runtime).
+    /// Take `repo`'s lock for `verb` (waiting for any other holder, off the
+    /// runtime; while it waits, `progress` hears [`Event::Waiting`] for
+    /// `local` at once and every [`record::wait::NOTE_EVERY`]).
     ///
     /// Errors: `interrupted` (Ctrl-C, SIGTERM or SIGHUP while waiting:
     /// nothing measured, nothing written), an I/O failure opening the lock.
-    pub async fn open(home: &Home, repo: &Repo, interrupt: &Interrupt) -> Result<LocalBench> {
-        let lock = record::Lock::acquire(repo, interrupt).await?;
+    pub async fn open(
+        home: &Home,
+        repo: &Repo,
+        interrupt: &Interrupt,
+        verb: &str,
+        progress: &dyn Progress,
+    ) -> Result<LocalBench> {
+        let lock = record::Lock::acquire(repo, interrupt, verb, &|wait| {
+            progress.event("local", &Event::Waiting { wait })
+        })
+        .await?;
         Ok(LocalBench {
             repo: repo.clone(),
             path: scratch_path(home, repo),

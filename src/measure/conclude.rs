@@ -19,6 +19,7 @@
 use crate::error::Result;
 use crate::git::Repo;
 use crate::measure::Interrupt;
+use crate::measure::progress::{Event, Progress};
 use crate::record::{self, Avail, PointerOutcome, Record, Unmoved};
 use crate::report::Verdict;
 
@@ -48,6 +49,19 @@ pub enum Scope {
     Advisory,
 }
 
+/// Who takes the repository lock for a pointer move ([`LockHold::Take`]):
+/// Ctrl-C, the verb it is written down as holding it for, and who hears
+/// that it waits.
+#[derive(Clone, Copy)]
+pub struct Waiter<'a> {
+    /// Ctrl-C.
+    pub interrupt: &'a Interrupt,
+    /// The verb (`certify`).
+    pub verb: &'a str,
+    /// Hears [`Event::Waiting`].
+    pub progress: &'a dyn Progress,
+}
+
 /// The repository lock the pointer move happens under.
 pub enum LockHold<'a> {
     /// The caller holds it already (local certify holds it for its whole
@@ -61,9 +75,11 @@ pub enum LockHold<'a> {
         /// first judgement uses them rather than reading them again.
         read: Option<record::PointerRead>,
     },
-    /// Take it for the pointer move only (dispatch); Ctrl-C while waiting
-    /// leaves the pointer unchanged (the records are appended already).
-    Take(&'a Interrupt),
+    /// Take it for the pointer move only (dispatch); while it waits, the
+    /// waiter's progress hears [`Event::Waiting`] for `local`. Ctrl-C while
+    /// waiting leaves the pointer unchanged (the records are appended
+    /// already).
+    Take(Waiter<'a>),
 }
 
 /// Append every one of `records` (all of one invocation, all of `sha`) to
@@ -92,7 +108,11 @@ pub async fn conclude(
     }
     match lock {
         LockHold::Held { lock: _, read } => advance(repo, sha, trunk, read).await,
-        LockHold::Take(interrupt) => match record::Lock::acquire(repo, interrupt).await {
+        LockHold::Take(w) => match record::Lock::acquire(repo, w.interrupt, w.verb, &|wait| {
+            w.progress.event("local", &Event::Waiting { wait })
+        })
+        .await
+        {
             Ok(_held) => advance(repo, sha, trunk, None).await,
             Err(e)
                 if matches!(

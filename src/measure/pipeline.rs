@@ -101,6 +101,18 @@ pub struct Job<'a> {
     pub trust: Option<crate::seal::Trust>,
 }
 
+impl Job<'_> {
+    /// This job as the taker of the repository lock for a pointer move
+    /// ([`super::conclude::LockHold::Take`]).
+    pub fn waiter(&self) -> super::conclude::Waiter<'_> {
+        super::conclude::Waiter {
+            interrupt: self.interrupt,
+            verb: self.verb,
+            progress: self.progress,
+        }
+    }
+}
+
 /// How many lines of the suite log a person sees on red and
 /// measurement-failed.
 pub const LOG_TAIL_LINES: usize = 30;

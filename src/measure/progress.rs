@@ -50,6 +50,13 @@ pub enum Event<'a> {
         /// (counted only if that attempt ends in an infrastructure failure).
         copy_of: Option<&'a str>,
     },
+    /// Waiting for a lock another run holds — the repository lock here, or
+    /// the repository's lock on a fleet machine: said at once, then every
+    /// [`crate::record::wait::NOTE_EVERY`] until it is taken.
+    Waiting {
+        /// What is waited for, who holds it and since when, how long so far.
+        wait: &'a crate::record::wait::LockWait,
+    },
     /// Bringing the reports back.
     Collect,
     /// The attempt is over, with this verdict.

@@ -9,6 +9,7 @@
 pub mod fields;
 pub mod log;
 pub mod trunk;
+pub mod wait;
 
 pub use fields::{
     ContainerRun, Containment, MachineProgram, Phase, Phases, Shard, Step, StepOutcome, StreamHead,
@@ -724,26 +725,37 @@ pub fn read_all(path: &Path) -> Result<Attempts, crate::error::Error> {
 }
 
 /// The repository-wide lock (`<common>/saphan/lock`), held until dropped.
+/// Its holder is written beside it (`<common>/saphan/lock.holder`,
+/// [`wait::Holder`]) for a waiter to name; the next holder writes itself
+/// over it.
 #[derive(Debug)]
 pub struct Lock {
     _file: std::fs::File,
 }
 
 impl Lock {
-    /// Take the lock, waiting for any other holder (off the async runtime).
-    /// A free lock is taken at once, even when Ctrl-C was already pressed;
-    /// Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up:
+    /// Take the lock for `verb`, waiting for any other holder (off the
+    /// async runtime). A free lock is taken at once, even when Ctrl-C was
+    /// already pressed; Ctrl-C (or SIGTERM/SIGHUP) while waiting gives up:
     /// [`RecordError::Interrupted`], nothing measured, nothing written.
+    /// While it waits, `on_wait` hears a [`wait::LockWait`] at once and
+    /// every [`wait::NOTE_EVERY`] — who holds the lock, as its holder wrote
+    /// it down, and since when. Once taken, this process is written down
+    /// as its holder.
     pub async fn acquire(
         repo: &Repo,
         interrupt: &crate::cancel::Token,
+        verb: &str,
+        on_wait: wait::OnWait<'_>,
     ) -> Result<Lock, crate::error::Error> {
         let path = repo.state_dir().join("lock");
         let root = repo.common_dir.clone();
         let shown = path.clone();
+        let holder_path = repo.state_dir().join("lock.holder");
+        let open_root = root.clone();
         let open = tokio::task::spawn_blocking(move || {
             // Never through a symlink a suite put at `saphan/` or `lock`.
-            let f = crate::fsutil::open_state(&root, &path, crate::fsutil::StateOpen::Write)?
+            let f = crate::fsutil::open_state(&open_root, &path, crate::fsutil::StateOpen::Write)?
                 .expect("a write creates the lock file");
             match f.try_lock() {
                 Ok(()) => Ok::<_, IoError>((f, true, path)),
@@ -756,22 +768,60 @@ impl Lock {
             }
         });
         let (f, held, path) = open.await.expect("lock task does not panic")?;
-        if held {
-            return Ok(Lock { _file: f });
+        let f = if held {
+            f
+        } else {
+            let wait = tokio::task::spawn_blocking(move || {
+                f.lock().map_err(|source| IoError::Io {
+                    action: "lock",
+                    path: path.clone(),
+                    source,
+                })?;
+                Ok::<_, IoError>(f)
+            });
+            tokio::pin!(wait);
+            let started = std::time::Instant::now();
+            let said = |root: &Path, holder: &Path| {
+                on_wait(&wait::LockWait {
+                    lock: format!("the repository lock {}", shown.display()),
+                    holder: read_holder(root, holder),
+                    waited: started.elapsed(),
+                })
+            };
+            said(&root, &holder_path);
+            loop {
+                tokio::select! {
+                    got = &mut wait => break got.expect("lock task does not panic")?,
+                    _ = interrupt.cancelled() => {
+                        return Err(RecordError::Interrupted { lock: shown }.into())
+                    }
+                    _ = tokio::time::sleep(wait::NOTE_EVERY) => said(&root, &holder_path),
+                }
+            }
+        };
+        let me = wait::Holder::me(verb);
+        let line = format!(
+            "{}\n",
+            serde_json::to_string(&me).expect("a holder serializes")
+        );
+        if let Err(e) = crate::fsutil::write_state(&root, &holder_path, line.as_bytes()) {
+            // Only a waiter's words depend on it.
+            tracing::debug!(error = %e, "could not write the lock's holder");
         }
-        let wait = tokio::task::spawn_blocking(move || {
-            f.lock().map_err(|source| IoError::Io {
-                action: "lock",
-                path: path.clone(),
-                source,
-            })?;
-            Ok::<_, IoError>(Lock { _file: f })
-        });
-        tokio::select! {
-            got = wait => Ok(got.expect("lock task does not panic")?),
-            _ = interrupt.cancelled() => Err(RecordError::Interrupted { lock: shown }.into()),
-        }
+        Ok(Lock { _file: f })
     }
+}
+
+/// The holder written beside the repository lock, if one is readable
+/// (never through a symlink).
+fn read_holder(root: &Path, holder: &Path) -> Option<wait::Holder> {
+    use std::io::Read;
+    let f = crate::fsutil::open_state(root, holder, crate::fsutil::StateOpen::Read).ok()??;
+    let mut s = String::new();
+    f.take(wait::HOLDER_MAX as u64 + 1)
+        .read_to_string(&mut s)
+        .ok()?;
+    wait::Holder::parse(&s)
 }
 
 /// The trunk the verified pointer follows: `explicit` (a ref or branch the

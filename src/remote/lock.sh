@@ -3,7 +3,13 @@
 #
 # Arguments: $1 the lock file, $2 the ready file (created once the lock is
 #   held, in the attempt's run directory), $3 how long to wait for the
-#   lock, in whole seconds.
+#   lock, in whole seconds, $4 (optional) who holds it: the members of a
+#   JSON object without its braces (`"pid":1,"verb":"certify","host":"h"`),
+#   written once the lock is held as one line `{"since":"<UTC>",$4}` to
+#   `$1.holder` (temp + rename), removed again on release — what a waiter
+#   reads (lock-wait.sh).
+# Busy: when the lock is not free at the first try, `$2.busy` is created
+#   (lock-wait.sh then says who holds it).
 # Stdin: the controller's pipe; the lock is held until it closes (the
 #   controller releases it, or the connection is lost).
 # The lock: `flock -n` on $1, tried every 0.05 s for $3 seconds, where
@@ -28,9 +34,17 @@
 #   4 (LOCK_EXIT_MKDIR) the directories of $1 or $2 cannot be created;
 #   another code: the shell failed.
 mkdir -p "$(dirname "$1")" "$(dirname "$2")" || exit 4
+lk=$1 who=${4-}
 exec 9>"$1"
 i=0 max=$(($3 * 20))
+# holder: write $lk.holder (once the lock is held).
+holder() {
+  [ -n "$who" ] || return 0
+  printf '{"since":"%s",%s}\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$who" > "$lk.holder.new" &&
+    mv -f -- "$lk.holder.new" "$lk.holder"
+}
 flock -n 9 2>/dev/null; rc=$?
+[ "$rc" = 1 ] && : > "$2.busy"
 while [ "$rc" = 1 ]; do
   i=$((i + 1)); [ "$i" -gt "$max" ] && exit 3
   sleep 0.05
@@ -39,8 +53,11 @@ done
 if [ "$rc" = 0 ]; then
   exec 8>"$2.new"
   flock 8 || exit 3
+  holder
   mv -f -- "$2.new" "$2" || exit 3
-  exec cat >/dev/null
+  cat >/dev/null
+  rm -f -- "$1.holder"
+  exit 0
 fi
 exec 9>&-
 d=$1.d i=0
@@ -61,8 +78,9 @@ ident() {
 }
 me=$(ident $$)
 [ -n "$me" ] || me="$$ unknown"
-gone=0
+gone=0 busy=
 until mkdir "$d" 2>/dev/null; do
+  [ -n "$busy" ] || { busy=1; : > "$2.busy"; }
   o=
   [ -f "$d/owner" ] && { read -r o < "$d/owner"; } 2>/dev/null
   stale=
@@ -86,13 +104,14 @@ done
 release() {
   o=
   { read -r o < "$d/owner"; } 2>/dev/null
-  [ "$o" = "$me" ] && rm -rf -- "$d"
+  [ "$o" = "$me" ] && rm -f -- "$lk.holder" && rm -rf -- "$d"
 }
 trap release EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 echo "$me" > "$d/owner" || exit 4
+holder
 : > "$2"
 cat >/dev/null
 exit 0

@@ -33,6 +33,9 @@ pub const LOCK_EXIT_MKDIR: i32 = 4;
 pub const LOCK_WAIT: &str = include_str!("lock-wait.sh");
 /// [`LOCK_WAIT`]'s exit code when the ready file never appeared.
 pub const LOCK_WAIT_EXIT_TIMEOUT: i32 = 3;
+/// [`LOCK_WAIT`]'s exit code when another run holds the lock: it printed
+/// `busy` and the holder's line ([`LOCK`] writes it to `<lock>.holder`).
+pub const LOCK_WAIT_EXIT_BUSY: i32 = 5;
 /// Is a program on the machine's PATH.
 pub const RESOLVE: &str = include_str!("resolve.sh");
 /// Is the shipped saphan binary already on the machine.

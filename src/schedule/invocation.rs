@@ -210,7 +210,7 @@ pub async fn every_named(
         trunk,
         &records,
         Scope::Machines,
-        LockHold::Take(job.interrupt),
+        LockHold::Take(job.waiter()),
     )
     .await?;
     Ok(Certified::Machines(Multi {

@@ -405,7 +405,14 @@ pub async fn list_packages(
     go: &LocalGo,
     interrupt: &Interrupt,
 ) -> Result<Listing> {
-    let bench = LocalBench::open(home, repo, interrupt).await?;
+    let bench = LocalBench::open(
+        home,
+        repo,
+        interrupt,
+        "certify",
+        &crate::measure::progress::Silent,
+    )
+    .await?;
     let scratch = bench.checkout(sha).await?;
     // The listing decides what the shards must cover: it is of exactly the
     // commit's tree, or there is none.

@@ -1049,7 +1049,7 @@ async fn conclude_queue(
         trunk,
         &records,
         scope,
-        LockHold::Take(job.interrupt),
+        LockHold::Take(job.waiter()),
     )
     .await?;
     let outcome = outcome.map(Box::new);

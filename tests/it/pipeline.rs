@@ -399,3 +399,162 @@ fn a_dispatched_certify_prints_progress_lines_and_the_summary() {
     );
     assert!(out.contains("shipped: "), "{out}");
 }
+
+/// `saphan … args` with stdout piped and stderr to a file this test reads
+/// while it runs (a process without a terminal, as in CI).
+fn spawn_logged(env: &Env, args: &[&str], stderr: &Path) -> Child {
+    env.cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// The lines of `file` that contain `needle`.
+fn lines_with(file: &Path, needle: &str) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_string)
+        .collect()
+}
+
+/// This machine's host name, as a holder writes it.
+fn this_host() -> String {
+    saphan::record::wait::this_host()
+}
+
+/// Issue 40 item 7: a certify waiting for the repository lock printed
+/// nothing. Without a terminal it says at once, on stderr, what it waits
+/// for — the holder's verb and pid, since when — and says it again every
+/// 10 s until it has the lock; then it certifies as before.
+#[test]
+fn a_certify_waiting_for_the_repository_lock_says_who_holds_it() {
+    let repo = repo_with_gate(Path::new("gate"));
+    let first = Env::new();
+    first.write_config(&sh_suite("wait.sh"));
+    let holder = spawn(&first, &certify_args(&repo.path_str(), "HEAD", None));
+    let mut started = None;
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            started = common::in_scratch_tree(first.home(), "gate.started");
+            started.is_some()
+        }),
+        "the first suite never started"
+    );
+    let tree = started.unwrap().parent().unwrap().to_path_buf();
+
+    let second = Env::new();
+    second.write_config(&sh_suite("ok.sh"));
+    let log = second.home().join("stderr");
+    let waiter = spawn_logged(&second, &["certify", "--repo", &repo.path_str()], &log);
+    let lock = state_dir(&repo).join("lock");
+    let said = format!(
+        "local: waiting for the repository lock {} — held by certify (pid {} on {}) since ",
+        lock.display(),
+        holder.id(),
+        this_host()
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || !lines_with(&log, &said)
+            .is_empty()),
+        "never said: {said}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(
+        lines_with(&log, &said)[0].ends_with("; waited 0s"),
+        "{:?}",
+        lines_with(&log, &said)
+    );
+    // …and again while it waits.
+    assert!(
+        wait_until(Duration::from_secs(30), || lines_with(&log, &said).len()
+            >= 2),
+        "said only once:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(
+        lines_with(&log, &said)[1].contains("; waited 1"),
+        "{:?}",
+        lines_with(&log, &said)
+    );
+    std::fs::write(tree.join("gate.go"), "").unwrap();
+    assert_code(&finished(holder), 0);
+    let o = finished(waiter);
+    assert_code(&o, 0);
+    assert!(text(&o).0.contains(": green"), "{}", text(&o).0);
+}
+
+/// Issue 40 item 7, on a fleet machine: a certify waiting for the
+/// repository's lock on the machine (another run holds it there) says at
+/// once, and again every 10 s, whose it is and since when; then runs.
+#[test]
+fn a_certify_waiting_for_a_machines_lock_says_who_holds_it() {
+    let Some(lab) = Lab::shared() else { return };
+    let gate = Path::new("gate");
+    let repo = repo_with_gate(gate);
+    let f = Fleet::new(lab, &["m0"], "wait.sh");
+    let holder = spawn(&f.env, &certify_args(&repo.path_str(), "HEAD", Some("m0")));
+    let base = f._work.path().join("m0/saphan");
+    let mut started = None;
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            started = common::in_scratch_tree(&base, "gate.started");
+            started.is_some()
+        }),
+        "the first suite never started on m0"
+    );
+    let tree = started.unwrap().parent().unwrap().to_path_buf();
+
+    // A second home whose m0 row shares the first one's workhome.
+    let second = Env::new();
+    lab.install_ssh_config(second.home());
+    std::fs::create_dir_all(second.home().join("fleet")).unwrap();
+    std::fs::write(
+        second.home().join("fleet/machines.toml"),
+        format!(
+            "[machine.m0]\ntransport = \"ssh\"\nworkhome = \"{}\"\n",
+            f._work.path().join("m0").display()
+        ),
+    )
+    .unwrap();
+    assert_code(&second.run(&["machine", "measure", "--machine", "m0"]), 0);
+    second.write_config(&sh_suite("ok.sh"));
+    let log = second.home().join("stderr");
+    let waiter = spawn_logged(
+        &second,
+        &["certify", "--repo", &repo.path_str(), "--machine", "m0"],
+        &log,
+    );
+    let said = format!(
+        "m0: waiting for the repository's lock on m0 ({}/locks/",
+        f._work.path().join("m0/saphan").display()
+    );
+    let holder_words = format!(
+        "— held by certify (pid {} on {}) since ",
+        holder.id(),
+        this_host()
+    );
+    let saying = || {
+        lines_with(&log, &said)
+            .into_iter()
+            .filter(|l| l.contains(&holder_words))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || !saying().is_empty()),
+        "never said: {said} … {holder_words}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || saying().len() >= 2),
+        "said only once:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    std::fs::write(tree.join("gate.go"), "").unwrap();
+    assert_code(&finished(holder), 0);
+    let o = finished(waiter);
+    assert_code(&o, 0);
+}

@@ -1059,6 +1059,114 @@ fn broken(tools: &[&str]) -> tempfile::TempDir {
     d
 }
 
+/// Issue 40 item 7: a holder writes who it is beside the lock (flock or
+/// mkdir lock alike); a waiter's lock-wait.sh says `busy` and that line at
+/// once, or after the seconds it is given; the line is gone on release,
+/// and the waiter then takes the lock.
+#[test]
+fn a_busy_lock_says_who_holds_it() {
+    use saphan::record::wait::Holder;
+    let no_flock = broken(&["flock"]);
+    for sh in shells() {
+        for before in [None, Some(no_flock.path())] {
+            let n = format!(
+                "{}{}",
+                sh.name,
+                if before.is_some() {
+                    " (mkdir lock)"
+                } else {
+                    ""
+                }
+            );
+            let d = tempfile::tempdir().unwrap();
+            let lock = d.path().join("locks/k.lock");
+            let holder_file = d.path().join("locks/k.lock.holder");
+            let ready = |k: &str| d.path().join(format!("runs/{k}/locked"));
+            let me = Holder {
+                since: String::new(),
+                pid: 4242,
+                verb: "certify".into(),
+                host: "controller".into(),
+            };
+            let hold = |k: &str, wait: &str| {
+                let mut c = sh.cmd_before(before);
+                c.args([
+                    "-c",
+                    remote::LOCK,
+                    "saphan-lock",
+                    p(&lock),
+                    p(&ready(k)),
+                    wait,
+                    &me.members(),
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null());
+                c.spawn().unwrap()
+            };
+            let wait = |k: &str, after: &str| {
+                sh.run(
+                    remote::LOCK_WAIT,
+                    "t",
+                    &[p(&ready(k)), "", p(&holder_file), after],
+                    b"",
+                )
+            };
+            let mut a = hold("a", "20");
+            assert_eq!(code(&wait("a", "0")), Some(0), "{n}");
+            let line = std::fs::read_to_string(&holder_file).unwrap();
+            let written = Holder::parse(&line).unwrap_or_else(|| panic!("{n}: {line:?}"));
+            assert_eq!(
+                (written.pid, written.verb.as_str()),
+                (4242, "certify"),
+                "{n}"
+            );
+            assert!(
+                saphan::clock::parse_rfc3339(&written.since).is_some(),
+                "{n}: {line:?}"
+            );
+            // A second run waits: lock-wait says so at once, with the line.
+            let mut b = hold("b", "20");
+            let o = wait("b", "0");
+            assert_eq!(
+                code(&o),
+                Some(remote::LOCK_WAIT_EXIT_BUSY),
+                "{n}: {}",
+                s(&o.stderr)
+            );
+            let out = s(&o.stdout);
+            let mut lines = out.lines();
+            assert_eq!(lines.next(), Some("busy"), "{n}: {out:?}");
+            assert_eq!(
+                lines.next().and_then(Holder::parse),
+                Some(written.clone()),
+                "{n}"
+            );
+            // Asked to say it after a second: not before.
+            let t0 = std::time::Instant::now();
+            assert_eq!(
+                code(&wait("b", "1")),
+                Some(remote::LOCK_WAIT_EXIT_BUSY),
+                "{n}"
+            );
+            assert!(t0.elapsed() >= std::time::Duration::from_secs(1), "{n}");
+            // Released: the line goes, the waiter takes the lock and says so.
+            drop(a.stdin.take());
+            assert!(a.wait().unwrap().success(), "{n}");
+            assert_eq!(code(&wait("b", "5")), Some(0), "{n}");
+            assert!(holder_file.exists(), "{n}: the new holder's line");
+            drop(b.stdin.take());
+            assert!(b.wait().unwrap().success(), "{n}");
+            assert!(!holder_file.exists(), "{n}: removed on release");
+            // Without the holder file argument, lock-wait only waits (as before).
+            let mut c = hold("c", "20");
+            let w = sh.run(remote::LOCK_WAIT, "t", &[p(&ready("c"))], b"");
+            assert_eq!((code(&w), s(&w.stdout)), (Some(0), String::new()), "{n}");
+            drop(c.stdin.take());
+            assert!(c.wait().unwrap().success(), "{n}");
+        }
+    }
+}
+
 /// This process's identity as lock.sh writes a holder's: pid and start time.
 fn identity_of_self() -> String {
     let st = std::fs::read_to_string("/proc/self/stat").unwrap();
