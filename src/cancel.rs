@@ -83,6 +83,12 @@ pub fn token() -> Token {
     Token(channel().subscribe())
 }
 
+/// Resolves once the process is cancelled (at once if it is): the
+/// process token's [`Token::cancelled`], for a `select!` arm.
+pub async fn cancelled() {
+    token().cancelled().await
+}
+
 impl Token {
     /// A token that is never cancelled (for library callers and tests that
     /// do not want the process's signals).

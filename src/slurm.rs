@@ -63,6 +63,16 @@ pub enum SlurmError {
     /// The pool's row cannot be used.
     #[error("pool `{pool}` in machines.toml: {detail}")]
     PoolInvalid { pool: String, detail: String },
+    /// `--machine @NAME` names no `[pool.NAME]` row.
+    #[error(
+        "--machine @{pool} names no pool of {} (pools: {known}) — add a [pool.{pool}] row (docs/slurm.md), or name a pool that is there",
+        path.display()
+    )]
+    PoolUnknown {
+        pool: String,
+        path: std::path::PathBuf,
+        known: String,
+    },
     /// salloc refused the request or failed.
     #[error(
         "Slurm did not lend pool `{pool}` {nodes} node(s) of partition {partition}: {words} — check the partition and the pool's account, constraint and time_limit (`sinfo --partition {partition}`), or borrow fewer with --nodes"
@@ -112,6 +122,7 @@ impl Refusal for SlurmError {
         match self {
             SlurmError::Unavailable { .. } => "slurm-unavailable",
             SlurmError::PoolInvalid { .. } => "pool-invalid",
+            SlurmError::PoolUnknown { .. } => "pool-unknown",
             SlurmError::AllocationFailed { .. } => "slurm-allocation-failed",
             SlurmError::AllocationTimeout { .. } => "slurm-allocation-timeout",
             SlurmError::Timeout { .. } => "slurm-timeout",
@@ -132,7 +143,7 @@ impl Refusal for SlurmError {
             | SlurmError::Timeout { .. }
             | SlurmError::Failed { .. }
             | SlurmError::NotReleased { .. } => FailureKind::SlurmUnavailable,
-            SlurmError::PoolInvalid { .. } => return None,
+            SlurmError::PoolInvalid { .. } | SlurmError::PoolUnknown { .. } => return None,
             SlurmError::AllocationFailed { .. } | SlurmError::AllocationTimeout { .. } => {
                 FailureKind::SlurmAllocationFailed
             }

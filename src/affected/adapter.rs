@@ -2,7 +2,9 @@
 //!
 //! The engine runs it as `[verify.affected].argv = "saphan,adapter,go-affected"`
 //! in a detached worktree at the manifest's head. It reads the manifest,
-//! lists the module's packages (`go list -e -json ./...`), selects the
+//! lists the module's packages (`go list -e -json [FLAGS] ./...`, FLAGS the
+//! package-choosing Go flags it was given: `-tags=…`, `-mod=…`,
+//! `-modfile=…`), selects the
 //! changed packages and their reverse closure ([`super::golist`]), writes the
 //! scope record, and only then runs `go test -count=1 -json` on the
 //! selection, with go's event stream on its stdout and go's exit status as
@@ -49,7 +51,12 @@ pub struct Plan {
 ///
 /// Errors: [`AffectedError::GoList`] when go cannot be started, exits
 /// non-zero, or prints something that is not `go list -json` output.
-pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, AffectedError> {
+pub fn plan(
+    root: &Path,
+    manifest: &Manifest,
+    go: &str,
+    flags: &[String],
+) -> Result<Plan, AffectedError> {
     let t0 = Instant::now();
     if !root.join("go.mod").is_file() && !root.join("go.work").is_file() {
         return Err(AffectedError::GoList {
@@ -60,7 +67,9 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
         });
     }
     let out = Command::new(go)
-        .args(["list", "-e", "-json", "./..."])
+        .args(["list", "-e", "-json"])
+        .args(flags)
+        .arg("./...")
         .current_dir(root)
         .stdin(Stdio::null())
         .output()
@@ -124,6 +133,7 @@ pub fn plan(root: &Path, manifest: &Manifest, go: &str) -> Result<Plan, Affected
         Vec::new()
     } else {
         let mut a: Vec<String> = [go, "test", "-count=1", "-json"].map(String::from).to_vec();
+        a.extend(flags.iter().cloned());
         if widened {
             a.push("./...".into());
         } else {
@@ -280,10 +290,21 @@ impl std::fmt::Display for Note {
 /// [`AffectedError::Manifest`], [`AffectedError::NotAtHead`],
 /// [`AffectedError::GoList`], an [`crate::error::IoError`] writing the scope.
 pub fn go_affected(
+    flags: &[String],
     note: &mut dyn FnMut(&Note),
     stdout: &mut dyn std::io::Write,
     mut stderr: Box<dyn std::io::Write + Send>,
 ) -> Result<Exit> {
+    // Only the flags that choose packages: the same set certify's split
+    // lists with (one rule, `schedule::list_flags`).
+    if let Some(bad) = flags.iter().find(|f| {
+        crate::schedule::list_flags(&["go".into(), "test".into(), f.to_string()]).is_empty()
+    }) {
+        return Err(crate::error::Usage(format!(
+            "go-affected takes only the Go flags that choose packages (-tags=…, -mod=…, -modfile=…), not {bad:?} — declare it as \"saphan,adapter,go-affected,-tags=…\""
+        ))
+        .into());
+    }
     let manifest_path = env_path(ENV_MANIFEST)?;
     let scope_out = env_path(ENV_SCOPE_OUT)?;
     let manifest = Manifest::read(&manifest_path).map_err(|issue| AffectedError::Manifest {
@@ -309,7 +330,7 @@ pub fn go_affected(
     // The same rule as the default-go suite: /usr/local/go/bin/go when it
     // exists, else `go`, so the affected tier and certification use one toolchain.
     let go = crate::suite::default_go_program();
-    let Plan { scope } = plan(&root, &manifest, &go)?;
+    let Plan { scope } = plan(&root, &manifest, &go, flags)?;
     let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
     crate::fsutil::atomic_write(&scope_out, &json)?;
     if scope.suite_argv.is_empty() {

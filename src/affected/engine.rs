@@ -250,6 +250,12 @@ pub async fn changed_paths(repo: &Repo, base: &str, head: &str) -> Result<Vec<St
     Ok(v)
 }
 
+/// Whether `argv` runs the bundled Go adapter (`saphan adapter
+/// go-affected …`).
+fn is_go_affected(argv: &[String]) -> bool {
+    argv.len() >= 3 && argv[0] == "saphan" && argv[1] == "adapter" && argv[2] == "go-affected"
+}
+
 /// The adapter argv as run: a declared `saphan` means this binary.
 fn adapter_argv(declared: &[String]) -> Vec<String> {
     let mut argv = declared.to_vec();
@@ -345,6 +351,18 @@ async fn run_adapter(
     on: Option<Remote<'_>>,
 ) -> Result<()> {
     let mut suite = ResolvedSuite::declared(declared, "verify.affected");
+    // The bundled Go adapter lists and tests with verify.full's
+    // package-choosing flags (`-tags=…`) unless it was given its own: the
+    // affected tier sees the packages certification sees.
+    if is_go_affected(&suite.argv)
+        && suite.argv.len() == 3
+        && let Some(full) = cfg
+            .full
+            .as_ref()
+            .filter(|f| f.argv.get(1).is_some_and(|a| a == "test"))
+    {
+        suite.argv.extend(crate::schedule::list_flags(&full.argv));
+    }
     if on.is_none() {
         suite.argv = adapter_argv(&suite.argv);
     }

@@ -53,7 +53,17 @@ pub enum AdapterCmd {
     /// Reads the manifest named by SAPHAN_AFFECTED_MANIFEST, writes its scope
     /// to SAPHAN_AFFECTED_SCOPE_OUT before running anything. Declare it with
     /// `saphan config set verify.affected.argv "saphan,adapter,go-affected"`.
-    GoAffected,
+    ///
+    /// The Go flags that choose which packages `./...` holds (`-tags=…`,
+    /// `-mod=…`, `-modfile=…`, the `-flag=value` form) may follow; they go
+    /// to both `go list` and `go test`. The engine adds verify.full's own
+    /// when none are given, so the affected tier sees the packages
+    /// certification (and `--split`) sees.
+    GoAffected {
+        /// `-tags=…`, `-mod=…`, `-modfile=…`.
+        #[arg(allow_hyphen_values = true, value_name = "GO-FLAG")]
+        go_flags: Vec<String>,
+    },
 }
 
 /// Run `verify-affected`.
@@ -89,7 +99,8 @@ pub async fn verify_affected(ctx: &Ctx, a: VerifyAffectedArgs) -> Result<Exit> {
 /// Run a bundled adapter.
 pub fn adapter(a: AdapterArgs) -> Result<Exit> {
     match a.which {
-        AdapterCmd::GoAffected => adapter::go_affected(
+        AdapterCmd::GoAffected { go_flags } => adapter::go_affected(
+            &go_flags,
             &mut |n| say!("{n}"),
             &mut std::io::stdout().lock(),
             Box::new(std::io::stderr()),

@@ -80,6 +80,10 @@ pub struct CertifyArgs {
     /// remeasure` does, saying what changed on stderr; then certify.
     #[arg(long)]
     pub remeasure: bool,
+    /// With --machine @POOL: borrow N nodes of the Slurm pool this time
+    /// instead of its row's `nodes` (docs/slurm.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: Option<u32>,
 }
 
 /// `--seal`'s value.
@@ -188,41 +192,81 @@ impl Drop for Spinner {
 /// Plain progress lines on stderr (no terminal), or one indicatif line per
 /// machine.
 pub struct Lines {
-    bars: Vec<(String, indicatif::ProgressBar)>,
+    bars: std::sync::Mutex<Vec<(String, indicatif::ProgressBar)>>,
+    /// On a terminal: the lines' home, and whether a machine's line is
+    /// added at its first event (the machines of a selector — `@admitted`,
+    /// a pool's nodes — are known only once chosen).
+    multi: Option<(indicatif::MultiProgress, bool)>,
+    width: usize,
     start: Instant,
 }
 
 impl Lines {
     /// One line per machine in `ids`; indicatif when stderr is a terminal
     /// and `quiet` is false, plain lines otherwise (none when `quiet`).
+    /// `ids` of one selector (`@admitted`, `@POOL`): a line per machine
+    /// once it is chosen.
     pub fn new(ids: &[String], quiet: bool) -> Lines {
         use std::io::IsTerminal;
-        let mut bars = Vec::new();
-        if !quiet && std::io::stderr().is_terminal() {
-            let mp = indicatif::MultiProgress::new();
-            let style = indicatif::ProgressStyle::with_template(
-                "{spinner} {prefix:.bold} {msg} ({elapsed})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
-            let w = ids.iter().map(String::len).max().unwrap_or(0);
+        let selector = match ids {
+            [one] => one.strip_prefix('@'),
+            _ => None,
+        };
+        let width = match selector {
+            Some(p) => (p.len() + 4).max(8),
+            None => ids.iter().map(String::len).max().unwrap_or(0),
+        };
+        let lines = Lines {
+            bars: std::sync::Mutex::new(Vec::new()),
+            multi: (!quiet && std::io::stderr().is_terminal())
+                .then(|| (indicatif::MultiProgress::new(), selector.is_some())),
+            width,
+            start: Instant::now(),
+        };
+        if selector.is_none() && lines.multi.is_some() {
             for id in ids {
-                let pb = mp.add(indicatif::ProgressBar::new_spinner());
-                pb.set_style(style.clone());
-                pb.set_prefix(format!("{id:w$}"));
-                pb.enable_steady_tick(Duration::from_millis(120));
-                bars.push((id.clone(), pb));
+                lines.add(id);
             }
         }
-        Lines {
-            bars,
-            start: Instant::now(),
+        lines
+    }
+    /// A new line for `id` (the caller checked there is a terminal).
+    fn add(&self, id: &str) -> Option<indicatif::ProgressBar> {
+        let (mp, _) = self.multi.as_ref()?;
+        let style =
+            indicatif::ProgressStyle::with_template("{spinner} {prefix:.bold} {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+        let pb = mp.add(indicatif::ProgressBar::new_spinner());
+        pb.set_style(style);
+        pb.set_prefix(format!("{id:w$}", w = self.width));
+        pb.enable_steady_tick(Duration::from_millis(120));
+        self.bars
+            .lock()
+            .expect("lines")
+            .push((id.to_string(), pb.clone()));
+        Some(pb)
+    }
+    /// The line of `machine`; added at its first step when the machines
+    /// were chosen by a selector.
+    fn bar(&self, machine: &str, event: &Event<'_>) -> Option<indicatif::ProgressBar> {
+        let found = self
+            .bars
+            .lock()
+            .expect("lines")
+            .iter()
+            .find(|(id, _)| id == machine)
+            .map(|(_, pb)| pb.clone());
+        let step = !matches!(event, Event::Waiting { .. } | Event::Chosen { .. });
+        match (&found, &self.multi) {
+            (None, Some((_, true))) if step && !machine.is_empty() => self.add(machine),
+            _ => found,
         }
     }
     /// Finish every line still running; a line that finished keeps the
     /// time it took (a finish redraws the line, and `{elapsed}` would read
     /// the whole invocation's time).
     pub fn finish(&self) {
-        for (_, pb) in &self.bars {
+        for (_, pb) in self.bars.lock().expect("lines").iter() {
             if !pb.is_finished() {
                 pb.finish();
             }
@@ -263,9 +307,36 @@ pub(crate) fn event_words(event: &Event<'_>) -> String {
             format!("shard {}/{count}: {what}{retry}", index + 1)
         }
         Event::Waiting { wait } => waiting_words(wait),
+        Event::Chosen {
+            selector,
+            chosen,
+            left_out,
+        } => chosen_words(selector, chosen, left_out),
         Event::Collect => "collect".into(),
         Event::Done { verdict } => format!("done: {}", verdict.as_str()),
     }
+}
+
+/// `--machine @admitted: chose m0, m1 (2 of 3 machines)`, then one line per
+/// machine left out with its refusal name and first remedy line.
+fn chosen_words(
+    selector: &str,
+    chosen: &[String],
+    left_out: &[crate::measure::progress::LeftOutMachine],
+) -> String {
+    let mut s = format!(
+        "--machine {selector}: chose {} ({} of {} machines)\n",
+        chosen.join(", "),
+        chosen.len(),
+        chosen.len() + left_out.len()
+    );
+    for r in left_out {
+        s.push_str(&format!(
+            "  left out {}: {}: {}\n",
+            r.machine, r.name, r.remedy
+        ));
+    }
+    s
 }
 
 /// `waiting for the repository lock /r/.git/saphan/lock — held by certify
@@ -288,10 +359,19 @@ pub(crate) fn waiting_words(w: &crate::record::wait::LockWait) -> String {
 impl Progress for Lines {
     fn event(&self, machine: &str, event: &Event<'_>) {
         let what = event_words(event);
-        match self.bars.iter().find(|(id, _)| id == machine) {
+        if let Event::Chosen { .. } = event {
+            match &self.multi {
+                Some((mp, _)) => {
+                    let _ = mp.println(what.trim_end());
+                }
+                None => say_part!("{what}"),
+            }
+            return;
+        }
+        match self.bar(machine, event) {
             // A finished machine's line stays as it ended.
-            Some((_, pb)) if pb.is_finished() => {}
-            Some((_, pb)) => {
+            Some(pb) if pb.is_finished() => {}
+            Some(pb) => {
                 if let Event::Done { .. } = event {
                     // Its timer stops: the time it took, frozen into the
                     // message, under a template without `{elapsed}`.
@@ -308,15 +388,15 @@ impl Progress for Lines {
                     pb.set_message(what);
                 }
             }
-            None if self.bars.is_empty() => {
+            None if self.multi.is_none() => {
                 let e = self.start.elapsed().as_secs();
                 say!("{machine}: {what} ({:02}:{:02})", e / 60, e % 60);
             }
             // A machine without a line (this one's repository lock, for
             // the pointer): its wait is said above the lines.
             None => {
-                if let (Event::Waiting { .. }, Some((_, pb))) = (event, self.bars.first()) {
-                    pb.println(format!("{machine}: {what}"));
+                if let (Event::Waiting { .. }, Some((mp, _))) = (event, &self.multi) {
+                    let _ = mp.println(format!("{machine}: {what}"));
                 }
             }
         }
@@ -377,39 +457,17 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
         split: a.split,
         failover: a.split,
         seal: a.seal,
+        nodes: a.nodes,
     };
+    if settings.nodes.is_some() && crate::fleet::pool::selected(&settings.machines).is_none() {
+        return Err(crate::error::Usage(
+            "--nodes says how many nodes a Slurm pool lends — give it with --machine @POOL (a [pool.POOL] row of machines.toml)".into(),
+        )
+        .into());
+    }
     if a.remeasure {
         super::machine::remeasure_before_certify(ctx, &settings.machines).await?;
     }
-    // `--machine @admitted`: choose the admitted machines first, and say
-    // which were chosen and which were left out, and why.
-    let selection = match settings.machines.as_slice() {
-        [m] if m == crate::dispatch::admit::ADMITTED => Some(
-            crate::dispatch::admit::select(
-                &ctx.home,
-                &catalog,
-                &settings.repo,
-                settings.rev.as_deref().unwrap_or("HEAD"),
-                settings.class,
-                settings.image.as_deref(),
-            )
-            .await?,
-        ),
-        _ => None,
-    };
-    let settings = match &selection {
-        Some(sel) => {
-            say_part!("{}", sel.lines());
-            Settings {
-                machines: sel.chosen.clone(),
-                // The machines were chosen, not named: an infrastructure
-                // failure re-runs once on another chosen machine.
-                failover: true,
-                ..settings
-            }
-        }
-        None => settings,
-    };
     let interrupt = crate::cancel::install();
     let certified = if certify::is_dispatch(&settings) {
         let lines = Lines::new(&settings.machines, ctx.json);
@@ -432,7 +490,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let o = match certified {
         Certified::Machines(m) => {
             junit::write_asked(junit_path.as_deref(), &machines_junit(&m));
-            return Ok(dispatched(ctx, &m, selection.as_ref()));
+            return Ok(dispatched(ctx, &m));
         }
         Certified::Here(o) => *o,
     };
@@ -674,13 +732,12 @@ fn record_lines(run: &crate::schedule::invocation::MachineRun) -> String {
 
 /// `certify --machine …`: one summary of every machine's attempt (and,
 /// for `--machine @admitted`, which machines were chosen).
-fn dispatched(
-    ctx: &Ctx,
-    m: &crate::schedule::invocation::Multi,
-    selection: Option<&crate::dispatch::admit::Selection>,
-) -> Exit {
+fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi) -> Exit {
     for r in &m.remain {
         say!("saphan: warning: {}", visible(&r.to_string()));
+    }
+    if let Some(b) = m.borrowed.as_ref().filter(|b| b.release_failed) {
+        say!("saphan: warning: {}", visible(&b.released));
     }
     if ctx.json {
         out_json(&serde_json::json!({
@@ -699,13 +756,17 @@ fn dispatched(
             "disagreement": m.disagreement,
             "attempts": m.attempts,
             "exit_code": m.exit() as u8,
-            "selection": selection,
+            "selection": m.selection,
             "split": m.split,
             "certified_by": m.certified_by(),
             "left_out": m.left_out,
+            "borrowed": m.borrowed,
         }));
     } else {
         let mut s = String::new();
+        if let Some(b) = &m.borrowed {
+            s.push_str(&borrowed_lines(b));
+        }
         for r in &m.runs {
             s.push_str(&record_lines(r));
         }
@@ -726,7 +787,7 @@ fn dispatched(
                 "verified: {} -> {} (moved: {})\n",
                 crate::record::VERIFIED_REF,
                 m.runs.first().map(|r| r.record.sha.as_str()).unwrap_or(""),
-                certified_words(m, selection.is_some()),
+                certified_words(m, m.selection.is_some()),
             )),
             PointerOutcome::Unchanged(why) => s.push_str(&format!(
                 "verified: {} not moved ({why}{})\n",
@@ -739,6 +800,32 @@ fn dispatched(
     m.exit()
 }
 
+/// What a `--machine @POOL` borrowed: the allocations of a dead saphan it
+/// cancelled, the nodes it left out (each with its refusal and remedy),
+/// `borrowed Slurm job 17 from pool ci: n0, n1, n2`, and how it was given
+/// back.
+fn borrowed_lines(b: &crate::schedule::invocation::Borrowed) -> String {
+    let mut s = String::new();
+    for l in &b.swept {
+        s.push_str(&format!("pool {}: {l}\n", b.pool));
+    }
+    for r in &b.left_out {
+        // The refusal's own text ends with its remedy lines.
+        s.push_str(&format!(
+            "pool {}: left out {} ({}): {}\n",
+            b.pool, r.machine, r.name, r.message
+        ));
+    }
+    s.push_str(&format!(
+        "pool {}: borrowed Slurm job {}: {}; {}\n",
+        b.pool,
+        b.job,
+        b.nodes.join(", "),
+        b.released
+    ));
+    s
+}
+
 /// Who certified the SHA, for a moved pointer's line: `certified by m0,
 /// m1 — green on every named machine` (or `every admitted machine`), or,
 /// when `@admitted` left machines out, `certified by m0; left out: m1
@@ -747,6 +834,8 @@ fn certified_words(m: &crate::schedule::invocation::Multi, admitted: bool) -> St
     let by = format!("certified by {}", m.certified_by().join(", "));
     if !m.left_out.is_empty() {
         format!("{by}{}", left_out_words(m))
+    } else if m.borrowed.is_some() {
+        format!("{by} — green on every borrowed node")
     } else if admitted {
         format!("{by} — green on every admitted machine")
     } else {

@@ -353,7 +353,7 @@ fn error_json(e: &crate::error::Error) -> Value {
 
 async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
     let machines = Machines::load(&ctx.home)?;
-    let rows = select(&ctx.home, &machines, ids)?;
+    let (rows, borrowed) = rows_for(ctx, &machines, ids).await?;
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let lines = machine_lines(&rows, "measuring");
@@ -369,6 +369,7 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
         }
     })
     .await;
+    give_back(borrowed).await?;
     let mut exit = Exit::Ok;
     let mut text = String::new();
     let mut json_rows = Vec::new();
@@ -412,6 +413,49 @@ fn select(
         .into());
     }
     Ok(rows)
+}
+
+/// The machine rows `ids` names, or, for `--machine @POOL`, one row per
+/// node of the Slurm pool (`POOL/<node>`), every usable node borrowed until
+/// [`give_back`]. What the borrowing did is said on stderr.
+async fn rows_for(
+    ctx: &Ctx,
+    machines: &Machines,
+    ids: &[String],
+) -> Result<(Vec<MachineRow>, Option<crate::fleet::pool::Borrowed>)> {
+    let Some(pool) = crate::fleet::pool::selected(ids) else {
+        return Ok((select(&ctx.home, machines, ids)?, None));
+    };
+    let b =
+        crate::fleet::pool::borrow_every_node(&ctx.home, pool, &crate::record::new_id()).await?;
+    for l in &b.swept {
+        say!("pool {pool}: {l}");
+    }
+    for n in &b.unusable {
+        say!(
+            "pool {pool}: {} is {} — not borrowed, not measured",
+            n.node,
+            n.state
+        );
+    }
+    say!(
+        "pool {pool}: borrowed Slurm job {} ({})",
+        b.allocation.job,
+        b.allocation.nodes.join(", ")
+    );
+    Ok((b.rows.clone(), Some(b)))
+}
+
+/// Give back what [`rows_for`] borrowed, saying so on stderr.
+///
+/// Errors: `slurm-release-failed` (with the command that releases it).
+async fn give_back(b: Option<crate::fleet::pool::Borrowed>) -> Result<()> {
+    if let Some(b) = b {
+        let job = b.allocation.job;
+        let r = b.allocation.release().await?;
+        say!("released Slurm job {job} ({:.2} s)", r.waited.as_secs_f64());
+    }
+    Ok(())
 }
 
 fn worse(a: Exit, b: Exit) -> Exit {
@@ -468,11 +512,11 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
     };
     settings.validate()?;
     let machines = Machines::load(&ctx.home)?;
-    let rows = select(&ctx.home, &machines, &a.machines)?;
+    let (rows, borrowed) = rows_for(ctx, &machines, &a.machines).await?;
     let led = Arc::new(Ledger::open(&ctx.home)?);
     let home = ctx.home.clone();
     let settings = Arc::new(settings);
-    crate::fleet::run::cancel_on_ctrl_c();
+    let _ = crate::cancel::install();
     let verb = format!("probing {}", caps.join(", "));
     // The per-machine budget is enforced inside probe_machine's steps; the
     // outer bound adds a little slack so the inner, better-named error wins.
@@ -485,6 +529,7 @@ async fn probe(ctx: &Ctx, a: ProbeArgs) -> Result<Exit> {
         async move { probe::probe_machine(&home, &led, &row, &s).await }
     })
     .await;
+    give_back(borrowed).await?;
     let mut exit = Exit::Ok;
     let mut text = String::new();
     let mut json_rows = Vec::new();
@@ -591,11 +636,14 @@ async fn remeasure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit>
             ))
             .into());
         }
-        machines.rows.values().cloned().collect()
+        (machines.rows.values().cloned().collect(), None)
     } else {
-        select(&ctx.home, &machines, ids)?
+        rows_for(ctx, &machines, ids).await?
     };
-    let r = remeasured(ctx, &machines, rows, timeout).await?;
+    let (rows, borrowed) = rows;
+    let r = remeasured(ctx, &machines, rows, timeout).await;
+    give_back(borrowed).await?;
+    let r = r?;
     if ctx.json {
         out_json(&r.json);
     } else {
@@ -626,12 +674,14 @@ pub(crate) async fn remeasure_before_certify(ctx: &Ctx, ids: &[String]) -> Resul
         }
         _ => ids.to_vec(),
     };
-    let rows = select(&ctx.home, &machines, &ids)?;
+    let (rows, borrowed) = rows_for(ctx, &machines, &ids).await?;
     say!(
         "--remeasure: re-measuring what is stale or not present on {} before admission",
         ids.join(", ")
     );
-    let r = remeasured(ctx, &machines, rows, REMEASURE_TIMEOUT).await?;
+    let r = remeasured(ctx, &machines, rows, REMEASURE_TIMEOUT).await;
+    give_back(borrowed).await?;
+    let r = r?;
     say_part!("{}", visible(&r.text));
     Ok(())
 }
@@ -670,7 +720,7 @@ async fn remeasured(
         &fleet,
         window,
     );
-    crate::fleet::run::cancel_on_ctrl_c();
+    let _ = crate::cancel::install();
     let settings = rm::Settings {
         timeout,
         catalog_flag: ctx.catalog.clone(),

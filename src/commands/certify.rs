@@ -11,7 +11,6 @@
 //! `@admitted`, `--split`).
 
 use crate::catalog::Catalog;
-use crate::docker::container::{self, ContainerError};
 use crate::error::{Refusal, Result};
 use crate::git::Repo;
 use crate::home::Home;
@@ -21,8 +20,7 @@ use crate::measure::pipeline::{Job, record_of};
 use crate::measure::progress::Progress;
 use crate::measure::{self, Budget, Executor, Interrupt};
 use crate::record;
-use crate::suite::ResolvedSuite;
-use crate::transport::Transport;
+use crate::schedule::class::Benches;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -91,10 +89,14 @@ pub struct Settings {
     /// ([`crate::schedule`]).
     pub split: bool,
     /// Failover: re-run an infrastructure failure once on another machine
-    /// of the invocation (`--split` or `--machine @admitted`).
+    /// of the invocation (`--split`; always for machines that were chosen —
+    /// `--machine @admitted`, a pool's nodes — rather than named).
     pub failover: bool,
     /// `--seal`: wins over the declared `verify.full.seal`.
     pub seal: Option<crate::seal::Mode>,
+    /// `--nodes`: how many nodes a `--machine @POOL` borrows this time
+    /// (default: the pool row's `nodes`).
+    pub nodes: Option<u32>,
 }
 
 impl Settings {
@@ -106,18 +108,6 @@ impl Settings {
             .cloned()
             .collect()
     }
-}
-
-/// The class gate's answer, per kind of bench.
-enum Gate {
-    /// Host class on this machine (the toolchain was found on PATH).
-    LocalHost,
-    /// Container class on this machine's engine.
-    LocalContainer(String, container::SuiteImage),
-    /// Host class on fleet machines, admitted from the ledger.
-    FleetHost(Vec<crate::dispatch::Admitted>),
-    /// Container class on fleet machines.
-    FleetContainer(crate::dispatch::admit::ContainerAdmitted),
 }
 
 /// Certify `settings.rev` of `settings.repo`: prepare (every refusal comes
@@ -143,6 +133,45 @@ pub async fn certify(
     progress: &dyn Progress,
     interrupt: &Interrupt,
 ) -> Result<Certified> {
+    // `--machine @admitted`: choose the admitted machines first, and say
+    // which were chosen and which were left out, and why. The machines
+    // were chosen, not named: an infrastructure failure re-runs once on
+    // another chosen machine.
+    let selection = match settings.machines.as_slice() {
+        [m] if m == crate::dispatch::admit::ADMITTED => {
+            let sel = crate::dispatch::admit::select(
+                home,
+                catalog,
+                &settings.repo,
+                settings.rev.as_deref().unwrap_or("HEAD"),
+                settings.class,
+                settings.image.as_deref(),
+            )
+            .await?;
+            progress.event(
+                "",
+                &crate::measure::progress::Event::Chosen {
+                    selector: m,
+                    chosen: &sel.chosen,
+                    left_out: &sel.left_out_machines(),
+                },
+            );
+            Some(sel)
+        }
+        _ => None,
+    };
+    let chosen;
+    let settings = match &selection {
+        Some(sel) => {
+            chosen = Settings {
+                machines: sel.chosen.clone(),
+                failover: true,
+                ..settings.clone()
+            };
+            &chosen
+        }
+        None => settings,
+    };
     let (setup, sha) = measure::Setup::open_at(
         home,
         &settings.repo,
@@ -159,7 +188,8 @@ pub async fn certify(
     if settings.split && fleet.is_empty() {
         return Err(crate::schedule::ScheduleError::NoMachines.into());
     }
-    if settings.split && settings.class == Class::Container {
+    let class = crate::schedule::class::of(settings.class, &fleet);
+    if settings.split && !class.splits() {
         return Err(crate::schedule::ScheduleError::ContainerClass.into());
     }
     let (seal_mode, seal_source) = measure::SealPlan::mode_of(settings.seal, &suite, "verify.full");
@@ -175,186 +205,92 @@ pub async fn certify(
         }
         .into());
     }
-    let gate = gate(home, catalog, settings, &fleet, &mut suite, repo, &sha).await?;
-    if seal_mode == crate::seal::Mode::Required
-        && let Gate::FleetHost(admitted) = &gate
-        && let Some((m, why)) = admitted.iter().find_map(|m| match &m.seal {
-            crate::seal::Capability::Unable(why) => Some((m.row.id.clone(), why.clone())),
-            crate::seal::Capability::Tool(_) => None,
-        })
-    {
-        return Err(crate::seal::SealError::Unavailable {
-            machine: m,
-            from: seal_source,
-            why,
-        }
-        .into());
-    }
-    // Whose caches: the host class's benches ask beside their own git work
-    // (the job's trunk says); the container class's are named here.
-    let trust = match gate {
-        Gate::LocalContainer(..) | Gate::FleetContainer(_) => {
-            Some(measure::trust_of(repo, &sha, trunk.as_deref()).await)
-        }
-        _ => None,
-    };
-    let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
-    let submodules = if fleet.is_empty() {
-        Vec::new()
-    } else {
-        repo.submodules(&sha).await?
-    };
-    let job = Job {
+    let attempt = record::new_id();
+    let placing = crate::schedule::class::Placing {
         home,
+        catalog,
         repo,
         sha: &sha,
-        suite: &suite,
-        budget: &budget,
-        provisions: &provisions,
-        submodules: &submodules,
-        verb: "certify",
-        extra_env: &[],
-        interrupt,
-        affected: None,
-        self_binary: None,
-        catalog: Some(catalog),
-        progress,
         trunk: trunk.as_deref(),
-        seal: (seal_mode, &seal_source),
-        trust,
+        machines: &fleet,
+        class: settings.class,
+        image: settings.image.as_deref(),
+        network: settings.network,
+        nodes: settings.nodes,
+        attempt: &attempt,
+        interrupt,
     };
-    let attempt = record::new_id();
-    let target = |transport: Transport, socket: String, image, user, caches| {
-        suite_target(
-            transport,
-            socket,
-            image,
-            settings.network,
-            user,
-            &attempt,
-            &repo.top,
-            &sha,
-            caches,
-            trust.unwrap_or(crate::seal::Trust::Other),
-        )
-    };
-    let local = || Transport::Local(crate::transport::Local);
-    match gate {
-        Gate::LocalHost => here(&job, &measure::Host).await,
-        Gate::LocalContainer(socket, image) => {
-            // The container's Go build cache, kept between runs like the
-            // host's own (content-addressed: it speeds builds, never
-            // changes a verdict).
-            let dir = home
-                .cache(trust.unwrap_or(crate::seal::Trust::Other))
-                .join("go-build");
-            std::fs::create_dir_all(&dir).map_err(|source| crate::error::IoError::Io {
-                action: "create the container Go build cache",
-                path: dir.clone(),
-                source,
-            })?;
-            let caches = vec![(
-                dir.display().to_string(),
-                container::GO_CACHE_IN_CONTAINER.to_string(),
-                "GOCACHE".to_string(),
-            )];
-            let user = format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid());
-            let executor = container::LocalExecutor::new(
-                target(local(), socket, image, Some(user), caches),
-                interrupt.clone(),
-            );
-            here(&job, &executor).await
+    let placement = class.place(&placing, &mut suite).await?;
+    let mut finish = placement.finish;
+    let out = async {
+        if seal_mode == crate::seal::Mode::Required
+            && placement.executor.class() == Class::Host.as_str()
+            && let Benches::Machines { admitted, .. } = &placement.benches
+            && let Some((m, why)) = admitted.iter().find_map(|m| match &m.seal {
+                crate::seal::Capability::Unable(why) => Some((m.row.id.clone(), why.clone())),
+                crate::seal::Capability::Tool(_) => None,
+            })
+        {
+            return Err(crate::seal::SealError::Unavailable {
+                machine: m,
+                from: seal_source.clone(),
+                why,
+            }
+            .into());
         }
-        Gate::FleetHost(admitted) if settings.split => {
-            crate::schedule::run::split(&job, &admitted, &measure::Host, settings.failover).await
-        }
-        Gate::FleetHost(admitted) if settings.failover => {
-            crate::schedule::run::admitted(&job, &admitted, &measure::Host).await
-        }
-        Gate::FleetHost(admitted) => {
-            crate::schedule::invocation::every_named(&job, &admitted, &measure::Host).await
-        }
-        Gate::FleetContainer(c) => {
-            // One container executor for every machine: bollard speaks to
-            // each machine's engine over its socket, forwarded through the
-            // machine's transport; each machine's container is its own
-            // (named and labelled after the machine).
-            let executor = container::LocalExecutor::new(
-                target(local(), c.socket.clone(), c.image.clone(), None, Vec::new()),
-                interrupt.clone(),
-            );
-            let out = crate::schedule::invocation::every_named(&job, &c.admitted, &executor).await;
-            // Whatever happened, no container of this attempt stays on a machine.
-            let remain = c.sweep(home, &attempt).await;
-            match out {
-                Ok(Certified::Machines(mut m)) => {
-                    m.remain = remain;
-                    Ok(Certified::Machines(m))
-                }
-                other => {
-                    for r in &remain {
-                        tracing::warn!("{r}");
-                    }
-                    other
-                }
+        let budget = Budget::attempt(settings.timeout, &suite, "verify.full");
+        let submodules = if fleet.is_empty() {
+            Vec::new()
+        } else {
+            repo.submodules(&sha).await?
+        };
+        let job = Job {
+            home,
+            repo,
+            sha: &sha,
+            suite: &suite,
+            budget: &budget,
+            provisions: &provisions,
+            submodules: &submodules,
+            verb: "certify",
+            extra_env: &[],
+            interrupt,
+            affected: None,
+            self_binary: None,
+            catalog: Some(catalog),
+            progress,
+            trunk: trunk.as_deref(),
+            seal: (seal_mode, &seal_source),
+            trust: placement.trust,
+        };
+        let executor = &*placement.executor;
+        match &placement.benches {
+            Benches::Here => here(&job, executor).await,
+            Benches::Machines { admitted, .. } if settings.split => {
+                let failover = settings.failover || placement_chosen(&placement.benches);
+                crate::schedule::run::split(&job, admitted, executor, failover).await
+            }
+            Benches::Machines { admitted, chosen } if settings.failover || *chosen => {
+                crate::schedule::run::admitted(&job, admitted, executor).await
+            }
+            Benches::Machines { admitted, .. } => {
+                crate::schedule::invocation::every_named(&job, admitted, executor).await
             }
         }
     }
+    .await;
+    let mut out = out;
+    if let Some(f) = finish.take() {
+        f.finish(&mut out).await;
+    }
+    if let Ok(Certified::Machines(m)) = &mut out {
+        m.selection = selection;
+    }
+    out
 }
 
-/// The class gate: the container class's pin, docker-oci rows and image;
-/// the host class's toolchain (on PATH here, from the ledger on the fleet).
-async fn gate(
-    home: &Home,
-    catalog: &Catalog,
-    settings: &Settings,
-    fleet: &[String],
-    suite: &mut ResolvedSuite,
-    repo: &crate::git::Repo,
-    sha: &str,
-) -> Result<Gate> {
-    if settings.class == Class::Host {
-        if fleet.is_empty() {
-            // The suite runs on this host: its toolchain must be here.
-            measure::against_tree(repo, sha, |in_tree| {
-                crate::suite::preflight_local(suite, catalog, sha, in_tree)
-            })
-            .await??;
-            return Ok(Gate::LocalHost);
-        }
-        return Ok(Gate::FleetHost(crate::dispatch::admit_all(
-            home, catalog, fleet, suite,
-        )?));
-    }
-    // The suite image pin is operator input: refused before anything.
-    let pin = match settings.image.as_deref() {
-        None => return Err(ContainerError::ImageMissing.into()),
-        Some(i) => container::parse_image(i)?,
-    };
-    // Container-class runs need proof that each machine can run the
-    // pinned probe image, before anything else happens there: for fleet
-    // machines `dispatch::admit::admit_all_container` asks every machine's docker-oci row
-    // and names every refusal at once; here, this machine's row.
-    if fleet.is_empty() {
-        let now = time::OffsetDateTime::now_utc();
-        crate::fleet::docker_probes::require_container_capability(home, catalog, "local", now)?;
-    }
-    if suite.source == crate::suite::SuiteSource::DefaultGo {
-        // In a container, default-go's `go` is the image's, on its PATH.
-        suite.argv[0] = "go".into();
-    }
-    if !fleet.is_empty() {
-        return Ok(Gate::FleetContainer(
-            crate::dispatch::admit::admit_all_container(home, catalog, fleet, suite, pin).await?,
-        ));
-    }
-    // The suite image must be on the engine already: nothing is pulled,
-    // and an absent image is refused before any worktree exists.
-    let socket = crate::docker::socket_of(catalog.get(crate::docker::DOCKER_OCI)?);
-    let transport = Transport::Local(crate::transport::Local);
-    let load = container::load_route(&pin, None);
-    let image = container::resolve_image(&transport, "local", &socket, &pin, load).await?;
-    Ok(Gate::LocalContainer(socket, image))
+fn placement_chosen(b: &Benches) -> bool {
+    matches!(b, Benches::Machines { chosen: true, .. })
 }
 
 /// This machine's bench: the repository lock (held through the pointer
@@ -399,43 +335,4 @@ async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
         tests: measured.run.measurement.tests,
         stderr_tail: measured.run.stderr_tail,
     })))
-}
-
-/// Where one container-class attempt runs: the attempt's labels
-/// (`saphan.attempt`, `saphan.machine`, `saphan.repo`, `saphan.sha`) and its
-/// container name `saphan-suite-<attempt>-local`; on fleet machines
-/// [`Executor::for_machine`] names and labels it after each machine.
-#[allow(clippy::too_many_arguments)]
-fn suite_target(
-    transport: Transport,
-    socket: String,
-    image: container::SuiteImage,
-    network: bool,
-    user: Option<String>,
-    attempt: &str,
-    repo: &Path,
-    sha: &str,
-    caches: Vec<(String, String, String)>,
-    trust: crate::seal::Trust,
-) -> container::Target {
-    container::Target {
-        transport,
-        socket,
-        image,
-        network,
-        user,
-        labels: [
-            (container::LABEL_ATTEMPT, attempt.to_string()),
-            (container::LABEL_MACHINE, "local".to_string()),
-            (container::LABEL_REPO, repo.display().to_string()),
-            (container::LABEL_SHA, sha.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
-        name: container::container_name(attempt, "local"),
-        caches,
-        trust,
-        scratch: container::go_scratch(),
-    }
 }

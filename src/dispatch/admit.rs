@@ -711,6 +711,9 @@ pub struct NotAdmitted {
     pub admitted: Vec<String>,
     /// The list was `@admitted`: no machine of machines.toml is admitted.
     pub selection: bool,
+    /// The list was a Slurm pool's nodes (`@NAME`): no usable node of its
+    /// partition is admitted.
+    pub pool: Option<String>,
 }
 
 impl std::fmt::Display for NotAdmitted {
@@ -720,7 +723,14 @@ impl std::fmt::Display for NotAdmitted {
         }
         let ids: Vec<&str> = self.refused.iter().map(|r| r.machine.as_str()).collect();
         let total = self.refused.len() + self.admitted.len();
-        if self.selection {
+        if let Some(pool) = &self.pool {
+            write!(
+                f,
+                "--machine @{pool}: no usable node of the pool's partition is admitted for this suite ({} refused: {}) — nothing was borrowed; each node's refusal and remedy follow",
+                self.refused.len(),
+                ids.join(", ")
+            )?;
+        } else if self.selection {
             write!(
                 f,
                 "--machine {ADMITTED}: no machine of machines.toml is admitted for this suite ({} refused: {}) — nothing was shipped; each machine's refusal and remedy follow",
@@ -893,6 +903,7 @@ pub fn settle<T>(each: Each<T>, selection: bool) -> Result<(Vec<T>, Vec<Refused>
         refused,
         admitted: if selection { Vec::new() } else { ok_ids },
         selection,
+        pool: None,
     }
     .into())
 }
@@ -923,24 +934,17 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// The lines a person reads on stderr: what was chosen, then one line
-    /// per machine left out with its refusal name and first remedy line.
-    pub fn lines(&self) -> String {
-        let mut s = format!(
-            "--machine {ADMITTED}: chose {} ({} of {} machines)\n",
-            self.chosen.join(", "),
-            self.chosen.len(),
-            self.chosen.len() + self.left_out.len()
-        );
-        for r in &self.left_out {
-            s.push_str(&format!(
-                "  left out {}: {}: {}\n",
-                r.machine,
-                r.name,
-                r.first_remedy()
-            ));
-        }
-        s
+    /// The machines left out, as [`crate::measure::progress::Event::Chosen`]
+    /// reports them.
+    pub fn left_out_machines(&self) -> Vec<crate::measure::progress::LeftOutMachine> {
+        self.left_out
+            .iter()
+            .map(|r| crate::measure::progress::LeftOutMachine {
+                machine: r.machine.clone(),
+                name: r.name,
+                remedy: r.first_remedy().to_string(),
+            })
+            .collect()
     }
 }
 
@@ -1012,25 +1016,38 @@ pub fn machine_ids(given: &[String]) -> Result<Vec<String>> {
         .into());
     }
     if let Some(sel) = ids.iter().find(|i| i.starts_with('@')) {
-        if sel != ADMITTED {
+        // `@admitted`, or `@POOL`: a `[pool.POOL]` row (checked when the
+        // pool is read).
+        if !crate::fleet::machines::valid_id(&sel[1..]) {
             return Err(DispatchError::MachineList {
                 given: joined,
-                why: "names a selector saphan does not know",
-                fix: format!("the one selector is `--machine {ADMITTED}`; or name machines"),
+                why: "names a selector saphan cannot read",
+                fix: format!(
+                    "the selectors are `--machine {ADMITTED}` and `--machine @POOL` for a `[pool.POOL]` row of machines.toml; or name machines"
+                ),
             }
             .into());
         }
         if ids.len() > 1 {
             let named: Vec<&str> = ids
                 .iter()
-                .filter(|i| *i != ADMITTED)
+                .filter(|i| *i != sel)
                 .map(String::as_str)
                 .collect();
+            let what = if sel == ADMITTED {
+                "every admitted machine"
+            } else {
+                "the pool's borrowed nodes"
+            };
             return Err(DispatchError::MachineList {
                 given: joined,
-                why: "mixes `@admitted` with named machines",
+                why: if sel == ADMITTED {
+                    "mixes `@admitted` with named machines"
+                } else {
+                    "mixes a pool with other machines"
+                },
                 fix: format!(
-                    "give either `--machine {ADMITTED}` (every admitted machine) or the list `--machine {}` (each must be admitted)",
+                    "give either `--machine {sel}` ({what}) or the list `--machine {}` (each must be admitted)",
                     named.join(",")
                 ),
             }
@@ -1056,9 +1073,9 @@ pub fn machine_ids(given: &[String]) -> Result<Vec<String>> {
 /// Refuse `[@admitted]` for a verb that runs on one named machine
 /// (`verify-affected`): `machine-list-invalid`.
 pub fn refuse_selection(ids: &[String], verb: &'static str) -> Result<()> {
-    if ids.iter().any(|i| i == ADMITTED) {
+    if let Some(sel) = ids.iter().find(|i| i.starts_with('@')) {
         return Err(DispatchError::MachineList {
-            given: ADMITTED.into(),
+            given: sel.clone(),
             why: "selects machines, but this verb runs on one named machine",
             fix: format!(
                 "name the machine (`{verb} --machine m0`); `saphan machine show ID` says whether it is admitted"
@@ -1197,7 +1214,8 @@ async fn admit_one_container(
             },
         )?;
     let ssh = match row.transport {
-        crate::fleet::machines::TransportKind::Local => None,
+        crate::fleet::machines::TransportKind::Local
+        | crate::fleet::machines::TransportKind::Slurm => None,
         crate::fleet::machines::TransportKind::Ssh => Some(format!(
             "ssh -F {} {}",
             crate::fleet::remedy::ssh_config_display(home),
@@ -1324,13 +1342,17 @@ mod tests {
         for bad in [
             &["@admitted,m0"][..],
             &["m0", "@admitted"],
-            &["@all"],
+            &["@ci,m0"],
+            &["@"],
+            &["@../x"],
             &["local,@admitted"],
         ] {
             let e = machine_ids(&ids(bad)).unwrap_err();
             assert_eq!(e.name(), "machine-list-invalid", "{bad:?}");
         }
+        assert_eq!(machine_ids(&ids(&["@ci"])).unwrap(), ids(&["@ci"]));
         assert!(refuse_selection(&ids(&["@admitted"]), "verify-affected").is_err());
+        assert!(refuse_selection(&ids(&["@ci"]), "verify-affected").is_err());
         assert!(refuse_selection(&ids(&["m0"]), "verify-affected").is_ok());
     }
 
@@ -1401,6 +1423,7 @@ mod tests {
             refused: vec![refused("m0", "verification-toolchain-absent")],
             admitted: vec![],
             selection: false,
+            pool: None,
         };
         assert_eq!(one.name(), "verification-toolchain-absent");
         assert_eq!(one.to_string(), "m0 is not admitted — remedy:\n  fix m0");
@@ -1411,6 +1434,7 @@ mod tests {
             ],
             admitted: vec!["m1".into()],
             selection: false,
+            pool: None,
         };
         assert_eq!(two.name(), "verification-toolchain-absent");
         let text = two.to_string();
@@ -1431,6 +1455,7 @@ mod tests {
             ],
             admitted: vec![],
             selection: false,
+            pool: None,
         };
         assert_eq!(mixed.name(), MIXED);
         let v = Error::from(mixed).to_json();

@@ -49,8 +49,6 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 pub use crate::transport::{CONNECT_TIMEOUT, CONTROL_TIMEOUT};
-/// Grace between TERM and KILL of the suite's group on the machine.
-pub const GRACE: Duration = Duration::from_secs(2);
 /// How long an attempt may wait for the repository's lock on the machine.
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
@@ -427,6 +425,7 @@ impl Session<'_> {
                 phases: std::mem::take(&mut self.phases),
                 remote_tree: self.layout.tree(),
                 interrupted,
+                slurm_job: m.row.slurm.as_ref().map(|n| n.job),
             }),
             run,
             argv,
@@ -575,7 +574,7 @@ async fn take_lock(on: On<'_, '_>, s: &mut Session<'_>) -> Result<Held, Dispatch
     let run_dir = on
         .layout
         .run(&format!("{}-{}", crate::record::new_id(), on.id));
-    let per_run = on.job.budget.duration + GRACE + 2 * CONTROL_TIMEOUT;
+    let per_run = on.job.budget.duration + crate::exec::GRACE + 2 * CONTROL_TIMEOUT;
     let hold = LOCK_WAIT + per_run * on.feed.runs_at_most().max(1) as u32;
     let (lock, left) = MachineLock::acquire(
         on.t,
@@ -1069,6 +1068,8 @@ mod tests {
                 transport: TransportKind::Ssh,
                 host: "m9".into(),
                 workhome: "/srv".into(),
+                slurm: None,
+                partition: None,
             },
             argv: vec!["saphan".into()],
             capability: None,

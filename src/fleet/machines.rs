@@ -10,6 +10,11 @@
 //!
 //! A row says how to reach a machine, nothing about what it can run: that is
 //! only ever learned by measuring and probing it.
+//!
+//! A `[pool.NAME]` row (`transport = "slurm"`, [`crate::slurm::Pool`])
+//! names nodes saphan borrows from a Slurm cluster for one invocation
+//! (`--machine @NAME`); each borrowed node is the machine `NAME/<node>`,
+//! a row made when its allocation is granted ([`MachineRow::borrowed`]).
 
 use super::FleetError;
 use crate::home::Home;
@@ -26,14 +31,19 @@ pub enum TransportKind {
     Local,
     /// SSH through `SAPHAN_HOME/ssh/config`.
     Ssh,
+    /// A node borrowed from a Slurm pool, reached with `srun` inside its
+    /// allocation ([`MachineRow::slurm`]). Only `[pool.NAME]` rows say
+    /// `slurm`; a `[machine.ID]` row that does is refused.
+    Slurm,
 }
 
 impl TransportKind {
-    /// `local` or `ssh`.
+    /// `local`, `ssh` or `slurm`.
     pub fn as_str(&self) -> &'static str {
         match self {
             TransportKind::Local => "local",
             TransportKind::Ssh => "ssh",
+            TransportKind::Slurm => "slurm",
         }
     }
 }
@@ -51,6 +61,8 @@ struct RawRow {
 struct RawFile {
     #[serde(default)]
     machine: BTreeMap<String, RawRow>,
+    #[serde(default)]
+    pool: BTreeMap<String, toml::Table>,
 }
 
 /// One machine row.
@@ -64,6 +76,34 @@ pub struct MachineRow {
     pub host: String,
     /// The machine's absolute work directory.
     pub workhome: String,
+    /// A borrowed node's place in its allocation (job, node, slurm.conf);
+    /// `None` for every other row, and for a pool's node before (or
+    /// without) an allocation.
+    #[serde(skip)]
+    pub slurm: Option<crate::transport::SlurmNode>,
+    /// A pool's node: the pool's partition (for the remedy's `srun -p`);
+    /// `None` for every other row.
+    #[serde(skip)]
+    pub partition: Option<String>,
+}
+
+impl MachineRow {
+    /// The row of node `node` of `pool` (`NAME/<node>`, the pool's
+    /// workhome), inside allocation `allocation` when one is granted.
+    pub fn borrowed(
+        pool: &crate::slurm::Pool,
+        node: &str,
+        allocation: Option<&crate::slurm::Allocation>,
+    ) -> MachineRow {
+        MachineRow {
+            id: pool.machine_id(node),
+            transport: TransportKind::Slurm,
+            host: node.to_string(),
+            workhome: pool.workhome.clone(),
+            slurm: allocation.map(|a| a.slurm_node(node)),
+            partition: Some(pool.partition.clone()),
+        }
+    }
 }
 
 /// Every machine row of the operator.
@@ -71,9 +111,13 @@ pub struct MachineRow {
 pub struct Machines {
     /// Rows by id.
     pub rows: BTreeMap<String, MachineRow>,
+    /// Slurm pools by name (`[pool.NAME]`).
+    pub pools: BTreeMap<String, crate::slurm::Pool>,
 }
 
-fn valid_id(id: &str) -> bool {
+/// Whether `id` may name a machine row or a pool (ASCII letters, digits,
+/// `.`, `_`, `-`; not `.`, `..` or a leading `-`).
+pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id != "."
         && id != ".."
@@ -105,6 +149,11 @@ impl Machines {
                     r.workhome
                 )));
             }
+            if r.transport == TransportKind::Slurm {
+                return Err(bad(format!(
+                    "machine `{id}`: transport `slurm` names a pool of borrowed nodes — write it as [pool.{id}] with partition, nodes and workhome (docs/slurm.md)"
+                )));
+            }
             let host = r.host.unwrap_or_else(|| id.clone());
             if !valid_id(&host) {
                 return Err(bad(format!(
@@ -118,10 +167,23 @@ impl Machines {
                     transport: r.transport,
                     host,
                     workhome: r.workhome,
+                    slurm: None,
+                    partition: None,
                 },
             );
         }
-        Ok(Machines { rows })
+        let mut pools = BTreeMap::new();
+        for (name, table) in raw.pool {
+            if !valid_id(&name) || rows.contains_key(&name) || name == "admitted" {
+                return Err(bad(format!(
+                    "pool `{name}` may only hold letters, digits, `.`, `_` and `-` (not leading), and is neither `admitted` nor a machine id"
+                )));
+            }
+            let pool = crate::slurm::Pool::from_toml_table(&name, &table)
+                .map_err(|e| bad(e.to_string()))?;
+            pools.insert(name, pool);
+        }
+        Ok(Machines { rows, pools })
     }
 
     /// Load `home`'s machine rows; a missing file holds none.
@@ -194,6 +256,19 @@ pub async fn connect(
 ) -> Result<Transport, FleetError> {
     match row.transport {
         TransportKind::Local => Ok(Transport::Local(Local)),
+        TransportKind::Slurm => match &row.slurm {
+            Some(node) => Ok(Transport::slurm(node.clone())),
+            None => Err(FleetError::Transport {
+                machine: row.id.clone(),
+                source: Box::new(crate::transport::TransportError::BadArgument {
+                    detail: format!(
+                        "{} is a node of a Slurm pool and is reached only inside an allocation — name the pool: --machine @{}",
+                        row.id,
+                        row.id.split('/').next().unwrap_or_default()
+                    ),
+                }),
+            }),
+        },
         TransportKind::Ssh => {
             let opts = SshOptions {
                 connect_timeout: timeout,
@@ -238,5 +313,9 @@ pub fn reach_hint(home: &Home, row: &MachineRow) -> String {
         TransportKind::Local => {
             "this is the local machine: check what keeps it (or the program probed) busy".into()
         }
+        TransportKind::Slurm => format!(
+            "check the node's state (`sinfo -n {}`) and that steps start on it (`srun -w {} true`)",
+            row.host, row.host
+        ),
     }
 }

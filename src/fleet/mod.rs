@@ -24,6 +24,7 @@ pub mod finding;
 pub mod ledger;
 pub mod machines;
 pub mod measure;
+pub mod pool;
 pub mod probe;
 pub mod remeasure;
 pub mod remedy;

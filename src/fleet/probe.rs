@@ -471,7 +471,7 @@ pub async fn probe_toolchains(
             machine: machine.id.clone(),
             source: Box::new(source),
         })?,
-        _ = super::run::cancelled() => {
+        _ = crate::cancel::cancelled() => {
             // Dropping the exec killed the script's process group; the
             // version commands run under `timeout` in groups of their own.
             if let Some(d) = &pid_dir {
@@ -596,7 +596,7 @@ pub async fn probe_on(
         };
         findings[i] = Some(probe_other(&req, t).await);
     }
-    if super::run::is_cancelled() {
+    if crate::cancel::token().is_cancelled() {
         return Err(FleetError::Interrupted {
             machine: row.id.clone(),
         }

@@ -269,7 +269,7 @@ async fn machine(
     if plan.facts.1.stale() {
         let f = tokio::select! {
             r = super::measure::measure(&t, &row.id, s.timeout) => r?,
-            _ = super::run::cancelled() => {
+            _ = crate::cancel::cancelled() => {
                 return Err(super::FleetError::Interrupted { machine: row.id.clone() }.into());
             }
         };

@@ -65,6 +65,14 @@ pub fn install_line(home: &Home, row: &MachineRow, install: &str) -> String {
             row.host,
             single_quote(install)
         ),
+        // A borrowed node: a step of its own on that node (as root, which
+        // installing needs: the cluster's administrators run it).
+        TransportKind::Slurm => format!(
+            "srun -p {} -w {} -N1 -n1 sh -c {}",
+            row.partition.as_deref().unwrap_or("PARTITION"),
+            row.host,
+            single_quote(install)
+        ),
     }
 }
 
@@ -73,7 +81,7 @@ pub fn measure_line(home: &Home, catalog: Option<&Path>, machine: &str) -> Strin
     format!(
         "{} machine measure {}",
         saphan_prefix(home, catalog),
-        flag("machine", machine)
+        flag("machine", &machine_word(machine))
     )
 }
 
@@ -101,7 +109,7 @@ pub fn probe_line(
     let mut s = format!(
         "{} machine probe {} {} {} {} {}",
         saphan_prefix(home, catalog),
-        flag("machine", machine),
+        flag("machine", &machine_word(machine)),
         flag("capability", capability),
         flag("declared-path", &inputs.declared_path),
         flag("workhome", &inputs.workhome),
@@ -112,6 +120,17 @@ pub fn probe_line(
         s.push_str(&flag("workspace", &inputs.workspace));
     }
     s
+}
+
+/// What `--machine` takes to reach `machine` again: the id itself, or for
+/// a node borrowed from a Slurm pool (`NAME/<node>`) the pool, `@NAME` —
+/// a node is measured and probed inside an allocation of its pool, which
+/// reaches every node of the partition.
+pub fn machine_word(machine: &str) -> String {
+    match machine.split_once('/') {
+        Some((pool, _)) => format!("@{pool}"),
+        None => machine.to_string(),
+    }
 }
 
 /// `--name value`, quoted for a POSIX shell — or `--name=value` when the

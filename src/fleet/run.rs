@@ -2,50 +2,16 @@
 //! machine, each under its own budget. Each machine's start and end is a
 //! typed [`MachineEvent`] handed to the caller's observer (the CLI draws one
 //! progress line per machine from them); nothing here prints. Results come
-//! back in the order the machines were named.
+//! back in the order the machines were named. Ctrl-C reaches the ceremonies
+//! through the process's one cancellation token ([`crate::cancel`]).
 
 use super::FleetError;
 use super::machines::MachineRow;
 use crate::error::Result;
 use crate::home::Home;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
-
-fn cancel_channel() -> &'static watch::Sender<bool> {
-    static C: OnceLock<watch::Sender<bool>> = OnceLock::new();
-    C.get_or_init(|| watch::channel(false).0)
-}
-
-/// Ask every running fleet ceremony in this process to stop (the operator
-/// pressed Ctrl-C): probes stop waiting, kill what they started and remove
-/// their probe containers, and record nothing.
-pub fn cancel() {
-    cancel_channel().send_replace(true);
-}
-
-/// Has [`cancel`] been called?
-pub fn is_cancelled() -> bool {
-    *cancel_channel().borrow()
-}
-
-/// Resolves once [`cancel`] is called (at once if it was).
-pub async fn cancelled() {
-    let mut rx = cancel_channel().subscribe();
-    let _ = rx.wait_for(|c| *c).await;
-}
-
-/// Turn the first Ctrl-C, SIGTERM or SIGHUP (the process's
-/// [`crate::cancel`] token) into [`cancel`] (replacing the default "die at
-/// once", which would leave probe containers and version commands behind).
-pub fn cancel_on_ctrl_c() {
-    let t = crate::cancel::install();
-    tokio::spawn(async move {
-        t.cancelled().await;
-        cancel();
-    });
-}
 
 /// One step of one machine in [`for_each_machine`], for the caller to show.
 #[derive(Debug, Clone, Copy)]

@@ -163,6 +163,8 @@ pub struct Shipped {
     pub remote_tree: String,
     /// Ctrl-C stopped it.
     pub interrupted: bool,
+    /// A borrowed Slurm node: the allocation's job id.
+    pub slurm_job: Option<u64>,
 }
 
 /// The boxed future a [`Bench`] returns.

@@ -1263,6 +1263,7 @@ pub fn record(
         machine_program: None,
         phases: None,
         remote_tree: None,
+        slurm_job: None,
         containment: run.containment,
         seal: run.seal.clone(),
         step_budget: None,

@@ -180,6 +180,7 @@ pub fn record_of(
         record.phases = Some(f.phases.clone());
         record.remote_tree = Some(f.remote_tree.clone());
         record.interrupted = f.interrupted;
+        record.slurm_job = f.slurm_job;
         if job.suite.report == crate::report::ReportKind::GoTestJson {
             let seconds: std::collections::BTreeMap<String, f64> = package_ends(m)
                 .into_iter()

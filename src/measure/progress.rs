@@ -57,6 +57,16 @@ pub enum Event<'a> {
         /// What is waited for, who holds it and since when, how long so far.
         wait: &'a crate::record::wait::LockWait,
     },
+    /// `--machine @admitted`: the machines chosen before anything ran, and
+    /// those left out and why (reported once, with machine `""`).
+    Chosen {
+        /// The selector as given (`@admitted`).
+        selector: &'a str,
+        /// The chosen machine ids, in id order.
+        chosen: &'a [String],
+        /// The machines left out.
+        left_out: &'a [LeftOutMachine],
+    },
     /// Bringing the reports back.
     Collect,
     /// The attempt is over, with this verdict.
@@ -64,6 +74,17 @@ pub enum Event<'a> {
         /// The attempt's verdict.
         verdict: Verdict,
     },
+}
+
+/// A machine a selection left out ([`Event::Chosen`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOutMachine {
+    /// The machine id.
+    pub machine: String,
+    /// Its refusal's stable name (`verification-toolchain-absent`, …).
+    pub name: &'static str,
+    /// The first command of its remedy (or its refusal's first line).
+    pub remedy: String,
 }
 
 /// An observer of attempts' progress.

@@ -193,6 +193,10 @@ pub struct Record {
     /// Dispatched runs: the scratch tree's path on the machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_tree: Option<String>,
+    /// A node borrowed from a Slurm pool: the allocation's job id (the
+    /// record's `machine` is `POOL/<node>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<u64>,
     /// Host class: what kept the suite's processes from outliving the
     /// attempt (`cgroup`, `process-group`); absent when the suite
     /// never ran or ran in a container.

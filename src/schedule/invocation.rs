@@ -49,6 +49,34 @@ pub struct Multi {
     /// infrastructure failure while another machine answered — recorded,
     /// but left out of the verdict (a named list never leaves one out).
     pub left_out: Vec<LeftOut>,
+    /// `--machine @POOL`: the nodes borrowed from the Slurm cluster for
+    /// this invocation, and how they were given back.
+    pub borrowed: Option<Borrowed>,
+    /// `--machine @admitted`: which machines were chosen, and which left
+    /// out before anything ran.
+    pub selection: Option<crate::dispatch::admit::Selection>,
+}
+
+/// What one invocation borrowed from a Slurm pool ([`Multi::borrowed`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Borrowed {
+    /// The pool (`[pool.NAME]`).
+    pub pool: String,
+    /// The allocation's job id.
+    pub job: u64,
+    /// The nodes granted, in Slurm's order.
+    pub nodes: Vec<String>,
+    /// Nodes of the partition not borrowed because they are not admitted
+    /// (each with its refusal and remedy).
+    pub left_out: Vec<crate::dispatch::admit::Refused>,
+    /// Allocations of an earlier saphan that died, cancelled first (one
+    /// line each).
+    pub swept: Vec<String>,
+    /// How the allocation was given back: `released job 12 (0.02 s)`, or
+    /// why it could not be (with the command that releases it).
+    pub released: String,
+    /// Whether the release failed.
+    pub release_failed: bool,
 }
 
 /// A machine left out of an `@admitted` verdict, and why.
@@ -141,7 +169,7 @@ pub enum Certified {
     /// Without `--machine`: this machine's one record.
     Here(Box<Outcome>),
     /// With `--machine`: one record per machine.
-    Machines(Multi),
+    Machines(Box<Multi>),
 }
 
 /// A bench per fleet machine, all at once: connect everywhere first (a
@@ -213,7 +241,7 @@ pub async fn every_named(
         LockHold::Take(job.waiter()),
     )
     .await?;
-    Ok(Certified::Machines(Multi {
+    Ok(Certified::Machines(Box::new(Multi {
         disagreement: conclude::disagreement(&records),
         runs,
         attempts: record::attempts_path(job.repo),
@@ -221,7 +249,9 @@ pub async fn every_named(
         split: None,
         remain: Vec::new(),
         left_out: Vec::new(),
-    }))
+        borrowed: None,
+        selection: None,
+    })))
 }
 
 /// The listing of an unsplit go-test-json run on fleet machines (host

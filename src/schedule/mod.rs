@@ -10,6 +10,7 @@
 //! ([`crate::measure::pipeline`]), one per machine; nothing here runs a
 //! suite.
 
+pub mod class;
 pub mod invocation;
 pub mod run;
 

@@ -829,3 +829,69 @@ fn go_list_objects_without_a_directory_are_quoted() {
     assert!(msg.contains("go.work"), "{msg}");
     assert!(!msg.contains("missing field"), "{msg}");
 }
+
+/// A package that exists only under a build tag: with verify.full's
+/// `-tags=integration`, the bundled adapter lists and tests with the same
+/// tag (the packages certification and `--split` see), so a change there
+/// selects and runs its package; declared with its own flags, they win;
+/// a flag that does not choose packages is refused.
+#[test]
+fn the_go_adapter_lists_with_the_full_suites_build_tags() {
+    if no_go() {
+        return;
+    }
+    let tagged = (
+        "tagged/tagged.go",
+        "//go:build integration\n\npackage tagged\n\n// V is one.\nfunc V() int { return 1 }\n",
+    );
+    let tagged_test = (
+        "tagged/tagged_test.go",
+        "//go:build integration\n\npackage tagged\n\nimport \"testing\"\n\nfunc TestTagged(t *testing.T) {\n\tif V() != 2 {\n\t\tt.Fatal(\"tagged changed\")\n\t}\n}\n",
+    );
+    let r = module();
+    r.commit(&[tagged, tagged_test], "tagged");
+    git(r.path(), &["branch", "-f", "base"]);
+    r.commit(
+        &[(
+            "tagged/tagged.go",
+            "//go:build integration\n\npackage tagged\n\n// V is two.\nfunc V() int { return 2 }\n",
+        )],
+        "tagged: 2",
+    );
+    let env = Env::new();
+    env.write_config(&format!(
+        "{GO_ADAPTER}\n[verify.full]\nargv = \"go,test,-json,-count=1,-tags=integration,./...\"\nreport = \"go-test-json\"\n"
+    ));
+    let (o, v) = affected(&env, &r);
+    assert_eq!(strs(&v["changed_packages"]), pkgs(&["tagged"]), "{v:#}");
+    assert_eq!(strs(&v["selected_packages"]), pkgs(&["tagged"]), "{v:#}");
+    assert!(
+        strs(&v["adapter_argv"]).contains(&"-tags=integration".to_string()),
+        "{v:#}"
+    );
+    assert_eq!(v["result"], "green", "{v:#}");
+    assert_code(&o, 0);
+
+    // Its own flags win; without the tag the package does not exist, so a
+    // Go file nothing lists widens the run to every listed package.
+    env.write_config(
+        "[verify.affected]\nargv = \"saphan,adapter,go-affected,-tags=other\"\nreport = \"go-test-json\"\n\n[verify.full]\nargv = \"go,test,-json,-count=1,-tags=integration,./...\"\nreport = \"go-test-json\"\n",
+    );
+    let (_, v) = affected(&env, &r);
+    assert_eq!(v["widened"], true, "{v:#}");
+    assert!(
+        !strs(&v["selected_packages"]).contains(&format!("{MODULE}/tagged")),
+        "{v:#}"
+    );
+    assert!(
+        !strs(&v["adapter_argv"]).contains(&"-tags=integration".to_string()),
+        "{v:#}"
+    );
+
+    env.write_config(
+        "[verify.affected]\nargv = \"saphan,adapter,go-affected,-race\"\nreport = \"go-test-json\"\n",
+    );
+    let (o, v) = affected(&env, &r);
+    assert_ne!(o.status.code(), Some(0), "{v:#}");
+    assert!(v.to_string().contains("-race"), "{v:#}");
+}

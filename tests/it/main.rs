@@ -37,6 +37,7 @@ mod seal;
 mod seal_modes;
 mod signals;
 mod slurm_lab;
+mod slurm_pool;
 mod slurm_transport;
 mod snapshots;
 mod source_rules;

@@ -201,6 +201,8 @@ const DISPATCHED_OPTIONAL: &[Field] = &[
     ("interrupted", "bool"),
     ("package_seconds", "object"),
     ("retry_of", "string"),
+    // A node borrowed from a Slurm pool: the allocation's job id.
+    ("slurm_job", "number"),
 ];
 
 /// `certify --split` (format 2).
@@ -393,6 +395,7 @@ fn every_record_field_is_pinned() {
         }),
         package_seconds: Some([("example.com/m/a".to_string(), 2.5)].into()),
         retry_of: Some("20261201T000000Z-00000001".into()),
+        slurm_job: Some(17),
     };
     let v = serde_json::to_value(&rec).unwrap();
     let all: Vec<&[Field]> = vec![

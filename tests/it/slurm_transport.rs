@@ -219,11 +219,13 @@ async fn slurm_transport_runs_commands_on_a_borrowed_node_as_ssh_does() {
         .unwrap();
     assert_eq!(o.status, Termination::TimedOut, "{}", o.stderr_str());
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    // The node has its own PID namespace: the pid it printed is the
+    // node's; gone means no process of the node has it.
     let grandchild: i32 = o.stdout_str().trim().parse().unwrap();
     until(
         "the budget's grandchild to be gone",
         Duration::from_secs(10),
-        || !alive(grandchild),
+        || lab.host_pid("n1", grandchild).is_none(),
     )
     .await;
 
@@ -290,6 +292,9 @@ async fn slurm_transport_runs_commands_on_a_borrowed_node_as_ssh_does() {
         .await
     });
     let sleeper = pid_on_node(&t, &pidfile).await;
+    let sleeper = lab
+        .host_pid("n1", sleeper)
+        .expect("the sleeper runs on n1 (its pid here, from the node's)");
     assert!(alive(sleeper));
     running.abort();
     let _ = running.await;
@@ -337,6 +342,9 @@ async fn a_killed_node_is_slurms_failure_and_the_other_node_runs_on() {
         .await
     });
     let sleeper = pid_on_node(&t1, &pidfile).await;
+    let sleeper = lab
+        .host_pid("n1", sleeper)
+        .expect("the sleeper runs on n1 (its pid here, from the node's)");
     let _ = t1
         .exec(
             &["rm".into(), "-f".into(), pidfile.clone()],

@@ -146,7 +146,7 @@ pub async fn probe_docker_oci(
         tokio::select! {
             r = tokio::time::timeout(run_budget, probe_inner(transport, s, install, &name, run_deadline)) => r.ok(),
             // Ctrl-C: stop where it is and remove the container, as below.
-            _ = crate::fleet::run::cancelled() => None,
+            _ = crate::cancel::cancelled() => None,
         }
     };
     match run.await {

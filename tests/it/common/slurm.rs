@@ -192,6 +192,31 @@ impl SlurmLab {
             .collect()
     }
 
+    /// The pid on this machine of the process that is `pid` in `node`'s
+    /// own PID namespace (what `echo $$` prints on the node), while it runs:
+    /// found among the node network namespace's processes by the last
+    /// field of their `NSpid`. `None` once it has ended (a zombie has no
+    /// namespace links, so it is not listed either).
+    pub fn host_pid(&self, node: &str, pid: i32) -> Option<i32> {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &format!("slurm-{}-{node}", self.name)])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+            .find(|host| {
+                std::fs::read_to_string(format!("/proc/{host}/status"))
+                    .ok()
+                    .and_then(|st| {
+                        st.lines()
+                            .find_map(|l| l.strip_prefix("NSpid:"))
+                            .and_then(|v| v.split_whitespace().last()?.parse::<i32>().ok())
+                    })
+                    == Some(pid)
+            })
+    }
+
     /// A node's state as `sinfo` prints it (`idle`, `alloc`, `down*`, …).
     pub fn node_state(&self, node: &str) -> String {
         let out = self.run("sinfo", &["-h", "-N", "-n", node, "-o", "%t"]);
