@@ -360,13 +360,7 @@ async fn measure(ctx: &Ctx, ids: &[String], timeout: Duration) -> Result<Exit> {
     let results = for_each_machine(&ctx.home, rows, timeout, lines, |row| {
         let home = home.clone();
         let led = led.clone();
-        async move {
-            let t = crate::fleet::machines::connect(&home, &row, timeout).await?;
-            let f = crate::fleet::measure::measure(&t, &row.id, timeout).await?;
-            led.append_off_runtime(crate::fleet::ledger::Row::Machine(f.clone()))
-                .await?;
-            Ok(f)
-        }
+        async move { crate::fleet::measure::measure_machine(&home, &led, &row, timeout).await }
     })
     .await;
     give_back(borrowed).await?;

@@ -195,6 +195,26 @@ pub async fn measure(
     parse(machine, &crate::clock::now_rfc3339_seconds(), &text)
 }
 
+/// The `machine measure` ceremony for one machine: connect to `row`,
+/// run the measure script ([`measure`]), and append the facts to the
+/// ledger as a signed `machine` row (off the runtime). Bounded by
+/// `timeout` per step.
+///
+/// Errors: the connection's (`host-unreachable`, …), the script's
+/// (`measure-output-invalid`, …), the ledger's.
+pub async fn measure_machine(
+    home: &crate::home::Home,
+    led: &std::sync::Arc<super::ledger::Ledger>,
+    row: &super::machines::MachineRow,
+    timeout: Duration,
+) -> crate::error::Result<MachineFacts> {
+    let t = super::machines::connect(home, row, timeout).await?;
+    let f = measure(&t, &row.id, timeout).await?;
+    led.append_off_runtime(super::ledger::Row::Machine(f.clone()))
+        .await?;
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -830,6 +830,22 @@ pub async fn run_suite_with(
         }
         break outcome;
     };
+    // bwrap's monitor (the sandbox's pid 1) exits 128+N for a suite killed
+    // by signal N: read it as the signal, as a machine's watchdog reads a
+    // shell's status — a sealed suite that dies of SIGKILL crashed, it did
+    // not exit 137.
+    let outcome = match outcome {
+        Some(Ok(mut out)) if sealing.wrap.is_some() => {
+            if let Termination::Exited(c) = out.status
+                && c > 128
+                && c < 128 + 65
+            {
+                out.status = Termination::Signaled(c - 128);
+            }
+            Some(Ok(out))
+        }
+        o => o,
+    };
     // The suite's wall time as its executor measured it, start to exit
     // (a container run leaves out the one-time fill of its image's
     // toolchain volumes); the core's own clock when nothing came back.

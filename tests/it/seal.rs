@@ -1160,3 +1160,32 @@ fn a_hook_planted_for_the_split_listing_never_drops_a_failing_package() {
     }
     assert_no_faults(&faults);
 }
+
+/// A sealed suite killed by a signal crashed: bwrap's monitor exits 137
+/// for a SIGKILLed suite, and an exitcode suite must not read that as a
+/// red (a failing test) — it is `measurement-failed`, `crash`, naming the
+/// signal, sealed or not (the same reading a machine's watchdog gives).
+#[test]
+fn a_sealed_suite_killed_by_a_signal_is_a_crash_not_a_red() {
+    if no_seal() {
+        return;
+    }
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"sh,-c,kill -KILL $$\"\nreport = \"exitcode\"\n");
+    let repo = Repo::new(&[("README", "x\n")]);
+    for mode in ["required", "off"] {
+        let o = run_verb(&env, "certify", &repo, &[], Some(mode));
+        let (_, err) = text(&o);
+        assert_code(&o, 3);
+        let v = json(&o);
+        assert_eq!(
+            v["verdict"], "measurement-failed",
+            "--seal {mode}: {v}\n{err}"
+        );
+        assert_eq!(v["failure"], "crash", "--seal {mode}: {v}");
+        assert!(
+            v["notes"].to_string().contains("signal 9"),
+            "--seal {mode}: {v}"
+        );
+    }
+}
