@@ -27,6 +27,7 @@ mod records_show;
 mod reliability;
 mod remeasure;
 mod remote_scripts;
+mod repo_config;
 mod reports_corpus;
 mod reports_e2e;
 mod reports_e2e_why;

@@ -228,3 +228,44 @@ fn refusal_of_stale_machines() {
     s.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
     s.bind(|| insta::assert_snapshot!("refusal_stale_machines", shown(&o)));
 }
+
+/// `config show --repo R`: which declaration applies, then each file.
+#[test]
+fn config_show_of_a_repository() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"go,test,./...\"\ntimeout = \"20m\"\n");
+    let repo = Repo::new(&[("pyproject.toml", "[tool.pytest.ini_options]\n")]);
+    for (k, v) in [
+        ("verify.full.argv", "pytest,--junitxml=reports/junit.xml"),
+        ("verify.full.report_path", "reports/junit.xml"),
+        ("verify.full.report", "junit-xml"),
+    ] {
+        assert_code(
+            &env.run(&["config", "set", "--repo", &repo.path_str(), k, v]),
+            0,
+        );
+    }
+    let o = env.run(&["config", "show", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("config_show_repo", shown(&o)));
+}
+
+/// `init` in a pytest project: the junit-xml proposal, into the
+/// repository's own declaration.
+#[test]
+fn init_proposal_for_a_pytest_project() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"go,test,./...\"\n");
+    let repo = Repo::new(&[
+        ("pyproject.toml", "[project]\nname = \"calc\"\n"),
+        ("tox.ini", "[testenv]\ncommands = pytest\n"),
+    ]);
+    let o = env
+        .cmd()
+        .args(["init", "--repo", &repo.path_str()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("init_pytest_proposal", shown(&o)));
+}
