@@ -154,7 +154,8 @@ pub async fn certify(
     let provisions = setup.provisions()?;
     // The pointer's trunk: `trunk-mismatch` is refused here, before any
     // gate, lock or machine.
-    let trunk = record::trunk::for_certify(repo, settings.trunk.as_deref()).await?;
+    let (trunk, first_follow) =
+        record::trunk::for_certify_first(repo, settings.trunk.as_deref()).await?;
     let fleet = settings.fleet();
     if settings.split && fleet.is_empty() {
         return Err(crate::schedule::ScheduleError::NoMachines.into());
@@ -239,7 +240,7 @@ pub async fn certify(
         )
     };
     let local = || Transport::Local(crate::transport::Local);
-    match gate {
+    let certified = match gate {
         Gate::LocalHost => here(&job, &measure::Host).await,
         Gate::LocalContainer(socket, image) => {
             // The container's Go build cache, kept between runs like the
@@ -299,7 +300,23 @@ pub async fn certify(
                 }
             }
         }
-    }
+    };
+    // A pointer that moved for the first time now follows this trunk for
+    // good: the verb says which (the record of the move is the file).
+    Ok(match certified? {
+        Certified::Here(mut o) => {
+            if o.pointer.moved() {
+                o.first_follow = first_follow;
+            }
+            Certified::Here(o)
+        }
+        Certified::Machines(mut m) => {
+            if m.pointer.moved() {
+                m.first_follow = first_follow;
+            }
+            Certified::Machines(m)
+        }
+    })
 }
 
 /// The class gate: the container class's pin, docker-oci rows and image;
@@ -398,6 +415,7 @@ async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
         test_output_omitted: measured.run.measurement.test_output_omitted,
         tests: measured.run.measurement.tests,
         stderr_tail: measured.run.stderr_tail,
+        first_follow: None,
     })))
 }
 

@@ -177,7 +177,7 @@ pub fn detect_with(has: impl Fn(&str) -> bool) -> Option<Proposal> {
 /// [`detect_with`], reading a marker's text with `read` where its text
 /// decides (does `pyproject.toml` name pytest?). The Python slot of the
 /// order holds every [`PYTEST_MARKERS`] file: a project that runs pytest
-/// gets [`pytest`]'s proposal there, else `pyproject.toml` alone the
+/// gets pytest's junit-xml proposal there, else `pyproject.toml` alone the
 /// exitcode floor.
 pub fn detect_reading(
     has: impl Fn(&str) -> bool,

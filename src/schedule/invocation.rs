@@ -49,6 +49,9 @@ pub struct Multi {
     /// infrastructure failure while another machine answered — recorded,
     /// but left out of the verdict (a named list never leaves one out).
     pub left_out: Vec<LeftOut>,
+    /// The pointer's first move along a trunk it now follows for good
+    /// (set by the verb when this invocation moved it first).
+    pub first_follow: Option<record::trunk::FirstFollow>,
 }
 
 /// A machine left out of an `@admitted` verdict, and why.
@@ -141,7 +144,7 @@ pub enum Certified {
     /// Without `--machine`: this machine's one record.
     Here(Box<Outcome>),
     /// With `--machine`: one record per machine.
-    Machines(Multi),
+    Machines(Box<Multi>),
 }
 
 /// A bench per fleet machine, all at once: connect everywhere first (a
@@ -213,7 +216,7 @@ pub async fn every_named(
         LockHold::Take(job.waiter()),
     )
     .await?;
-    Ok(Certified::Machines(Multi {
+    Ok(Certified::Machines(Box::new(Multi {
         disagreement: conclude::disagreement(&records),
         runs,
         attempts: record::attempts_path(job.repo),
@@ -221,7 +224,8 @@ pub async fn every_named(
         split: None,
         remain: Vec::new(),
         left_out: Vec::new(),
-    }))
+        first_follow: None,
+    })))
 }
 
 /// The listing of an unsplit go-test-json run on fleet machines (host

@@ -1098,7 +1098,7 @@ async fn conclude_queue(
             )
         });
     }
-    Ok(Certified::Machines(Multi {
+    Ok(Certified::Machines(Box::new(Multi {
         runs,
         attempts,
         pointer,
@@ -1106,7 +1106,8 @@ async fn conclude_queue(
         split: outcome,
         remain: Vec::new(),
         left_out,
-    }))
+        first_follow: None,
+    })))
 }
 
 /// Split unsharded attempts into those the verdict is over and those left

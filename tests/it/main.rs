@@ -22,6 +22,7 @@ mod junit_report;
 mod never_a_lie;
 mod operator;
 mod pipeline;
+mod readable;
 mod record_fields;
 mod records_show;
 mod reliability;

@@ -269,3 +269,33 @@ fn init_proposal_for_a_pytest_project() {
     assert_code(&o, 0);
     settings(&env, &repo).bind(|| insta::assert_snapshot!("init_pytest_proposal", shown(&o)));
 }
+
+/// Issue 40 item 8: a red Go module with subtests — the count says them
+/// apart, and each failing name carries the command that re-runs it alone.
+#[test]
+fn red_with_subtests_and_rerun_lines() {
+    if gomod::no_go() {
+        return;
+    }
+    let env = Env::new();
+    let (m, mod_text) = gomod::go_mod();
+    let repo = Repo::new(&[
+        (m, &mod_text),
+        (
+            "mul/mul.go",
+            "package mul\n\nfunc Mul(a, b int) int { return a + b }\n",
+        ),
+        (
+            "mul/mul_test.go",
+            "package mul\n\nimport \"testing\"\n\nfunc TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fatal(\"2*3 is not 6\")\n\t}\n}\n\nfunc TestTable(t *testing.T) {\n\tt.Run(\"zero\", func(t *testing.T) {})\n\tt.Run(\"one.5 (x)\", func(t *testing.T) { t.Fatal(\"bad\") })\n}\n",
+        ),
+    ]);
+    let mut c = env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args(["certify", "--repo", &repo.path_str()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("red_rerun_lines", shown(&o)));
+}
