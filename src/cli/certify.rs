@@ -411,6 +411,30 @@ pub(crate) struct Detail {
 }
 
 impl Detail {
+    /// Add what the human lines say beyond the record to its JSON object:
+    /// `rerun`, `[{"test", "command"}]` for the failing names that have
+    /// one, and `count_with_subtests` when subtests ended.
+    fn add_json(&self, v: &mut serde_json::Value, r: &crate::record::Record) {
+        if let Avail::Value(names) = &r.named_tests {
+            let rerun: Vec<serde_json::Value> = names
+                .iter()
+                .filter_map(|n| {
+                    self.rerun
+                        .command(n)
+                        .map(|c| serde_json::json!({"test": n, "command": c}))
+                })
+                .collect();
+            if !rerun.is_empty() {
+                v["rerun"] = serde_json::json!(rerun);
+            }
+        }
+        if let (Some(sub), Some(n)) = (self.subtests, r.count.value())
+            && sub > 0
+        {
+            v["count_with_subtests"] = serde_json::json!(n + sub);
+        }
+    }
+
     /// For record `r`, whose tests were `tests` when the verb still has
     /// them: the re-run context read from the commit (its root `go.mod`'s
     /// module, or its files for a pytest report), only on a verdict with
@@ -564,6 +588,7 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
+        detail.add_json(&mut v, r);
         // The human output shows the suite's last lines on a non-green
         // verdict; so does the JSON (`stderr_tail` or `log_tail`).
         if let Some((key, _, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail, &o.test_output) {
@@ -832,8 +857,11 @@ fn dispatched(
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
-            "records": m.runs.iter().map(|r| {
+            "records": m.runs.iter().enumerate().map(|(i, r)| {
                 let mut v = serde_json::to_value(&r.record).expect("records serialize");
+                if let Some(d) = details.get(i) {
+                    d.add_json(&mut v, &r.record);
+                }
                 // As for a local attempt: the suite's last stderr lines on
                 // a non-green verdict (what the human output shows).
                 if r.record.verdict != Verdict::Green && !r.stderr_tail.trim().is_empty() {

@@ -398,7 +398,10 @@ async fn fill_fleet(
         })
         .await?
         .and_then(|s| s.argv.first().cloned()),
-        None => cfg.full.as_ref().and_then(|s| s.argv.first().cloned()),
+        // No trunk head to look at: what the declaration alone resolves to.
+        None => crate::suite::resolve_full(&cfg, top, "certify", |_| false)
+            .ok()
+            .and_then(|s| s.argv.first().cloned()),
     };
     let entry = f
         .program
