@@ -300,3 +300,67 @@ fn a_go_module_and_a_pytest_project_certify_on_a_lab_machine_from_one_home() {
     assert_eq!(v["fleet"]["program"], "pytest", "{v}");
     assert_eq!(v["fleet"]["capability"], "pytest", "{v}");
 }
+
+/// verify-affected reads the same resolution: a repository's own
+/// `[verify.affected]` runs where the operator declares none.
+#[test]
+fn verify_affected_runs_the_repositorys_own_adapter() {
+    if gomod::no_go() {
+        return;
+    }
+    let env = Env::new();
+    let mut files: Vec<(String, String)> = vec![{
+        let (p, c) = gomod::go_mod();
+        (p.to_string(), c)
+    }];
+    files.extend(gomod::package("leaf", &[], 1));
+    files.extend(gomod::package("other", &[], 1));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    common::git(repo.path(), &["branch", "base"]);
+    let (p, c) = &gomod::package("leaf", &[], 2)[0];
+    repo.commit(&[(p, c)], "leaf: 2");
+    let affected = || {
+        let mut c = env.cmd();
+        gomod::go_env(&mut c);
+        c.args([
+            "--json",
+            "verify-affected",
+            "--repo",
+            &repo.path_str(),
+            "--base",
+            "base",
+        ])
+        .output()
+        .unwrap()
+    };
+    // The operator declares no adapter: unavailable.
+    let o = affected();
+    assert_code(&o, 2);
+    assert_eq!(json(&o)["result"], "unavailable");
+    assert_code(
+        &set(
+            &env,
+            &repo,
+            "verify.affected.argv",
+            "saphan,adapter,go-affected",
+        ),
+        0,
+    );
+    assert_code(
+        &set(&env, &repo, "verify.affected.report", "go-test-json"),
+        0,
+    );
+    let o = affected();
+    assert_code(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["result"], "green", "{v}");
+    assert_eq!(
+        v["selected_packages"],
+        serde_json::json!([format!("{}/leaf", gomod::MODULE)]),
+        "{v}"
+    );
+}
