@@ -705,7 +705,7 @@ fn machines_junit(m: &crate::schedule::invocation::Multi) -> Vec<junit::Suite<'_
     why.extend(sp.notes.iter().cloned());
     why.extend(sp.advisory.iter().map(|a| format!("advisory: {a}")));
     let shards: Vec<&crate::report::Tests> = runs.iter().map(|r| &r.tests).collect();
-    let mut summary = split_lines(sp);
+    let mut summary = split_lines(sp, &crate::report::rerun::Rerun::None);
     for run in &runs {
         summary.push_str(&record_lines(run, &Detail::default()));
     }
@@ -893,7 +893,14 @@ fn dispatched(
             s.push_str(&format!("machines disagree: {d}\n"));
         }
         if let Some(sp) = &m.split {
-            s.push_str(&split_lines(sp));
+            // The shards ran one SHA: any shard's re-run context serves.
+            let none = crate::report::rerun::Rerun::None;
+            let rerun = details
+                .iter()
+                .map(|d| &d.rerun)
+                .find(|r| !matches!(r, crate::report::rerun::Rerun::None))
+                .unwrap_or(&none);
+            s.push_str(&split_lines(sp, rerun));
         }
         s.push_str(&format!("records: {}\n", m.attempts.display()));
         match &m.pointer {
@@ -952,7 +959,10 @@ fn left_out_words(m: &crate::schedule::invocation::Multi) -> String {
 
 /// `certify --split`: the verdict over the shards, their coverage, and
 /// why an advisory result moves nothing.
-fn split_lines(sp: &crate::schedule::invocation::SplitOutcome) -> String {
+fn split_lines(
+    sp: &crate::schedule::invocation::SplitOutcome,
+    rerun: &crate::report::rerun::Rerun,
+) -> String {
     let mut s = format!(
         "split over {} shard(s): {} — {}",
         sp.shards,
@@ -982,7 +992,10 @@ fn split_lines(sp: &crate::schedule::invocation::SplitOutcome) -> String {
     if !sp.named_tests.is_empty() {
         s.push_str(&format!("failing ({}):\n", sp.named_tests.len()));
         for n in &sp.named_tests {
-            s.push_str(&format!("  {n}\n"));
+            match rerun.command(n) {
+                Some(c) => s.push_str(&format!("  {n} — re-run: {c}\n")),
+                None => s.push_str(&format!("  {n}\n")),
+            }
         }
     }
     if let Some(a) = &sp.advisory {
