@@ -284,7 +284,7 @@ pub async fn verify_affected(s: &Settings, interrupt: &Interrupt) -> Result<Affe
     let repo = Repo::open(&s.repo).await?;
     let base = repo.resolve(&s.base).await?;
     let head = repo.resolve(&s.head).await?;
-    let config = Config::load(&s.home)?;
+    let config = Config::for_repo(&s.home, &repo.common_dir)?;
     let changed = changed_paths(&repo, &base, &head).await?;
     let mut res = AffectedResult::new(&repo, &base, &head, changed.clone());
 

@@ -409,10 +409,16 @@ impl Progress for Lines {
 /// nothing on stderr — a suite that prints its failures on stdout (pytest)
 /// shows them; otherwise (and always for go-test-json, whose stdout is the
 /// event stream) the last lines of its stderr.
+///
+/// The failing tests' output is printed above it (`printed`): a log tail
+/// that repeats it (pytest's FAILURES section) is cut to what follows the
+/// last line it repeats (the summary), said in its header, and left out
+/// when nothing follows — the failure text is not printed twice.
 fn failure_tail(
     r: &crate::record::Record,
     log_tail: &str,
     stderr_tail: &str,
+    printed: &[crate::report::TestOutput],
 ) -> Option<(&'static str, String, String)> {
     if r.verdict == Verdict::Green {
         return None;
@@ -421,14 +427,24 @@ fn failure_tail(
         && (r.report == crate::report::ReportKind::Exitcode
             || (r.report == crate::report::ReportKind::JunitXml && stderr_tail.trim().is_empty()));
     if use_log {
-        Some((
-            "log_tail",
-            format!(
-                "last lines of the suite's log ({})",
-                r.suite_log.as_deref().unwrap_or("not kept")
-            ),
-            log_tail.trim_end().to_string(),
-        ))
+        let log = r.suite_log.as_deref().unwrap_or("not kept");
+        let tail = log_tail.trim_end();
+        match after_repeats(tail, printed) {
+            None => Some((
+                "log_tail",
+                format!("last lines of the suite's log ({log})"),
+                tail.to_string(),
+            )),
+            Some(rest) if rest.trim().is_empty() => None,
+            Some(rest) => Some((
+                "log_tail",
+                format!(
+                    "the suite's log after the failing tests' output above ({log}; `saphan records show {} --log` prints all of it)",
+                    r.id
+                ),
+                rest.trim_start_matches('\n').to_string(),
+            )),
+        }
     } else if !stderr_tail.trim().is_empty() {
         Some((
             "stderr_tail",
@@ -437,6 +453,122 @@ fn failure_tail(
         ))
     } else {
         None
+    }
+}
+
+/// When `tail` repeats every line of the failing tests' output `printed`
+/// (compared without surrounding whitespace, blank lines aside): the part
+/// of `tail` after the last line that repeats one. `None` when nothing was
+/// printed or some printed line is not in the tail.
+fn after_repeats<'a>(tail: &'a str, printed: &[crate::report::TestOutput]) -> Option<&'a str> {
+    let shown: std::collections::HashSet<&str> = printed
+        .iter()
+        .flat_map(|o| o.lines.iter())
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if shown.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = tail.lines().collect();
+    let inside: std::collections::HashSet<&str> = lines.iter().map(|l| l.trim()).collect();
+    if !shown.iter().all(|l| inside.contains(l)) {
+        return None;
+    }
+    let last = lines.iter().rposition(|l| shown.contains(l.trim()))?;
+    let offset: usize = lines[..=last].iter().map(|l| l.len() + 1).sum();
+    Some(tail.get(offset.min(tail.len())..).unwrap_or(""))
+}
+
+/// What the failing names and the count can say beyond the record: the
+/// command that re-runs each failing test alone, and the subtests apart.
+#[derive(Debug, Default)]
+pub(crate) struct Detail {
+    /// How a failing name's re-run command is derived.
+    pub rerun: crate::report::rerun::Rerun,
+    /// go-test-json: how many distinct subtests ended (`TestA/sub`).
+    pub subtests: Option<u64>,
+}
+
+impl Detail {
+    /// Add what the human lines say beyond the record to its JSON object:
+    /// `rerun`, `[{"test", "command"}]` for the failing names that have
+    /// one, and `count_with_subtests` when subtests ended.
+    fn add_json(&self, v: &mut serde_json::Value, r: &crate::record::Record) {
+        if let Avail::Value(names) = &r.named_tests {
+            let rerun: Vec<serde_json::Value> = names
+                .iter()
+                .filter_map(|n| {
+                    self.rerun
+                        .command(n)
+                        .map(|c| serde_json::json!({"test": n, "command": c}))
+                })
+                .collect();
+            if !rerun.is_empty() {
+                v["rerun"] = serde_json::json!(rerun);
+            }
+        }
+        if let (Some(sub), Some(n)) = (self.subtests, r.count.value())
+            && sub > 0
+        {
+            v["count_with_subtests"] = serde_json::json!(n + sub);
+        }
+    }
+
+    /// For record `r`, whose tests were `tests` when the verb still has
+    /// them: the re-run context read from the commit (its root `go.mod`'s
+    /// module, or its files for a pytest report), only on a verdict with
+    /// failing names.
+    pub(crate) async fn of(
+        r: &crate::record::Record,
+        tests: Option<&crate::report::Tests>,
+    ) -> Detail {
+        let subtests = tests
+            .filter(|_| r.report == crate::report::ReportKind::GoTestJson)
+            .map(|t| {
+                t.iter()
+                    .filter(|c| c.name.contains('/'))
+                    .map(|c| (c.classname, c.name))
+                    .collect::<std::collections::HashSet<_>>()
+                    .len() as u64
+            });
+        let failing = matches!(&r.named_tests, Avail::Value(n) if !n.is_empty());
+        let rerun = if failing {
+            rerun_of(r).await
+        } else {
+            crate::report::rerun::Rerun::None
+        };
+        Detail { rerun, subtests }
+    }
+}
+
+async fn rerun_of(r: &crate::record::Record) -> crate::report::rerun::Rerun {
+    use crate::report::rerun::{self, Rerun};
+    let top = std::path::Path::new(&r.repo);
+    match r.report {
+        crate::report::ReportKind::GoTestJson => {
+            let module = crate::git::git(top, &["show", &format!("{}:go.mod", r.sha)])
+                .await
+                .ok()
+                .and_then(|o| rerun::go_module(&o.stdout_str()));
+            Rerun::Go { module }
+        }
+        crate::report::ReportKind::JunitXml => {
+            let Some(program) = rerun::pytest_program(&r.suite_argv) else {
+                return Rerun::None;
+            };
+            let Ok(repo) = crate::git::Repo::open(top).await else {
+                return Rerun::None;
+            };
+            match repo.tree_files(&r.sha).await {
+                Ok(files) => Rerun::Pytest {
+                    program,
+                    files: files.iter().map(|f| f.to_string()).collect(),
+                },
+                Err(_) => Rerun::None,
+            }
+        }
+        crate::report::ReportKind::Exitcode => Rerun::None,
     }
 }
 
@@ -490,14 +622,19 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     let o = match certified {
         Certified::Machines(m) => {
             junit::write_asked(junit_path.as_deref(), &machines_junit(&m));
-            return Ok(dispatched(ctx, &m));
+            let mut details = Vec::with_capacity(m.runs.len());
+            for run in &m.runs {
+                details.push(Detail::of(&run.record, Some(&run.tests)).await);
+            }
+            return Ok(dispatched(ctx, &m, &details));
         }
         Certified::Here(o) => *o,
     };
     let r = &o.record;
+    let detail = Detail::of(r, Some(&o.tests)).await;
     if junit_path.is_some() {
         let mut suite = junit::Suite {
-            summary: verdict_lines(r, ""),
+            summary: verdict_lines_with(r, "", &detail),
             ..junit::Suite::of_record(format!("certify {} on {}", short(&r.sha), r.machine), r)
         }
         .with_tests(&o.tests, &o.test_output);
@@ -509,15 +646,22 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
     if ctx.json {
         let mut v = serde_json::to_value(r).expect("records serialize");
         v["verified_pointer"] = serde_json::json!(o.pointer);
+        detail.add_json(&mut v, r);
         // The human output shows the suite's last lines on a non-green
         // verdict; so does the JSON (`stderr_tail` or `log_tail`).
-        if let Some((key, _, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail) {
+        if let Some((key, _, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail, &o.test_output) {
             v[key] = serde_json::json!(tail);
+        }
+        if let Some(words) = o.first_follow.as_ref().and_then(|f| f.words()) {
+            v["first_follow"] = serde_json::json!({
+                "trunk": o.first_follow.as_ref().map(|f| &f.trunk),
+                "words": words,
+            });
         }
         why::add_test_output(&mut v, r.verdict, &o.test_output, o.test_output_omitted);
         out_json(&v);
     } else {
-        let mut s = verdict_lines(r, "");
+        let mut s = verdict_lines_with(r, "", &detail);
         s.push_str(&why::test_output_lines(
             &o.test_output,
             o.test_output_omitted,
@@ -536,9 +680,14 @@ pub async fn run(ctx: &Ctx, a: CertifyArgs) -> Result<Exit> {
                 crate::record::VERIFIED_REF,
             )),
         }
+        if let Some(words) = o.first_follow.as_ref().and_then(|f| f.words()) {
+            s.push_str(&format!("trunk: {words}\n"));
+        }
         // What the suite wrote (names, notes, its output) is escaped.
         out(&visible(&s));
-        if let Some((_, header, tail)) = failure_tail(r, &o.log_tail, &o.stderr_tail) {
+        if let Some((_, header, tail)) =
+            failure_tail(r, &o.log_tail, &o.stderr_tail, &o.test_output)
+        {
             say!("{}", visible(&format!("--- {header} ---\n{tail}")));
         }
     }
@@ -575,7 +724,7 @@ fn machines_junit(m: &crate::schedule::invocation::Multi) -> Vec<junit::Suite<'_
             .map(|run| {
                 let r = &run.record;
                 let mut suite = junit::Suite {
-                    summary: record_lines(run),
+                    summary: record_lines(run, &Detail::default()),
                     ..junit::Suite::of_record(
                         format!("certify {} on {}", short(&r.sha), r.machine),
                         r,
@@ -614,9 +763,9 @@ fn machines_junit(m: &crate::schedule::invocation::Multi) -> Vec<junit::Suite<'_
     why.extend(sp.notes.iter().cloned());
     why.extend(sp.advisory.iter().map(|a| format!("advisory: {a}")));
     let shards: Vec<&crate::report::Tests> = runs.iter().map(|r| &r.tests).collect();
-    let mut summary = split_lines(sp);
+    let mut summary = split_lines(sp, &crate::report::rerun::Rerun::None);
     for run in &runs {
-        summary.push_str(&record_lines(run));
+        summary.push_str(&record_lines(run, &Detail::default()));
     }
     vec![junit::Suite {
         name: format!("certify {} split over {} shard(s)", short(sha), sp.shards),
@@ -634,13 +783,31 @@ fn machines_junit(m: &crate::schedule::invocation::Multi) -> Vec<junit::Suite<'_
 /// code, notes), each following line indented by `indent`: the same words
 /// for a local record and for each machine's.
 pub(crate) fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
+    verdict_lines_with(r, indent, &Detail::default())
+}
+
+/// [`verdict_lines`] with what `detail` adds: each failing name's re-run
+/// command (`example.com/m/mul.TestMul — re-run: go test -run '^TestMul$'
+/// ./mul`) and the subtests apart in the count (`10 tests (13 with
+/// subtests)`).
+pub(crate) fn verdict_lines_with(
+    r: &crate::record::Record,
+    indent: &str,
+    detail: &Detail,
+) -> String {
+    let count = match (detail.subtests, r.count.value()) {
+        (Some(sub), Some(n)) if sub > 0 => {
+            format!("{} ({} with subtests)", r.count_words(), n + sub)
+        }
+        _ => r.count_words(),
+    };
     let mut s = format!(
         "{} {} on {}: {} — {} ({}, {}), {:.1}s\n",
         r.verb,
         r.sha,
         r.machine,
         r.verdict.as_str(),
-        r.count_words(),
+        count,
         r.report.as_str(),
         r.suite_source,
         r.suite_seconds,
@@ -697,7 +864,10 @@ pub(crate) fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
     {
         s.push_str(&format!("{indent}failing ({}):\n", names.len()));
         for n in names {
-            s.push_str(&format!("{indent}  {n}\n"));
+            match detail.rerun.command(n) {
+                Some(c) => s.push_str(&format!("{indent}  {n} — re-run: {c}\n")),
+                None => s.push_str(&format!("{indent}  {n}\n")),
+            }
         }
     }
     if let Some(code) = r.suite_exit_code
@@ -712,9 +882,9 @@ pub(crate) fn verdict_lines(r: &crate::record::Record, indent: &str) -> String {
 }
 
 /// One machine's record, then the tail of its suite's stderr on a non-green.
-fn record_lines(run: &crate::schedule::invocation::MachineRun) -> String {
+fn record_lines(run: &crate::schedule::invocation::MachineRun, detail: &Detail) -> String {
     let (r, stderr_tail) = (&run.record, run.stderr_tail.as_str());
-    let mut s = verdict_lines(r, "  ");
+    let mut s = verdict_lines_with(r, "  ", detail);
     s.push_str(&why::test_output_lines(
         &run.test_output,
         run.test_output_omitted,
@@ -732,7 +902,8 @@ fn record_lines(run: &crate::schedule::invocation::MachineRun) -> String {
 
 /// `certify --machine …`: one summary of every machine's attempt (and,
 /// for `--machine @admitted`, which machines were chosen).
-fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi) -> Exit {
+fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi, details: &[Detail]) -> Exit {
+    let first_follow = m.first_follow.as_ref().and_then(|f| f.words());
     for r in &m.remain {
         say!("saphan: warning: {}", visible(&r.to_string()));
     }
@@ -742,8 +913,11 @@ fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi) -> Exit {
     if ctx.json {
         out_json(&serde_json::json!({
             "sha": m.runs.first().map(|r| r.record.sha.clone()),
-            "records": m.runs.iter().map(|r| {
+            "records": m.runs.iter().enumerate().map(|(i, r)| {
                 let mut v = serde_json::to_value(&r.record).expect("records serialize");
+                if let Some(d) = details.get(i) {
+                    d.add_json(&mut v, &r.record);
+                }
                 // As for a local attempt: the suite's last stderr lines on
                 // a non-green verdict (what the human output shows).
                 if r.record.verdict != Verdict::Green && !r.stderr_tail.trim().is_empty() {
@@ -761,20 +935,32 @@ fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi) -> Exit {
             "certified_by": m.certified_by(),
             "left_out": m.left_out,
             "borrowed": m.borrowed,
+            "first_follow": first_follow.as_ref().map(|w| serde_json::json!({
+                "trunk": m.first_follow.as_ref().map(|f| &f.trunk),
+                "words": w,
+            })),
         }));
     } else {
         let mut s = String::new();
         if let Some(b) = &m.borrowed {
             s.push_str(&borrowed_lines(b));
         }
-        for r in &m.runs {
-            s.push_str(&record_lines(r));
+        for (i, r) in m.runs.iter().enumerate() {
+            let none = Detail::default();
+            s.push_str(&record_lines(r, details.get(i).unwrap_or(&none)));
         }
         if let Some(d) = &m.disagreement {
             s.push_str(&format!("machines disagree: {d}\n"));
         }
         if let Some(sp) = &m.split {
-            s.push_str(&split_lines(sp));
+            // The shards ran one SHA: any shard's re-run context serves.
+            let none = crate::report::rerun::Rerun::None;
+            let rerun = details
+                .iter()
+                .map(|d| &d.rerun)
+                .find(|r| !matches!(r, crate::report::rerun::Rerun::None))
+                .unwrap_or(&none);
+            s.push_str(&split_lines(sp, rerun));
         }
         s.push_str(&format!("records: {}\n", m.attempts.display()));
         match &m.pointer {
@@ -794,6 +980,9 @@ fn dispatched(ctx: &Ctx, m: &crate::schedule::invocation::Multi) -> Exit {
                 crate::record::VERIFIED_REF,
                 left_out_words(m),
             )),
+        }
+        if let Some(words) = &first_follow {
+            s.push_str(&format!("trunk: {words}\n"));
         }
         out(&visible(&s));
     }
@@ -858,7 +1047,10 @@ fn left_out_words(m: &crate::schedule::invocation::Multi) -> String {
 
 /// `certify --split`: the verdict over the shards, their coverage, and
 /// why an advisory result moves nothing.
-fn split_lines(sp: &crate::schedule::invocation::SplitOutcome) -> String {
+fn split_lines(
+    sp: &crate::schedule::invocation::SplitOutcome,
+    rerun: &crate::report::rerun::Rerun,
+) -> String {
     let mut s = format!(
         "split over {} shard(s): {} — {}",
         sp.shards,
@@ -888,7 +1080,10 @@ fn split_lines(sp: &crate::schedule::invocation::SplitOutcome) -> String {
     if !sp.named_tests.is_empty() {
         s.push_str(&format!("failing ({}):\n", sp.named_tests.len()));
         for n in &sp.named_tests {
-            s.push_str(&format!("  {n}\n"));
+            match rerun.command(n) {
+                Some(c) => s.push_str(&format!("  {n} — re-run: {c}\n")),
+                None => s.push_str(&format!("  {n}\n")),
+            }
         }
     }
     if let Some(a) = &sp.advisory {
@@ -1030,7 +1225,7 @@ fn listing_line(r: &crate::record::Record) -> String {
 /// log; the log's last lines), where the log is.
 async fn show(r: &crate::record::Record) -> String {
     let mut s = format!("record {} ({})\n", r.id, r.verb);
-    s.push_str(&verdict_lines(r, ""));
+    s.push_str(&verdict_lines_with(r, "", &Detail::of(r, None).await));
     // What the kept log still tells: each failing test's output (a
     // go-test-json stream), the log's last lines.
     let mut tail = None;
@@ -1044,7 +1239,7 @@ async fn show(r: &crate::record::Record) -> String {
                     w.test_output_omitted,
                     "",
                 ));
-                tail = failure_tail(r, &w.log_tail, &w.stderr_tail);
+                tail = failure_tail(r, &w.log_tail, &w.stderr_tail, &w.test_output);
             }
             Err(crate::record::log::LogError::NotKept { .. }) => {}
             Err(e) => s.push_str(&format!(

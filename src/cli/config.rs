@@ -2,14 +2,22 @@
 //! engine ([`crate::config::edit`], [`crate::config::show`]) did.
 
 use super::{Ctx, out, out_json};
-use crate::config::{edit, show};
+use crate::config::{Place, edit, show};
 use crate::error::{Exit, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
+use std::path::PathBuf;
 
-/// Read and edit config-v1 (`SAPHAN_HOME/config`), one key per act.
+/// Read and edit config-v1 (`SAPHAN_HOME/config`, or with --repo the
+/// repository's own declaration), one key per act.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
+    /// The repository whose own declaration to read or edit:
+    /// `<git-common-dir>/saphan/config`, which wins over SAPHAN_HOME/config
+    /// for that repository (never a file of its tree). `show --repo` prints
+    /// both and which applies.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: ConfigCmd,
 }
@@ -39,10 +47,18 @@ pub enum ConfigCmd {
 }
 
 /// Run a config verb.
-pub fn run(ctx: &Ctx, args: ConfigArgs) -> Result<Exit> {
+pub async fn run(ctx: &Ctx, args: ConfigArgs) -> Result<Exit> {
+    let repo = match &args.repo {
+        Some(dir) => Some(crate::git::Repo::open(dir).await?),
+        None => None,
+    };
+    let place = match &repo {
+        Some(r) => Place::repository(&r.common_dir),
+        None => Place::operator(&ctx.home),
+    };
     match args.cmd {
         ConfigCmd::Set { key, value } => {
-            let e = edit::set(&ctx.home, &key, &value)?;
+            let e = edit::set(&place, &key, &value)?;
             let shown = e.value.clone().unwrap_or_default();
             if ctx.json {
                 out_json(&json!({
@@ -66,7 +82,7 @@ pub fn run(ctx: &Ctx, args: ConfigArgs) -> Result<Exit> {
             }
         }
         ConfigCmd::Unset { key } => {
-            let e = edit::unset(&ctx.home, &key)?;
+            let e = edit::unset(&place, &key)?;
             if ctx.json {
                 out_json(&json!({
                     "action": "unset", "key": e.key, "changed": e.changed, "path": e.path,
@@ -81,14 +97,24 @@ pub fn run(ctx: &Ctx, args: ConfigArgs) -> Result<Exit> {
                 ));
             }
         }
-        ConfigCmd::Show => {
-            let s = show::show(&ctx.home)?;
-            if ctx.json {
-                out_json(&s.to_json());
-            } else {
-                out(&s.to_text());
+        ConfigCmd::Show => match &repo {
+            Some(r) => {
+                let s = show::show_repo(&ctx.home, &r.top, &r.common_dir)?;
+                if ctx.json {
+                    out_json(&s.to_json());
+                } else {
+                    out(&s.to_text());
+                }
             }
-        }
+            None => {
+                let s = show::show(&place)?;
+                if ctx.json {
+                    out_json(&s.to_json());
+                } else {
+                    out(&s.to_text());
+                }
+            }
+        },
     }
     Ok(Exit::Ok)
 }

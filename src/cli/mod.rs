@@ -187,7 +187,7 @@ async fn dispatch(ctx: Ctx, cmd: Command) -> Result<Exit> {
         Command::Stream(c) => stream::run(&ctx, c).await,
         Command::Certify(a) => certify::run(&ctx, a).await,
         Command::Records(a) => certify::records(&ctx, a).await,
-        Command::Config(a) => config::run(&ctx, a),
+        Command::Config(a) => config::run(&ctx, a).await,
         Command::Init(a) => init::run(&ctx, a).await,
         Command::VerifyAffected(a) => affected::verify_affected(&ctx, a).await,
         Command::Adapter(a) => affected::adapter(a),

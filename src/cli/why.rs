@@ -37,8 +37,16 @@ pub fn test_output_lines(outputs: &[TestOutput], omitted: u64, indent: &str) -> 
         };
         s.push_str(&format!("{indent}  {}{dropped}:\n", o.test));
         if let Some(m) = &o.message {
-            // A message attribute is one line (XML normalizes its newlines).
-            s.push_str(&format!("{indent}    message: {m}\n"));
+            // A message may hold lines of its own (`&#10;` survives XML's
+            // normalization): each keeps its indentation, under the first.
+            let mut lines = m.lines();
+            s.push_str(&format!(
+                "{indent}    message: {}\n",
+                lines.next().unwrap_or_default()
+            ));
+            for l in lines {
+                s.push_str(&format!("{indent}             {l}\n"));
+            }
         }
         for l in &o.lines {
             s.push_str(&format!("{indent}    {l}\n"));
@@ -110,5 +118,15 @@ mod tests {
             "  output of failing tests:\n    p.TestA (4 earlier lines dropped):\n          a_test.go:3: no\n    c.n:\n      message: expected 1\n    (the output of 2 more failing test(s) was not kept: saphan keeps it for the first 200)\n"
         );
         assert_eq!(test_output_lines(&o[1..2], 0, ""), "");
+        let multi = vec![TestOutput {
+            test: "t.test_mul".into(),
+            message: Some("AssertionError: mul\n  indented\n    more".into()),
+            lines: vec![],
+            dropped: 0,
+        }];
+        assert_eq!(
+            test_output_lines(&multi, 0, ""),
+            "output of failing tests:\n  t.test_mul:\n    message: AssertionError: mul\n               indented\n                 more\n"
+        );
     }
 }

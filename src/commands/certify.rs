@@ -183,7 +183,8 @@ pub async fn certify(
     let provisions = setup.provisions()?;
     // The pointer's trunk: `trunk-mismatch` is refused here, before any
     // gate, lock or machine.
-    let trunk = record::trunk::for_certify(repo, settings.trunk.as_deref()).await?;
+    let (trunk, first_follow) =
+        record::trunk::for_certify_first(repo, settings.trunk.as_deref()).await?;
     let fleet = settings.fleet();
     if settings.split && fleet.is_empty() {
         return Err(crate::schedule::ScheduleError::NoMachines.into());
@@ -283,8 +284,17 @@ pub async fn certify(
     if let Some(f) = finish.take() {
         f.finish(&mut out).await;
     }
-    if let Ok(Certified::Machines(m)) = &mut out {
-        m.selection = selection;
+    // A pointer that moved for the first time now follows this trunk for
+    // good: the verb says which (the record of the move is the file).
+    match &mut out {
+        Ok(Certified::Machines(m)) => {
+            m.selection = selection;
+            if m.pointer.moved() {
+                m.first_follow = first_follow;
+            }
+        }
+        Ok(Certified::Here(o)) if o.pointer.moved() => o.first_follow = first_follow,
+        _ => {}
     }
     out
 }
@@ -334,5 +344,6 @@ async fn here(job: &Job<'_>, executor: &dyn Executor) -> Result<Certified> {
         test_output_omitted: measured.run.measurement.test_output_omitted,
         tests: measured.run.measurement.tests,
         stderr_tail: measured.run.stderr_tail,
+        first_follow: None,
     })))
 }

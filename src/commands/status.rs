@@ -387,17 +387,21 @@ async fn fill_fleet(
     head: Option<&str>,
     records: &[Record],
 ) -> Result<()> {
-    let cfg = Config::load(home)?;
-    f.program = match (&cfg.full, head) {
-        (Some(s), _) => s.argv.first().cloned(),
-        (None, Some(h)) => {
-            let files = repo.tree_files(h).await?;
-            files
-                .iter()
-                .any(|p| p == "go.mod")
-                .then(crate::suite::default_go_program)
-        }
-        (None, None) => None,
+    // The suite this repository runs, resolved as certify resolves it: its
+    // declaration (its own, else the operator's), else default-go at the
+    // trunk's head.
+    let cfg = Config::for_repo(home, &repo.common_dir)?;
+    let top = &repo.top;
+    f.program = match head {
+        Some(h) => crate::measure::against_tree(repo, h, |in_tree| {
+            crate::suite::resolve_full(&cfg, top, "certify", in_tree).ok()
+        })
+        .await?
+        .and_then(|s| s.argv.first().cloned()),
+        // No trunk head to look at: what the declaration alone resolves to.
+        None => crate::suite::resolve_full(&cfg, top, "certify", |_| false)
+            .ok()
+            .and_then(|s| s.argv.first().cloned()),
     };
     let entry = f
         .program

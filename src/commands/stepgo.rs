@@ -69,10 +69,15 @@ impl Refusal for StreamVerifyError {
 
 /// The step budget and where it came from.
 pub fn step_budget(cfg: &Config) -> Budget {
-    match cfg.full.as_ref().and_then(|s| s.timeout) {
-        Some(d) => Budget {
+    match cfg
+        .full
+        .as_ref()
+        .and_then(|s| s.timeout.map(|d| (d, s.origin)))
+    {
+        // SOURCE_CONFIG for the operator's, repo-config:… for the repository's.
+        Some((d, origin)) => Budget {
             duration: d,
-            source: SOURCE_CONFIG.into(),
+            source: format!("{}:verify.full.timeout", origin.prefix()),
         },
         None => Budget {
             duration: VERIFY_STEP_WALL_CLOCK,
@@ -503,6 +508,7 @@ mod tests {
                 report_path: None,
                 timeout: Some(Duration::from_secs(1200)),
                 seal: None,
+                origin: crate::config::Origin::Operator,
             }),
             ..Default::default()
         };

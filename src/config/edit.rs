@@ -19,11 +19,15 @@
 //! untouched, byte for byte. When a value is replaced, its surrounding
 //! whitespace and trailing comment are kept. Writes are atomic and
 //! serialized by a lock file beside the config (`config.lock`).
+//!
+//! The file is a [`Place`]: the operator's (`SAPHAN_HOME/config`) or a
+//! repository's own (`<git-common-dir>/saphan/config`, `config set --repo`),
+//! under the same rules — except `fleet.freshness`, which only the
+//! operator's declares (`config-key-operator-only`).
 
 use super::schema::{self, KeyPath, Scope};
-use super::{ConfigError, read_text};
+use super::{At, ConfigError, Origin, Place, read_text};
 use crate::error::{Error, IoError};
-use crate::home::Home;
 use crate::report::ReportKind;
 use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
@@ -41,14 +45,17 @@ pub struct Edit {
     pub path: PathBuf,
 }
 
-/// `saphan config set KEY VALUE` on `home.config()`.
+/// `saphan config set KEY VALUE` on the file of `place`.
 ///
-/// Errors: any [`ConfigError`] of the rules above; [`IoError`] when the file
-/// cannot be written. Nothing is written on error.
-pub fn set(home: &Home, key: &str, value: &str) -> Result<Edit, Error> {
-    let path = home.config();
+/// Errors: any [`ConfigError`] of the rules above
+/// (`config-key-operator-only` for `fleet.freshness` in a repository's
+/// file); [`IoError`] when the file cannot be written. Nothing is written
+/// on error.
+pub fn set(place: &Place, key: &str, value: &str) -> Result<Edit, Error> {
+    operator_only(place, key)?;
+    let path = place.path.clone();
     let mut shown = None;
-    let changed = transact(home, |text| {
+    let changed = transact(place, |text| {
         let (new, v) = set_text(text, &path, key, value)?;
         shown = Some(v);
         Ok(new)
@@ -61,13 +68,14 @@ pub fn set(home: &Home, key: &str, value: &str) -> Result<Edit, Error> {
     })
 }
 
-/// `saphan config unset KEY` on `home.config()`. KEY may name a whole
+/// `saphan config unset KEY` on the file of `place`. KEY may name a whole
 /// block (`verify.full`, `verify.provision.contract`).
 ///
-/// Errors: as [`set`].
-pub fn unset(home: &Home, key: &str) -> Result<Edit, Error> {
-    let path = home.config();
-    let changed = transact(home, |text| unset_text(text, &path, key))?;
+/// Errors: as [`set`] (removing a `fleet.freshness` from a repository's
+/// file is allowed: that is its repair).
+pub fn unset(place: &Place, key: &str) -> Result<Edit, Error> {
+    let path = place.path.clone();
+    let changed = transact(place, |text| unset_text(text, &path, key))?;
     Ok(Edit {
         key: key.to_string(),
         value: None,
@@ -78,9 +86,12 @@ pub fn unset(home: &Home, key: &str) -> Result<Edit, Error> {
 
 /// Several `set`s applied in order as one atomic write (used by `init`).
 /// Each step obeys the same rules as a single `config set`.
-pub fn set_many(home: &Home, pairs: &[(String, String)]) -> Result<bool, Error> {
-    let path = home.config();
-    transact(home, |text| {
+pub fn set_many(place: &Place, pairs: &[(String, String)]) -> Result<bool, Error> {
+    for (k, _) in pairs {
+        operator_only(place, k)?;
+    }
+    let path = place.path.clone();
+    transact(place, |text| {
         let mut cur = text.to_string();
         for (k, v) in pairs {
             if let (Some(new), _) = set_text(&cur, &path, k, v)? {
@@ -91,13 +102,25 @@ pub fn set_many(home: &Home, pairs: &[(String, String)]) -> Result<bool, Error> 
     })
 }
 
+/// Refuse `fleet.*` for a repository's file: the freshness window is the
+/// operator's.
+fn operator_only(place: &Place, key: &str) -> Result<(), ConfigError> {
+    if place.origin == Origin::Repository && (key == "fleet" || key.starts_with("fleet.")) {
+        return Err(ConfigError::OperatorOnly {
+            key: crate::error::one_line(key),
+            at: At::Request,
+        });
+    }
+    Ok(())
+}
+
 /// Lock, read, edit, write if changed. Returns whether the file changed.
 fn transact(
-    home: &Home,
+    place: &Place,
     f: impl FnOnce(&str) -> Result<Option<String>, ConfigError>,
 ) -> Result<bool, Error> {
-    let path = home.config();
-    let root = home.root();
+    let path = place.path.clone();
+    let root = path.parent().unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(root).map_err(|source| IoError::Io {
         action: "create directory",
         path: root.to_path_buf(),

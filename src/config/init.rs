@@ -10,7 +10,7 @@
 
 use crate::error::Refusal;
 use crate::report::ReportKind;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The one stack table lives in [`super::stack`] (certify's
 /// no-declaration refusal reads it too); `init` proposes from it.
@@ -37,31 +37,27 @@ pub fn detected(p: &Proposal) -> String {
     format!("{} project ({})", p.article_stack(), p.marker)
 }
 
-/// The two (key, value) pairs `init` writes.
-pub fn keys(p: &Proposal) -> [(String, String); 2] {
-    [
-        ("verify.full.argv".into(), p.argv.into()),
-        ("verify.full.report".into(), p.report.as_str().into()),
-    ]
+/// The (key, value) pairs `init` writes, in staging order (argv, then
+/// report_path for junit-xml, then report).
+pub fn keys(p: &Proposal) -> Vec<(String, String)> {
+    p.keys()
 }
 
-/// The two commands that write the proposal, exactly as an operator would
-/// type them:
+/// The commands that write the proposal, exactly as an operator would
+/// type them; `repo` writes into that repository's own declaration
+/// (`--repo DIR`):
 ///
 /// ```text
 /// saphan config set verify.full.argv "swift,test"
 /// saphan config set verify.full.report exitcode
 /// ```
-pub fn commands(p: &Proposal) -> [String; 2] {
-    [
-        format!("saphan config set verify.full.argv \"{}\"", p.argv),
-        format!("saphan config set verify.full.report {}", p.report.as_str()),
-    ]
+pub fn commands(p: &Proposal, repo: Option<&Path>) -> Vec<String> {
+    p.commands(repo)
 }
 
 /// The trade `init` explains before asking: what the report kind will and
 /// will not tell, and how to get more where the stack can.
-pub fn trade(p: &Proposal) -> String {
+pub fn trade(p: &Proposal, origin: super::Origin) -> String {
     let mut s = match p.report {
         ReportKind::GoTestJson => String::from(
             "The report is go-test-json: saphan reads go test's own event stream, so every \
@@ -78,7 +74,10 @@ pub fn trade(p: &Proposal) -> String {
         ),
     };
     let upgrade = match p.stack {
-        "python" => Some("pytest can write JUnit XML (--junitxml=reports/junit.xml)"),
+        "python" if p.report != ReportKind::JunitXml => Some(
+            "pytest can write JUnit XML (--junitxml=reports/junit.xml); saphan proposes it when \
+             pytest.ini, conftest.py, or a pyproject.toml, setup.cfg or tox.ini naming pytest is there",
+        ),
         "maven" => Some("Maven's Surefire writes JUnit XML under target/surefire-reports/"),
         "gradle" => Some("Gradle writes JUnit XML under build/test-results/"),
         "node" => Some("jest and mocha can write JUnit XML through a reporter"),
@@ -91,11 +90,27 @@ pub fn trade(p: &Proposal) -> String {
              report — see docs/config.md)."
         ));
     }
+    if p.report == ReportKind::JunitXml && p.stack == "python" {
+        s.push_str(
+            " pytest writes it itself with --junitxml; the report_path is set before the kind, \
+             as config set requires.",
+        );
+    }
     s.push_str(
         " The command runs in a fresh detached worktree at the exact SHA, and only its green \
-         moves refs/saphan/verified. The declaration lives in SAPHAN_HOME/config and applies \
-         to every repository this account certifies.",
+         moves refs/saphan/verified.",
     );
+    s.push_str(match origin {
+        super::Origin::Repository => {
+            " The declaration lives in this repository's saphan state \
+             (<git-common-dir>/saphan/config, never a file of the tree it certifies) and wins \
+             over SAPHAN_HOME/config for this repository only."
+        }
+        super::Origin::Operator => {
+            " The declaration lives in SAPHAN_HOME/config and applies to every repository \
+             this account certifies that declares none of its own."
+        }
+    });
     s
 }
 
@@ -148,10 +163,18 @@ mod tests {
         let p = proposal_for("Package.swift").unwrap();
         assert_eq!(detected(&p), "a swift project (Package.swift)");
         assert_eq!(
-            commands(&p),
+            commands(&p, None),
             [
                 "saphan config set verify.full.argv \"swift,test\"".to_string(),
                 "saphan config set verify.full.report exitcode".to_string(),
+            ]
+        );
+        assert_eq!(
+            commands(&p, Some(Path::new("/src/my app"))),
+            [
+                "saphan config set --repo '/src/my app' verify.full.argv \"swift,test\""
+                    .to_string(),
+                "saphan config set --repo '/src/my app' verify.full.report exitcode".to_string(),
             ]
         );
     }
@@ -169,6 +192,54 @@ mod tests {
             detect(e.path()),
             None,
             "a directory named go.mod is not a marker"
+        );
+    }
+
+    #[test]
+    fn a_pytest_project_gets_junit_xml_and_plain_python_the_floor() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        let p = detect(d.path()).unwrap();
+        assert_eq!(
+            (p.marker, p.report),
+            ("pyproject.toml", ReportKind::Exitcode)
+        );
+        for (file, text) in [
+            ("pyproject.toml", "[tool.pytest.ini_options]\n"),
+            ("setup.cfg", "[tool:pytest]\ntestpaths = t\n"),
+            ("tox.ini", "[testenv]\ncommands = pytest\n"),
+            ("pytest.ini", ""),
+            ("conftest.py", ""),
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::write(d.path().join(file), text).unwrap();
+            let p = detect(d.path()).unwrap();
+            assert_eq!((p.marker, p.report), (file, ReportKind::JunitXml), "{file}");
+            assert_eq!(
+                keys(&p),
+                [
+                    (
+                        "verify.full.argv".to_string(),
+                        "pytest,--junitxml=reports/junit.xml".to_string()
+                    ),
+                    ("verify.full.report_path".into(), "reports/junit.xml".into()),
+                    ("verify.full.report".into(), "junit-xml".into()),
+                ]
+            );
+        }
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("setup.cfg"), "[metadata]\nname = x\n").unwrap();
+        assert_eq!(
+            detect(d.path()),
+            None,
+            "a setup.cfg that does not name pytest is no marker"
+        );
+        std::fs::write(d.path().join("go.mod"), "module x\n").unwrap();
+        std::fs::write(d.path().join("conftest.py"), "").unwrap();
+        assert_eq!(
+            detect(d.path()).unwrap().stack,
+            "go",
+            "first match still wins"
         );
     }
 }

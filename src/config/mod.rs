@@ -1,7 +1,11 @@
-//! config-v1: the operator's declaration in `SAPHAN_HOME/config` (TOML).
+//! config-v1: the operator's declaration in `SAPHAN_HOME/config` (TOML),
+//! and a repository's own in `<git-common-dir>/saphan/config` — the same
+//! keys and rules — which wins over the operator's for that repository.
 //!
-//! CONTRACT (the certify/affected code calls exactly this): [`Config::load`]
-//! and the plain types below. Everything else lives beside it:
+//! CONTRACT (the certify/affected code calls exactly this):
+//! [`Config::for_repo`], the one place a repository's declaration is
+//! resolved ([`Config::load`] for what only the operator declares), and the
+//! plain types below. Everything else lives beside it:
 //!
 //! * [`schema`] — the closed vocabulary (scopes, keys, value shapes, argv
 //!   splitting, durations);
@@ -34,6 +38,64 @@ use std::time::Duration;
 
 /// `[fleet] freshness` when the file does not set it: 24 hours.
 pub const DEFAULT_FRESHNESS: Duration = Duration::from_secs(24 * 3600);
+
+/// Which file a declaration lives in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The operator's: `SAPHAN_HOME/config`, for every repository.
+    #[default]
+    Operator,
+    /// A repository's own: `<git-common-dir>/saphan/config` (never a file
+    /// of the tree being certified: the code under test does not choose its
+    /// own suite).
+    Repository,
+}
+
+impl Origin {
+    /// The prefix of a source word: `config` (`config:verify.full`) for the
+    /// operator's, `repo-config` (`repo-config:verify.full`) for the
+    /// repository's.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Origin::Operator => "config",
+            Origin::Repository => "repo-config",
+        }
+    }
+}
+
+/// `<common>/saphan/config`: the repository's own declaration, for the
+/// repository whose git common dir (`git rev-parse --git-common-dir`,
+/// absolute) is `common_dir`.
+pub fn repo_config_path(common_dir: &Path) -> PathBuf {
+    common_dir.join("saphan").join("config")
+}
+
+/// A config file saphan reads or edits, and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The file.
+    pub path: PathBuf,
+    /// Whose declaration it holds.
+    pub origin: Origin,
+}
+
+impl Place {
+    /// The operator's: `home.config()`.
+    pub fn operator(home: &Home) -> Place {
+        Place {
+            path: home.config(),
+            origin: Origin::Operator,
+        }
+    }
+    /// The repository's whose git common dir is `common_dir`
+    /// ([`repo_config_path`]).
+    pub fn repository(common_dir: &Path) -> Place {
+        Place {
+            path: repo_config_path(common_dir),
+            origin: Origin::Repository,
+        }
+    }
+}
 
 /// Where a refused word came from: the file on disk, or the KEY/VALUE given
 /// to `config set`/`unset`.
@@ -175,6 +237,15 @@ pub enum ConfigError {
         "unsetting verify.provision.{alias}.repo would leave the block without its mandatory repo — remove the whole block instead: saphan config unset verify.provision.{alias}"
     )]
     ProvisionRepoStillNeeded { alias: String },
+    /// `fleet.freshness` in a repository's declaration: the freshness
+    /// window judges the operator's fleet ledger, so only the operator's
+    /// file declares it.
+    #[error(
+        "{key}{} belongs to the operator's declaration, not a repository's: the freshness window judges the fleet's ledger in SAPHAN_HOME for every repository — set it without --repo (saphan config set {key} <duration>){}",
+        located(at),
+        match at { At::File(_) => format!("; remove it here: saphan config unset --repo <repository> {key}"), At::Request => String::new() }
+    )]
+    OperatorOnly { key: String, at: At },
     /// A provision block still being staged (no source or no dest) when the
     /// declaration is used.
     #[error("[verify.provision.{alias}] in {} names no {key} yet, so there is nothing to place — finish it: saphan config set verify.provision.{alias}.{key} {}", path.display(), placeholder(key))]
@@ -322,6 +393,7 @@ impl Refusal for ConfigError {
             | ConfigError::ProvisionRepoFirst { .. }
             | ConfigError::ProvisionRepoStillNeeded { .. } => "provision-repo-missing",
             ConfigError::ProvisionIncomplete { .. } => "provision-incomplete",
+            ConfigError::OperatorOnly { .. } => "config-key-operator-only",
         }
     }
 }
@@ -342,6 +414,9 @@ pub struct Suite {
     /// `seal`: `auto`, `required` or `off` ([`crate::seal::Mode`]);
     /// `None` = not declared (`auto`).
     pub seal: Option<crate::seal::Mode>,
+    /// Which declaration the block came from (a block is taken whole from
+    /// one file, never merged key by key).
+    pub origin: Origin,
 }
 
 impl Suite {
@@ -388,7 +463,10 @@ pub struct Config {
 }
 
 impl Config {
-    /// Load and validate `home.config()`; a missing file is an empty config.
+    /// Load and validate the operator's `home.config()`; a missing file is
+    /// an empty config. For what only the operator declares (the fleet's
+    /// freshness window); a repository's suite comes from
+    /// [`Config::for_repo`].
     ///
     /// Every check of `config set` applies (closed scopes and keys, argv
     /// present, junit-xml with its path, provision with repo), and also
@@ -398,8 +476,62 @@ impl Config {
     ///
     /// Errors: any [`ConfigError`], with the file's path in the message.
     pub fn load(home: &Home) -> Result<Config, ConfigError> {
-        let path = home.config();
-        let declared = read_declared(&path)?;
+        Config::load_place(&Place::operator(home))
+    }
+
+    /// The declaration in force for the repository whose git common dir is
+    /// `common_dir` — the one function every verb resolves a repository's
+    /// suite through: the repository's own file ([`repo_config_path`])
+    /// wins over the operator's, block by block — its `[verify.full]`
+    /// replaces the operator's `[verify.full]` whole, likewise
+    /// `[verify.affected]`; provisions add up (each names its `repo`; an
+    /// alias declared in both is the repository's); `[fleet] freshness` is
+    /// the operator's alone. Nothing is read from any working tree.
+    ///
+    /// Errors: any [`ConfigError`] of either file (the message names it),
+    /// `config-key-operator-only` for a `[fleet] freshness` in the
+    /// repository's.
+    pub fn for_repo(home: &Home, common_dir: &Path) -> Result<Config, ConfigError> {
+        let operator = Config::load(home)?;
+        let repo = Config::load_place(&Place::repository(common_dir))?;
+        Ok(operator.overlaid(repo))
+    }
+
+    /// `self` (the operator's) with `repo` (a repository's) winning.
+    fn overlaid(self, repo: Config) -> Config {
+        let mut provisions: Vec<Provision> = self
+            .provisions
+            .into_iter()
+            .filter(|p| !repo.provisions.iter().any(|r| r.alias == p.alias))
+            .collect();
+        provisions.extend(repo.provisions);
+        Config {
+            full: repo.full.or(self.full),
+            affected: repo.affected.or(self.affected),
+            provisions,
+            fleet_freshness: self.fleet_freshness,
+        }
+    }
+
+    /// Load and validate one file ([`Place`]); its suites carry its origin.
+    ///
+    /// Errors: as [`Config::load`]; `config-key-operator-only` for a
+    /// repository's file that declares `[fleet] freshness`.
+    pub fn load_place(place: &Place) -> Result<Config, ConfigError> {
+        let path = place.path.clone();
+        let mut declared = read_declared(&path)?;
+        if place.origin == Origin::Repository && declared.fleet_freshness.is_some() {
+            return Err(ConfigError::OperatorOnly {
+                key: "fleet.freshness".into(),
+                at: At::File(path),
+            });
+        }
+        for s in [&mut declared.full, &mut declared.affected]
+            .into_iter()
+            .flatten()
+        {
+            s.origin = place.origin;
+        }
         let mut provisions = Vec::new();
         for p in declared.provisions {
             let incomplete = |key| ConfigError::ProvisionIncomplete {
@@ -563,5 +695,53 @@ impl fmt::Display for At {
             At::File(p) => write!(f, "{}", p.display()),
             At::Request => write!(f, "the command line"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite(argv: &str, origin: Origin) -> Suite {
+        Suite {
+            argv: vec![argv.into()],
+            report: None,
+            report_path: None,
+            timeout: None,
+            seal: None,
+            origin,
+        }
+    }
+
+    fn provision(alias: &str, dest: &str) -> Provision {
+        Provision {
+            alias: alias.into(),
+            repo: "/r".into(),
+            source: "/s".into(),
+            dest: dest.into(),
+        }
+    }
+
+    #[test]
+    fn the_repositorys_blocks_win_whole_and_provisions_add_up() {
+        let operator = Config {
+            full: Some(suite("sh", Origin::Operator)),
+            affected: Some(suite("saphan", Origin::Operator)),
+            provisions: vec![provision("a", "op-a"), provision("b", "op-b")],
+            fleet_freshness: Some(Duration::from_secs(60)),
+        };
+        let repo = Config {
+            full: Some(suite("pytest", Origin::Repository)),
+            affected: None,
+            provisions: vec![provision("b", "repo-b"), provision("c", "repo-c")],
+            fleet_freshness: None,
+        };
+        let c = operator.clone().overlaid(repo);
+        assert_eq!(c.full, Some(suite("pytest", Origin::Repository)));
+        assert_eq!(c.affected, Some(suite("saphan", Origin::Operator)));
+        let dests: Vec<&str> = c.provisions.iter().map(|p| p.dest.as_str()).collect();
+        assert_eq!(dests, ["op-a", "repo-b", "repo-c"]);
+        assert_eq!(c.fleet_freshness, Some(Duration::from_secs(60)));
+        assert_eq!(operator.clone().overlaid(Config::default()), operator);
     }
 }

@@ -3,7 +3,7 @@
 //! nothing in force is invisible.
 
 use super::schema::format_duration;
-use super::{ConfigError, DEFAULT_FRESHNESS, Declared, Suite, read_declared};
+use super::{ConfigError, DEFAULT_FRESHNESS, Declared, Origin, Place, Suite, read_declared};
 use crate::home::Home;
 use crate::report::ReportKind;
 use serde_json::{Value, json};
@@ -15,25 +15,158 @@ use std::path::PathBuf;
 pub struct Shown {
     /// The config file.
     pub path: PathBuf,
+    /// Whose it is.
+    pub origin: Origin,
     /// Whether the file exists.
     pub exists: bool,
     /// What it declares (validated; staged provisions allowed).
     pub declared: Declared,
 }
 
-/// Read and validate `home.config()` for display.
+/// Read and validate the file of `place` for display.
 ///
 /// Errors: every refusal a hand-written file can earn (a broken file is
 /// refused here by name, as certify would refuse it).
-pub fn show(home: &Home) -> Result<Shown, ConfigError> {
-    let path = home.config();
+pub fn show(place: &Place) -> Result<Shown, ConfigError> {
+    let path = place.path.clone();
     let exists = path.exists();
     let declared = read_declared(&path)?;
+    if place.origin == Origin::Repository && declared.fleet_freshness.is_some() {
+        return Err(ConfigError::OperatorOnly {
+            key: "fleet.freshness".into(),
+            at: super::At::File(path),
+        });
+    }
     Ok(Shown {
         path,
+        origin: place.origin,
         exists,
         declared,
     })
+}
+
+/// `config show --repo R`: the repository's declaration, the operator's,
+/// and which applies to the repository, block by block.
+#[derive(Debug, Clone)]
+pub struct RepoShown {
+    /// The repository's top directory.
+    pub repo: PathBuf,
+    /// Its own declaration (`<git-common-dir>/saphan/config`).
+    pub repository: Shown,
+    /// The operator's (`SAPHAN_HOME/config`).
+    pub operator: Shown,
+}
+
+/// Read both declarations of the repository whose top is `top` and whose
+/// git common dir is `common_dir`.
+///
+/// Errors: as [`show`], for either file.
+pub fn show_repo(
+    home: &Home,
+    top: &std::path::Path,
+    common_dir: &std::path::Path,
+) -> Result<RepoShown, ConfigError> {
+    Ok(RepoShown {
+        repo: top.to_path_buf(),
+        repository: show(&Place::repository(common_dir))?,
+        operator: show(&Place::operator(home))?,
+    })
+}
+
+impl RepoShown {
+    /// Whose `scope` block applies: the repository's when it declares one,
+    /// else the operator's, else neither (`None`).
+    pub fn applies(&self, scope: &str) -> Option<Origin> {
+        let of = |d: &Declared| match scope {
+            "verify.full" => d.full.is_some(),
+            _ => d.affected.is_some(),
+        };
+        if of(&self.repository.declared) {
+            Some(Origin::Repository)
+        } else if of(&self.operator.declared) {
+            Some(Origin::Operator)
+        } else {
+            None
+        }
+    }
+
+    /// The record's `suite_source` for `scope` when its block applies:
+    /// `repo-config:verify.full`, `config:verify.full`; `None` when neither
+    /// declares it.
+    pub fn source(&self, scope: &str) -> Option<String> {
+        self.applies(scope)
+            .map(|o| format!("{}:{scope}", o.prefix()))
+    }
+
+    /// One JSON object: `{"repo", "repository": <show>, "operator": <show>,
+    /// "applies": {"verify.full": {"from", "suite_source"}, "verify.affected": …}}`;
+    /// `from` is `repository`, `operator` or `none`.
+    pub fn to_json(&self) -> Value {
+        let applies = |scope: &str| {
+            json!({
+                "from": match self.applies(scope) {
+                    Some(Origin::Repository) => "repository",
+                    Some(Origin::Operator) => "operator",
+                    None => "none",
+                },
+                "suite_source": self.source(scope),
+            })
+        };
+        json!({
+            "repo": self.repo,
+            "repository": self.repository.to_json(),
+            "operator": self.operator.to_json(),
+            "applies": {
+                "verify.full": applies("verify.full"),
+                "verify.affected": applies("verify.affected"),
+            },
+        })
+    }
+
+    /// The text a person reads: which applies first, then each file.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "repository: {}", self.repo.display());
+        for scope in ["verify.full", "verify.affected"] {
+            let line = match self.applies(scope) {
+                Some(Origin::Repository) => format!(
+                    "[{scope}] of this repository applies (suite_source: repo-config:{scope}){}",
+                    if scope == "verify.full" && self.operator.declared.full.is_some()
+                        || scope == "verify.affected" && self.operator.declared.affected.is_some()
+                    {
+                        " — it wins over the operator's"
+                    } else {
+                        ""
+                    }
+                ),
+                Some(Origin::Operator) => format!(
+                    "[{scope}] of the operator applies (suite_source: config:{scope}) — this repository declares none"
+                ),
+                None if scope == "verify.full" => format!(
+                    "[{scope}] declared by neither — certify runs default-go in a Go repository and refuses everywhere else"
+                ),
+                None => format!("[{scope}] declared by neither — the affected tier is unavailable"),
+            };
+            let _ = writeln!(s, "  {line}");
+        }
+        let _ = writeln!(
+            s,
+            "  (a block is taken whole from one file; provisions of both apply; [fleet] freshness is the operator's)"
+        );
+        let _ = writeln!(
+            s,
+            "
+=== this repository's declaration ==="
+        );
+        s.push_str(&self.repository.to_text());
+        let _ = writeln!(
+            s,
+            "
+=== the operator's declaration ==="
+        );
+        s.push_str(&self.operator.to_text());
+        s
+    }
 }
 
 fn suite_json(s: &Option<Suite>) -> Value {
@@ -60,6 +193,7 @@ impl Shown {
         let fresh = d.fleet_freshness.unwrap_or(DEFAULT_FRESHNESS);
         json!({
             "path": self.path,
+            "origin": match self.origin { Origin::Operator => "operator", Origin::Repository => "repository" },
             "exists": self.exists,
             "verify": {
                 "full": suite_json(&d.full),
@@ -72,11 +206,12 @@ impl Shown {
                     "complete": p.source.is_some() && p.dest.is_some(),
                 })).collect::<Vec<_>>(),
             },
-            "fleet": {
+            // A repository's declaration has no [fleet]: the window is the operator's.
+            "fleet": if self.origin == Origin::Repository { Value::Null } else { json!({
                 "freshness": format_duration(fresh),
                 "freshness_seconds": fresh.as_secs_f64(),
                 "freshness_source": if d.fleet_freshness.is_some() { "config" } else { "default" },
-            },
+            }) },
         })
     }
 
@@ -90,9 +225,13 @@ impl Shown {
             self.path.display(),
             if self.exists { "" } else { " (no file yet)" }
         );
+        let repository = self.origin == Origin::Repository;
         for (name, suite) in [("verify.full", &d.full), ("verify.affected", &d.affected)] {
             s.push('\n');
             match suite {
+                None if repository => {
+                    let _ = writeln!(s, "[{name}]  not declared in this repository's file");
+                }
                 None if name == "verify.full" => {
                     let _ = writeln!(
                         s,
@@ -174,6 +313,9 @@ impl Shown {
                 }
             }
             let _ = writeln!(s, "  dest    {}", p.dest.as_deref().unwrap_or(missing));
+        }
+        if repository {
+            return s;
         }
         let _ = writeln!(
             s,

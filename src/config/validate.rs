@@ -266,6 +266,7 @@ fn read_suite(
         seal: get("seal")
             .and_then(|v| v.as_str())
             .and_then(crate::seal::Mode::parse),
+        origin: super::Origin::Operator,
     };
     if suite.report == Some(ReportKind::JunitXml)
         && suite.report_path.is_none()

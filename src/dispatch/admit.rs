@@ -175,7 +175,9 @@ pub fn seal_of(
 fn program_token(suite: &ResolvedSuite) -> String {
     match suite.source {
         SuiteSource::DefaultGo => "go".into(),
-        SuiteSource::Config(_) => suite.argv.first().cloned().unwrap_or_default(),
+        SuiteSource::Config(_) | SuiteSource::RepoConfig(_) => {
+            suite.argv.first().cloned().unwrap_or_default()
+        }
     }
 }
 

@@ -8,8 +8,9 @@
 //! - [`output`]: the probe image's output contract (`images/probe/src/main.rs`).
 //! - [`engine`]: bollard over the machine's Docker socket (local, or forwarded
 //!   over the machine's SSH connection) and the probe run itself.
-//! - [`userns`]: the sandbox-userns probe.
-//! - [`gate`]: the container-class check, `require_container_capability`.
+//! - the sandbox-userns probe and the container-class check
+//!   (`require_container_capability`) live above, in
+//!   [`crate::fleet::docker_probes`] (they read and write the ledger).
 //! - [`container`]: the suite image pin and the container-class suite run.
 //! - [`toolchain`]: the suite image's Go toolchain, filled once into engine
 //!   volumes and mounted read-only in every suite container of the image.
@@ -37,7 +38,8 @@ pub const SANDBOX_USERNS: &str = "sandbox-userns";
 pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
 
 /// Refusals of the Docker ceremonies. A refusal measured nothing and wrote
-/// nothing; the outcomes of a probe that did run are [`Finding`]s instead.
+/// nothing; the outcomes of a probe that did run are
+/// [`crate::fleet::finding::Finding`]s instead.
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {
     /// The catalog's docker-oci pin is the deliberate zero digest.

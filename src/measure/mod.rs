@@ -55,7 +55,9 @@ pub struct Budget {
 
 impl Budget {
     /// `--timeout` always wins; then the declared `timeout` of `scope`
-    /// (`verify.full`…); then [`DEFAULT_SUITE_TIMEOUT`].
+    /// (`verify.full`…: `config:verify.full.timeout`, or
+    /// `repo-config:verify.full.timeout` from the repository's own
+    /// declaration); then [`DEFAULT_SUITE_TIMEOUT`].
     pub fn attempt(flag: Option<Duration>, suite: &ResolvedSuite, scope: &str) -> Budget {
         match (flag, suite.timeout) {
             (Some(d), _) => Budget {
@@ -64,7 +66,7 @@ impl Budget {
             },
             (None, Some(d)) => Budget {
                 duration: d,
-                source: format!("config:{scope}.timeout"),
+                source: format!("{}:{scope}.timeout", suite.source.prefix()),
             },
             (None, None) => Budget {
                 duration: DEFAULT_SUITE_TIMEOUT,
@@ -106,12 +108,13 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Open the repository containing `path`, then load the config.
+    /// Open the repository containing `path`, then load its declaration
+    /// ([`Config::for_repo`]: its own, winning over the operator's).
     ///
     /// Errors: `not-a-repository`, `bare-repository`, the config refusals.
     pub async fn open(home: &Home, path: &Path) -> Result<Setup> {
         let repo = Repo::open(path).await?;
-        let cfg = Config::load(home)?;
+        let cfg = Config::for_repo(home, &repo.common_dir)?;
         crate::record::check_appendable(&crate::record::attempts_path(&repo))?;
         Ok(Setup { repo, cfg })
     }
@@ -123,7 +126,7 @@ impl Setup {
     /// Errors: those of [`Setup::open`], then `bad-revision`.
     pub async fn open_at(home: &Home, path: &Path, rev: &str) -> Result<(Setup, String)> {
         let (repo, sha) = Repo::open_resolving(path, rev).await?;
-        let cfg = Config::load(home)?;
+        let cfg = Config::for_repo(home, &repo.common_dir)?;
         let sha = sha?;
         // A record this verb could not append is a measurement lost:
         // refuse before measuring, not after.
@@ -595,7 +598,7 @@ impl SealPlan {
     ) -> (crate::seal::Mode, String) {
         match (flag, suite.seal) {
             (Some(m), _) => (m, "flag:--seal".into()),
-            (None, Some(m)) => (m, format!("config:{scope}.seal")),
+            (None, Some(m)) => (m, format!("{}:{scope}.seal", suite.source.prefix())),
             (None, None) => (crate::seal::Mode::Auto, "default".into()),
         }
     }
@@ -948,10 +951,7 @@ pub async fn run_suite_with(
             if !stdout_path.exists() {
                 let _ = std::fs::write(&stdout_path, b"");
             }
-            let scope = match &plan.suite.source {
-                crate::suite::SuiteSource::Config(scope) => scope.to_string(),
-                crate::suite::SuiteSource::DefaultGo => "verify.full".to_string(),
-            };
+            let scope = plan.suite.source.scope();
             let key = match plan.report_root {
                 Some(_) => format!("{scope}.report_path (relative to SAPHAN_AFFECTED_REPORT_DIR)"),
                 None => format!("{scope}.report_path"),

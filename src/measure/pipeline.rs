@@ -139,6 +139,9 @@ pub struct Outcome {
     pub test_output_omitted: u64,
     /// Every test the report says ended (`--junit`).
     pub tests: crate::report::Tests,
+    /// The pointer's first move along a trunk it now follows for good
+    /// (set by the verb when this attempt moved it first).
+    pub first_follow: Option<record::trunk::FirstFollow>,
 }
 
 /// The record of one machine's attempt — the one place a certify record

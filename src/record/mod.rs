@@ -840,6 +840,27 @@ pub async fn trunk_ref(
     repo: &Repo,
     explicit: Option<&str>,
 ) -> Result<Option<String>, crate::git::GitError> {
+    Ok(trunk_ref_from(repo, explicit).await?.map(|(r, _)| r))
+}
+
+/// How [`trunk_ref`] chose the trunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrunkFrom {
+    /// `--trunk`.
+    Named,
+    /// The branch `refs/remotes/origin/HEAD` points at.
+    OriginHead,
+    /// The branch checked out in the main worktree (no `origin/HEAD`).
+    CheckedOut,
+}
+
+/// [`trunk_ref`], and how it chose.
+///
+/// Errors: as [`trunk_ref`].
+pub async fn trunk_ref_from(
+    repo: &Repo,
+    explicit: Option<&str>,
+) -> Result<Option<(String, TrunkFrom)>, crate::git::GitError> {
     if let Some(r) = explicit {
         // A trunk is a branch: a local one or a remote-tracking one, named
         // by its short or full name — never a tag, HEAD or a bare SHA, and
@@ -852,25 +873,31 @@ pub async fn trunk_ref(
             };
         for c in candidates {
             if repo.read_ref(&c).await?.is_some() {
-                return Ok(Some(c));
+                return Ok(Some((c, TrunkFrom::Named)));
             }
         }
         return Err(crate::git::GitError::NotABranch { rev: r.to_string() });
     }
     let gd = format!("--git-dir={}", repo.common_dir.display());
-    for args in [
-        vec![
-            gd.as_str(),
-            "symbolic-ref",
-            "-q",
-            "refs/remotes/origin/HEAD",
-        ],
-        vec![gd.as_str(), "symbolic-ref", "-q", "HEAD"],
+    for (args, from) in [
+        (
+            vec![
+                gd.as_str(),
+                "symbolic-ref",
+                "-q",
+                "refs/remotes/origin/HEAD",
+            ],
+            TrunkFrom::OriginHead,
+        ),
+        (
+            vec![gd.as_str(), "symbolic-ref", "-q", "HEAD"],
+            TrunkFrom::CheckedOut,
+        ),
     ] {
         if let Ok(o) = crate::git::git(&repo.top, &args).await {
             let r = o.stdout_str();
             if !r.is_empty() && repo.read_ref(&r).await?.is_some() {
-                return Ok(Some(r));
+                return Ok(Some((r, from)));
             }
         }
     }

@@ -108,6 +108,18 @@ pub async fn for_certify(
     repo: &Repo,
     explicit: Option<&str>,
 ) -> Result<Option<String>, crate::error::Error> {
+    Ok(for_certify_first(repo, explicit).await?.0)
+}
+
+/// [`for_certify`], and — when the pointer follows no trunk yet, so its
+/// first move will record this one — the first follow this certification
+/// would make ([`FirstFollow`], `None` when a trunk is already followed).
+///
+/// Errors: as [`for_certify`].
+pub async fn for_certify_first(
+    repo: &Repo,
+    explicit: Option<&str>,
+) -> Result<(Option<String>, Option<FirstFollow>), crate::error::Error> {
     let follows = followed(repo)?;
     match (explicit, follows) {
         (Some(e), Some(follows)) => {
@@ -120,10 +132,66 @@ pub async fn for_certify(
                     file: path(repo),
                 }
                 .into()),
-                _ => Ok(Some(follows)),
+                _ => Ok((Some(follows), None)),
             }
         }
-        (None, Some(follows)) => Ok(Some(follows)),
-        (e, None) => Ok(super::trunk_ref(repo, e).await?),
+        (None, Some(follows)) => Ok((Some(follows), None)),
+        (e, None) => match super::trunk_ref_from(repo, e).await? {
+            Some((trunk, from)) => Ok((
+                Some(trunk.clone()),
+                Some(FirstFollow {
+                    trunk,
+                    from,
+                    repo: repo.top.clone(),
+                    file: path(repo),
+                }),
+            )),
+            None => Ok((None, None)),
+        },
+    }
+}
+
+/// The pointer's first move records the trunk it follows from then on
+/// ([`follow_if_unset`]): which trunk, how it was chosen, and where that is
+/// written — what an operator reads when it was not named.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FirstFollow {
+    /// The full ref now followed.
+    pub trunk: String,
+    /// How it was chosen.
+    #[serde(skip)]
+    pub from: super::TrunkFrom,
+    /// The repository top.
+    pub repo: PathBuf,
+    /// `<common>/saphan/verified-trunk`.
+    pub file: PathBuf,
+}
+
+impl FirstFollow {
+    /// The sentence for a first move along a trunk nobody named, on a
+    /// repository without `origin/HEAD` (the branch checked out in the
+    /// main worktree was taken): which branch it follows for good, and the
+    /// commands that choose another. `None` when the trunk was named
+    /// (`--trunk`) or is `origin/HEAD`'s.
+    pub fn words(&self) -> Option<String> {
+        if self.from != super::TrunkFrom::CheckedOut {
+            return None;
+        }
+        let repo = self.repo.display().to_string();
+        let q = |s: &str| crate::quote::quote(s).unwrap_or_else(|| s.to_string());
+        let branch = self
+            .trunk
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.trunk);
+        Some(format!(
+            "{} now follows {branch} ({}) for good: this repository has no origin/HEAD, so the branch checked out in its main worktree was taken (recorded in {}). To follow another branch: git -C {} update-ref -d {} && rm {}, then saphan certify --repo {} --trunk <branch>",
+            super::VERIFIED_REF,
+            self.trunk,
+            self.file.display(),
+            q(&repo),
+            super::VERIFIED_REF,
+            q(&self.file.display().to_string()),
+            q(&repo),
+        ))
     }
 }

@@ -16,6 +16,7 @@ pub mod failure;
 pub mod files;
 pub mod gojson;
 pub mod junit;
+pub mod rerun;
 mod xml;
 
 pub use crate::outcome::{FailureKind, Verdict};

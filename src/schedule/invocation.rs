@@ -55,6 +55,9 @@ pub struct Multi {
     /// `--machine @admitted`: which machines were chosen, and which left
     /// out before anything ran.
     pub selection: Option<crate::dispatch::admit::Selection>,
+    /// The pointer's first move along a trunk it now follows for good
+    /// (set by the verb when this invocation moved it first).
+    pub first_follow: Option<record::trunk::FirstFollow>,
 }
 
 /// What one invocation borrowed from a Slurm pool ([`Multi::borrowed`]).
@@ -251,6 +254,7 @@ pub async fn every_named(
         left_out: Vec::new(),
         borrowed: None,
         selection: None,
+        first_follow: None,
     })))
 }
 

@@ -1108,6 +1108,7 @@ async fn conclude_queue(
         left_out,
         borrowed: None,
         selection: None,
+        first_follow: None,
     })))
 }
 

@@ -19,8 +19,12 @@ pub const INSTALLED_GO: &str = "/usr/local/go/bin/go";
 /// Where the suite came from (record field `suite_source`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SuiteSource {
-    /// `config:verify.full` (or `config:verify.affected`).
+    /// `config:verify.full` (or `config:verify.affected`): the operator's
+    /// declaration, `SAPHAN_HOME/config`.
     Config(&'static str),
+    /// `repo-config:verify.full` (or `repo-config:verify.affected`): the
+    /// repository's own declaration, `<git-common-dir>/saphan/config`.
+    RepoConfig(&'static str),
     /// `default-go`: no declaration, a go.mod at the root.
     DefaultGo,
 }
@@ -30,7 +34,27 @@ impl SuiteSource {
     pub fn as_str(&self) -> String {
         match self {
             SuiteSource::Config(scope) => format!("config:{scope}"),
+            SuiteSource::RepoConfig(scope) => format!("repo-config:{scope}"),
             SuiteSource::DefaultGo => "default-go".into(),
+        }
+    }
+
+    /// The declared scope (`verify.full`…); default-go stands in for
+    /// `verify.full`.
+    pub fn scope(&self) -> &'static str {
+        match self {
+            SuiteSource::Config(scope) | SuiteSource::RepoConfig(scope) => scope,
+            SuiteSource::DefaultGo => "verify.full",
+        }
+    }
+
+    /// The prefix of a declared key's source word: `repo-config` for the
+    /// repository's declaration (`repo-config:verify.full.timeout`),
+    /// `config` otherwise.
+    pub fn prefix(&self) -> &'static str {
+        match self {
+            SuiteSource::RepoConfig(_) => crate::config::Origin::Repository.prefix(),
+            _ => crate::config::Origin::Operator.prefix(),
         }
     }
 }
@@ -53,7 +77,8 @@ pub struct ResolvedSuite {
 }
 
 impl ResolvedSuite {
-    /// A declared suite from `scope` (`verify.full` or `verify.affected`).
+    /// A declared suite from `scope` (`verify.full` or `verify.affected`)
+    /// of the operator's or the repository's declaration (`s.origin`).
     pub fn declared(s: &Suite, scope: &'static str) -> ResolvedSuite {
         ResolvedSuite {
             argv: s.argv.clone(),
@@ -61,7 +86,10 @@ impl ResolvedSuite {
             report_path: s.report_path.clone(),
             timeout: s.timeout,
             seal: s.seal,
-            source: SuiteSource::Config(scope),
+            source: match s.origin {
+                crate::config::Origin::Operator => SuiteSource::Config(scope),
+                crate::config::Origin::Repository => SuiteSource::RepoConfig(scope),
+            },
         }
     }
 }
@@ -112,7 +140,10 @@ pub fn default_go_program() -> String {
     }
 }
 
-/// Resolve the full-tier suite for the repository whose tree root is `top`,
+/// Resolve the full-tier suite for the repository whose tree root is `top`
+/// from `cfg`, its declaration ([`Config::for_repo`]: the repository's own
+/// `[verify.full]`, else the operator's) — the one place every verb and
+/// `status` decide which suite a repository runs —
 /// looking at the commit that will be measured: `in_tree(path)` says whether
 /// that commit's tree carries a file at the root (`go.mod`, the stack
 /// markers) — never the working tree, whose untracked files are not what
@@ -162,11 +193,10 @@ fn no_suite_text(top: &Path, verb: &str, detected: Option<stack::Proposal>) -> S
     );
     match detected {
         Some(prop) => format!(
-            "{head} (detected: {} project ({})). Declare the suite, then re-run:\n  saphan config set verify.full.argv \"{}\"\n  saphan config set verify.full.report {}\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared.",
+            "{head} (detected: {} project ({})). Declare the suite, then re-run:\n  {}\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared.",
             prop.article_stack(),
             prop.marker,
-            prop.argv,
-            prop.report.as_str()
+            prop.commands(None).join("\n  "),
         ),
         None => format!(
             "{head} (detected: no known stack marker). Declare the suite, then re-run:\n  saphan config set verify.full.argv \"<program>,<arg>,…\"\n  saphan config set verify.full.report exitcode\n`saphan init` proposes this block for a detected stack, and `saphan config show` prints what is currently declared."

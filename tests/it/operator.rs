@@ -239,12 +239,19 @@ fn human_from_json(v: &serde_json::Value) -> Vec<String> {
             .unwrap_or_else(|| panic!("{k}: {v}"))
             .to_string()
     };
+    let count = match v["count_with_subtests"].as_u64() {
+        Some(all) => format!(
+            "{} ({all} with subtests)",
+            saphan::report::count_words(v["count"].as_u64())
+        ),
+        None => saphan::report::count_words(v["count"].as_u64()),
+    };
     let mut lines = vec![format!(
         "certify {} on {}: {} — {} ({}, {}), <s>",
         s("sha"),
         s("machine"),
         s("verdict"),
-        saphan::report::count_words(v["count"].as_u64()),
+        count,
         s("report"),
         s("suite_source"),
     )];
@@ -253,7 +260,12 @@ fn human_from_json(v: &serde_json::Value) -> Vec<String> {
     {
         lines.push(format!("failing ({}):", names.len()));
         for n in names {
-            lines.push(format!("  {}", n.as_str().unwrap()));
+            let rerun = v["rerun"]
+                .as_array()
+                .and_then(|a| a.iter().find(|r| r["test"] == *n))
+                .map(|r| format!(" — re-run: {}", r["command"].as_str().unwrap()))
+                .unwrap_or_default();
+            lines.push(format!("  {}{rerun}", n.as_str().unwrap()));
         }
     }
     if let Some(code) = v["suite_exit_code"].as_i64()
@@ -283,7 +295,9 @@ fn human_from_json(v: &serde_json::Value) -> Vec<String> {
             };
             lines.push(format!("  {}{dropped}:", o["test"].as_str().unwrap()));
             if let Some(m) = o.get("message") {
-                lines.push(format!("    message: {}", m.as_str().unwrap()));
+                let mut ml = m.as_str().unwrap().lines();
+                lines.push(format!("    message: {}", ml.next().unwrap_or_default()));
+                lines.extend(ml.map(|l| format!("             {l}")));
             }
             for l in o["lines"].as_array().unwrap() {
                 lines.push(format!("    {}", l.as_str().unwrap()));
@@ -301,6 +315,9 @@ fn human_from_json(v: &serde_json::Value) -> Vec<String> {
             .unwrap_or_else(|| panic!("verified_pointer is `moved` or `unchanged: …`: {p}"));
         format!("verified: refs/saphan/verified not moved ({why})")
     });
+    if let Some(w) = v["first_follow"]["words"].as_str() {
+        lines.push(format!("trunk: {w}"));
+    }
     lines
 }
 
@@ -345,9 +362,14 @@ fn certify_json_and_human_output_say_the_same_for_every_verdict_and_refusal() {
         );
         let mut want = human_from_json(&v);
         for l in want.iter_mut() {
-            *l = l.replace(&eb.home().display().to_string(), "<home>");
+            *l = l
+                .replace(&eb.home().display().to_string(), "<home>")
+                .replace(&b.path().display().to_string(), "<repo>");
         }
-        let got = normalize(&text(&human).0, ea.home(), v["id"].as_str().unwrap());
+        let got: Vec<String> = normalize(&text(&human).0, ea.home(), v["id"].as_str().unwrap())
+            .into_iter()
+            .map(|l| l.replace(&a.path().display().to_string(), "<repo>"))
+            .collect();
         assert_eq!(got, want, "{mode}: human vs --json");
         // The suite's stderr: shown to a person on a non-green verdict, and
         // carried in the JSON as `stderr_tail`.

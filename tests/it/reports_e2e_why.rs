@@ -57,7 +57,7 @@ fn red_go_module_shows_each_failing_tests_own_lines_under_its_name() {
     // The record's lines are all still there.
     assert!(
         out.contains(
-            "failing (2):\n  example.com/why/w.TestBad/sub\n  example.com/why/w.TestBad\n"
+            "failing (2):\n  example.com/why/w.TestBad/sub — re-run: go test -run '^TestBad$/^sub$' ./w\n  example.com/why/w.TestBad — re-run: go test -run '^TestBad$' ./w\n"
         ),
         "{all}"
     );

@@ -228,3 +228,74 @@ fn refusal_of_stale_machines() {
     s.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]");
     s.bind(|| insta::assert_snapshot!("refusal_stale_machines", shown(&o)));
 }
+
+/// `config show --repo R`: which declaration applies, then each file.
+#[test]
+fn config_show_of_a_repository() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"go,test,./...\"\ntimeout = \"20m\"\n");
+    let repo = Repo::new(&[("pyproject.toml", "[tool.pytest.ini_options]\n")]);
+    for (k, v) in [
+        ("verify.full.argv", "pytest,--junitxml=reports/junit.xml"),
+        ("verify.full.report_path", "reports/junit.xml"),
+        ("verify.full.report", "junit-xml"),
+    ] {
+        assert_code(
+            &env.run(&["config", "set", "--repo", &repo.path_str(), k, v]),
+            0,
+        );
+    }
+    let o = env.run(&["config", "show", "--repo", &repo.path_str()]);
+    assert_code(&o, 0);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("config_show_repo", shown(&o)));
+}
+
+/// `init` in a pytest project: the junit-xml proposal, into the
+/// repository's own declaration.
+#[test]
+fn init_proposal_for_a_pytest_project() {
+    let env = Env::new();
+    env.write_config("[verify.full]\nargv = \"go,test,./...\"\n");
+    let repo = Repo::new(&[
+        ("pyproject.toml", "[project]\nname = \"calc\"\n"),
+        ("tox.ini", "[testenv]\ncommands = pytest\n"),
+    ]);
+    let o = env
+        .cmd()
+        .args(["init", "--repo", &repo.path_str()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("init_pytest_proposal", shown(&o)));
+}
+
+/// Issue 40 item 8: a red Go module with subtests — the count says them
+/// apart, and each failing name carries the command that re-runs it alone.
+#[test]
+fn red_with_subtests_and_rerun_lines() {
+    if gomod::no_go() {
+        return;
+    }
+    let env = Env::new();
+    let (m, mod_text) = gomod::go_mod();
+    let repo = Repo::new(&[
+        (m, &mod_text),
+        (
+            "mul/mul.go",
+            "package mul\n\nfunc Mul(a, b int) int { return a + b }\n",
+        ),
+        (
+            "mul/mul_test.go",
+            "package mul\n\nimport \"testing\"\n\nfunc TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fatal(\"2*3 is not 6\")\n\t}\n}\n\nfunc TestTable(t *testing.T) {\n\tt.Run(\"zero\", func(t *testing.T) {})\n\tt.Run(\"one.5 (x)\", func(t *testing.T) { t.Fatal(\"bad\") })\n}\n",
+        ),
+    ]);
+    let mut c = env.cmd();
+    gomod::go_env(&mut c);
+    let o = c
+        .args(["certify", "--repo", &repo.path_str()])
+        .output()
+        .unwrap();
+    assert_code(&o, 1);
+    settings(&env, &repo).bind(|| insta::assert_snapshot!("red_rerun_lines", shown(&o)));
+}

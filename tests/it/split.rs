@@ -185,6 +185,17 @@ fn a_red_shard_is_red_overall_like_the_unsplit_run_and_is_not_retried() {
     );
     assert_eq!(s["coverage"]["complete"], true, "{v}");
     assert_eq!(records(&v).len(), 3, "a red is never retried: {v}");
+    // The shard that failed names the command that re-runs the test alone.
+    let failed: Vec<&Value> = records(&v)
+        .iter()
+        .filter(|r| r["verdict"] == "red")
+        .collect();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(
+        failed[0]["rerun"],
+        serde_json::json!([{"test": format!("{MODULE}/p2.TestBad"), "command": "go test -run '^TestBad$' ./p2"}]),
+        "{v}"
+    );
     assert!(records(&v).iter().all(|r| r["retry_of"].is_null()), "{v}");
     assert_eq!(repo.verified(), None);
     assert!(
@@ -193,6 +204,24 @@ fn a_red_shard_is_red_overall_like_the_unsplit_run_and_is_not_retried() {
             .unwrap()
             .contains("not green on every shard"),
         "{v}"
+    );
+
+    // The split's own failing list says it too, for a person.
+    let o = f.env.run(&[
+        "certify",
+        "--repo",
+        &repo.path_str(),
+        "--machine",
+        "m0,m1,m3",
+        "--split",
+    ]);
+    assert_code(&o, 1);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!(
+            "failing (1):\n  {MODULE}/p2.TestBad — re-run: go test -run '^TestBad$' ./p2\n"
+        )),
+        "{out}"
     );
 
     let o = f.certify(&repo, "m0", &[]);
