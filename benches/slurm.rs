@@ -74,16 +74,7 @@ fn main() {
     let Some(lab) = SlurmLab::up(3, &[]) else {
         return;
     };
-    let env = Env::new();
-    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
-    std::fs::write(
-        env.home().join("fleet/machines.toml"),
-        format!(
-            "[pool.ci]\ntransport = \"slurm\"\npartition = \"lab\"\nnodes = 3\nworkhome = \"/root/saphan-work\"\nconf = \"{}\"\n",
-            lab.conf.display()
-        ),
-    )
-    .unwrap();
+    let env = lab.pool_home(3, "/root/saphan-work");
     ok(
         &env.run(&["machine", "measure", "--machine", "@ci"]),
         "measure",

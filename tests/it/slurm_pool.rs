@@ -17,20 +17,9 @@ use std::time::{Duration, Instant};
 /// (`<state>/<node>/home` here).
 const WORKHOME: &str = "/root/saphan-work";
 
-/// A saphan home whose machines.toml has one pool, `ci`, of the lab's
-/// partition, borrowing `nodes` nodes.
+/// A saphan home with the pool `ci` of `lab`, borrowing `nodes` nodes.
 fn home(lab: &SlurmLab, nodes: u32) -> Env {
-    let env = Env::new();
-    std::fs::create_dir_all(env.home().join("fleet")).unwrap();
-    std::fs::write(
-        env.home().join("fleet/machines.toml"),
-        format!(
-            "[pool.ci]\ntransport = \"slurm\"\npartition = \"lab\"\nnodes = {nodes}\nworkhome = \"{WORKHOME}\"\ntime_limit = \"30\"\nconf = \"{}\"\nallocation_wait = 60\n",
-            lab.conf.display()
-        ),
-    )
-    .unwrap();
-    env
+    lab.pool_home(nodes, WORKHOME)
 }
 
 /// `machine measure` and `machine probe` of go on every node of the pool;

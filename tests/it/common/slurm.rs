@@ -192,6 +192,23 @@ impl SlurmLab {
             .collect()
     }
 
+    /// A saphan home whose machines.toml has one pool, `ci`, of the lab's
+    /// partition `lab`, borrowing `nodes` nodes, with `workhome` on each node
+    /// (under its private `/root`, `<state>/<node>/home` here).
+    pub fn pool_home(&self, nodes: u32, workhome: &str) -> super::Env {
+        let env = super::Env::new();
+        std::fs::create_dir_all(env.home().join("fleet")).unwrap();
+        std::fs::write(
+            env.home().join("fleet/machines.toml"),
+            format!(
+                "[pool.ci]\ntransport = \"slurm\"\npartition = \"lab\"\nnodes = {nodes}\nworkhome = \"{workhome}\"\ntime_limit = \"30\"\nconf = \"{}\"\nallocation_wait = 60\n",
+                self.conf.display()
+            ),
+        )
+        .unwrap();
+        env
+    }
+
     /// The pid on this machine of the process that is `pid` in `node`'s
     /// own PID namespace (what `echo $$` prints on the node), while it runs:
     /// found among the node network namespace's processes by the last
