@@ -115,6 +115,36 @@ pub enum SlurmError {
         state: String,
         waited: Duration,
     },
+    /// Ctrl-C while waiting for the nodes: the request was withdrawn.
+    #[error(
+        "interrupted while waiting for {nodes} node(s) of partition {partition} for pool `{pool}` — the request was withdrawn; nothing was borrowed or measured"
+    )]
+    Interrupted {
+        pool: String,
+        nodes: u32,
+        partition: String,
+    },
+}
+
+/// [`allocate`], given up when `interrupt` fires first (Ctrl-C): the
+/// dropped request cancels a job salloc already named.
+///
+/// Errors: [`allocate`]'s, `interrupted`.
+pub async fn allocate_or_interrupted(
+    pool: &Pool,
+    n: u32,
+    invocation_id: &str,
+    exclude: &[String],
+    interrupt: &crate::cancel::Token,
+) -> Result<Allocation, SlurmError> {
+    tokio::select! {
+        a = allocate(pool, n, invocation_id, exclude) => a,
+        _ = interrupt.cancelled() => Err(SlurmError::Interrupted {
+            pool: pool.name.clone(),
+            nodes: n,
+            partition: pool.partition.clone(),
+        }),
+    }
 }
 
 impl Refusal for SlurmError {
@@ -128,11 +158,14 @@ impl Refusal for SlurmError {
             SlurmError::Timeout { .. } => "slurm-timeout",
             SlurmError::Failed { .. } => "slurm-command-failed",
             SlurmError::NotReleased { .. } => "slurm-release-failed",
+            SlurmError::Interrupted { .. } => "interrupted",
         }
     }
     fn exit(&self) -> Exit {
         match self {
-            SlurmError::Timeout { .. } | SlurmError::NotReleased { .. } => Exit::MeasurementFailed,
+            SlurmError::Timeout { .. }
+            | SlurmError::NotReleased { .. }
+            | SlurmError::Interrupted { .. } => Exit::MeasurementFailed,
             _ => Exit::Refusal,
         }
     }
@@ -144,6 +177,7 @@ impl Refusal for SlurmError {
             | SlurmError::Failed { .. }
             | SlurmError::NotReleased { .. } => FailureKind::SlurmUnavailable,
             SlurmError::PoolInvalid { .. } | SlurmError::PoolUnknown { .. } => return None,
+            SlurmError::Interrupted { .. } => FailureKind::Interrupted,
             SlurmError::AllocationFailed { .. } | SlurmError::AllocationTimeout { .. } => {
                 FailureKind::SlurmAllocationFailed
             }
@@ -523,7 +557,9 @@ impl NodeState {
             && matches!(
                 self.state
                     .trim_end_matches(['~', '#', '%', '$', '@', '^', '-', '!']),
-                "idle" | "mixed" | "allocated" | "completing"
+                // `planned`: idle, but the backfill scheduler has it in
+                // mind for a pending job — it can still be granted.
+                "idle" | "mixed" | "allocated" | "completing" | "planned"
             )
     }
 }
@@ -1185,6 +1221,11 @@ mod tests {
         assert!(!n[1].usable());
         assert!(n[2].usable());
         assert!(!n[3].usable());
+        // Idle, but in the backfill scheduler's plan for a pending job: it
+        // can still be granted (seen after a pending request was withdrawn).
+        let n = parse_sinfo("n0|planned\nn1|planned*\n");
+        assert!(n[0].usable());
+        assert!(!n[1].usable());
     }
 
     #[test]

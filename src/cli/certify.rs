@@ -551,7 +551,10 @@ async fn rerun_of(r: &crate::record::Record) -> crate::report::rerun::Rerun {
                 .await
                 .ok()
                 .and_then(|o| rerun::go_module(&o.stdout_str()));
-            Rerun::Go { module }
+            Rerun::Go {
+                module,
+                flags: crate::schedule::list_flags(&r.suite_argv),
+            }
         }
         crate::report::ReportKind::JunitXml => {
             let Some(program) = rerun::pytest_program(&r.suite_argv) else {
@@ -1005,8 +1008,22 @@ fn borrowed_lines(b: &crate::schedule::invocation::Borrowed) -> String {
             b.pool, r.machine, r.name, r.message
         ));
     }
+    for n in &b.unusable {
+        s.push_str(&format!(
+            "pool {}: {n}: Slurm cannot lend it now — not asked for\n",
+            b.pool
+        ));
+    }
+    let fewer = if (b.nodes.len() as u32) < b.asked {
+        format!(
+            " (asked for {}; only these are admitted and usable)",
+            b.asked
+        )
+    } else {
+        String::new()
+    };
     s.push_str(&format!(
-        "pool {}: borrowed Slurm job {}: {}; {}\n",
+        "pool {}: borrowed Slurm job {}: {}{fewer}; {}\n",
         b.pool,
         b.job,
         b.nodes.join(", "),

@@ -420,6 +420,8 @@ async fn rows_for(
     let Some(pool) = crate::fleet::pool::selected(ids) else {
         return Ok((select(&ctx.home, machines, ids)?, None));
     };
+    // Ctrl-C while the nodes are awaited withdraws the request.
+    let _ = crate::cancel::install();
     let b =
         crate::fleet::pool::borrow_every_node(&ctx.home, pool, &crate::record::new_id()).await?;
     for l in &b.swept {

@@ -174,13 +174,34 @@ impl Machines {
         }
         let mut pools = BTreeMap::new();
         for (name, table) in raw.pool {
-            if !valid_id(&name) || rows.contains_key(&name) || name == "admitted" {
-                return Err(bad(format!(
-                    "pool `{name}` may only hold letters, digits, `.`, `_` and `-` (not leading), and is neither `admitted` nor a machine id"
+            let invalid = |detail: String| FleetError::Pool {
+                source: Box::new(crate::slurm::SlurmError::PoolInvalid {
+                    pool: name.clone(),
+                    detail,
+                }),
+            };
+            if !valid_id(&name) {
+                return Err(invalid(
+                    "a pool's name may only hold letters, digits, `.`, `_` and `-` (not leading) — rename the table".into(),
+                ));
+            }
+            if rows.contains_key(&name) {
+                return Err(invalid(format!(
+                    "[machine.{name}] has the same name, and both are named with --machine — rename one"
                 )));
             }
-            let pool = crate::slurm::Pool::from_toml_table(&name, &table)
-                .map_err(|e| bad(e.to_string()))?;
+            if name == "admitted" {
+                return Err(invalid(
+                    "`admitted` is the name of the --machine @admitted selector — rename the pool"
+                        .into(),
+                ));
+            }
+            let pool = crate::slurm::Pool::from_toml_table(&name, &table).map_err(|e| match e {
+                crate::slurm::SlurmError::PoolInvalid { .. } => FleetError::Pool {
+                    source: Box::new(e),
+                },
+                other => bad(other.to_string()),
+            })?;
             pools.insert(name, pool);
         }
         Ok(Machines { rows, pools })

@@ -54,6 +54,13 @@ pub enum FleetError {
     /// `fleet/machines.toml` is not valid or not of the expected shape.
     #[error("{path} is malformed: {detail} — fix the file (docs/fleet.md shows a row)")]
     MachinesMalformed { path: PathBuf, detail: String },
+    /// A `[pool.NAME]` row of machines.toml that cannot be used
+    /// (`pool-invalid`, docs/slurm.md).
+    #[error("{source}")]
+    Pool {
+        #[source]
+        source: Box<crate::slurm::SlurmError>,
+    },
     /// A machine id that no row declares.
     #[error(
         "no machine `{id}` in {path} (known: {known}) — add a [machine.{id}] row ({}), or pick a known id",
@@ -201,6 +208,7 @@ impl Refusal for FleetError {
     fn name(&self) -> &'static str {
         match self {
             FleetError::MachinesMalformed { .. } => "machines-malformed",
+            FleetError::Pool { source } => source.name(),
             FleetError::MachineUnknown { .. } => "machine-unknown",
             FleetError::LedgerTampered { .. } => "ledger-row-tampered",
             FleetError::LedgerMalformed { .. } => "ledger-row-malformed",

@@ -78,7 +78,14 @@ pub async fn borrow_every_node(home: &Home, name: &str, id: &str) -> Result<Borr
         return Err(no_usable_node(&pool, pool.nodes, &unusable).into());
     }
     let exclude: Vec<String> = unusable.iter().map(|n| n.node.clone()).collect();
-    let allocation = slurm::allocate(&pool, usable.len() as u32, id, &exclude).await?;
+    let allocation = slurm::allocate_or_interrupted(
+        &pool,
+        usable.len() as u32,
+        id,
+        &exclude,
+        &crate::cancel::token(),
+    )
+    .await?;
     let rows = allocation
         .nodes
         .iter()

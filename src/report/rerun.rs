@@ -26,6 +26,9 @@ pub enum Rerun {
     Go {
         /// `module` of the root `go.mod`.
         module: Option<String>,
+        /// The suite's package-choosing flags (`-tags=…`, `-mod=…`,
+        /// `-modfile=…`): without them a tagged test may not even build.
+        flags: Vec<String>,
     },
     /// junit-xml written by pytest.
     Pytest {
@@ -43,7 +46,7 @@ impl Rerun {
     pub fn command(&self, test: &str) -> Option<String> {
         match self {
             Rerun::None => None,
-            Rerun::Go { module } => Some(go(test, module.as_deref())),
+            Rerun::Go { module, flags } => Some(go(test, module.as_deref(), flags)),
             Rerun::Pytest { program, files } => {
                 let id = pytest_node_id(test, |p| files.contains(p))?;
                 let mut words: Vec<String> = program.iter().map(|w| word(w)).collect();
@@ -114,7 +117,7 @@ fn regex_escape(s: &str) -> String {
     o
 }
 
-fn go(name: &str, module: Option<&str>) -> String {
+fn go(name: &str, module: Option<&str>, flags: &[String]) -> String {
     let (pkg, test) = go_split(name);
     let dir = match module {
         Some(m) if pkg == m => ".".to_string(),
@@ -124,15 +127,20 @@ fn go(name: &str, module: Option<&str>) -> String {
         },
         None => pkg.to_string(),
     };
+    let mut go = String::from("go test");
+    for f in flags {
+        go.push(' ');
+        go.push_str(&word(f));
+    }
     match test {
         Some(t) => {
             let pattern: Vec<String> = t
                 .split('/')
                 .map(|level| format!("^{}$", regex_escape(level)))
                 .collect();
-            format!("go test -run {} {}", word(&pattern.join("/")), word(&dir))
+            format!("{go} -run {} {}", word(&pattern.join("/")), word(&dir))
         }
-        None => format!("go test {}", word(&dir)),
+        None => format!("{go} {}", word(&dir)),
     }
 }
 
@@ -171,6 +179,7 @@ mod tests {
     fn go_names_anchor_and_escape_each_level_below_the_module() {
         let g = Rerun::Go {
             module: Some("example.com/m".into()),
+            flags: Vec::new(),
         };
         assert_eq!(
             g.command("example.com/m/mul.TestMul").unwrap(),
@@ -190,8 +199,23 @@ mod tests {
         );
         assert_eq!(g.command("example.com/m/mul").unwrap(), "go test ./mul");
         assert_eq!(
-            Rerun::Go { module: None }.command("x/p.TestQ").unwrap(),
+            Rerun::Go {
+                module: None,
+                flags: Vec::new()
+            }
+            .command("x/p.TestQ")
+            .unwrap(),
             "go test -run '^TestQ$' x/p"
+        );
+        // The suite's build tags go with it: a tagged test builds only so.
+        assert_eq!(
+            Rerun::Go {
+                module: Some("example.com/m".into()),
+                flags: vec!["-tags=x,y".into()],
+            }
+            .command("example.com/m/tagged.TestG")
+            .unwrap(),
+            "go test '-tags=x,y' -run '^TestG$' ./tagged"
         );
     }
 

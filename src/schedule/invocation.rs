@@ -72,6 +72,12 @@ pub struct Borrowed {
     /// Nodes of the partition not borrowed because they are not admitted
     /// (each with its refusal and remedy).
     pub left_out: Vec<crate::dispatch::admit::Refused>,
+    /// Nodes of the partition Slurm cannot lend now (`n1 (down)`): not
+    /// asked for.
+    pub unusable: Vec<String>,
+    /// How many nodes were asked for (`--nodes`, or the pool's `nodes`);
+    /// fewer are borrowed when fewer are admitted.
+    pub asked: u32,
     /// Allocations of an earlier saphan that died, cancelled first (one
     /// line each).
     pub swept: Vec<String>,

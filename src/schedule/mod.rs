@@ -241,18 +241,30 @@ pub fn assign(packages: &[String], machines: &[String], history: &History) -> Ve
 }
 
 /// The suite's flags that change which packages `./...` matches, for
-/// `go list`: `-tags=…`, `-mod=…`, `-modfile=…` (the `-flag=value` form).
+/// `go list` (and the affected tier, and a re-run line): `-tags`, `-mod`,
+/// `-modfile`, written `-flag=value` or `-flag value` (with one or two
+/// dashes, as Go's flag package reads them), each returned as
+/// `-flag=value`.
 pub fn list_flags(argv: &[String]) -> Vec<String> {
-    argv.iter()
-        .skip(2)
-        .filter(|a| {
-            let a = a.trim_start_matches('-');
-            ["tags=", "mod=", "modfile="]
-                .iter()
-                .any(|f| a.starts_with(f))
-        })
-        .cloned()
-        .collect()
+    const CHOOSE: [&str; 3] = ["tags", "mod", "modfile"];
+    let mut out = Vec::new();
+    let mut args = argv.iter().skip(2);
+    while let Some(a) = args.next() {
+        if a == "--" || !a.starts_with('-') {
+            continue;
+        }
+        let bare = a.trim_start_matches('-');
+        match bare.split_once('=') {
+            Some((name, _)) if CHOOSE.contains(&name) => out.push(format!("-{bare}")),
+            None if CHOOSE.contains(&bare) => {
+                if let Some(v) = args.next() {
+                    out.push(format!("-{bare}={v}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The Go variables that choose which packages `./...` matches, or how
@@ -752,6 +764,15 @@ mod tests {
             "./...",
         ]);
         assert_eq!(list_flags(&argv), s(&["-tags=integration", "-mod=mod"]));
+        // The two-argument form, and two dashes, as Go's flag package reads them.
+        let argv = s(&[
+            "go", "test", "-json", "-tags", "x,y", "--mod", "vendor", "-modfile", "f.mod", "-run",
+            "TestA", "./...",
+        ]);
+        assert_eq!(
+            list_flags(&argv),
+            s(&["-tags=x,y", "-mod=vendor", "-modfile=f.mod"])
+        );
     }
 
     #[test]

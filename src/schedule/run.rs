@@ -1135,7 +1135,7 @@ fn leave_out_of(done: Vec<Done>) -> (Vec<Done>, Vec<Done>) {
     for d in &mut out {
         let kind = d.record.failure.as_ref().map_or("", |f| f.as_str());
         d.record.notes.push(format!(
-            "left out of the verdict: {kind} is an infrastructure failure and {} answered (--machine @admitted: every admitted machine ran the whole suite, so none was left to re-run it)",
+            "left out of the verdict: {kind} is an infrastructure failure and {} answered (the machines were chosen, not named, and every chosen machine ran the whole suite, so none was left to re-run it)",
             answered.join(", ")
         ));
     }

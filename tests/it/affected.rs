@@ -859,18 +859,29 @@ fn the_go_adapter_lists_with_the_full_suites_build_tags() {
         "tagged: 2",
     );
     let env = Env::new();
-    env.write_config(&format!(
-        "{GO_ADAPTER}\n[verify.full]\nargv = \"go,test,-json,-count=1,-tags=integration,./...\"\nreport = \"go-test-json\"\n"
-    ));
-    let (o, v) = affected(&env, &r);
-    assert_eq!(strs(&v["changed_packages"]), pkgs(&["tagged"]), "{v:#}");
-    assert_eq!(strs(&v["selected_packages"]), pkgs(&["tagged"]), "{v:#}");
-    assert!(
-        strs(&v["adapter_argv"]).contains(&"-tags=integration".to_string()),
-        "{v:#}"
-    );
-    assert_eq!(v["result"], "green", "{v:#}");
-    assert_code(&o, 0);
+    // Either way Go reads the flag: `-tags=integration` or `-tags integration`.
+    for tags in ["-tags=integration", "-tags,integration"] {
+        env.write_config(&format!(
+            "{GO_ADAPTER}\n[verify.full]\nargv = \"go,test,-json,-count=1,{tags},./...\"\nreport = \"go-test-json\"\n"
+        ));
+        let (o, v) = affected(&env, &r);
+        assert_eq!(
+            strs(&v["changed_packages"]),
+            pkgs(&["tagged"]),
+            "{tags}: {v:#}"
+        );
+        assert_eq!(
+            strs(&v["selected_packages"]),
+            pkgs(&["tagged"]),
+            "{tags}: {v:#}"
+        );
+        assert!(
+            strs(&v["adapter_argv"]).contains(&"-tags=integration".to_string()),
+            "{tags}: {v:#}"
+        );
+        assert_eq!(v["result"], "green", "{tags}: {v:#}");
+        assert_code(&o, 0);
+    }
 
     // Its own flags win; without the tag the package does not exist, so a
     // Go file nothing lists widens the run to every listed package.

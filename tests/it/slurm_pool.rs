@@ -78,18 +78,30 @@ fn certify(env: &Env, repo: &Repo, extra: &[&str]) -> Output {
     crate::common::fleet::certify(env, repo, "@ci", extra)
 }
 
-/// No job of saphan's is left in the cluster's queue.
+/// No job of saphan's is left in the cluster's queue: a cancelled job may
+/// show COMPLETING while Slurm ends its processes, so this waits as long
+/// as a release does (`slurm::RELEASE_BOUND`) for the queue to drain.
 fn no_saphan_job(lab: &SlurmLab) {
-    let left: Vec<String> = lab
-        .squeue()
-        .into_iter()
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .is_some_and(|n| n.starts_with("saphan-"))
-        })
-        .collect();
-    assert!(left.is_empty(), "saphan left allocations behind: {left:?}");
+    let t0 = Instant::now();
+    loop {
+        let left: Vec<String> = lab
+            .squeue()
+            .into_iter()
+            .filter(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|n| n.starts_with("saphan-"))
+            })
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t0.elapsed() < saphan::slurm::RELEASE_BOUND,
+            "saphan left allocations behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn records(v: &Value) -> &Vec<Value> {
@@ -371,4 +383,53 @@ fn a_pool_refuses_what_it_cannot_run_before_borrowing() {
     ]);
     let err = crate::common::assert_refused(&o, "machine-list-invalid");
     assert!(err.contains("host class"), "{err}");
+}
+
+/// Ctrl-C while the pool's nodes are awaited (the partition is busy): the
+/// request is withdrawn at once — `interrupted`, exit 3, no record, and no
+/// job of saphan's left pending or granted once the nodes free up.
+#[test]
+fn ctrl_c_while_waiting_for_nodes_withdraws_the_request() {
+    let Some(lab) = lab_with_go(2, &[]) else {
+        return;
+    };
+    let env = home(&lab, 2);
+    assert_code(&admit(&env), 0);
+    let holder = lab.salloc(2, "holder");
+    let repo = module(1, &[]);
+    let child = spawn_certify(&env, &repo, &[]);
+    let t0 = Instant::now();
+    while !lab
+        .squeue()
+        .iter()
+        .any(|l| l.contains(" saphan-") && l.ends_with("PENDING"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "saphan's request never pended: {:?}",
+            lab.squeue()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert_code(&o, 3);
+    assert!(
+        format!("{out}{err}").contains("interrupted while waiting for 2 node(s)"),
+        "{out}\n{err}"
+    );
+    assert!(repo.records().is_empty(), "nothing was measured");
+    let o = lab.run("scancel", &[&holder.to_string()]);
+    assert!(o.status.success());
+    let t0 = Instant::now();
+    while lab.squeue().iter().any(|l| l.contains(" holder ")) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", lab.squeue());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    no_saphan_job(&lab);
 }

@@ -109,7 +109,8 @@ async fn place(p: &Placing<'_>, suite: &mut ResolvedSuite) -> Result<Placement> 
         .collect();
     let want = p.nodes.unwrap_or(pool.nodes).max(1);
     let n = want.min(admitted.len() as u32);
-    let allocation = slurm::allocate(&pool, n, p.attempt, &exclude).await?;
+    let allocation =
+        slurm::allocate_or_interrupted(&pool, n, p.attempt, &exclude, p.interrupt).await?;
     let admitted: Vec<_> = allocation
         .nodes
         .iter()
@@ -139,6 +140,12 @@ async fn place(p: &Placing<'_>, suite: &mut ResolvedSuite) -> Result<Placement> 
         job: allocation.job,
         nodes: allocation.nodes.clone(),
         left_out: refused,
+        unusable: nodes
+            .iter()
+            .filter(|n| !n.usable())
+            .map(|n| format!("{} ({})", n.node, n.state))
+            .collect(),
+        asked: want,
         swept,
         released: String::new(),
         release_failed: false,
