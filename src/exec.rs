@@ -414,6 +414,17 @@ impl Termination {
             _ => None,
         }
     }
+    /// How a program ended, read from a status a parent reported in its
+    /// place — a POSIX shell's `$?`, bwrap's monitor: 129..=192 is
+    /// "killed by signal status−128" (neither can tell that from a program
+    /// that exited so), anything else an exit with that code.
+    pub fn of_reported_status(status: i32) -> Termination {
+        if status > 128 && status < 128 + 65 {
+            Termination::Signaled(status - 128)
+        } else {
+            Termination::Exited(status)
+        }
+    }
 }
 
 /// What a finished child left.

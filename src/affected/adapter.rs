@@ -295,11 +295,10 @@ pub fn go_affected(
     stdout: &mut dyn std::io::Write,
     mut stderr: Box<dyn std::io::Write + Send>,
 ) -> Result<Exit> {
-    // Only the flags that choose packages: the same set certify's split
-    // lists with (one rule, `schedule::list_flags`).
-    if let Some(bad) = flags.iter().find(|f| {
-        crate::schedule::list_flags(&["go".into(), "test".into(), f.to_string()]).is_empty()
-    }) {
+    // Only the flags that choose packages, read by the rule certify's split
+    // lists with (`schedule::package_flags`): `-tags=x` or `-tags x`.
+    let (flags, other) = crate::schedule::package_flags(flags);
+    if let Some(bad) = other.first() {
         return Err(crate::error::Usage(format!(
             "go-affected takes only the Go flags that choose packages (-tags=…, -mod=…, -modfile=…), not {bad:?} — declare it as \"saphan,adapter,go-affected,-tags=…\""
         ))
@@ -330,7 +329,7 @@ pub fn go_affected(
     // The same rule as the default-go suite: /usr/local/go/bin/go when it
     // exists, else `go`, so the affected tier and certification use one toolchain.
     let go = crate::suite::default_go_program();
-    let Plan { scope } = plan(&root, &manifest, &go, flags)?;
+    let Plan { scope } = plan(&root, &manifest, &go, &flags)?;
     let json = serde_json::to_vec_pretty(&scope).expect("a scope serializes");
     crate::fsutil::atomic_write(&scope_out, &json)?;
     if scope.suite_argv.is_empty() {

@@ -839,11 +839,8 @@ pub async fn run_suite_with(
     // not exit 137.
     let outcome = match outcome {
         Some(Ok(mut out)) if sealing.wrap.is_some() => {
-            if let Termination::Exited(c) = out.status
-                && c > 128
-                && c < 128 + 65
-            {
-                out.status = Termination::Signaled(c - 128);
+            if let Termination::Exited(c) = out.status {
+                out.status = Termination::of_reported_status(c);
             }
             Some(Ok(out))
         }

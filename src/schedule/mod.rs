@@ -241,30 +241,33 @@ pub fn assign(packages: &[String], machines: &[String], history: &History) -> Ve
 }
 
 /// The suite's flags that change which packages `./...` matches, for
-/// `go list` (and the affected tier, and a re-run line): `-tags`, `-mod`,
-/// `-modfile`, written `-flag=value` or `-flag value` (with one or two
-/// dashes, as Go's flag package reads them), each returned as
-/// `-flag=value`.
+/// `go list` (and the affected tier, and a re-run line): [`package_flags`]
+/// of the arguments after `go test`.
 pub fn list_flags(argv: &[String]) -> Vec<String> {
+    package_flags(argv.get(2..).unwrap_or_default()).0
+}
+
+/// `args` split into the Go flags that choose packages — `-tags`, `-mod`,
+/// `-modfile`, written `-flag=value` or `-flag value` (one dash or two, as
+/// Go's flag package reads them), each returned as `-flag=value` — and
+/// every other argument, in order.
+pub fn package_flags(args: &[String]) -> (Vec<String>, Vec<String>) {
     const CHOOSE: [&str; 3] = ["tags", "mod", "modfile"];
-    let mut out = Vec::new();
-    let mut args = argv.iter().skip(2);
+    let (mut chosen, mut rest) = (Vec::new(), Vec::new());
+    let mut args = args.iter();
     while let Some(a) = args.next() {
-        if a == "--" || !a.starts_with('-') {
-            continue;
-        }
         let bare = a.trim_start_matches('-');
+        let flag = a.starts_with('-') && a != "--";
         match bare.split_once('=') {
-            Some((name, _)) if CHOOSE.contains(&name) => out.push(format!("-{bare}")),
-            None if CHOOSE.contains(&bare) => {
-                if let Some(v) = args.next() {
-                    out.push(format!("-{bare}={v}"));
-                }
-            }
-            _ => {}
+            Some((name, _)) if flag && CHOOSE.contains(&name) => chosen.push(format!("-{bare}")),
+            None if flag && CHOOSE.contains(&bare) => match args.next() {
+                Some(v) => chosen.push(format!("-{bare}={v}")),
+                None => rest.push(a.clone()),
+            },
+            _ => rest.push(a.clone()),
         }
     }
-    out
+    (chosen, rest)
 }
 
 /// The Go variables that choose which packages `./...` matches, or how

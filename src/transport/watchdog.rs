@@ -416,8 +416,7 @@ impl Supervised {
             })
         };
         out.status = match end {
-            Some(End::Exit(c)) if c > 128 && c < 128 + 65 => Termination::Signaled(c - 128),
-            Some(End::Exit(c)) => Termination::Exited(c),
+            Some(End::Exit(c)) => Termination::of_reported_status(c),
             Some(End::TimedOut) => Termination::TimedOut,
             Some(End::NoCwd) => {
                 guard.disarm();

@@ -25,7 +25,7 @@ use crate::fleet::ledger::Ledger;
 use crate::fleet::machines::MachineRow;
 use crate::measure::pipeline::Class;
 use crate::schedule::invocation::{Borrowed, Certified};
-use crate::slurm::{self, Allocation, SlurmError};
+use crate::slurm::Allocation;
 use crate::suite::ResolvedSuite;
 
 /// The Slurm pool class (module docs).
@@ -69,29 +69,24 @@ async fn place(p: &Placing<'_>, suite: &mut ResolvedSuite) -> Result<Placement> 
         }
         .into());
     }
-    let pool = crate::fleet::pool::named(p.home, name)?;
-    let swept = slurm::sweep(&pool)
-        .await?
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>();
-    let nodes = slurm::partition_nodes(&pool).await?;
+    let survey = crate::fleet::pool::survey(p.home, name).await?;
+    let pool = &survey.pool;
     let ledger = Ledger::open(p.home)?;
     let window = crate::fleet::freshness_window(p.home)?;
     let now = time::OffsetDateTime::now_utc();
     let mut admitted = Vec::new();
     let mut refused: Vec<Refused> = Vec::new();
-    for n in nodes.iter().filter(|n| n.usable()) {
-        let row = MachineRow::borrowed(&pool, &n.node, None);
+    for n in survey.nodes.iter().filter(|n| n.usable()) {
+        let row = MachineRow::borrowed(pool, &n.node, None);
         match admit::admit(p.home, p.catalog, &ledger, window, &row, suite, now) {
             Ok(a) => admitted.push(a),
             Err(e) => refused.push(Refused::of(&row.id, &e)),
         }
     }
+    let want = p.nodes.unwrap_or(pool.nodes).max(1);
     if admitted.is_empty() {
         if refused.is_empty() {
-            let want = p.nodes.unwrap_or(pool.nodes);
-            return Err(crate::fleet::pool::no_usable_node(&pool, want, &nodes).into());
+            return Err(crate::fleet::pool::no_usable_node(pool, want, &survey.nodes).into());
         }
         return Err(Error::from(NotAdmitted {
             refused,
@@ -100,53 +95,33 @@ async fn place(p: &Placing<'_>, suite: &mut ResolvedSuite) -> Result<Placement> 
             pool: Some(name.to_string()),
         }));
     }
-    // Only admitted nodes may be granted: every other node of the
-    // partition is excluded by name.
-    let exclude: Vec<String> = nodes
-        .iter()
-        .map(|n| n.node.clone())
-        .filter(|n| !admitted.iter().any(|a| a.row.host == *n))
-        .collect();
-    let want = p.nodes.unwrap_or(pool.nodes).max(1);
+    // Only admitted nodes may be granted.
+    let allowed: Vec<String> = admitted.iter().map(|a| a.row.host.clone()).collect();
     let n = want.min(admitted.len() as u32);
-    let allocation =
-        slurm::allocate_or_interrupted(&pool, n, p.attempt, &exclude, p.interrupt).await?;
-    let admitted: Vec<_> = allocation
-        .nodes
-        .iter()
-        .filter_map(|node| {
-            let mut a = admitted.iter().find(|a| a.row.host == *node)?.clone();
-            a.row = MachineRow::borrowed(&pool, node, Some(&allocation));
-            Some(a)
+    let (allocation, rows) = survey.borrow(n, &allowed, p.attempt, p.interrupt).await?;
+    let admitted: Vec<_> = rows
+        .into_iter()
+        .map(|row| {
+            let mut a = admitted
+                .iter()
+                .find(|a| a.row.host == row.host)
+                .expect("Survey::borrow grants only allowed nodes")
+                .clone();
+            a.row = row;
+            a
         })
         .collect();
-    if admitted.len() != allocation.nodes.len() {
-        // Slurm granted a node it was told to exclude: never run there.
-        let nodes = allocation.nodes.join(",");
-        let job = allocation.job;
-        let _ = allocation.release().await;
-        return Err(SlurmError::AllocationFailed {
-            pool: pool.name.clone(),
-            nodes: n,
-            partition: pool.partition.clone(),
-            words: format!(
-                "job {job} was granted {nodes}, beyond the admitted nodes; it was released"
-            ),
-        }
-        .into());
-    }
     let borrowed = Borrowed {
         pool: name.to_string(),
         job: allocation.job,
         nodes: allocation.nodes.clone(),
         left_out: refused,
-        unusable: nodes
-            .iter()
-            .filter(|n| !n.usable())
+        unusable: survey
+            .unusable()
             .map(|n| format!("{} ({})", n.node, n.state))
             .collect(),
         asked: want,
-        swept,
+        swept: survey.swept.clone(),
         released: String::new(),
         release_failed: false,
     };
